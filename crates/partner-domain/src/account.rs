@@ -1,0 +1,436 @@
+//! Partner accounts, portal users, API tokens and the Care Services feature flags, with the
+//! operator-side service that manages them.
+
+use std::sync::Arc;
+
+use serde::Serialize;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::clock::Clock;
+use crate::error::RepoError;
+use crate::ports::{AccountRepo, NewToken, RotateOutcome};
+use crate::random::{Random, new_id};
+use crate::token::{TokenPepper, TokenText};
+use crate::values::{CareService, Email, Lang, PartnerId, ValueError};
+use crate::wire;
+
+/// What a partner's Care Services subscription grants.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CareServicesAccess {
+    pub subscription_active: bool,
+    pub manual_override: bool,
+    pub yearly_bundle: bool,
+    /// Services granted individually (deduplicated, in the order given).
+    pub services: Vec<CareService>,
+}
+
+/// The operator-managed settings of a partner account (`PUT /internal/v1/partners/{id}`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PartnerSettings {
+    pub name: String,
+    pub email: Email,
+    pub active: bool,
+    pub dna_access: bool,
+    /// The partner-level switch for self-hosted intake links.
+    pub headless_links: bool,
+    pub default_lang: Lang,
+    pub enabled_langs: Vec<Lang>,
+    pub care_services: CareServicesAccess,
+}
+
+impl PartnerSettings {
+    /// Checks the rules that span fields: a display name of 1-200 characters, `defaultLang`
+    /// among `enabledLangs`; lists are deduplicated.
+    pub fn checked(mut self) -> Result<Self, ValueError> {
+        self.name = self.name.trim().to_owned();
+        if self.name.is_empty() {
+            return Err(ValueError::Missing("name"));
+        }
+        if self.name.chars().count() > 200 || self.name.chars().any(char::is_control) {
+            return Err(ValueError::invalid("name", "1-200 characters, no control characters"));
+        }
+        dedup(&mut self.enabled_langs);
+        dedup(&mut self.care_services.services);
+        if !self.enabled_langs.contains(&self.default_lang) {
+            return Err(ValueError::invalid("defaultLang", "must be one of enabledLangs"));
+        }
+        Ok(self)
+    }
+}
+
+fn dedup<T: PartialEq + Copy>(v: &mut Vec<T>) {
+    let mut seen = Vec::with_capacity(v.len());
+    v.retain(|x| {
+        let new = !seen.contains(x);
+        seen.push(*x);
+        new
+    });
+}
+
+/// A partner account.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Partner {
+    pub partner_id: PartnerId,
+    #[serde(flatten)]
+    pub settings: PartnerSettings,
+    #[serde(serialize_with = "wire::ts")]
+    pub created_at: OffsetDateTime,
+    #[serde(serialize_with = "wire::ts")]
+    pub updated_at: OffsetDateTime,
+}
+
+/// The global Care Services category switches; all start on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CareFlags([bool; 5]);
+
+impl Default for CareFlags {
+    fn default() -> Self {
+        Self([true; 5])
+    }
+}
+
+impl CareFlags {
+    pub fn get(&self, s: CareService) -> bool {
+        self.0[Self::index(s)]
+    }
+
+    pub fn set(&mut self, s: CareService, on: bool) {
+        self.0[Self::index(s)] = on;
+    }
+
+    fn index(s: CareService) -> usize {
+        CareService::ALL.iter().position(|c| *c == s).unwrap_or(0)
+    }
+}
+
+impl Serialize for CareFlags {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(5))?;
+        for c in CareService::ALL {
+            m.serialize_entry(c.as_str(), &self.get(c))?;
+        }
+        m.end()
+    }
+}
+
+/// A portal user; every API token belongs to exactly one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PortalUser {
+    pub id: Uuid,
+    pub email: Email,
+    pub partner_id: PartnerId,
+    pub admin: bool,
+    #[serde(serialize_with = "wire::ts")]
+    pub created_at: OffsetDateTime,
+}
+
+/// What is known of a token after creation: never its text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ApiTokenInfo {
+    pub id: Uuid,
+    pub token_prefix: String,
+    #[serde(serialize_with = "wire::ts")]
+    pub created_at: OffsetDateTime,
+    #[serde(serialize_with = "wire::ts_opt")]
+    pub expires_at: Option<OffsetDateTime>,
+    #[serde(serialize_with = "wire::ts_opt")]
+    pub revoked_at: Option<OffsetDateTime>,
+    #[serde(serialize_with = "wire::ts_opt")]
+    pub last_used_at: Option<OffsetDateTime>,
+}
+
+/// A token just created or rotated: the only time its text is available.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IssuedToken {
+    pub id: Uuid,
+    #[serde(serialize_with = "expose_token")]
+    pub token: TokenText,
+    pub token_prefix: String,
+    #[serde(serialize_with = "wire::ts")]
+    pub created_at: OffsetDateTime,
+    #[serde(serialize_with = "wire::ts_opt")]
+    pub expires_at: Option<OffsetDateTime>,
+}
+
+fn expose_token<S: serde::Serializer>(t: &TokenText, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(t.expose())
+}
+
+/// Errors of [`AccountService::create_user`].
+#[derive(Debug, thiserror::Error)]
+pub enum CreateUserError {
+    #[error("no partner with that partnerId")]
+    UnknownPartner,
+    #[error(transparent)]
+    Repo(#[from] RepoError),
+}
+
+/// Errors of [`AccountService::issue_token`].
+#[derive(Debug, thiserror::Error)]
+pub enum IssueTokenError {
+    #[error("no such user")]
+    UserNotFound,
+    #[error("expiresAt must be in the future")]
+    ExpiryNotInFuture,
+    #[error("no token pepper is configured, so tokens cannot be issued")]
+    KeysUnavailable,
+    #[error(transparent)]
+    Repo(#[from] RepoError),
+}
+
+/// Errors of [`AccountService::rotate_token`].
+#[derive(Debug, thiserror::Error)]
+pub enum RotateTokenError {
+    #[error("no such token")]
+    NotFound,
+    #[error("the token is revoked or expired; create a new one instead")]
+    NotLive,
+    #[error("no token pepper is configured, so tokens cannot be issued")]
+    KeysUnavailable,
+    #[error(transparent)]
+    Repo(#[from] RepoError),
+}
+
+/// Errors of lookups and deletions that only fail when the record is absent.
+#[derive(Debug, thiserror::Error)]
+pub enum NotFoundOr {
+    #[error("not found")]
+    NotFound,
+    #[error(transparent)]
+    Repo(#[from] RepoError),
+}
+
+/// The operator's management of partners, users and tokens.
+#[derive(Debug, Clone)]
+pub struct AccountService {
+    repo: Arc<dyn AccountRepo>,
+    pepper: Option<TokenPepper>,
+    clock: Arc<dyn Clock>,
+    rng: Arc<dyn Random>,
+}
+
+impl AccountService {
+    pub fn new(
+        repo: Arc<dyn AccountRepo>,
+        pepper: Option<TokenPepper>,
+        clock: Arc<dyn Clock>,
+        rng: Arc<dyn Random>,
+    ) -> Self {
+        Self { repo, pepper, clock, rng }
+    }
+
+    /// Creates or replaces a partner; `true` when it was created.
+    pub async fn put_partner(
+        &self,
+        id: &PartnerId,
+        settings: PartnerSettings,
+    ) -> Result<(Partner, bool), RepoError> {
+        self.repo.upsert_partner(id, &settings, self.clock.now()).await
+    }
+
+    pub async fn partner(&self, id: &PartnerId) -> Result<Partner, NotFoundOr> {
+        self.repo.partner(id).await?.ok_or(NotFoundOr::NotFound)
+    }
+
+    pub async fn care_flags(&self) -> Result<CareFlags, RepoError> {
+        self.repo.care_flags().await
+    }
+
+    /// Applies the given switches; the others keep their value.
+    pub async fn set_care_flags(&self, changes: &[(CareService, bool)]) -> Result<CareFlags, RepoError> {
+        self.repo.set_care_flags(changes).await
+    }
+
+    pub async fn create_user(
+        &self,
+        email: Email,
+        partner_id: PartnerId,
+        admin: bool,
+    ) -> Result<PortalUser, CreateUserError> {
+        let user = PortalUser {
+            id: new_id(self.rng.as_ref()),
+            email,
+            partner_id,
+            admin,
+            created_at: self.clock.now(),
+        };
+        if self.repo.insert_user(&user).await? {
+            Ok(user)
+        } else {
+            Err(CreateUserError::UnknownPartner)
+        }
+    }
+
+    /// Deletes a user; its tokens then answer `unknown_user`.
+    pub async fn delete_user(&self, id: Uuid) -> Result<(), NotFoundOr> {
+        match self.repo.delete_user(id, self.clock.now()).await? {
+            true => Ok(()),
+            false => Err(NotFoundOr::NotFound),
+        }
+    }
+
+    pub async fn issue_token(
+        &self,
+        user_id: Uuid,
+        expires_at: Option<OffsetDateTime>,
+    ) -> Result<IssuedToken, IssueTokenError> {
+        let now = self.clock.now();
+        if expires_at.is_some_and(|e| e <= now) {
+            return Err(IssueTokenError::ExpiryNotInFuture);
+        }
+        let (token, new) = self.mint(now, expires_at).ok_or(IssueTokenError::KeysUnavailable)?;
+        if !self.repo.insert_token(user_id, &new).await? {
+            return Err(IssueTokenError::UserNotFound);
+        }
+        Ok(issued(token, &new))
+    }
+
+    pub async fn tokens(&self, user_id: Uuid) -> Result<Vec<ApiTokenInfo>, NotFoundOr> {
+        self.repo.tokens_of(user_id).await?.ok_or(NotFoundOr::NotFound)
+    }
+
+    /// Replaces a live token with a new one (same user, same expiry); the old one is revoked
+    /// in the same transaction.
+    pub async fn rotate_token(&self, token_id: Uuid) -> Result<IssuedToken, RotateTokenError> {
+        let now = self.clock.now();
+        let (token, mut new) = self.mint(now, None).ok_or(RotateTokenError::KeysUnavailable)?;
+        match self.repo.rotate_token(token_id, &new, now).await? {
+            RotateOutcome::Rotated { expires_at } => {
+                new.expires_at = expires_at;
+                Ok(issued(token, &new))
+            }
+            RotateOutcome::NotFound => Err(RotateTokenError::NotFound),
+            RotateOutcome::NotLive => Err(RotateTokenError::NotLive),
+        }
+    }
+
+    /// Revokes a token at once. Revoking a revoked token is a no-op.
+    pub async fn revoke_token(&self, token_id: Uuid) -> Result<(), NotFoundOr> {
+        match self.repo.revoke_token(token_id, self.clock.now()).await? {
+            true => Ok(()),
+            false => Err(NotFoundOr::NotFound),
+        }
+    }
+
+    fn mint(&self, now: OffsetDateTime, expires_at: Option<OffsetDateTime>) -> Option<(TokenText, NewToken)> {
+        let pepper = self.pepper.as_ref()?;
+        let token = TokenText::mint(self.rng.as_ref());
+        let new = NewToken {
+            id: new_id(self.rng.as_ref()),
+            hash: pepper.hash(&token),
+            prefix: token.display_prefix(),
+            created_at: now,
+            expires_at,
+        };
+        Some((token, new))
+    }
+}
+
+fn issued(token: TokenText, new: &NewToken) -> IssuedToken {
+    IssuedToken {
+        id: new.id,
+        token,
+        token_prefix: new.prefix.clone(),
+        created_at: new.created_at,
+        expires_at: new.expires_at,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::FixedClock;
+    use crate::ports::MockAccountRepo;
+    use crate::random::SystemRandom;
+    use futures_util::FutureExt;
+    use time::macros::datetime;
+
+    fn settings() -> PartnerSettings {
+        PartnerSettings {
+            name: " Acme ".into(),
+            email: Email::parse("ops@acme.test").expect("email"),
+            active: true,
+            dna_access: false,
+            headless_links: true,
+            default_lang: Lang::Es,
+            enabled_langs: vec![Lang::En, Lang::Es, Lang::En],
+            care_services: CareServicesAccess {
+                subscription_active: true,
+                manual_override: false,
+                yearly_bundle: false,
+                services: vec![CareService::Dermatology, CareService::Dermatology],
+            },
+        }
+    }
+
+    #[test]
+    fn settings_are_trimmed_and_deduplicated() {
+        let s = settings().checked().expect("valid");
+        assert_eq!(s.name, "Acme");
+        assert_eq!(s.enabled_langs, vec![Lang::En, Lang::Es]);
+        assert_eq!(s.care_services.services, vec![CareService::Dermatology]);
+    }
+
+    #[test]
+    fn default_lang_must_be_enabled() {
+        let mut s = settings();
+        s.enabled_langs = vec![Lang::En];
+        assert!(s.checked().is_err());
+    }
+
+    fn service(repo: MockAccountRepo, pepper: bool) -> AccountService {
+        AccountService::new(
+            Arc::new(repo),
+            pepper.then(|| TokenPepper::new(b"pepper")),
+            Arc::new(FixedClock::new(datetime!(2026-11-21 10:00 UTC))),
+            Arc::new(SystemRandom::new()),
+        )
+    }
+
+    #[test]
+    fn issuing_stores_only_the_hash_of_the_returned_token() {
+        let mut repo = MockAccountRepo::new();
+        let stored = Arc::new(std::sync::Mutex::new(None));
+        let s2 = stored.clone();
+        repo.expect_insert_token().returning(move |_, new| {
+            *s2.lock().expect("lock") = Some(new.hash);
+            Ok(true)
+        });
+        let svc = service(repo, true);
+        let issued = svc.issue_token(Uuid::nil(), None).now_or_never().expect("ready").expect("ok");
+        let expected = TokenPepper::new(b"pepper").hash(&issued.token);
+        assert_eq!(*stored.lock().expect("lock"), Some(expected));
+        assert_eq!(issued.token_prefix, issued.token.display_prefix());
+    }
+
+    #[test]
+    fn issuing_without_pepper_or_with_past_expiry_fails_before_storage() {
+        let svc = service(MockAccountRepo::new(), false);
+        let r = svc.issue_token(Uuid::nil(), None).now_or_never().expect("ready");
+        assert!(matches!(r, Err(IssueTokenError::KeysUnavailable)));
+        let svc = service(MockAccountRepo::new(), true);
+        let r = svc
+            .issue_token(Uuid::nil(), Some(datetime!(2026-11-21 10:00 UTC)))
+            .now_or_never()
+            .expect("ready");
+        assert!(matches!(r, Err(IssueTokenError::ExpiryNotInFuture)));
+    }
+
+    #[test]
+    fn flags_serialize_all_five() {
+        let mut f = CareFlags::default();
+        f.set(CareService::Dermatology, false);
+        let v = serde_json::to_value(f).expect("json");
+        assert_eq!(v["dermatology"], false);
+        assert_eq!(v["primary-care"], true);
+        assert_eq!(v.as_object().map(|m| m.len()), Some(5));
+    }
+}

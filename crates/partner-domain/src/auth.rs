@@ -1,0 +1,250 @@
+//! Authentication: from an `Authorization` header value to a [`Principal`], or exactly one
+//! of the contract's failures.
+
+use std::sync::Arc;
+
+use time::{Duration, OffsetDateTime};
+use uuid::Uuid;
+
+use crate::clock::Clock;
+use crate::error::RepoError;
+use crate::ports::TokenRepo;
+use crate::token::{TokenPepper, TokenText};
+use crate::values::PartnerId;
+
+/// Who is calling.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Principal {
+    pub token_id: Uuid,
+    pub user_id: Uuid,
+    pub partner_id: PartnerId,
+    pub admin: bool,
+}
+
+/// The contract's authentication failures, in the order they are checked.
+#[derive(Debug, thiserror::Error)]
+pub enum AuthError {
+    /// No `Authorization` header, another scheme, or `Bearer` with nothing after it.
+    #[error("Authorization: Bearer <token> is required")]
+    MissingBearer,
+    /// No pepper is configured, so no token can be verified.
+    #[error("API keys cannot be verified in this environment")]
+    KeysUnavailable,
+    /// Wrong shape, unknown, revoked or expired.
+    #[error("the bearer token is invalid, revoked or expired")]
+    InvalidToken,
+    /// The token is live but its user was deleted.
+    #[error("no portal user matches this token")]
+    UnknownUser,
+    /// The partner account is inactive.
+    #[error("the partner account is inactive")]
+    Forbidden,
+    #[error(transparent)]
+    Repo(#[from] RepoError),
+}
+
+/// A successful authentication.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Authenticated {
+    pub principal: Principal,
+    /// Whether `lastUsedAt` is due to be written (it is written at most once a minute, and the
+    /// caller does it off the request's critical path with [`AuthService::touch`]).
+    pub touch_due: bool,
+}
+
+/// How stale `lastUsedAt` may get before it is written again.
+pub const LAST_USED_RESOLUTION: Duration = Duration::MINUTE;
+
+/// Verifies bearer tokens.
+#[derive(Debug, Clone)]
+pub struct AuthService {
+    tokens: Arc<dyn TokenRepo>,
+    pepper: Option<TokenPepper>,
+    clock: Arc<dyn Clock>,
+}
+
+impl AuthService {
+    pub fn new(tokens: Arc<dyn TokenRepo>, pepper: Option<TokenPepper>, clock: Arc<dyn Clock>) -> Self {
+        Self { tokens, pepper, clock }
+    }
+
+    /// Authenticates the raw `Authorization` header value (absent: `None`). A token of the
+    /// wrong shape is rejected without touching storage; a well-formed one costs one lookup.
+    pub async fn authenticate(&self, authorization: Option<&[u8]>) -> Result<Authenticated, AuthError> {
+        let raw = bearer(authorization).ok_or(AuthError::MissingBearer)?;
+        let pepper = self.pepper.as_ref().ok_or(AuthError::KeysUnavailable)?;
+        let token = std::str::from_utf8(raw)
+            .ok()
+            .and_then(TokenText::parse)
+            .ok_or(AuthError::InvalidToken)?;
+        let hash = pepper.hash(&token);
+        let rec = self.tokens.find_by_hash(&hash).await?.ok_or(AuthError::InvalidToken)?;
+        let now = self.clock.now();
+        // The index found it by hash; the constant-time check keeps a faulty adapter honest.
+        if !rec.hash.ct_eq(&hash) || rec.revoked_at.is_some() || rec.expires_at.is_some_and(|e| e <= now) {
+            return Err(AuthError::InvalidToken);
+        }
+        if rec.user_deleted {
+            return Err(AuthError::UnknownUser);
+        }
+        if !rec.partner_active {
+            return Err(AuthError::Forbidden);
+        }
+        Ok(Authenticated {
+            touch_due: touch_due(rec.last_used_at, now),
+            principal: Principal {
+                token_id: rec.token_id,
+                user_id: rec.user_id,
+                partner_id: rec.partner_id,
+                admin: rec.admin,
+            },
+        })
+    }
+
+    /// Records that the token was used now (throttled in storage as well).
+    pub async fn touch(&self, token_id: Uuid) -> Result<(), RepoError> {
+        self.tokens.touch_last_used(token_id, self.clock.now()).await
+    }
+}
+
+fn touch_due(last: Option<OffsetDateTime>, now: OffsetDateTime) -> bool {
+    last.is_none_or(|t| now - t >= LAST_USED_RESOLUTION)
+}
+
+/// The token part of `Bearer <token>`; `None` for no header, another scheme, or nothing after it.
+/// The scheme is matched case-insensitively (RFC 9110 §11.1).
+fn bearer(header: Option<&[u8]>) -> Option<&[u8]> {
+    let h = header?;
+    let h = h.trim_ascii();
+    if h.len() < 6 || !h[..6].eq_ignore_ascii_case(b"bearer") {
+        return None;
+    }
+    let rest = &h[6..];
+    if !rest.first().is_some_and(|b| *b == b' ' || *b == b'\t') {
+        return None;
+    }
+    let token = rest.trim_ascii();
+    (!token.is_empty()).then_some(token)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::FixedClock;
+    use crate::ports::{MockTokenRepo, TokenRecord};
+    use crate::random::SystemRandom;
+    use futures_util::FutureExt;
+    use time::macros::datetime;
+
+    const NOW: OffsetDateTime = datetime!(2026-11-21 10:00 UTC);
+
+    fn record(hash: crate::token::TokenHash) -> TokenRecord {
+        TokenRecord {
+            token_id: Uuid::from_u128(1),
+            hash,
+            user_id: Uuid::from_u128(2),
+            user_deleted: false,
+            partner_id: PartnerId::parse("acme").expect("id"),
+            partner_active: true,
+            admin: false,
+            expires_at: None,
+            revoked_at: None,
+            last_used_at: None,
+        }
+    }
+
+    /// Runs `authenticate` against a repository holding one token shaped by `edit`.
+    fn run(header: Option<String>, edit: impl Fn(&mut TokenRecord) + Send + 'static) -> Result<Authenticated, AuthError> {
+        let pepper = TokenPepper::new(b"pepper");
+        let mut repo = MockTokenRepo::new();
+        let p2 = pepper.clone();
+        repo.expect_find_by_hash().returning(move |h| {
+            let mut r = record(*h);
+            edit(&mut r);
+            // Only the one token is known.
+            Ok(Some(r).filter(|r| r.hash.ct_eq(&p2.hash(&known()))))
+        });
+        let svc = AuthService::new(Arc::new(repo), Some(pepper), Arc::new(FixedClock::new(NOW)));
+        svc.authenticate(header.as_deref().map(str::as_bytes)).now_or_never().expect("ready")
+    }
+
+    fn known() -> TokenText {
+        TokenText::parse(&format!("pk_live_{}", "K".repeat(43))).expect("shape")
+    }
+
+    fn bearer_known() -> Option<String> {
+        Some(format!("Bearer {}", known().expose()))
+    }
+
+    #[test]
+    fn a_live_token_authenticates() {
+        let a = run(bearer_known(), |_| {}).expect("ok");
+        assert_eq!(a.principal.partner_id.as_str(), "acme");
+        assert!(a.touch_due);
+        let a = run(Some(format!("bearer   {}  ", known().expose())), |r| {
+            r.last_used_at = Some(NOW - Duration::seconds(59))
+        })
+        .expect("ok");
+        assert!(!a.touch_due, "used 59 s ago: not due");
+        let a = run(bearer_known(), |r| r.last_used_at = Some(NOW - Duration::seconds(60))).expect("ok");
+        assert!(a.touch_due);
+    }
+
+    #[test]
+    fn missing_bearer_cases() {
+        for h in [None, Some(""), Some("Basic abc"), Some("Bearer"), Some("Bearer   "), Some("Bearerx abc"), Some("Token pk_live_x")] {
+            let r = run(h.map(str::to_owned), |_| {});
+            assert!(matches!(r, Err(AuthError::MissingBearer)), "{h:?}: {r:?}");
+        }
+    }
+
+    #[test]
+    fn invalid_token_cases_without_storage() {
+        // The mock would answer `None` for unknown hashes anyway; malformed ones must not reach it.
+        let svc = AuthService::new(
+            Arc::new(MockTokenRepo::new()),
+            Some(TokenPepper::new(b"p")),
+            Arc::new(FixedClock::new(NOW)),
+        );
+        for h in ["Bearer abc", "Bearer pk_live_short", "Bearer pk_test_0123456789012345678901234567890123456789", "Bearer \u{e9}"] {
+            let r = svc.authenticate(Some(h.as_bytes())).now_or_never().expect("ready");
+            assert!(matches!(r, Err(AuthError::InvalidToken)), "{h}");
+        }
+        let r = svc.authenticate(Some(b"Bearer \xff\xfe")).now_or_never().expect("ready");
+        assert!(matches!(r, Err(AuthError::InvalidToken)));
+    }
+
+    #[test]
+    fn unknown_revoked_expired_are_invalid() {
+        let other = TokenText::mint(&SystemRandom::new());
+        assert!(matches!(run(Some(format!("Bearer {}", other.expose())), |_| {}), Err(AuthError::InvalidToken)));
+        assert!(matches!(run(bearer_known(), |r| r.revoked_at = Some(NOW)), Err(AuthError::InvalidToken)));
+        assert!(matches!(run(bearer_known(), |r| r.expires_at = Some(NOW)), Err(AuthError::InvalidToken)));
+        assert!(run(bearer_known(), |r| r.expires_at = Some(NOW + Duration::SECOND)).is_ok());
+    }
+
+    #[test]
+    fn deleted_user_then_inactive_partner() {
+        assert!(matches!(run(bearer_known(), |r| r.user_deleted = true), Err(AuthError::UnknownUser)));
+        assert!(matches!(run(bearer_known(), |r| r.partner_active = false), Err(AuthError::Forbidden)));
+        // A revoked token of a deleted user is simply invalid.
+        assert!(matches!(
+            run(bearer_known(), |r| {
+                r.user_deleted = true;
+                r.revoked_at = Some(NOW)
+            }),
+            Err(AuthError::InvalidToken)
+        ));
+    }
+
+    #[test]
+    fn no_pepper_means_503_for_any_bearer_but_401_without() {
+        let svc = AuthService::new(Arc::new(MockTokenRepo::new()), None, Arc::new(FixedClock::new(NOW)));
+        for h in ["Bearer x", "Bearer pk_live_abc"] {
+            let r = svc.authenticate(Some(h.as_bytes())).now_or_never().expect("ready");
+            assert!(matches!(r, Err(AuthError::KeysUnavailable)));
+        }
+        let r = svc.authenticate(None).now_or_never().expect("ready");
+        assert!(matches!(r, Err(AuthError::MissingBearer)));
+    }
+}

@@ -1,0 +1,69 @@
+//! Injected time, so that expiry, retries and `lastUsedAt` throttling are testable.
+
+use time::OffsetDateTime;
+
+/// The source of "now". Implementations return UTC instants truncated to whole milliseconds,
+/// the precision of every timestamp on the wire, so stored and rendered values round-trip.
+pub trait Clock: Send + Sync + std::fmt::Debug {
+    fn now(&self) -> OffsetDateTime;
+}
+
+/// The wall clock.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> OffsetDateTime {
+        truncate_to_millis(OffsetDateTime::now_utc())
+    }
+}
+
+/// Drops sub-millisecond precision (PostgreSQL keeps microseconds, the wire shows milliseconds).
+pub fn truncate_to_millis(t: OffsetDateTime) -> OffsetDateTime {
+    let ms = t.millisecond();
+    t.replace_millisecond(ms).unwrap_or(t).to_offset(time::UtcOffset::UTC)
+}
+
+/// A clock stopped at a given instant, for tests and reproducible runs.
+#[derive(Debug)]
+pub struct FixedClock(std::sync::Mutex<OffsetDateTime>);
+
+impl FixedClock {
+    pub fn new(at: OffsetDateTime) -> Self {
+        Self(std::sync::Mutex::new(truncate_to_millis(at)))
+    }
+
+    /// Moves the clock forward (or back, with a negative duration).
+    pub fn advance(&self, by: time::Duration) {
+        if let Ok(mut t) = self.0.lock() {
+            *t += by;
+        }
+    }
+}
+
+impl Clock for FixedClock {
+    fn now(&self) -> OffsetDateTime {
+        self.0.lock().map(|t| *t).unwrap_or(OffsetDateTime::UNIX_EPOCH)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use time::macros::datetime;
+
+    #[test]
+    fn truncation_keeps_millis_and_utc() {
+        let t = datetime!(2026-11-21 10:00:00.123_456_789 +02:00);
+        let got = truncate_to_millis(t);
+        assert_eq!(got, datetime!(2026-11-21 08:00:00.123 UTC));
+        assert_eq!(got.offset(), time::UtcOffset::UTC);
+    }
+
+    #[test]
+    fn fixed_clock_advances() {
+        let c = FixedClock::new(datetime!(2026-01-01 0:00 UTC));
+        c.advance(time::Duration::seconds(61));
+        assert_eq!(c.now(), datetime!(2026-01-01 0:01:01 UTC));
+    }
+}

@@ -1,0 +1,25 @@
+//! Pure domain of the Partner Portal API.
+//!
+//! Everything a partner-facing rule depends on lives here, free of I/O: value types parsed at
+//! the edge (`PartnerId`, `SubId`, `Nickname`, `Email`, `TokenText`…), entities, the services
+//! that apply the contract's rules, and the ports (repository traits, [`Clock`], [`Random`])
+//! that adapters implement. Other services reuse this crate, so its public surface is kept small:
+//! construct values through their `parse` functions, and call the services.
+//!
+//! With the `mocks` feature every port has a `mockall` mock (`MockTokenRepo`, …), so rules are
+//! unit-tested without a database.
+
+pub mod account;
+pub mod auth;
+pub mod clock;
+pub mod error;
+pub mod ports;
+pub mod random;
+pub mod sub_account;
+pub mod token;
+pub mod values;
+pub mod wire;
+
+pub use clock::{Clock, SystemClock};
+pub use error::RepoError;
+pub use random::{Random, SystemRandom};

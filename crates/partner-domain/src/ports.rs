@@ -1,0 +1,139 @@
+//! The ports: what the domain needs from storage. Adapters (PostgreSQL) implement them;
+//! with the `mocks` feature each has a `mockall` mock for unit tests.
+//!
+//! Every method that reads or writes partner data takes the caller's [`PartnerId`], so a
+//! repository cannot be asked for another tenant's rows by mistake.
+
+use async_trait::async_trait;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::account::{ApiTokenInfo, CareFlags, Partner, PartnerSettings, PortalUser};
+use crate::error::RepoError;
+use crate::sub_account::SubAccount;
+use crate::token::TokenHash;
+use crate::values::{CareService, Nickname, PartnerId, SubId};
+
+/// What the authentication step needs to know about a presented token, in one lookup.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenRecord {
+    pub token_id: Uuid,
+    pub hash: TokenHash,
+    pub user_id: Uuid,
+    pub user_deleted: bool,
+    pub partner_id: PartnerId,
+    pub partner_active: bool,
+    pub admin: bool,
+    pub expires_at: Option<OffsetDateTime>,
+    pub revoked_at: Option<OffsetDateTime>,
+    pub last_used_at: Option<OffsetDateTime>,
+}
+
+/// Token lookups on the request path.
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+#[async_trait]
+pub trait TokenRepo: Send + Sync {
+    /// The token with this keyed hash, with its user and partner (one indexed lookup).
+    async fn find_by_hash(&self, hash: &TokenHash) -> Result<Option<TokenRecord>, RepoError>;
+
+    /// Records a use at `now` unless one was recorded less than a minute before it
+    /// (a conditional update, so concurrent instances write at most once a minute).
+    async fn touch_last_used(&self, token_id: Uuid, now: OffsetDateTime) -> Result<(), RepoError>;
+}
+
+/// A token about to be stored: its keyed hash, never its text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewToken {
+    pub id: Uuid,
+    pub hash: TokenHash,
+    pub prefix: String,
+    pub created_at: OffsetDateTime,
+    pub expires_at: Option<OffsetDateTime>,
+}
+
+/// How a rotation ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RotateOutcome {
+    /// The old token is revoked and the new one stored with the old one's expiry.
+    Rotated { expires_at: Option<OffsetDateTime> },
+    NotFound,
+    /// The old token is revoked, expired, or its user is deleted.
+    NotLive,
+}
+
+/// Operator-side storage of partners, users, tokens and feature flags.
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+#[async_trait]
+pub trait AccountRepo: Send + Sync {
+    /// Inserts or replaces the partner; `true` in the pair when it was inserted.
+    async fn upsert_partner(
+        &self,
+        id: &PartnerId,
+        settings: &PartnerSettings,
+        now: OffsetDateTime,
+    ) -> Result<(Partner, bool), RepoError>;
+    async fn partner(&self, id: &PartnerId) -> Result<Option<Partner>, RepoError>;
+    async fn care_flags(&self) -> Result<CareFlags, RepoError>;
+    async fn set_care_flags(&self, changes: &[(CareService, bool)]) -> Result<CareFlags, RepoError>;
+    /// `false` when the user's partner does not exist.
+    async fn insert_user(&self, user: &PortalUser) -> Result<bool, RepoError>;
+    /// `false` when there is no such (undeleted) user.
+    async fn delete_user(&self, id: Uuid, now: OffsetDateTime) -> Result<bool, RepoError>;
+    /// `false` when there is no such (undeleted) user.
+    async fn insert_token(&self, user_id: Uuid, token: &NewToken) -> Result<bool, RepoError>;
+    /// `None` when there is no such (undeleted) user.
+    async fn tokens_of(&self, user_id: Uuid) -> Result<Option<Vec<ApiTokenInfo>>, RepoError>;
+    async fn rotate_token(
+        &self,
+        old: Uuid,
+        new: &NewToken,
+        now: OffsetDateTime,
+    ) -> Result<RotateOutcome, RepoError>;
+    /// `false` when there is no such token.
+    async fn revoke_token(&self, id: Uuid, now: OffsetDateTime) -> Result<bool, RepoError>;
+}
+
+/// A sub-account about to be stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewSubAccount {
+    pub id: Uuid,
+    pub sub_id: SubId,
+    pub nickname: Nickname,
+    pub now: OffsetDateTime,
+}
+
+/// How an insert of a sub-account ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InsertSubAccount {
+    Inserted(SubAccount),
+    DuplicateSubId,
+}
+
+/// Storage of a partner's sub-accounts.
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+#[async_trait]
+pub trait SubAccountRepo: Send + Sync {
+    async fn list(&self, partner: &PartnerId) -> Result<Vec<SubAccount>, RepoError>;
+    async fn insert(&self, partner: &PartnerId, new: &NewSubAccount) -> Result<InsertSubAccount, RepoError>;
+    /// `false` when the partner has no sub-account with that id.
+    async fn delete(&self, partner: &PartnerId, id: Uuid) -> Result<bool, RepoError>;
+    async fn exists(&self, partner: &PartnerId, sub_id: SubId) -> Result<bool, RepoError>;
+}
+
+/// Whether the store answers (`/readyz`).
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+#[async_trait]
+pub trait Readiness: Send + Sync {
+    async fn ping(&self) -> Result<(), RepoError>;
+}
+
+macro_rules! debug_port {
+    ($($t:ident),*) => {$(
+        impl std::fmt::Debug for dyn $t {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(stringify!($t))
+            }
+        }
+    )*};
+}
+debug_port!(TokenRepo, AccountRepo, SubAccountRepo, Readiness);

@@ -1,0 +1,158 @@
+//! Sub-accounts: the staffers and affiliates a partner attributes leads, orders and links to.
+
+use std::sync::Arc;
+
+use serde::Serialize;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::clock::Clock;
+use crate::error::RepoError;
+use crate::ports::{InsertSubAccount, NewSubAccount, SubAccountRepo};
+use crate::random::{Random, new_id};
+use crate::values::{Nickname, PartnerId, SubId};
+use crate::wire;
+
+/// `PortalSubAccount` of the spec. `email` is the owning partner's contact email.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubAccount {
+    pub id: Uuid,
+    pub email: String,
+    pub sub_id: SubId,
+    pub nickname: String,
+    #[serde(serialize_with = "wire::ts")]
+    pub created_at: OffsetDateTime,
+    #[serde(serialize_with = "wire::ts")]
+    pub updated_at: OffsetDateTime,
+}
+
+/// Errors of [`SubAccountService::create`].
+#[derive(Debug, thiserror::Error)]
+pub enum CreateSubAccountError {
+    #[error("a sub-account with that subId already exists")]
+    Duplicate,
+    #[error(transparent)]
+    Repo(#[from] RepoError),
+}
+
+/// Errors of [`SubAccountService::delete`].
+#[derive(Debug, thiserror::Error)]
+pub enum DeleteSubAccountError {
+    /// Absent, or another partner's: the two are indistinguishable on purpose.
+    #[error("sub-account not found")]
+    NotFound,
+    #[error(transparent)]
+    Repo(#[from] RepoError),
+}
+
+/// A partner's management of its own sub-accounts.
+#[derive(Debug, Clone)]
+pub struct SubAccountService {
+    repo: Arc<dyn SubAccountRepo>,
+    clock: Arc<dyn Clock>,
+    rng: Arc<dyn Random>,
+}
+
+impl SubAccountService {
+    pub fn new(repo: Arc<dyn SubAccountRepo>, clock: Arc<dyn Clock>, rng: Arc<dyn Random>) -> Self {
+        Self { repo, clock, rng }
+    }
+
+    /// The partner's sub-accounts by ascending subId.
+    pub async fn list(&self, partner: &PartnerId) -> Result<Vec<SubAccount>, RepoError> {
+        self.repo.list(partner).await
+    }
+
+    pub async fn create(
+        &self,
+        partner: &PartnerId,
+        sub_id: SubId,
+        nickname: Nickname,
+    ) -> Result<SubAccount, CreateSubAccountError> {
+        let new = NewSubAccount { id: new_id(self.rng.as_ref()), sub_id, nickname, now: self.clock.now() };
+        match self.repo.insert(partner, &new).await? {
+            InsertSubAccount::Inserted(s) => Ok(s),
+            InsertSubAccount::DuplicateSubId => Err(CreateSubAccountError::Duplicate),
+        }
+    }
+
+    pub async fn delete(&self, partner: &PartnerId, id: Uuid) -> Result<(), DeleteSubAccountError> {
+        match self.repo.delete(partner, id).await? {
+            true => Ok(()),
+            false => Err(DeleteSubAccountError::NotFound),
+        }
+    }
+
+    /// Whether `sub_id` names one of the partner's sub-accounts.
+    pub async fn exists(&self, partner: &PartnerId, sub_id: SubId) -> Result<bool, RepoError> {
+        self.repo.exists(partner, sub_id).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::FixedClock;
+    use crate::ports::MockSubAccountRepo;
+    use crate::random::SystemRandom;
+    use futures_util::FutureExt;
+    use mockall::predicate::eq;
+    use time::macros::datetime;
+
+    fn svc(repo: MockSubAccountRepo) -> SubAccountService {
+        SubAccountService::new(
+            Arc::new(repo),
+            Arc::new(FixedClock::new(datetime!(2026-11-21 10:00 UTC))),
+            Arc::new(SystemRandom::new()),
+        )
+    }
+
+    fn acme() -> PartnerId {
+        PartnerId::parse("acme").expect("id")
+    }
+
+    #[test]
+    fn duplicate_maps_to_its_own_error() {
+        let mut repo = MockSubAccountRepo::new();
+        repo.expect_insert().returning(|_, _| Ok(InsertSubAccount::DuplicateSubId));
+        let r = svc(repo)
+            .create(&acme(), SubId::new(7).expect("7"), Nickname::parse("Ann").expect("nick"))
+            .now_or_never()
+            .expect("ready");
+        assert!(matches!(r, Err(CreateSubAccountError::Duplicate)));
+    }
+
+    #[test]
+    fn create_passes_the_callers_partner_and_clock_time() {
+        let mut repo = MockSubAccountRepo::new();
+        repo.expect_insert().with(eq(acme()), mockall::predicate::always()).returning(|_, n| {
+            assert_eq!(n.now, datetime!(2026-11-21 10:00 UTC));
+            Ok(InsertSubAccount::Inserted(SubAccount {
+                id: n.id,
+                email: "ops@acme.test".into(),
+                sub_id: n.sub_id,
+                nickname: n.nickname.to_string(),
+                created_at: n.now,
+                updated_at: n.now,
+            }))
+        });
+        let s = svc(repo)
+            .create(&acme(), SubId::new(7).expect("7"), Nickname::parse("Ann").expect("nick"))
+            .now_or_never()
+            .expect("ready")
+            .expect("created");
+        assert_eq!(s.sub_id.get(), 7);
+        let json = serde_json::to_value(&s).expect("json");
+        assert_eq!(json["subId"], "7");
+        assert_eq!(json["createdAt"], "2026-11-21T10:00:00.000Z");
+    }
+
+    #[test]
+    fn delete_of_foreign_or_absent_is_not_found() {
+        let mut repo = MockSubAccountRepo::new();
+        repo.expect_delete().returning(|_, _| Ok(false));
+        let r = svc(repo).delete(&acme(), Uuid::nil()).now_or_never().expect("ready");
+        assert!(matches!(r, Err(DeleteSubAccountError::NotFound)));
+    }
+}
