@@ -50,12 +50,18 @@ impl PartnerSettings {
             return Err(ValueError::Missing("name"));
         }
         if self.name.chars().count() > 200 || self.name.chars().any(char::is_control) {
-            return Err(ValueError::invalid("name", "1-200 characters, no control characters"));
+            return Err(ValueError::invalid(
+                "name",
+                "1-200 characters, no control characters",
+            ));
         }
         dedup(&mut self.enabled_langs);
         dedup(&mut self.care_services.services);
         if !self.enabled_langs.contains(&self.default_lang) {
-            return Err(ValueError::invalid("defaultLang", "must be one of enabledLangs"));
+            return Err(ValueError::invalid(
+                "defaultLang",
+                "must be one of enabledLangs",
+            ));
         }
         Ok(self)
     }
@@ -224,7 +230,12 @@ impl AccountService {
         clock: Arc<dyn Clock>,
         rng: Arc<dyn Random>,
     ) -> Self {
-        Self { repo, pepper, clock, rng }
+        Self {
+            repo,
+            pepper,
+            clock,
+            rng,
+        }
     }
 
     /// Creates or replaces a partner; `true` when it was created.
@@ -233,7 +244,9 @@ impl AccountService {
         id: &PartnerId,
         settings: PartnerSettings,
     ) -> Result<(Partner, bool), RepoError> {
-        self.repo.upsert_partner(id, &settings, self.clock.now()).await
+        self.repo
+            .upsert_partner(id, &settings, self.clock.now())
+            .await
     }
 
     pub async fn partner(&self, id: &PartnerId) -> Result<Partner, NotFoundOr> {
@@ -245,7 +258,10 @@ impl AccountService {
     }
 
     /// Applies the given switches; the others keep their value.
-    pub async fn set_care_flags(&self, changes: &[(CareService, bool)]) -> Result<CareFlags, RepoError> {
+    pub async fn set_care_flags(
+        &self,
+        changes: &[(CareService, bool)],
+    ) -> Result<CareFlags, RepoError> {
         self.repo.set_care_flags(changes).await
     }
 
@@ -286,7 +302,9 @@ impl AccountService {
         if expires_at.is_some_and(|e| e <= now) {
             return Err(IssueTokenError::ExpiryNotInFuture);
         }
-        let (token, new) = self.mint(now, expires_at).ok_or(IssueTokenError::KeysUnavailable)?;
+        let (token, new) = self
+            .mint(now, expires_at)
+            .ok_or(IssueTokenError::KeysUnavailable)?;
         if !self.repo.insert_token(user_id, &new).await? {
             return Err(IssueTokenError::UserNotFound);
         }
@@ -294,14 +312,19 @@ impl AccountService {
     }
 
     pub async fn tokens(&self, user_id: Uuid) -> Result<Vec<ApiTokenInfo>, NotFoundOr> {
-        self.repo.tokens_of(user_id).await?.ok_or(NotFoundOr::NotFound)
+        self.repo
+            .tokens_of(user_id)
+            .await?
+            .ok_or(NotFoundOr::NotFound)
     }
 
     /// Replaces a live token with a new one (same user, same expiry); the old one is revoked
     /// in the same transaction.
     pub async fn rotate_token(&self, token_id: Uuid) -> Result<IssuedToken, RotateTokenError> {
         let now = self.clock.now();
-        let (token, mut new) = self.mint(now, None).ok_or(RotateTokenError::KeysUnavailable)?;
+        let (token, mut new) = self
+            .mint(now, None)
+            .ok_or(RotateTokenError::KeysUnavailable)?;
         match self.repo.rotate_token(token_id, &new, now).await? {
             RotateOutcome::Rotated { expires_at } => {
                 new.expires_at = expires_at;
@@ -320,7 +343,11 @@ impl AccountService {
         }
     }
 
-    fn mint(&self, now: OffsetDateTime, expires_at: Option<OffsetDateTime>) -> Option<(TokenText, NewToken)> {
+    fn mint(
+        &self,
+        now: OffsetDateTime,
+        expires_at: Option<OffsetDateTime>,
+    ) -> Option<(TokenText, NewToken)> {
         let pepper = self.pepper.as_ref()?;
         let token = TokenText::mint(self.rng.as_ref());
         let new = NewToken {
@@ -405,7 +432,11 @@ mod tests {
             Ok(true)
         });
         let svc = service(repo, true);
-        let issued = svc.issue_token(Uuid::nil(), None).now_or_never().expect("ready").expect("ok");
+        let issued = svc
+            .issue_token(Uuid::nil(), None)
+            .now_or_never()
+            .expect("ready")
+            .expect("ok");
         let expected = TokenPepper::new(b"pepper").hash(&issued.token);
         assert_eq!(*stored.lock().expect("lock"), Some(expected));
         assert_eq!(issued.token_prefix, issued.token.display_prefix());
@@ -414,7 +445,10 @@ mod tests {
     #[test]
     fn issuing_without_pepper_or_with_past_expiry_fails_before_storage() {
         let svc = service(MockAccountRepo::new(), false);
-        let r = svc.issue_token(Uuid::nil(), None).now_or_never().expect("ready");
+        let r = svc
+            .issue_token(Uuid::nil(), None)
+            .now_or_never()
+            .expect("ready");
         assert!(matches!(r, Err(IssueTokenError::KeysUnavailable)));
         let svc = service(MockAccountRepo::new(), true);
         let r = svc

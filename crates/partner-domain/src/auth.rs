@@ -64,13 +64,24 @@ pub struct AuthService {
 }
 
 impl AuthService {
-    pub fn new(tokens: Arc<dyn TokenRepo>, pepper: Option<TokenPepper>, clock: Arc<dyn Clock>) -> Self {
-        Self { tokens, pepper, clock }
+    pub fn new(
+        tokens: Arc<dyn TokenRepo>,
+        pepper: Option<TokenPepper>,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        Self {
+            tokens,
+            pepper,
+            clock,
+        }
     }
 
     /// Authenticates the raw `Authorization` header value (absent: `None`). A token of the
     /// wrong shape is rejected without touching storage; a well-formed one costs one lookup.
-    pub async fn authenticate(&self, authorization: Option<&[u8]>) -> Result<Authenticated, AuthError> {
+    pub async fn authenticate(
+        &self,
+        authorization: Option<&[u8]>,
+    ) -> Result<Authenticated, AuthError> {
         let raw = bearer(authorization).ok_or(AuthError::MissingBearer)?;
         let pepper = self.pepper.as_ref().ok_or(AuthError::KeysUnavailable)?;
         let token = std::str::from_utf8(raw)
@@ -78,10 +89,17 @@ impl AuthService {
             .and_then(TokenText::parse)
             .ok_or(AuthError::InvalidToken)?;
         let hash = pepper.hash(&token);
-        let rec = self.tokens.find_by_hash(&hash).await?.ok_or(AuthError::InvalidToken)?;
+        let rec = self
+            .tokens
+            .find_by_hash(&hash)
+            .await?
+            .ok_or(AuthError::InvalidToken)?;
         let now = self.clock.now();
         // The index found it by hash; the constant-time check keeps a faulty adapter honest.
-        if !rec.hash.ct_eq(&hash) || rec.revoked_at.is_some() || rec.expires_at.is_some_and(|e| e <= now) {
+        if !rec.hash.ct_eq(&hash)
+            || rec.revoked_at.is_some()
+            || rec.expires_at.is_some_and(|e| e <= now)
+        {
             return Err(AuthError::InvalidToken);
         }
         if rec.user_deleted {
@@ -103,7 +121,9 @@ impl AuthService {
 
     /// Records that the token was used now (throttled in storage as well).
     pub async fn touch(&self, token_id: Uuid) -> Result<(), RepoError> {
-        self.tokens.touch_last_used(token_id, self.clock.now()).await
+        self.tokens
+            .touch_last_used(token_id, self.clock.now())
+            .await
     }
 }
 
@@ -154,7 +174,10 @@ mod tests {
     }
 
     /// Runs `authenticate` against a repository holding one token shaped by `edit`.
-    fn run(header: Option<String>, edit: impl Fn(&mut TokenRecord) + Send + 'static) -> Result<Authenticated, AuthError> {
+    fn run(
+        header: Option<String>,
+        edit: impl Fn(&mut TokenRecord) + Send + 'static,
+    ) -> Result<Authenticated, AuthError> {
         let pepper = TokenPepper::new(b"pepper");
         let mut repo = MockTokenRepo::new();
         let p2 = pepper.clone();
@@ -165,7 +188,9 @@ mod tests {
             Ok(Some(r).filter(|r| r.hash.ct_eq(&p2.hash(&known()))))
         });
         let svc = AuthService::new(Arc::new(repo), Some(pepper), Arc::new(FixedClock::new(NOW)));
-        svc.authenticate(header.as_deref().map(str::as_bytes)).now_or_never().expect("ready")
+        svc.authenticate(header.as_deref().map(str::as_bytes))
+            .now_or_never()
+            .expect("ready")
     }
 
     fn known() -> TokenText {
@@ -186,13 +211,24 @@ mod tests {
         })
         .expect("ok");
         assert!(!a.touch_due, "used 59 s ago: not due");
-        let a = run(bearer_known(), |r| r.last_used_at = Some(NOW - Duration::seconds(60))).expect("ok");
+        let a = run(bearer_known(), |r| {
+            r.last_used_at = Some(NOW - Duration::seconds(60))
+        })
+        .expect("ok");
         assert!(a.touch_due);
     }
 
     #[test]
     fn missing_bearer_cases() {
-        for h in [None, Some(""), Some("Basic abc"), Some("Bearer"), Some("Bearer   "), Some("Bearerx abc"), Some("Token pk_live_x")] {
+        for h in [
+            None,
+            Some(""),
+            Some("Basic abc"),
+            Some("Bearer"),
+            Some("Bearer   "),
+            Some("Bearerx abc"),
+            Some("Token pk_live_x"),
+        ] {
             let r = run(h.map(str::to_owned), |_| {});
             assert!(matches!(r, Err(AuthError::MissingBearer)), "{h:?}: {r:?}");
         }
@@ -206,27 +242,57 @@ mod tests {
             Some(TokenPepper::new(b"p")),
             Arc::new(FixedClock::new(NOW)),
         );
-        for h in ["Bearer abc", "Bearer pk_live_short", "Bearer pk_test_0123456789012345678901234567890123456789", "Bearer \u{e9}"] {
-            let r = svc.authenticate(Some(h.as_bytes())).now_or_never().expect("ready");
+        for h in [
+            "Bearer abc",
+            "Bearer pk_live_short",
+            "Bearer pk_test_0123456789012345678901234567890123456789",
+            "Bearer \u{e9}",
+        ] {
+            let r = svc
+                .authenticate(Some(h.as_bytes()))
+                .now_or_never()
+                .expect("ready");
             assert!(matches!(r, Err(AuthError::InvalidToken)), "{h}");
         }
-        let r = svc.authenticate(Some(b"Bearer \xff\xfe")).now_or_never().expect("ready");
+        let r = svc
+            .authenticate(Some(b"Bearer \xff\xfe"))
+            .now_or_never()
+            .expect("ready");
         assert!(matches!(r, Err(AuthError::InvalidToken)));
     }
 
     #[test]
     fn unknown_revoked_expired_are_invalid() {
         let other = TokenText::mint(&SystemRandom::new());
-        assert!(matches!(run(Some(format!("Bearer {}", other.expose())), |_| {}), Err(AuthError::InvalidToken)));
-        assert!(matches!(run(bearer_known(), |r| r.revoked_at = Some(NOW)), Err(AuthError::InvalidToken)));
-        assert!(matches!(run(bearer_known(), |r| r.expires_at = Some(NOW)), Err(AuthError::InvalidToken)));
-        assert!(run(bearer_known(), |r| r.expires_at = Some(NOW + Duration::SECOND)).is_ok());
+        assert!(matches!(
+            run(Some(format!("Bearer {}", other.expose())), |_| {}),
+            Err(AuthError::InvalidToken)
+        ));
+        assert!(matches!(
+            run(bearer_known(), |r| r.revoked_at = Some(NOW)),
+            Err(AuthError::InvalidToken)
+        ));
+        assert!(matches!(
+            run(bearer_known(), |r| r.expires_at = Some(NOW)),
+            Err(AuthError::InvalidToken)
+        ));
+        assert!(
+            run(bearer_known(), |r| r.expires_at =
+                Some(NOW + Duration::SECOND))
+            .is_ok()
+        );
     }
 
     #[test]
     fn deleted_user_then_inactive_partner() {
-        assert!(matches!(run(bearer_known(), |r| r.user_deleted = true), Err(AuthError::UnknownUser)));
-        assert!(matches!(run(bearer_known(), |r| r.partner_active = false), Err(AuthError::Forbidden)));
+        assert!(matches!(
+            run(bearer_known(), |r| r.user_deleted = true),
+            Err(AuthError::UnknownUser)
+        ));
+        assert!(matches!(
+            run(bearer_known(), |r| r.partner_active = false),
+            Err(AuthError::Forbidden)
+        ));
         // A revoked token of a deleted user is simply invalid.
         assert!(matches!(
             run(bearer_known(), |r| {
@@ -239,9 +305,16 @@ mod tests {
 
     #[test]
     fn no_pepper_means_503_for_any_bearer_but_401_without() {
-        let svc = AuthService::new(Arc::new(MockTokenRepo::new()), None, Arc::new(FixedClock::new(NOW)));
+        let svc = AuthService::new(
+            Arc::new(MockTokenRepo::new()),
+            None,
+            Arc::new(FixedClock::new(NOW)),
+        );
         for h in ["Bearer x", "Bearer pk_live_abc"] {
-            let r = svc.authenticate(Some(h.as_bytes())).now_or_never().expect("ready");
+            let r = svc
+                .authenticate(Some(h.as_bytes()))
+                .now_or_never()
+                .expect("ready");
             assert!(matches!(r, Err(AuthError::KeysUnavailable)));
         }
         let r = svc.authenticate(None).now_or_never().expect("ready");

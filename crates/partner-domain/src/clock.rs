@@ -21,7 +21,9 @@ impl Clock for SystemClock {
 /// Drops sub-millisecond precision (PostgreSQL keeps microseconds, the wire shows milliseconds).
 pub fn truncate_to_millis(t: OffsetDateTime) -> OffsetDateTime {
     let ms = t.millisecond();
-    t.replace_millisecond(ms).unwrap_or(t).to_offset(time::UtcOffset::UTC)
+    t.replace_millisecond(ms)
+        .unwrap_or(t)
+        .to_offset(time::UtcOffset::UTC)
 }
 
 /// A clock stopped at a given instant, for tests and reproducible runs.
@@ -43,7 +45,10 @@ impl FixedClock {
 
 impl Clock for FixedClock {
     fn now(&self) -> OffsetDateTime {
-        self.0.lock().map(|t| *t).unwrap_or(OffsetDateTime::UNIX_EPOCH)
+        self.0
+            .lock()
+            .map(|t| *t)
+            .unwrap_or(OffsetDateTime::UNIX_EPOCH)
     }
 }
 

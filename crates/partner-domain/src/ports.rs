@@ -55,7 +55,9 @@ pub struct NewToken {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RotateOutcome {
     /// The old token is revoked and the new one stored with the old one's expiry.
-    Rotated { expires_at: Option<OffsetDateTime> },
+    Rotated {
+        expires_at: Option<OffsetDateTime>,
+    },
     NotFound,
     /// The old token is revoked, expired, or its user is deleted.
     NotLive,
@@ -74,7 +76,8 @@ pub trait AccountRepo: Send + Sync {
     ) -> Result<(Partner, bool), RepoError>;
     async fn partner(&self, id: &PartnerId) -> Result<Option<Partner>, RepoError>;
     async fn care_flags(&self) -> Result<CareFlags, RepoError>;
-    async fn set_care_flags(&self, changes: &[(CareService, bool)]) -> Result<CareFlags, RepoError>;
+    async fn set_care_flags(&self, changes: &[(CareService, bool)])
+    -> Result<CareFlags, RepoError>;
     /// `false` when the user's partner does not exist.
     async fn insert_user(&self, user: &PortalUser) -> Result<bool, RepoError>;
     /// `false` when there is no such (undeleted) user.
@@ -114,7 +117,11 @@ pub enum InsertSubAccount {
 #[async_trait]
 pub trait SubAccountRepo: Send + Sync {
     async fn list(&self, partner: &PartnerId) -> Result<Vec<SubAccount>, RepoError>;
-    async fn insert(&self, partner: &PartnerId, new: &NewSubAccount) -> Result<InsertSubAccount, RepoError>;
+    async fn insert(
+        &self,
+        partner: &PartnerId,
+        new: &NewSubAccount,
+    ) -> Result<InsertSubAccount, RepoError>;
     /// `false` when the partner has no sub-account with that id.
     async fn delete(&self, partner: &PartnerId, id: Uuid) -> Result<bool, RepoError>;
     async fn exists(&self, partner: &PartnerId, sub_id: SubId) -> Result<bool, RepoError>;

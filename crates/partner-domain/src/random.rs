@@ -63,7 +63,9 @@ impl Random for SystemRandom {
     #[allow(clippy::expect_used)]
     fn fill(&self, buf: &mut [u8]) {
         use ring::rand::SecureRandom;
-        self.0.fill(buf).expect("the operating system CSPRNG failed");
+        self.0
+            .fill(buf)
+            .expect("the operating system CSPRNG failed");
     }
 }
 

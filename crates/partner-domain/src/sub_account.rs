@@ -70,7 +70,12 @@ impl SubAccountService {
         sub_id: SubId,
         nickname: Nickname,
     ) -> Result<SubAccount, CreateSubAccountError> {
-        let new = NewSubAccount { id: new_id(self.rng.as_ref()), sub_id, nickname, now: self.clock.now() };
+        let new = NewSubAccount {
+            id: new_id(self.rng.as_ref()),
+            sub_id,
+            nickname,
+            now: self.clock.now(),
+        };
         match self.repo.insert(partner, &new).await? {
             InsertSubAccount::Inserted(s) => Ok(s),
             InsertSubAccount::DuplicateSubId => Err(CreateSubAccountError::Duplicate),
@@ -115,9 +120,14 @@ mod tests {
     #[test]
     fn duplicate_maps_to_its_own_error() {
         let mut repo = MockSubAccountRepo::new();
-        repo.expect_insert().returning(|_, _| Ok(InsertSubAccount::DuplicateSubId));
+        repo.expect_insert()
+            .returning(|_, _| Ok(InsertSubAccount::DuplicateSubId));
         let r = svc(repo)
-            .create(&acme(), SubId::new(7).expect("7"), Nickname::parse("Ann").expect("nick"))
+            .create(
+                &acme(),
+                SubId::new(7).expect("7"),
+                Nickname::parse("Ann").expect("nick"),
+            )
             .now_or_never()
             .expect("ready");
         assert!(matches!(r, Err(CreateSubAccountError::Duplicate)));
@@ -126,19 +136,25 @@ mod tests {
     #[test]
     fn create_passes_the_callers_partner_and_clock_time() {
         let mut repo = MockSubAccountRepo::new();
-        repo.expect_insert().with(eq(acme()), mockall::predicate::always()).returning(|_, n| {
-            assert_eq!(n.now, datetime!(2026-11-21 10:00 UTC));
-            Ok(InsertSubAccount::Inserted(SubAccount {
-                id: n.id,
-                email: "ops@acme.test".into(),
-                sub_id: n.sub_id,
-                nickname: n.nickname.to_string(),
-                created_at: n.now,
-                updated_at: n.now,
-            }))
-        });
+        repo.expect_insert()
+            .with(eq(acme()), mockall::predicate::always())
+            .returning(|_, n| {
+                assert_eq!(n.now, datetime!(2026-11-21 10:00 UTC));
+                Ok(InsertSubAccount::Inserted(SubAccount {
+                    id: n.id,
+                    email: "ops@acme.test".into(),
+                    sub_id: n.sub_id,
+                    nickname: n.nickname.to_string(),
+                    created_at: n.now,
+                    updated_at: n.now,
+                }))
+            });
         let s = svc(repo)
-            .create(&acme(), SubId::new(7).expect("7"), Nickname::parse("Ann").expect("nick"))
+            .create(
+                &acme(),
+                SubId::new(7).expect("7"),
+                Nickname::parse("Ann").expect("nick"),
+            )
             .now_or_never()
             .expect("ready")
             .expect("created");
@@ -152,7 +168,10 @@ mod tests {
     fn delete_of_foreign_or_absent_is_not_found() {
         let mut repo = MockSubAccountRepo::new();
         repo.expect_delete().returning(|_, _| Ok(false));
-        let r = svc(repo).delete(&acme(), Uuid::nil()).now_or_never().expect("ready");
+        let r = svc(repo)
+            .delete(&acme(), Uuid::nil())
+            .now_or_never()
+            .expect("ready");
         assert!(matches!(r, Err(DeleteSubAccountError::NotFound)));
     }
 }

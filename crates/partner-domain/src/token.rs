@@ -31,7 +31,10 @@ impl TokenText {
 
     /// A new token from a CSPRNG.
     pub fn mint(rng: &dyn Random) -> Self {
-        Self(format!("{TOKEN_PREFIX}{}", random_string(rng, BASE62, MINTED_LEN)))
+        Self(format!(
+            "{TOKEN_PREFIX}{}",
+            random_string(rng, BASE62, MINTED_LEN)
+        ))
     }
 
     /// The whole secret. Show it once, at creation or rotation; never log it.

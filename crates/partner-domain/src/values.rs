@@ -11,7 +11,10 @@ pub enum ValueError {
     #[error("{0} is required")]
     Missing(&'static str),
     #[error("{field} is invalid: {reason}")]
-    Invalid { field: &'static str, reason: &'static str },
+    Invalid {
+        field: &'static str,
+        reason: &'static str,
+    },
 }
 
 impl ValueError {
@@ -60,8 +63,14 @@ impl PartnerId {
         if s.len() > Self::MAX_LEN {
             return Err(ValueError::invalid("partnerId", "at most 64 characters"));
         }
-        if !s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
-            return Err(ValueError::invalid("partnerId", "only A-Z, a-z, 0-9, _ and - are allowed"));
+        if !s
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        {
+            return Err(ValueError::invalid(
+                "partnerId",
+                "only A-Z, a-z, 0-9, _ and - are allowed",
+            ));
         }
         Ok(Self(s.to_owned()))
     }
@@ -83,13 +92,18 @@ impl SubId {
         if s.len() > 3 || !s.bytes().all(|b| b.is_ascii_digit()) || s.starts_with('0') {
             return Err(ValueError::invalid("subId", REASON));
         }
-        let n: u16 = s.parse().map_err(|_| ValueError::invalid("subId", REASON))?;
+        let n: u16 = s
+            .parse()
+            .map_err(|_| ValueError::invalid("subId", REASON))?;
         Self::new(n).ok_or(ValueError::invalid("subId", REASON))
     }
 
     /// The sub-account number `n` when it is within 1-250.
     pub fn new(n: u16) -> Option<Self> {
-        u8::try_from(n).ok().filter(|n| (Self::MIN..=Self::MAX).contains(n)).map(Self)
+        u8::try_from(n)
+            .ok()
+            .filter(|n| (Self::MIN..=Self::MAX).contains(n))
+            .map(Self)
     }
 
     pub fn get(self) -> u8 {
@@ -125,7 +139,10 @@ impl Nickname {
             return Err(ValueError::invalid("nickname", "at most 64 characters"));
         }
         if t.chars().any(char::is_control) {
-            return Err(ValueError::invalid("nickname", "control characters are not allowed"));
+            return Err(ValueError::invalid(
+                "nickname",
+                "control characters are not allowed",
+            ));
         }
         Ok(Self(t.to_owned()))
     }
@@ -152,7 +169,9 @@ impl Email {
         if t.len() > 254 || t.chars().any(|c| c.is_whitespace() || c.is_control()) {
             return Err(bad);
         }
-        let Some((local, domain)) = t.split_once('@') else { return Err(bad) };
+        let Some((local, domain)) = t.split_once('@') else {
+            return Err(bad);
+        };
         if local.is_empty()
             || domain.contains('@')
             || !domain.contains('.')
@@ -257,16 +276,24 @@ mod tests {
         assert_eq!(SubId::parse("7").map(SubId::get), Ok(7));
         assert_eq!(SubId::parse("250").map(SubId::get), Ok(250));
         assert_eq!(SubId::parse("1").map(SubId::get), Ok(1));
-        for bad in ["", "0", "251", "07", "-1", "+1", "1.0", " 7", "abc", "1000", "٣"] {
+        for bad in [
+            "", "0", "251", "07", "-1", "+1", "1.0", " 7", "abc", "1000", "٣",
+        ] {
             assert!(SubId::parse(bad).is_err(), "{bad:?}");
         }
-        assert_eq!(serde_json::to_string(&SubId::new(7)).ok(), Some("\"7\"".into()));
+        assert_eq!(
+            serde_json::to_string(&SubId::new(7)).ok(),
+            Some("\"7\"".into())
+        );
         assert!(SubId::new(0).is_none() && SubId::new(251).is_none());
     }
 
     #[test]
     fn nickname_rules() {
-        assert_eq!(Nickname::parse("  Ann  ").map(|n| n.to_string()), Ok("Ann".into()));
+        assert_eq!(
+            Nickname::parse("  Ann  ").map(|n| n.to_string()),
+            Ok("Ann".into())
+        );
         assert!(Nickname::parse(&"é".repeat(64)).is_ok());
         for bad in ["", "   ", "a\u{0}b", "a\nb", &"x".repeat(65)] {
             assert!(Nickname::parse(bad).is_err(), "{bad:?}");
@@ -276,7 +303,9 @@ mod tests {
     #[test]
     fn email_rules() {
         assert!(Email::parse("a@b.co").is_ok());
-        for bad in ["", "ab.co", "a@b", "a@@b.co", "a b@c.co", "@b.co", "a@.co", "a@co."] {
+        for bad in [
+            "", "ab.co", "a@b", "a@@b.co", "a b@c.co", "@b.co", "a@.co", "a@co.",
+        ] {
             assert!(Email::parse(bad).is_err(), "{bad:?}");
         }
     }

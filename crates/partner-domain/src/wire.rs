@@ -9,7 +9,9 @@ const TIMESTAMP: &[FormatItem<'static>] =
 
 /// `2026-11-21T10:00:00.000Z`.
 pub fn format_timestamp(t: OffsetDateTime) -> String {
-    t.to_offset(UtcOffset::UTC).format(TIMESTAMP).unwrap_or_default()
+    t.to_offset(UtcOffset::UTC)
+        .format(TIMESTAMP)
+        .unwrap_or_default()
 }
 
 /// Parses an RFC 3339 timestamp (any offset), returning it in UTC truncated to milliseconds.
@@ -39,7 +41,10 @@ mod tests {
 
     #[test]
     fn timestamps_have_millis_and_z() {
-        assert_eq!(format_timestamp(datetime!(2026-11-21 10:00 UTC)), "2026-11-21T10:00:00.000Z");
+        assert_eq!(
+            format_timestamp(datetime!(2026-11-21 10:00 UTC)),
+            "2026-11-21T10:00:00.000Z"
+        );
         assert_eq!(
             format_timestamp(datetime!(2026-11-21 12:00:00.5 +02:00)),
             "2026-11-21T10:00:00.500Z"

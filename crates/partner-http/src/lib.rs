@@ -1,1 +1,54 @@
-//! placeholder
+//! actix-web adapter of the Partner Portal API.
+//!
+//! Turns HTTP into calls on the `partner-domain` services and renders their results in the
+//! contract's shapes: the `{ data }` envelope, the `{ error: { code, message } }` body for every
+//! failure (including actix's own 404/405/413 and panics), bearer authentication, per-token rate
+//! limits, and the operator API under `/internal/v1`. Everything is mounted by [`configure`].
+
+mod error;
+mod extract;
+mod middleware;
+pub mod ratelimit;
+mod routes;
+
+use std::sync::Arc;
+
+use actix_web::web;
+use partner_domain::account::AccountService;
+use partner_domain::auth::AuthService;
+use partner_domain::clock::Clock;
+use partner_domain::ports::Readiness;
+use partner_domain::sub_account::SubAccountService;
+
+pub use error::ApiError;
+pub use extract::MAX_BODY;
+pub use ratelimit::{Quota, RateLimiter};
+
+/// Everything the handlers need, built once by the server and shared by all workers.
+#[derive(Debug)]
+pub struct AppState {
+    pub auth: AuthService,
+    pub accounts: AccountService,
+    pub sub_accounts: SubAccountService,
+    pub readiness: Arc<dyn Readiness>,
+    pub clock: Arc<dyn Clock>,
+    pub limiter: RateLimiter,
+    /// Bearer of the operator API; `None` turns `/internal` into 404s.
+    pub internal_token: Option<String>,
+}
+
+/// Mounts every route, the error-body normalisation and request tracing on `cfg`.
+pub fn configure(cfg: &mut web::ServiceConfig, state: web::Data<AppState>) {
+    cfg.app_data(state)
+        .app_data(web::PayloadConfig::new(MAX_BODY))
+        .service(
+            web::scope("")
+                .configure(routes::configure)
+                .default_service(web::to(routes::no_route))
+                .wrap(actix_web::middleware::from_fn(middleware::normalize_errors))
+                .wrap(actix_web::middleware::from_fn(
+                    middleware::request_id_header,
+                ))
+                .wrap(tracing_actix_web::TracingLogger::default()),
+        );
+}

@@ -1,1 +1,169 @@
-//! placeholder
+//! PostgreSQL adapter of the Partner Portal API.
+//!
+//! Implements the `partner-domain` ports with diesel + diesel-async over a deadpool pool.
+//! Migrations from the workspace's top-level `migrations/` are embedded in the binary and applied
+//! at start ([`migrate`]), after [`ensure_database`] has created the database when it is missing.
+//! Time always comes in from the domain's `Clock` as a bind parameter; no query calls `now()`.
+
+mod accounts;
+mod schema;
+mod sub_accounts;
+mod tokens;
+
+use std::time::Duration;
+
+use diesel::result::{DatabaseErrorKind, Error as DieselError};
+use diesel_async::pooled_connection::AsyncDieselConnectionManager;
+use diesel_async::pooled_connection::deadpool::{Object, Pool};
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
+use partner_domain::RepoError;
+use partner_domain::ports::Readiness;
+
+const MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations");
+/// Serialises concurrent migrators (several instances starting together).
+const MIGRATION_LOCK: i64 = 0x7061_7274_6e65_72;
+
+/// Errors of start-up: reaching PostgreSQL, creating the database, migrating.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error("DATABASE_URL is not a valid PostgreSQL URL: {0}")]
+    BadUrl(String),
+    #[error("cannot connect to PostgreSQL: {0}")]
+    Connect(#[from] diesel::ConnectionError),
+    #[error("database error during setup: {0}")]
+    Query(#[from] DieselError),
+    #[error("migration failed: {0}")]
+    Migration(String),
+    #[error("cannot build the connection pool: {0}")]
+    Pool(String),
+}
+
+/// Creates the database named in `url` when it does not exist, through the server's
+/// `postgres` maintenance database.
+pub async fn ensure_database(url: &str) -> Result<(), SetupError> {
+    use diesel_async::AsyncConnection;
+    let mut parsed = url::Url::parse(url).map_err(|e| SetupError::BadUrl(e.to_string()))?;
+    let name = parsed.path().trim_start_matches('/').to_owned();
+    if name.is_empty() || name == "postgres" {
+        return Ok(());
+    }
+    parsed.set_path("/postgres");
+    let mut conn = <AsyncPgConnection as AsyncConnection>::establish(parsed.as_str()).await?;
+    #[derive(diesel::QueryableByName)]
+    struct Found {
+        #[diesel(sql_type = diesel::sql_types::Bool)]
+        found: bool,
+    }
+    let found =
+        diesel::sql_query("SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1) AS found")
+            .bind::<diesel::sql_types::Text, _>(&name)
+            .get_result::<Found>(&mut conn)
+            .await?;
+    if found.found {
+        return Ok(());
+    }
+    let quoted = format!("\"{}\"", name.replace('"', "\"\""));
+    match diesel::sql_query(format!("CREATE DATABASE {quoted}"))
+        .execute(&mut conn)
+        .await
+    {
+        Ok(_) => Ok(()),
+        // Another instance created it between our check and our CREATE.
+        Err(DieselError::DatabaseError(_, info)) if info.message().contains("already exists") => {
+            Ok(())
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Applies pending embedded migrations, holding an advisory lock so concurrent starts are safe.
+pub async fn migrate(url: &str) -> Result<Vec<String>, SetupError> {
+    let url = url.to_owned();
+    // The migration harness is synchronous; the wrapper blocks on the runtime, which is only
+    // allowed from a blocking thread.
+    tokio::task::spawn_blocking(move || {
+        type Wrapper =
+            diesel_async::async_connection_wrapper::AsyncConnectionWrapper<AsyncPgConnection>;
+        let mut conn = <Wrapper as diesel::Connection>::establish(&url)?;
+        let lock = |sql: String, conn: &mut Wrapper| {
+            diesel::RunQueryDsl::execute(diesel::sql_query(sql), conn)
+        };
+        lock(
+            format!("SELECT pg_advisory_lock({MIGRATION_LOCK})"),
+            &mut conn,
+        )?;
+        let applied = conn
+            .run_pending_migrations(MIGRATIONS)
+            .map(|v| v.iter().map(ToString::to_string).collect())
+            .map_err(|e| SetupError::Migration(e.to_string()));
+        lock(
+            format!("SELECT pg_advisory_unlock({MIGRATION_LOCK})"),
+            &mut conn,
+        )?;
+        applied
+    })
+    .await
+    .map_err(|e| SetupError::Migration(e.to_string()))?
+}
+
+/// The store: one pool shared by every repository implementation.
+#[derive(Clone)]
+pub struct PgStore {
+    pool: Pool<AsyncPgConnection>,
+}
+
+impl std::fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgStore")
+            .field("status", &self.pool.status())
+            .finish()
+    }
+}
+
+impl PgStore {
+    /// A pool of at most `max_size` connections. Waiting for a connection or opening one gives
+    /// up after 5 s, so a database outage fails requests quickly instead of piling them up.
+    pub fn new(url: &str, max_size: usize) -> Result<Self, SetupError> {
+        let manager = AsyncDieselConnectionManager::<AsyncPgConnection>::new(url);
+        let pool = Pool::builder(manager)
+            .max_size(max_size)
+            .runtime(deadpool::Runtime::Tokio1)
+            .wait_timeout(Some(Duration::from_secs(5)))
+            .create_timeout(Some(Duration::from_secs(5)))
+            .recycle_timeout(Some(Duration::from_secs(5)))
+            .build()
+            .map_err(|e| SetupError::Pool(e.to_string()))?;
+        Ok(Self { pool })
+    }
+
+    async fn conn(&self) -> Result<Object<AsyncPgConnection>, RepoError> {
+        self.pool.get().await.map_err(RepoError::new)
+    }
+}
+
+#[async_trait::async_trait]
+impl Readiness for PgStore {
+    async fn ping(&self) -> Result<(), RepoError> {
+        let mut conn = self.conn().await?;
+        diesel::sql_query("SELECT 1")
+            .execute(&mut conn)
+            .await
+            .map_err(RepoError::new)?;
+        Ok(())
+    }
+}
+
+fn db(e: DieselError) -> RepoError {
+    RepoError::new(e)
+}
+
+fn is_violation(e: &DieselError, kind: fn(&DatabaseErrorKind) -> bool) -> bool {
+    matches!(e, DieselError::DatabaseError(k, _) if kind(k))
+}
+
+/// A stored value that no longer parses: the row was written by something other than this
+/// service, and is reported rather than silently reinterpreted.
+fn corrupt(what: &'static str) -> RepoError {
+    RepoError::new(format!("stored {what} does not parse"))
+}

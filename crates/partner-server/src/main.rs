@@ -1,1 +1,56 @@
-fn main() {}
+//! `partner-server`: runs the Partner Portal API, or applies its migrations.
+
+use clap::{Parser, Subcommand};
+use partner_server::config::Config;
+use partner_server::startup::{Application, Migrations, prepare_database};
+use tracing_subscriber::EnvFilter;
+
+/// Partner Portal API server. Settings come from the environment (a `.env` file is read when
+/// present); see the README for the variables.
+#[derive(Debug, Parser)]
+#[command(name = "partner-server", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the API, the public catalog and the webhook workers.
+    Serve {
+        /// Do not apply pending migrations at start.
+        #[arg(long)]
+        no_migrate: bool,
+    },
+    /// Apply pending migrations (creating the database when missing), then exit.
+    Migrate,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    let _ = dotenvy::dotenv();
+    let config = Config::from_env()?;
+    let filter = EnvFilter::try_new(&config.log_filter)
+        .map_err(|e| anyhow::anyhow!("RUST_LOG: not a valid log filter ({e})"))?;
+    tracing_subscriber::fmt().with_env_filter(filter).init();
+    match cli.command {
+        Command::Serve { no_migrate } => {
+            let migrations = if no_migrate {
+                Migrations::Skip
+            } else {
+                Migrations::Apply
+            };
+            let app = Application::build(&config, migrations).await?;
+            if config.token_pepper.is_none() {
+                tracing::warn!(
+                    "PARTNER_TOKEN_PEPPER is unset: authenticated calls answer 503 api_keys_unavailable"
+                );
+            }
+            tracing::info!(bind = %config.bind, port = app.port(), "listening");
+            app.run_until_stopped().await?;
+        }
+        Command::Migrate => prepare_database(&config, Migrations::Apply).await?,
+    }
+    Ok(())
+}

@@ -1,0 +1,201 @@
+//! `ApiError`: the one type every failure becomes, rendered as the spec's error body
+//! `{ "error": { "code", "message" } }`. 5xx bodies are generic; their cause is logged.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpResponse, ResponseError};
+use partner_domain::RepoError;
+use partner_domain::auth::AuthError;
+use partner_domain::values::ValueError;
+use serde::Serialize;
+
+/// An error answer: status, the contract's code, and a human-readable message that never
+/// echoes secrets, tokens or SQL.
+#[derive(Debug, Clone)]
+pub struct ApiError {
+    status: StatusCode,
+    code: &'static str,
+    message: Cow<'static, str>,
+    retry_after: Option<u64>,
+}
+
+impl ApiError {
+    fn new(status: StatusCode, code: &'static str, message: impl Into<Cow<'static, str>>) -> Self {
+        Self {
+            status,
+            code,
+            message: message.into(),
+            retry_after: None,
+        }
+    }
+
+    /// 400 `invalid_request`.
+    pub fn invalid(message: impl Into<Cow<'static, str>>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "invalid_request", message)
+    }
+
+    /// 409 with code `invalid_request` (a conflict with the current state).
+    pub fn conflict(message: impl Into<Cow<'static, str>>) -> Self {
+        Self::new(StatusCode::CONFLICT, "invalid_request", message)
+    }
+
+    /// 404 `not_found`.
+    pub fn not_found(message: impl Into<Cow<'static, str>>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, "not_found", message)
+    }
+
+    /// 403 `forbidden`.
+    pub fn forbidden(message: impl Into<Cow<'static, str>>) -> Self {
+        Self::new(StatusCode::FORBIDDEN, "forbidden", message)
+    }
+
+    pub fn missing_bearer() -> Self {
+        Self::new(
+            StatusCode::UNAUTHORIZED,
+            "missing_bearer",
+            "Authorization: Bearer <token> is required",
+        )
+    }
+
+    pub fn invalid_token() -> Self {
+        Self::new(
+            StatusCode::UNAUTHORIZED,
+            "invalid_token",
+            "the bearer token is invalid, revoked or expired",
+        )
+    }
+
+    /// 429 `rate_limited`, with `Retry-After`.
+    pub fn rate_limited(retry_after: u64) -> Self {
+        let mut e = Self::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "rate_limited",
+            "rate limit exceeded for this token and endpoint group; retry after the reset time",
+        );
+        e.retry_after = Some(retry_after);
+        e
+    }
+
+    /// 503 `api_keys_unavailable`.
+    pub fn keys_unavailable() -> Self {
+        Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "api_keys_unavailable",
+            "API keys cannot be verified in this environment",
+        )
+    }
+
+    /// 500 `internal_error`. The cause goes to the log, never to the client.
+    pub fn internal(cause: &dyn fmt::Display) -> Self {
+        tracing::error!(error = %cause, "internal error");
+        Self::generic_internal()
+    }
+
+    pub(crate) fn generic_internal() -> Self {
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal_error",
+            "unexpected server error; safe to retry with backoff",
+        )
+    }
+
+    /// The error body an actix-generated response of `status` is rewritten to.
+    pub(crate) fn for_status(status: StatusCode) -> Self {
+        match status {
+            StatusCode::NOT_FOUND => Self::not_found("no such resource"),
+            StatusCode::METHOD_NOT_ALLOWED => Self::new(
+                status,
+                "invalid_request",
+                "method not allowed on this resource",
+            ),
+            StatusCode::PAYLOAD_TOO_LARGE => Self::too_large(),
+            s if s.is_server_error() => Self::generic_internal(),
+            s => Self::new(s, "invalid_request", "the request is invalid"),
+        }
+    }
+
+    pub(crate) fn too_large() -> Self {
+        Self::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "invalid_request",
+            "request body exceeds 1 MiB",
+        )
+    }
+
+    pub fn code(&self) -> &'static str {
+        self.code
+    }
+}
+
+impl fmt::Display for ApiError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} {}: {}",
+            self.status.as_u16(),
+            self.code,
+            self.message
+        )
+    }
+}
+
+#[derive(Serialize)]
+struct Body<'a> {
+    error: Inner<'a>,
+}
+
+#[derive(Serialize)]
+struct Inner<'a> {
+    code: &'a str,
+    message: &'a str,
+}
+
+impl ResponseError for ApiError {
+    fn status_code(&self) -> StatusCode {
+        self.status
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        let mut res = HttpResponse::build(self.status);
+        if let Some(secs) = self.retry_after {
+            res.insert_header(("Retry-After", secs.to_string()));
+        }
+        res.json(Body {
+            error: Inner {
+                code: self.code,
+                message: &self.message,
+            },
+        })
+    }
+}
+
+impl From<RepoError> for ApiError {
+    fn from(e: RepoError) -> Self {
+        Self::internal(&e)
+    }
+}
+
+impl From<ValueError> for ApiError {
+    fn from(e: ValueError) -> Self {
+        Self::invalid(e.to_string())
+    }
+}
+
+impl From<AuthError> for ApiError {
+    fn from(e: AuthError) -> Self {
+        match e {
+            AuthError::MissingBearer => Self::missing_bearer(),
+            AuthError::InvalidToken => Self::invalid_token(),
+            AuthError::UnknownUser => Self::new(
+                StatusCode::UNAUTHORIZED,
+                "unknown_user",
+                "no portal user matches this token",
+            ),
+            AuthError::Forbidden => Self::forbidden("the partner account is inactive"),
+            AuthError::KeysUnavailable => Self::keys_unavailable(),
+            AuthError::Repo(e) => Self::internal(&e),
+        }
+    }
+}

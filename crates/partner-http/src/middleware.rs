@@ -1,0 +1,186 @@
+//! Middleware: error-body normalisation and panic capture, the request-id header, the
+//! partner API's authentication + rate-limit guard, and the operator API's guard.
+
+use actix_web::body::{BoxBody, MessageBody};
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::header::{self, HeaderValue};
+use actix_web::middleware::Next;
+use actix_web::{Error, HttpMessage, ResponseError, web};
+use futures_util::FutureExt;
+use partner_domain::auth::Principal;
+use partner_domain::token::constant_time_eq;
+
+use crate::AppState;
+use crate::error::ApiError;
+use crate::ratelimit::Group;
+
+/// Turns every non-JSON error response (actix's own 404/405/413/400, errors raised outside
+/// handlers) into the contract's error body, and a panic into a 500 `internal_error`.
+pub async fn normalize_errors(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, Error> {
+    // An `Err` is rendered by actix through the error's own `error_response`, so answering
+    // with `Err(ApiError)` needs no handle on the (uniquely owned, routed) request.
+    let res = match std::panic::AssertUnwindSafe(next.call(req))
+        .catch_unwind()
+        .await
+    {
+        Ok(Ok(res)) => res.map_into_boxed_body(),
+        Ok(Err(err)) => {
+            let status = err.as_response_error().status_code();
+            return Err(ApiError::for_status(status).into());
+        }
+        Err(_) => {
+            tracing::error!("handler panicked");
+            return Err(ApiError::generic_internal().into());
+        }
+    };
+    let status = res.status();
+    let is_json = res
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+    if !status.is_client_error() && !status.is_server_error() || is_json {
+        return Ok(res);
+    }
+    let (req, old) = res.into_parts();
+    let mut fresh = ApiError::for_status(status).error_response();
+    for (name, value) in old.headers() {
+        if name != header::CONTENT_TYPE && name != header::CONTENT_LENGTH {
+            fresh.headers_mut().insert(name.clone(), value.clone());
+        }
+    }
+    Ok(ServiceResponse::new(req, fresh))
+}
+
+/// Echoes the request id that tracing gave this request, so a client can quote it.
+pub async fn request_id_header(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<impl MessageBody>, Error> {
+    let id = req
+        .extensions()
+        .get::<tracing_actix_web::RequestId>()
+        .map(|id| id.to_string());
+    let mut res = next.call(req).await?;
+    if let Some(v) = id.and_then(|id| HeaderValue::from_str(&id).ok()) {
+        res.headers_mut()
+            .insert(header::HeaderName::from_static("x-request-id"), v);
+    }
+    Ok(res)
+}
+
+fn state(req: &ServiceRequest) -> Result<web::Data<AppState>, Error> {
+    req.app_data::<web::Data<AppState>>()
+        .cloned()
+        .ok_or_else(|| ApiError::internal(&"application state missing").into())
+}
+
+/// The partner API's guard for one endpoint group: authentication (401/503), account state
+/// (403), then one unit of the group's budget (429). Every answer after the rate-limit step
+/// carries the `X-RateLimit-*` headers, whatever its status.
+pub fn partner_guard(
+    group: Group,
+) -> impl Fn(
+    ServiceRequest,
+    Next<BoxBody>,
+) -> std::pin::Pin<
+    Box<dyn std::future::Future<Output = Result<ServiceResponse<BoxBody>, Error>>>,
+> + Clone {
+    move |req, next| Box::pin(guard(group, req, next))
+}
+
+async fn guard(
+    group: Group,
+    req: ServiceRequest,
+    next: Next<BoxBody>,
+) -> Result<ServiceResponse<BoxBody>, Error> {
+    let st = state(&req)?;
+    let header = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .map(|v| v.as_bytes().to_vec());
+    let authed = match st.auth.authenticate(header.as_deref()).await {
+        Ok(a) => a,
+        Err(e) => return Ok(req.error_response(ApiError::from(e))),
+    };
+    if authed.touch_due {
+        let st2 = st.clone();
+        let token = authed.principal.token_id;
+        // Off the critical path: the answer does not wait for this write.
+        actix_web::rt::spawn(async move {
+            if let Err(e) = st2.auth.touch(token).await {
+                tracing::warn!(error = %e, "could not record token use");
+            }
+        });
+    }
+    let now = st.clock.now().unix_timestamp();
+    let decision = st.limiter.charge(authed.principal.token_id, group, now);
+    let mut res = if decision.allowed {
+        req.extensions_mut().insert(authed.principal);
+        next.call(req).await?
+    } else {
+        req.error_response(ApiError::rate_limited(decision.retry_after(now)))
+    };
+    let h = res.headers_mut();
+    for (name, value) in [
+        ("x-ratelimit-limit", i64::from(decision.limit)),
+        ("x-ratelimit-remaining", i64::from(decision.remaining)),
+        ("x-ratelimit-reset", decision.reset),
+    ] {
+        h.insert(
+            header::HeaderName::from_static(name),
+            HeaderValue::from(value),
+        );
+    }
+    Ok(res)
+}
+
+/// The operator API's guard: 404 for everything when no internal token is configured,
+/// else the bearer must equal it (compared in constant time).
+pub async fn internal_guard(
+    req: ServiceRequest,
+    next: Next<BoxBody>,
+) -> Result<ServiceResponse<BoxBody>, Error> {
+    let st = state(&req)?;
+    let Some(expected) = st.internal_token.as_deref() else {
+        return Ok(req.error_response(ApiError::not_found("no such resource")));
+    };
+    let presented = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| {
+            v.split_once(' ')
+                .filter(|(s, _)| s.eq_ignore_ascii_case("bearer"))
+        })
+        .map(|(_, t)| t.trim())
+        .filter(|t| !t.is_empty());
+    match presented {
+        None => Ok(req.error_response(ApiError::missing_bearer())),
+        Some(t) if !constant_time_eq(t.as_bytes(), expected.as_bytes()) => {
+            Ok(req.error_response(ApiError::invalid_token()))
+        }
+        Some(_) => next.call(req).await,
+    }
+}
+
+/// The authenticated caller, put in the request by [`partner_guard`].
+#[derive(Debug, Clone)]
+pub struct Caller(pub Principal);
+
+impl actix_web::FromRequest for Caller {
+    type Error = ApiError;
+    type Future = std::future::Ready<Result<Self, ApiError>>;
+
+    fn from_request(req: &actix_web::HttpRequest, _: &mut actix_web::dev::Payload) -> Self::Future {
+        std::future::ready(
+            req.extensions()
+                .get::<Principal>()
+                .cloned()
+                .map(Caller)
+                .ok_or_else(|| ApiError::internal(&"route is not behind the partner guard")),
+        )
+    }
+}

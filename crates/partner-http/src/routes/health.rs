@@ -1,0 +1,23 @@
+//! Liveness and readiness probes.
+
+use actix_web::{HttpResponse, web};
+
+use crate::AppState;
+
+/// 200 while the process runs.
+pub(super) async fn healthz() -> HttpResponse {
+    HttpResponse::Ok().json(serde_json::json!({ "status": "ok" }))
+}
+
+/// 200 when the database answers, else 503.
+pub(super) async fn readyz(state: web::Data<AppState>) -> HttpResponse {
+    match state.readiness.ping().await {
+        Ok(()) => HttpResponse::Ok().json(serde_json::json!({ "status": "ready" })),
+        Err(e) => {
+            tracing::warn!(error = %e, "readiness check failed");
+            HttpResponse::ServiceUnavailable().json(serde_json::json!({
+                "error": { "code": "unavailable", "message": "the database does not answer" }
+            }))
+        }
+    }
+}

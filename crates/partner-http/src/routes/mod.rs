@@ -1,0 +1,60 @@
+//! Route table: one module per resource, all mounted here.
+
+mod health;
+mod internal;
+mod sub_accounts;
+
+use actix_web::middleware::from_fn;
+use actix_web::{HttpResponse, http::StatusCode, web};
+use serde::Serialize;
+
+use crate::error::ApiError;
+use crate::middleware::{internal_guard, partner_guard};
+use crate::ratelimit::Group;
+
+pub(crate) fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.route("/healthz", web::get().to(health::healthz))
+        .route("/readyz", web::get().to(health::readyz))
+        .service(
+            web::scope("/api/v1")
+                .service(
+                    web::scope("/sub-accounts")
+                        .wrap(from_fn(partner_guard(Group::SubAccounts)))
+                        .configure(sub_accounts::configure),
+                )
+                .default_service(web::to(no_route)),
+        )
+        .service(
+            web::scope("/internal/v1")
+                .configure(internal::configure)
+                .default_service(web::to(no_route))
+                .wrap(from_fn(internal_guard)),
+        );
+}
+
+/// Unknown routes: 404 `not_found`.
+pub(crate) async fn no_route() -> HttpResponse {
+    actix_web::ResponseError::error_response(&ApiError::not_found("no such resource"))
+}
+
+#[derive(Serialize)]
+struct Data<T> {
+    data: T,
+}
+
+/// `{ "data": value }` with `status`.
+pub(crate) fn data<T: Serialize>(status: StatusCode, value: T) -> HttpResponse {
+    HttpResponse::build(status).json(Data { data: value })
+}
+
+/// `{ "data": value }` with 200.
+pub(crate) fn ok<T: Serialize>(value: T) -> HttpResponse {
+    data(StatusCode::OK, value)
+}
+
+/// `{ "data": { "ok": true } }`.
+pub(crate) fn ok_true() -> HttpResponse {
+    ok(serde_json::json!({ "ok": true }))
+}
+
+type Result<T = HttpResponse> = std::result::Result<T, ApiError>;

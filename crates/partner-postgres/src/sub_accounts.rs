@@ -1,0 +1,123 @@
+//! A partner's sub-accounts. Every statement filters by the caller's partner.
+
+use diesel::prelude::*;
+use diesel::sql_types::{SmallInt, Text, Timestamptz};
+use diesel_async::RunQueryDsl;
+use partner_domain::RepoError;
+use partner_domain::ports::{InsertSubAccount, NewSubAccount, SubAccountRepo};
+use partner_domain::sub_account::SubAccount;
+use partner_domain::values::{PartnerId, SubId};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::schema::{partners, sub_accounts};
+use crate::{PgStore, corrupt, db};
+
+#[derive(Queryable, QueryableByName)]
+struct Row {
+    #[diesel(sql_type = diesel::sql_types::Uuid)]
+    id: Uuid,
+    #[diesel(sql_type = Text)]
+    email: String,
+    #[diesel(sql_type = SmallInt)]
+    sub_id: i16,
+    #[diesel(sql_type = Text)]
+    nickname: String,
+    #[diesel(sql_type = Timestamptz)]
+    created_at: OffsetDateTime,
+    #[diesel(sql_type = Timestamptz)]
+    updated_at: OffsetDateTime,
+}
+
+impl Row {
+    fn into_domain(self) -> Result<SubAccount, RepoError> {
+        let sub_id = u16::try_from(self.sub_id)
+            .ok()
+            .and_then(SubId::new)
+            .ok_or_else(|| corrupt("sub id"))?;
+        Ok(SubAccount {
+            id: self.id,
+            email: self.email,
+            sub_id,
+            nickname: self.nickname,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+        })
+    }
+}
+
+#[async_trait::async_trait]
+impl SubAccountRepo for PgStore {
+    async fn list(&self, partner: &PartnerId) -> Result<Vec<SubAccount>, RepoError> {
+        let mut conn = self.conn().await?;
+        let rows: Vec<Row> = sub_accounts::table
+            .inner_join(partners::table)
+            .filter(sub_accounts::partner_id.eq(partner.as_str()))
+            .order(sub_accounts::sub_id.asc())
+            .select((
+                sub_accounts::id,
+                partners::email,
+                sub_accounts::sub_id,
+                sub_accounts::nickname,
+                sub_accounts::created_at,
+                sub_accounts::updated_at,
+            ))
+            .load(&mut conn)
+            .await
+            .map_err(db)?;
+        rows.into_iter().map(Row::into_domain).collect()
+    }
+
+    async fn insert(
+        &self,
+        partner: &PartnerId,
+        new: &NewSubAccount,
+    ) -> Result<InsertSubAccount, RepoError> {
+        let mut conn = self.conn().await?;
+        let row: Option<Row> = diesel::sql_query(
+            "WITH ins AS ( \
+               INSERT INTO sub_accounts (id, partner_id, sub_id, nickname, created_at, updated_at) \
+               VALUES ($1, $2, $3, $4, $5, $5) \
+               ON CONFLICT (partner_id, sub_id) DO NOTHING \
+               RETURNING * ) \
+             SELECT ins.id, p.email, ins.sub_id, ins.nickname, ins.created_at, ins.updated_at \
+             FROM ins JOIN partners p USING (partner_id)",
+        )
+        .bind::<diesel::sql_types::Uuid, _>(new.id)
+        .bind::<Text, _>(partner.as_str())
+        .bind::<SmallInt, _>(i16::from(new.sub_id.get()))
+        .bind::<Text, _>(new.nickname.as_str())
+        .bind::<Timestamptz, _>(new.now)
+        .get_result(&mut conn)
+        .await
+        .optional()
+        .map_err(db)?;
+        match row {
+            Some(r) => Ok(InsertSubAccount::Inserted(r.into_domain()?)),
+            None => Ok(InsertSubAccount::DuplicateSubId),
+        }
+    }
+
+    async fn delete(&self, partner: &PartnerId, id: Uuid) -> Result<bool, RepoError> {
+        let mut conn = self.conn().await?;
+        let n = diesel::delete(sub_accounts::table)
+            .filter(sub_accounts::partner_id.eq(partner.as_str()))
+            .filter(sub_accounts::id.eq(id))
+            .execute(&mut conn)
+            .await
+            .map_err(db)?;
+        Ok(n == 1)
+    }
+
+    async fn exists(&self, partner: &PartnerId, sub_id: SubId) -> Result<bool, RepoError> {
+        let mut conn = self.conn().await?;
+        diesel::select(diesel::dsl::exists(
+            sub_accounts::table
+                .filter(sub_accounts::partner_id.eq(partner.as_str()))
+                .filter(sub_accounts::sub_id.eq(i16::from(sub_id.get()))),
+        ))
+        .get_result(&mut conn)
+        .await
+        .map_err(db)
+    }
+}

@@ -1,0 +1,287 @@
+//! Settings from the environment (see `operator-api.md`, "Running the server"). Every
+//! variable is parsed at start; a malformed one stops the process with a message naming it.
+
+use std::net::ToSocketAddrs;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use partner_http::Quota;
+use url::Url;
+
+/// A setting that does not parse.
+#[derive(Debug, thiserror::Error)]
+#[error("{var}: {reason}")]
+pub struct ConfigError {
+    pub var: &'static str,
+    pub reason: String,
+}
+
+fn bad(var: &'static str, reason: impl Into<String>) -> ConfigError {
+    ConfigError {
+        var,
+        reason: reason.into(),
+    }
+}
+
+/// The server's settings.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub database_url: String,
+    pub bind: String,
+    pub token_pepper: Option<String>,
+    pub internal_token: Option<String>,
+    pub base_url: Url,
+    pub catalog_url: Url,
+    pub intake_url: Url,
+    pub legacy_intake_url: Url,
+    pub care_services_url: Url,
+    pub care_services_enabled: bool,
+    pub rate_limit: Quota,
+    pub webhook_retry_schedule: Vec<Duration>,
+    pub webhook_timeout: Duration,
+    pub webhook_allow_private: bool,
+    pub webhook_ca_file: Option<PathBuf>,
+    pub log_filter: String,
+    pub db_pool_size: usize,
+}
+
+pub const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/partner_portal";
+pub const DEFAULT_BIND: &str = "127.0.0.1:8080";
+
+impl Config {
+    /// Reads the process environment.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(|k| std::env::var(k).ok())
+    }
+
+    /// Reads settings through `get` (the environment, or a map in tests).
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        // Empty values count as unset, as most deployment tools write them.
+        let get = |k: &str| get(k).filter(|v| !v.trim().is_empty());
+        let database_url = get("DATABASE_URL").unwrap_or_else(|| DEFAULT_DATABASE_URL.to_owned());
+        match Url::parse(&database_url) {
+            Ok(u) if matches!(u.scheme(), "postgres" | "postgresql") => {}
+            _ => {
+                return Err(bad(
+                    "DATABASE_URL",
+                    "expected postgres://user@host:port/database",
+                ));
+            }
+        }
+        let bind = get("PARTNER_BIND").unwrap_or_else(|| DEFAULT_BIND.to_owned());
+        if bind
+            .to_socket_addrs()
+            .map(|mut a| a.next().is_none())
+            .unwrap_or(true)
+        {
+            return Err(bad(
+                "PARTNER_BIND",
+                "expected host:port, e.g. 127.0.0.1:8080",
+            ));
+        }
+        let own = format!("http://{bind}");
+        let url = |var: &'static str, default: &str| -> Result<Url, ConfigError> {
+            let raw = get(var).unwrap_or_else(|| default.to_owned());
+            let u = Url::parse(&raw).map_err(|e| bad(var, format!("not an absolute URL ({e})")))?;
+            if !matches!(u.scheme(), "http" | "https") || u.host().is_none() {
+                return Err(bad(var, "expected an http(s) URL with a host"));
+            }
+            Ok(u)
+        };
+        Ok(Self {
+            token_pepper: get("PARTNER_TOKEN_PEPPER"),
+            internal_token: get("PARTNER_INTERNAL_TOKEN"),
+            base_url: url("PARTNER_BASE_URL", &own)?,
+            catalog_url: url("PARTNER_CATALOG_URL", &own)?,
+            intake_url: url("PARTNER_INTAKE_URL", "https://intake.example.com")?,
+            legacy_intake_url: url(
+                "PARTNER_LEGACY_INTAKE_URL",
+                "https://legacy-intake.example.com",
+            )?,
+            care_services_url: url("PARTNER_CARE_SERVICES_URL", "https://care.example.com")?,
+            care_services_enabled: match get("CARE_SERVICES_API_ENABLED") {
+                None => true,
+                Some(v) => parse_bool(&v)
+                    .ok_or_else(|| bad("CARE_SERVICES_API_ENABLED", "expected true or false"))?,
+            },
+            rate_limit: match get("PARTNER_RATE_LIMIT") {
+                None => Quota {
+                    limit: 600,
+                    window_secs: 60,
+                },
+                Some(v) => parse_quota(&v).ok_or_else(|| {
+                    bad(
+                        "PARTNER_RATE_LIMIT",
+                        "expected <count>/<seconds>s, e.g. 600/60s",
+                    )
+                })?,
+            },
+            webhook_retry_schedule: match get("PARTNER_WEBHOOK_RETRY_SCHEDULE") {
+                None => ["10s", "1m", "6m", "36m", "216m", "1296m"]
+                    .iter()
+                    .filter_map(|d| parse_duration(d))
+                    .collect(),
+                Some(v) => v
+                    .split(',')
+                    .map(|d| parse_duration(d.trim()))
+                    .collect::<Option<Vec<_>>>()
+                    .filter(|v| !v.is_empty())
+                    .ok_or_else(|| {
+                        bad(
+                            "PARTNER_WEBHOOK_RETRY_SCHEDULE",
+                            "expected comma-separated durations, e.g. 1s,2s,4s",
+                        )
+                    })?,
+            },
+            webhook_timeout: match get("PARTNER_WEBHOOK_TIMEOUT") {
+                None => Duration::from_secs(10),
+                Some(v) => parse_duration(&v).filter(|d| !d.is_zero()).ok_or_else(|| {
+                    bad("PARTNER_WEBHOOK_TIMEOUT", "expected a duration such as 10s")
+                })?,
+            },
+            webhook_allow_private: match get("PARTNER_WEBHOOK_ALLOW_PRIVATE") {
+                None => false,
+                Some(v) => parse_bool(&v).ok_or_else(|| {
+                    bad("PARTNER_WEBHOOK_ALLOW_PRIVATE", "expected true or false")
+                })?,
+            },
+            webhook_ca_file: match get("PARTNER_WEBHOOK_CA_FILE") {
+                None => None,
+                Some(v) => {
+                    let p = PathBuf::from(v);
+                    let pem = std::fs::read_to_string(&p).map_err(|e| {
+                        bad(
+                            "PARTNER_WEBHOOK_CA_FILE",
+                            format!("cannot read the file ({e})"),
+                        )
+                    })?;
+                    if !pem.contains("-----BEGIN CERTIFICATE-----") {
+                        return Err(bad(
+                            "PARTNER_WEBHOOK_CA_FILE",
+                            "no PEM certificate in the file",
+                        ));
+                    }
+                    Some(p)
+                }
+            },
+            log_filter: get("RUST_LOG").unwrap_or_else(|| "info".to_owned()),
+            db_pool_size: match get("PARTNER_DB_POOL_SIZE") {
+                None => 16,
+                Some(v) => v
+                    .parse()
+                    .ok()
+                    .filter(|n| (1..=1000).contains(n))
+                    .ok_or_else(|| {
+                        bad("PARTNER_DB_POOL_SIZE", "expected an integer from 1 to 1000")
+                    })?,
+            },
+            database_url,
+            bind,
+        })
+    }
+}
+
+fn parse_bool(s: &str) -> Option<bool> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" | "on" => Some(true),
+        "false" | "0" | "no" | "off" => Some(false),
+        _ => None,
+    }
+}
+
+/// `600/60s`.
+fn parse_quota(s: &str) -> Option<Quota> {
+    let (count, window) = s.trim().split_once('/')?;
+    let limit: u32 = count.parse().ok().filter(|n| *n > 0)?;
+    let window_secs: u32 = window.strip_suffix('s')?.parse().ok().filter(|n| *n > 0)?;
+    Some(Quota { limit, window_secs })
+}
+
+/// `250ms`, `10s`, `6m`, `2h`.
+pub fn parse_duration(s: &str) -> Option<Duration> {
+    let split = s.find(|c: char| !c.is_ascii_digit())?;
+    let (n, unit) = s.split_at(split);
+    let n: u64 = n.parse().ok()?;
+    match unit {
+        "ms" => Some(Duration::from_millis(n)),
+        "s" => Some(Duration::from_secs(n)),
+        "m" => n.checked_mul(60).map(Duration::from_secs),
+        "h" => n.checked_mul(3600).map(Duration::from_secs),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn with(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let m: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        Config::from_lookup(|k| m.get(k).cloned())
+    }
+
+    #[test]
+    fn defaults() {
+        let c = with(&[]).expect("defaults parse");
+        assert_eq!(c.database_url, DEFAULT_DATABASE_URL);
+        assert_eq!(c.base_url.as_str(), "http://127.0.0.1:8080/");
+        assert_eq!(
+            c.rate_limit,
+            Quota {
+                limit: 600,
+                window_secs: 60
+            }
+        );
+        assert_eq!(c.webhook_retry_schedule.len(), 6);
+        assert_eq!(c.webhook_retry_schedule[5], Duration::from_secs(1296 * 60));
+        assert!(c.token_pepper.is_none() && c.internal_token.is_none() && c.care_services_enabled);
+    }
+
+    #[test]
+    fn each_malformed_variable_is_named() {
+        for (var, value) in [
+            ("DATABASE_URL", "mysql://x"),
+            ("PARTNER_BIND", "nowhere"),
+            ("PARTNER_BASE_URL", "not a url"),
+            ("PARTNER_INTAKE_URL", "ftp://x.test"),
+            ("CARE_SERVICES_API_ENABLED", "maybe"),
+            ("PARTNER_RATE_LIMIT", "600"),
+            ("PARTNER_RATE_LIMIT", "0/60s"),
+            ("PARTNER_WEBHOOK_RETRY_SCHEDULE", "1s,soon"),
+            ("PARTNER_WEBHOOK_TIMEOUT", "0s"),
+            ("PARTNER_WEBHOOK_ALLOW_PRIVATE", "2"),
+            ("PARTNER_WEBHOOK_CA_FILE", "/nonexistent.pem"),
+            ("PARTNER_DB_POOL_SIZE", "0"),
+        ] {
+            let err = with(&[(var, value)]).expect_err(var);
+            assert_eq!(err.var, var);
+            assert!(err.to_string().starts_with(var));
+        }
+    }
+
+    #[test]
+    fn values_parse() {
+        let c = with(&[
+            ("PARTNER_RATE_LIMIT", "5/2s"),
+            ("PARTNER_WEBHOOK_RETRY_SCHEDULE", "1s, 2s,250ms"),
+            ("CARE_SERVICES_API_ENABLED", "false"),
+            ("PARTNER_TOKEN_PEPPER", "p"),
+            ("PARTNER_BIND", "127.0.0.1:0"),
+        ])
+        .expect("parses");
+        assert_eq!(
+            c.rate_limit,
+            Quota {
+                limit: 5,
+                window_secs: 2
+            }
+        );
+        assert_eq!(c.webhook_retry_schedule[2], Duration::from_millis(250));
+        assert!(!c.care_services_enabled);
+        assert_eq!(c.token_pepper.as_deref(), Some("p"));
+    }
+}

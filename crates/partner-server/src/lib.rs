@@ -1,0 +1,8 @@
+//! The `partner-server` binary's library half: configuration and the wiring of adapters to
+//! the domain's ports. Kept as a library so integration tests start the very same server.
+
+pub mod config;
+pub mod startup;
+
+pub use config::Config;
+pub use startup::Application;

@@ -1,0 +1,104 @@
+//! Builds the application from a [`Config`]: database, migrations, services, HTTP server.
+
+use std::net::TcpListener;
+use std::sync::Arc;
+
+use actix_web::{App, HttpServer, web};
+use anyhow::Context;
+use partner_domain::account::AccountService;
+use partner_domain::auth::AuthService;
+use partner_domain::clock::{Clock, SystemClock};
+use partner_domain::random::{Random, SystemRandom};
+use partner_domain::sub_account::SubAccountService;
+use partner_domain::token::TokenPepper;
+use partner_http::{AppState, RateLimiter};
+use partner_postgres::PgStore;
+
+use crate::config::Config;
+
+/// A bound, ready-to-run server.
+pub struct Application {
+    port: u16,
+    server: actix_web::dev::Server,
+}
+
+impl std::fmt::Debug for Application {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Application")
+            .field("port", &self.port)
+            .finish()
+    }
+}
+
+/// Whether `build` applies pending migrations first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Migrations {
+    Apply,
+    Skip,
+}
+
+impl Application {
+    /// Creates the database when missing, applies migrations, and binds the listener.
+    pub async fn build(config: &Config, migrations: Migrations) -> anyhow::Result<Self> {
+        Self::build_with_clock(config, migrations, Arc::new(SystemClock)).await
+    }
+
+    /// As [`Application::build`], with an injected clock (tests move time forward with it).
+    pub async fn build_with_clock(
+        config: &Config,
+        migrations: Migrations,
+        clock: Arc<dyn Clock>,
+    ) -> anyhow::Result<Self> {
+        prepare_database(config, migrations).await?;
+        let store = Arc::new(PgStore::new(&config.database_url, config.db_pool_size)?);
+        let rng: Arc<dyn Random> = Arc::new(SystemRandom::new());
+        let pepper = config
+            .token_pepper
+            .as_deref()
+            .map(|p| TokenPepper::new(p.as_bytes()));
+        let state = web::Data::new(AppState {
+            auth: AuthService::new(store.clone(), pepper.clone(), clock.clone()),
+            accounts: AccountService::new(store.clone(), pepper, clock.clone(), rng.clone()),
+            sub_accounts: SubAccountService::new(store.clone(), clock.clone(), rng),
+            readiness: store,
+            clock,
+            limiter: RateLimiter::new(config.rate_limit),
+            internal_token: config.internal_token.clone(),
+        });
+        let listener = TcpListener::bind(&config.bind)
+            .with_context(|| format!("cannot bind {}", config.bind))?;
+        let port = listener.local_addr()?.port();
+        let server = HttpServer::new(move || {
+            App::new().configure(|cfg| partner_http::configure(cfg, state.clone()))
+        })
+        .listen(listener)?
+        .shutdown_timeout(10)
+        .run();
+        Ok(Self { port, server })
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Serves until SIGINT/SIGTERM, then drains in-flight requests (at most 10 s).
+    pub async fn run_until_stopped(self) -> std::io::Result<()> {
+        self.server.await
+    }
+}
+
+/// Creates the database when it is missing and, unless told not to, applies migrations.
+pub async fn prepare_database(config: &Config, migrations: Migrations) -> anyhow::Result<()> {
+    partner_postgres::ensure_database(&config.database_url)
+        .await
+        .context("preparing the database")?;
+    if migrations == Migrations::Apply {
+        let applied = partner_postgres::migrate(&config.database_url)
+            .await
+            .context("applying migrations")?;
+        for m in applied {
+            tracing::info!(migration = %m, "applied migration");
+        }
+    }
+    Ok(())
+}
