@@ -1,1 +1,10 @@
+//! Integration tests: the real server on port 0 against a fresh database of the real
+//! PostgreSQL, driven over HTTP. One binary, one module per area.
 
+mod helpers;
+
+mod auth;
+mod errors;
+mod hostile;
+mod operator;
+mod sub_accounts;

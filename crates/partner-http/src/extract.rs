@@ -41,6 +41,10 @@ fn read(
 }
 
 fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    // Every body of this API is an object; serde would otherwise accept a struct as an array.
+    if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+        return Err(ApiError::invalid("the request body must be a JSON object"));
+    }
     serde_json::from_slice(bytes)
         .map_err(|e| ApiError::invalid(format!("invalid JSON body: {}", clip(&e.to_string()))))
 }
@@ -85,12 +89,6 @@ impl<T: DeserializeOwned + Default + 'static> FromRequest for OptionalJsonBody<T
             parse(&bytes).map(OptionalJsonBody)
         })
     }
-}
-
-/// Parses the query string into `T` (unknown parameters are ignored unless `T` denies them).
-pub fn query<T: DeserializeOwned>(req: &HttpRequest) -> Result<T, ApiError> {
-    serde_urlencoded::from_str(req.query_string())
-        .map_err(|e| ApiError::invalid(format!("invalid query string: {}", clip(&e.to_string()))))
 }
 
 /// Parses a UUID path or body identifier, naming `field` in the error.

@@ -22,7 +22,7 @@ use partner_domain::ports::Readiness;
 
 const MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations");
 /// Serialises concurrent migrators (several instances starting together).
-const MIGRATION_LOCK: i64 = 0x7061_7274_6e65_72;
+const MIGRATION_LOCK: i64 = 0x0070_6172_746e_6572;
 
 /// Errors of start-up: reaching PostgreSQL, creating the database, migrating.
 #[derive(Debug, thiserror::Error)]
@@ -75,6 +75,21 @@ pub async fn ensure_database(url: &str) -> Result<(), SetupError> {
         }
         Err(e) => Err(e.into()),
     }
+}
+
+/// Drops the database named in `url` (terminating its sessions). For test harnesses and
+/// operators tearing down throwaway environments.
+pub async fn drop_database(url: &str) -> Result<(), SetupError> {
+    use diesel_async::AsyncConnection;
+    let mut parsed = url::Url::parse(url).map_err(|e| SetupError::BadUrl(e.to_string()))?;
+    let name = parsed.path().trim_start_matches('/').to_owned();
+    parsed.set_path("/postgres");
+    let mut conn = <AsyncPgConnection as AsyncConnection>::establish(parsed.as_str()).await?;
+    let quoted = format!("\"{}\"", name.replace('"', "\"\""));
+    diesel::sql_query(format!("DROP DATABASE IF EXISTS {quoted} WITH (FORCE)"))
+        .execute(&mut conn)
+        .await?;
+    Ok(())
 }
 
 /// Applies pending embedded migrations, holding an advisory lock so concurrent starts are safe.

@@ -6,3 +6,6 @@ pub mod startup;
 
 pub use config::Config;
 pub use startup::Application;
+
+/// Re-exported for test harnesses that create and drop throwaway databases.
+pub use partner_postgres::drop_database;

@@ -12,31 +12,31 @@ use partner_domain::values::{CareService, Email, Lang, PartnerId};
 use partner_domain::wire::parse_timestamp;
 use serde::Deserialize;
 
-use super::{Result, data, ok, ok_true};
+use super::{Result, data, ok, ok_true, resource};
 use crate::AppState;
 use crate::error::ApiError;
 use crate::extract::{JsonBody, OptionalJsonBody, uuid};
 
 pub(super) fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
-        web::resource("/partners/{partner_id}")
+        resource("/partners/{partner_id}")
             .route(web::put().to(put_partner))
             .route(web::get().to(get_partner)),
     )
     .service(
-        web::resource("/care-services/feature-flags")
+        resource("/care-services/feature-flags")
             .route(web::put().to(put_flags))
             .route(web::get().to(get_flags)),
     )
-    .service(web::resource("/users").route(web::post().to(create_user)))
-    .service(web::resource("/users/{id}").route(web::delete().to(delete_user)))
+    .service(resource("/users").route(web::post().to(create_user)))
+    .service(resource("/users/{id}").route(web::delete().to(delete_user)))
     .service(
-        web::resource("/users/{id}/tokens")
+        resource("/users/{id}/tokens")
             .route(web::post().to(create_token))
             .route(web::get().to(list_tokens)),
     )
-    .service(web::resource("/tokens/{id}/rotate").route(web::post().to(rotate_token)))
-    .service(web::resource("/tokens/{id}").route(web::delete().to(revoke_token)));
+    .service(resource("/tokens/{id}/rotate").route(web::post().to(rotate_token)))
+    .service(resource("/tokens/{id}").route(web::delete().to(revoke_token)));
 }
 
 #[derive(Deserialize)]

@@ -13,15 +13,11 @@ use crate::middleware::{internal_guard, partner_guard};
 use crate::ratelimit::Group;
 
 pub(crate) fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.route("/healthz", web::get().to(health::healthz))
-        .route("/readyz", web::get().to(health::readyz))
+    cfg.service(resource("/healthz").route(web::get().to(health::healthz)))
+        .service(resource("/readyz").route(web::get().to(health::readyz)))
         .service(
             web::scope("/api/v1")
-                .service(
-                    web::scope("/sub-accounts")
-                        .wrap(from_fn(partner_guard(Group::SubAccounts)))
-                        .configure(sub_accounts::configure),
-                )
+                .service(sub_accounts::resource().wrap(from_fn(partner_guard(Group::SubAccounts))))
                 .default_service(web::to(no_route)),
         )
         .service(
@@ -30,6 +26,16 @@ pub(crate) fn configure(cfg: &mut web::ServiceConfig) {
                 .default_service(web::to(no_route))
                 .wrap(from_fn(internal_guard)),
         );
+}
+
+/// A resource whose unmatched methods answer 405 (without this, actix falls back to the
+/// enclosing scope's 404 default).
+pub(crate) fn resource(path: &str) -> actix_web::Resource {
+    web::resource(path).default_service(web::to(method_not_allowed))
+}
+
+async fn method_not_allowed() -> HttpResponse {
+    actix_web::ResponseError::error_response(&ApiError::for_status(StatusCode::METHOD_NOT_ALLOWED))
 }
 
 /// Unknown routes: 404 `not_found`.

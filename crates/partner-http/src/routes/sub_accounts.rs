@@ -11,13 +11,11 @@ use crate::error::ApiError;
 use crate::extract::{JsonBody, uuid};
 use crate::middleware::Caller;
 
-pub(super) fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(
-        web::resource("")
-            .route(web::get().to(list))
-            .route(web::post().to(create))
-            .route(web::delete().to(delete)),
-    );
+pub(super) fn resource() -> actix_web::Resource {
+    super::resource("/sub-accounts")
+        .route(web::get().to(list))
+        .route(web::post().to(create))
+        .route(web::delete().to(delete))
 }
 
 async fn list(state: web::Data<AppState>, Caller(me): Caller) -> Result {

@@ -1,0 +1,244 @@
+//! `TestApp`: starts the real server against a fresh database, with typed request helpers.
+
+use std::sync::{Arc, Once};
+
+use partner_domain::clock::{Clock, SystemClock};
+use partner_server::config::Config;
+use partner_server::startup::{Application, Migrations};
+use reqwest::{Method, RequestBuilder, Response, StatusCode};
+use serde_json::{Value, json};
+
+pub const INTERNAL_TOKEN: &str = "internal-test-token";
+pub const PEPPER: &str = "test-pepper-0123456789abcdef0123456789";
+
+fn base_url() -> String {
+    std::env::var("TEST_DATABASE_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432".to_owned())
+}
+
+/// A running server on its own throwaway database.
+pub struct TestApp {
+    pub address: String,
+    pub client: reqwest::Client,
+    pub config: Config,
+    owns_db: bool,
+}
+
+/// A partner with one portal user and one live token.
+#[derive(Debug, Clone)]
+pub struct Seeded {
+    pub partner_id: String,
+    pub user_id: String,
+    pub token_id: String,
+    pub token: String,
+}
+
+impl TestApp {
+    pub async fn spawn() -> Self {
+        Self::spawn_with(|_| {}).await
+    }
+
+    /// Starts a server whose settings `tweak` may change (pepper, limits…).
+    pub async fn spawn_with(tweak: impl FnOnce(&mut Config)) -> Self {
+        Self::spawn_full(tweak, Arc::new(SystemClock)).await
+    }
+
+    pub async fn spawn_full(tweak: impl FnOnce(&mut Config), clock: Arc<dyn Clock>) -> Self {
+        static TLS: Once = Once::new();
+        TLS.call_once(|| {
+            let _ = rustls::crypto::ring::default_provider().install_default();
+        });
+        let db = format!("pp_test_{}", uuid::Uuid::new_v4().simple());
+        let mut config = Config::from_lookup(|k| match k {
+            "DATABASE_URL" => Some(format!("{}/{db}", base_url())),
+            "PARTNER_BIND" => Some("127.0.0.1:0".into()),
+            "PARTNER_TOKEN_PEPPER" => Some(PEPPER.into()),
+            "PARTNER_INTERNAL_TOKEN" => Some(INTERNAL_TOKEN.into()),
+            _ => None,
+        })
+        .expect("test config");
+        config.db_pool_size = 4;
+        tweak(&mut config);
+        Self::start(config, Migrations::Apply, clock, true).await
+    }
+
+    async fn start(
+        config: Config,
+        migrations: Migrations,
+        clock: Arc<dyn Clock>,
+        owns_db: bool,
+    ) -> Self {
+        let app = Application::build_with_clock(&config, migrations, clock)
+            .await
+            .expect("server builds");
+        let address = format!("http://127.0.0.1:{}", app.port());
+        tokio::spawn(app.run_until_stopped());
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .expect("client");
+        Self {
+            address,
+            client,
+            config,
+            owns_db,
+        }
+    }
+
+    /// A second server instance on the same database (it does not drop it).
+    pub async fn sibling(&self) -> Self {
+        Self::start(
+            self.config.clone(),
+            Migrations::Skip,
+            Arc::new(SystemClock),
+            false,
+        )
+        .await
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.address)
+    }
+
+    pub fn request(&self, method: Method, path: &str) -> RequestBuilder {
+        self.client.request(method, self.url(path))
+    }
+
+    /// A partner API request with `token` as bearer.
+    pub fn api(&self, method: Method, path: &str, token: &str) -> RequestBuilder {
+        self.request(method, path).bearer_auth(token)
+    }
+
+    /// An operator API request.
+    pub fn internal(&self, method: Method, path: &str) -> RequestBuilder {
+        self.request(method, &format!("/internal/v1{path}"))
+            .bearer_auth(INTERNAL_TOKEN)
+    }
+
+    pub async fn put_partner(&self, id: &str, body: &Value) -> Response {
+        self.internal(Method::PUT, &format!("/partners/{id}"))
+            .json(body)
+            .send()
+            .await
+            .expect("send")
+    }
+
+    pub async fn create_user(&self, partner_id: &str, admin: bool) -> String {
+        let res = self
+            .internal(Method::POST, "/users")
+            .json(&json!({ "email": format!("user@{partner_id}.test"), "partnerId": partner_id, "admin": admin }))
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(res.status(), StatusCode::CREATED);
+        body(res).await["data"]["id"]
+            .as_str()
+            .expect("id")
+            .to_owned()
+    }
+
+    /// Creates a token for `user_id`: (token id, token text).
+    pub async fn create_token(&self, user_id: &str) -> (String, String) {
+        let res = self
+            .internal(Method::POST, &format!("/users/{user_id}/tokens"))
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(res.status(), StatusCode::CREATED);
+        let b = body(res).await;
+        (
+            b["data"]["id"].as_str().expect("id").into(),
+            b["data"]["token"].as_str().expect("token").into(),
+        )
+    }
+
+    /// An active partner with a (non-admin unless `admin`) user and a token.
+    pub async fn seed(&self, partner_id: &str, admin: bool) -> Seeded {
+        let res = self.put_partner(partner_id, &partner_body(true)).await;
+        assert!(res.status().is_success(), "partner: {}", res.status());
+        let user_id = self.create_user(partner_id, admin).await;
+        let (token_id, token) = self.create_token(&user_id).await;
+        Seeded {
+            partner_id: partner_id.into(),
+            user_id,
+            token_id,
+            token,
+        }
+    }
+
+    pub async fn get_health(&self) -> StatusCode {
+        self.request(Method::GET, "/healthz")
+            .send()
+            .await
+            .expect("send")
+            .status()
+    }
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        if !self.owns_db {
+            return;
+        }
+        let url = self.config.database_url.clone();
+        // Drop runs inside the test's runtime; the teardown gets a thread and runtime of its own.
+        let _ = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            if let Err(e) = rt.block_on(partner_server::drop_database(&url)) {
+                eprintln!("could not drop test database: {e}");
+            }
+        })
+        .join();
+    }
+}
+
+/// A valid `PUT /internal/v1/partners/{id}` body.
+pub fn partner_body(active: bool) -> Value {
+    json!({
+        "name": "Acme Health",
+        "email": "ops@acme.test",
+        "active": active,
+        "dnaAccess": true,
+        "headlessLinks": true,
+        "defaultLang": "en",
+        "enabledLangs": ["en", "es"],
+        "careServices": {
+            "subscriptionActive": true,
+            "manualOverride": false,
+            "yearlyBundle": true,
+            "services": ["primary-care"]
+        }
+    })
+}
+
+pub async fn body(res: Response) -> Value {
+    let text = res.text().await.expect("body");
+    serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON: {text}"))
+}
+
+/// Asserts the status and the spec's error body with `code`; returns the message.
+pub async fn assert_error(res: Response, status: u16, code: &str) -> String {
+    let got = res.status().as_u16();
+    let ct = res
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned();
+    let b = body(res).await;
+    assert_eq!(got, status, "status; body {b}");
+    assert!(ct.starts_with("application/json"), "content type {ct}");
+    assert_eq!(b["error"]["code"], code, "body {b}");
+    let msg = b["error"]["message"].as_str().expect("message is a string");
+    assert!(!msg.is_empty());
+    assert_eq!(
+        b.as_object().map(|o| o.len()),
+        Some(1),
+        "only `error` in {b}"
+    );
+    msg.to_owned()
+}
