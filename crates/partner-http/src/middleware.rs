@@ -82,14 +82,12 @@ fn state(req: &ServiceRequest) -> Result<web::Data<AppState>, Error> {
 /// carries the `X-RateLimit-*` headers, whatever its status.
 pub fn partner_guard(
     group: Group,
-) -> impl Fn(
-    ServiceRequest,
-    Next<BoxBody>,
-) -> std::pin::Pin<
-    Box<dyn std::future::Future<Output = Result<ServiceResponse<BoxBody>, Error>>>,
-> + Clone {
+) -> impl Fn(ServiceRequest, Next<BoxBody>) -> GuardFuture + Clone {
     move |req, next| Box::pin(guard(group, req, next))
 }
+
+type GuardFuture =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<ServiceResponse<BoxBody>, Error>>>>;
 
 async fn guard(
     group: Group,
