@@ -1,0 +1,20 @@
+# Conveniences over plain cargo; the README's commands need nothing but cargo.
+
+# Run the server (set PARTNER_TOKEN_PEPPER / PARTNER_INTERNAL_TOKEN, or use a .env file).
+run:
+    cargo run -p partner-server -- serve
+
+# All tests (needs PostgreSQL on 127.0.0.1:5432, user postgres, trust auth).
+test:
+    cargo test --workspace --locked
+
+# CI exactly as it runs: starts PostgreSQL when it is down.
+ci:
+    bash .ci/run
+
+fmt:
+    cargo fmt --all
+
+lint:
+    cargo fmt --all -- --check
+    cargo clippy --workspace --all-targets -- -D warnings
