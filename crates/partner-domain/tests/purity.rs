@@ -5,17 +5,39 @@
 fn no_io_crates_in_the_dependency_tree() {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = std::process::Command::new(cargo)
-        .args(["tree", "-p", "partner-domain", "-e", "normal,build", "--all-features", "--prefix", "none", "--offline"])
+        .args([
+            "tree",
+            "-p",
+            "partner-domain",
+            "-e",
+            "normal,build",
+            "--all-features",
+            "--prefix",
+            "none",
+            "--offline",
+        ])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .expect("cargo tree runs");
-    assert!(out.status.success(), "cargo tree failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "cargo tree failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let tree = String::from_utf8_lossy(&out.stdout);
-    assert!(tree.lines().any(|l| l.starts_with("partner-domain ")), "unexpected output: {tree}");
-    let forbidden = ["actix", "diesel", "tokio", "reqwest", "deadpool", "hyper", "mio"];
+    assert!(
+        tree.lines().any(|l| l.starts_with("partner-domain ")),
+        "unexpected output: {tree}"
+    );
+    let forbidden = [
+        "actix", "diesel", "tokio", "reqwest", "deadpool", "hyper", "mio",
+    ];
     let hits: Vec<&str> = tree
         .lines()
         .filter(|l| forbidden.iter().any(|f| l.starts_with(f)))
         .collect();
-    assert!(hits.is_empty(), "partner-domain depends on I/O crates: {hits:?}");
+    assert!(
+        hits.is_empty(),
+        "partner-domain depends on I/O crates: {hits:?}"
+    );
 }

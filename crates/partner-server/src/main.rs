@@ -27,8 +27,19 @@ enum Command {
 }
 
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
+async fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
+    match run(cli).await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            // One readable line (with causes), whatever RUST_BACKTRACE says.
+            eprintln!("partner-server: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
     let _ = dotenvy::dotenv();
     let config = Config::from_env()?;
     let filter = EnvFilter::try_new(&config.log_filter)
