@@ -59,35 +59,47 @@ pub(crate) fn clip(s: &str) -> String {
     }
 }
 
+type BodyFuture<W> = Pin<Box<dyn Future<Output = Result<W, ApiError>>>>;
+
+/// Reads and parses a body; `on_empty` decides what an empty (or all-whitespace) body means.
+fn extract<T: DeserializeOwned + 'static, W: 'static>(
+    req: &HttpRequest,
+    payload: &mut Payload,
+    on_empty: fn() -> Result<T, ApiError>,
+    wrap: fn(T) -> W,
+) -> BodyFuture<W> {
+    let body = read(req, payload);
+    Box::pin(async move {
+        let bytes = body.await?;
+        let value = if bytes.iter().all(u8::is_ascii_whitespace) {
+            on_empty()?
+        } else {
+            parse(&bytes)?
+        };
+        Ok(wrap(value))
+    })
+}
+
 impl<T: DeserializeOwned + 'static> FromRequest for JsonBody<T> {
     type Error = ApiError;
-    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
+    type Future = BodyFuture<Self>;
 
     fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
-        let body = read(req, payload);
-        Box::pin(async move {
-            let bytes = body.await?;
-            if bytes.iter().all(u8::is_ascii_whitespace) {
-                return Err(ApiError::invalid("a JSON body is required"));
-            }
-            parse(&bytes).map(JsonBody)
-        })
+        extract(
+            req,
+            payload,
+            || Err(ApiError::invalid("a JSON body is required")),
+            JsonBody,
+        )
     }
 }
 
 impl<T: DeserializeOwned + Default + 'static> FromRequest for OptionalJsonBody<T> {
     type Error = ApiError;
-    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
+    type Future = BodyFuture<Self>;
 
     fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
-        let body = read(req, payload);
-        Box::pin(async move {
-            let bytes = body.await?;
-            if bytes.iter().all(u8::is_ascii_whitespace) {
-                return Ok(OptionalJsonBody(T::default()));
-            }
-            parse(&bytes).map(OptionalJsonBody)
-        })
+        extract(req, payload, || Ok(T::default()), OptionalJsonBody)
     }
 }
 
