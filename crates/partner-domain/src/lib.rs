@@ -10,9 +10,15 @@
 //! unit-tested without a database.
 
 pub mod account;
+pub mod attribution;
 pub mod auth;
 pub mod clock;
+pub mod cursor;
 pub mod error;
+pub mod events;
+pub mod lead;
+pub mod order;
+pub mod payout;
 pub mod ports;
 pub mod random;
 pub mod sub_account;

@@ -9,7 +9,12 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use crate::account::{ApiTokenInfo, CareFlags, Partner, PartnerSettings, PortalUser};
+use crate::cursor::Position;
 use crate::error::RepoError;
+use crate::events::DomainEvent;
+use crate::lead::{Lead, LeadPatch};
+use crate::order::{AnalyticsEvent, Order, OrderListing};
+use crate::payout::{NewPayout, Payout};
 use crate::sub_account::SubAccount;
 use crate::token::TokenHash;
 use crate::values::{CareService, Nickname, PartnerId, SubId};
@@ -127,6 +132,84 @@ pub trait SubAccountRepo: Send + Sync {
     async fn exists(&self, partner: &PartnerId, sub_id: SubId) -> Result<bool, RepoError>;
 }
 
+/// Storage of leads. Writes store the given events in the same transaction (the outbox).
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+#[async_trait]
+pub trait LeadRepo: Send + Sync {
+    /// `false` (and nothing written) when the lead's partner does not exist.
+    async fn insert_lead(&self, lead: &Lead, events: &[DomainEvent]) -> Result<bool, RepoError>;
+    /// Locks the lead, applies `patch` with [`LeadPatch::apply`], and stores the result with the
+    /// events of [`crate::lead::update_events`], in one transaction. `None` for an unknown id.
+    async fn patch_lead(
+        &self,
+        id: Uuid,
+        patch: &LeadPatch,
+        now: OffsetDateTime,
+    ) -> Result<Option<Lead>, RepoError>;
+    /// Up to `limit` of the partner's leads strictly after `after` in (createdAt desc, id desc)
+    /// order; test rows only when `include_test`.
+    async fn page_leads(
+        &self,
+        partner: &PartnerId,
+        after: Option<Position>,
+        include_test: bool,
+        limit: u16,
+    ) -> Result<Vec<Lead>, RepoError>;
+}
+
+/// How an order insert ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InsertOrder {
+    Inserted(OrderListing),
+    /// An order with that id exists (possibly with another body); nothing was written.
+    Existing(OrderListing),
+    UnknownPartner,
+}
+
+/// Storage of orders and analytics events.
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+#[async_trait]
+pub trait OrderRepo: Send + Sync {
+    async fn insert_order(
+        &self,
+        order: &Order,
+        events: &[DomainEvent],
+        now: OffsetDateTime,
+    ) -> Result<InsertOrder, RepoError>;
+    /// `false` when the partner does not exist. A second `order_completed` of the same run is
+    /// ignored (the first one stands).
+    async fn insert_analytics_event(
+        &self,
+        ev: &AnalyticsEvent,
+        now: OffsetDateTime,
+    ) -> Result<bool, RepoError>;
+    /// Stored orders and simulated orders ([`Order::simulated`]), newest first, with the
+    /// sub-account nickname as of now.
+    async fn orders_of(&self, partner: &PartnerId) -> Result<Vec<OrderListing>, RepoError>;
+    /// Stored and simulated orders with `from <= createdDate < to`.
+    async fn orders_between(
+        &self,
+        partner: &PartnerId,
+        from: OffsetDateTime,
+        to: OffsetDateTime,
+    ) -> Result<Vec<Order>, RepoError>;
+}
+
+/// Storage of payouts.
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+#[async_trait]
+pub trait PayoutRepo: Send + Sync {
+    /// Stores the payout with the partner's email and the events; `None` for an unknown partner.
+    async fn insert_payout(
+        &self,
+        id: Uuid,
+        new: &NewPayout,
+        today: time::Date,
+        events: &[DomainEvent],
+    ) -> Result<Option<Payout>, RepoError>;
+    async fn payouts_of(&self, partner: &PartnerId) -> Result<Vec<Payout>, RepoError>;
+}
+
 /// Whether the store answers (`/readyz`).
 #[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
 #[async_trait]
@@ -143,4 +226,12 @@ macro_rules! debug_port {
         }
     )*};
 }
-debug_port!(TokenRepo, AccountRepo, SubAccountRepo, Readiness);
+debug_port!(
+    TokenRepo,
+    AccountRepo,
+    SubAccountRepo,
+    LeadRepo,
+    OrderRepo,
+    PayoutRepo,
+    Readiness
+);

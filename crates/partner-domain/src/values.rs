@@ -319,3 +319,115 @@ mod tests {
         assert_eq!(Lang::parse("ES"), None);
     }
 }
+
+/// Free text of at most `max` characters after trimming, with no control characters; empty is
+/// allowed only when `min` is 0.
+pub fn text(field: &'static str, s: &str, min: usize, max: usize) -> Result<String, ValueError> {
+    let t = s.trim();
+    if t.chars().count() < min {
+        return Err(ValueError::Missing(field));
+    }
+    if t.chars().count() > max {
+        return Err(ValueError::Invalid {
+            field,
+            reason: "too long",
+        });
+    }
+    if t.chars().any(char::is_control) {
+        return Err(ValueError::Invalid {
+            field,
+            reason: "control characters are not allowed",
+        });
+    }
+    Ok(t.to_owned())
+}
+
+/// An amount of money, held exactly in cents. On the wire it is a JSON number with at most two
+/// decimals (`199.5`, `40`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Money(i64);
+
+impl Money {
+    /// The largest accepted amount (ten billion), far above any real order or payout.
+    const MAX_CENTS: i64 = 1_000_000_000_000;
+
+    pub fn from_cents(cents: i64) -> Self {
+        Self(cents)
+    }
+
+    pub fn cents(self) -> i64 {
+        self.0
+    }
+
+    /// A non-negative JSON number with at most two decimals.
+    pub fn parse(v: f64, field: &'static str) -> Result<Self, ValueError> {
+        let scaled = v * 100.0;
+        let cents = scaled.round();
+        if !v.is_finite() || v < 0.0 {
+            return Err(ValueError::invalid(field, "must be a non-negative number"));
+        }
+        if (scaled - cents).abs() > 1e-6 {
+            return Err(ValueError::invalid(field, "at most two decimals"));
+        }
+        if cents > Self::MAX_CENTS as f64 {
+            return Err(ValueError::invalid(field, "too large"));
+        }
+        Ok(Self(cents as i64))
+    }
+
+    pub fn checked_add(self, other: Money) -> Option<Money> {
+        self.0.checked_add(other.0).map(Money)
+    }
+}
+
+impl Serialize for Money {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if self.0 % 100 == 0 {
+            s.serialize_i64(self.0 / 100)
+        } else {
+            s.serialize_f64(self.0 as f64 / 100.0)
+        }
+    }
+}
+
+impl fmt::Display for Money {
+    /// `1299.00`: two decimals, no thousands separator.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let sign = if self.0 < 0 { "-" } else { "" };
+        let abs = self.0.unsigned_abs();
+        write!(f, "{sign}{}.{:02}", abs / 100, abs % 100)
+    }
+}
+
+#[cfg(test)]
+mod money_tests {
+    use super::*;
+
+    #[test]
+    fn money_parses_exactly_and_renders_minimal_json() {
+        assert_eq!(Money::parse(19.99, "a"), Ok(Money(1999)));
+        assert_eq!(Money::parse(0.1 + 0.2, "a"), Ok(Money(30)));
+        assert_eq!(Money::parse(40.0, "a"), Ok(Money(4000)));
+        assert!(Money::parse(0.001, "a").is_err());
+        assert!(Money::parse(-1.0, "a").is_err());
+        assert!(Money::parse(f64::NAN, "a").is_err());
+        assert!(Money::parse(1e300, "a").is_err());
+        let json = |c| serde_json::to_string(&Money(c)).expect("json");
+        assert_eq!(json(4000), "40");
+        assert_eq!(json(19950), "199.5");
+        assert_eq!(json(1999), "19.99");
+        assert_eq!(json(1), "0.01");
+        assert_eq!(json(0), "0");
+        assert_eq!(Money(129900).to_string(), "1299.00");
+        assert_eq!(Money(5).to_string(), "0.05");
+    }
+
+    #[test]
+    fn text_rules() {
+        assert_eq!(text("f", "  a ", 1, 3), Ok("a".into()));
+        assert!(text("f", "", 1, 3).is_err());
+        assert_eq!(text("f", "", 0, 3), Ok(String::new()));
+        assert!(text("f", "abcd", 0, 3).is_err());
+        assert!(text("f", "a\u{0}", 0, 3).is_err());
+    }
+}

@@ -1,0 +1,642 @@
+//! Leads: the row partners read, its consent rendering, the test-flag rules, progressive
+//! enrichment, and keyset pagination.
+
+use std::sync::Arc;
+
+use serde::{Serialize, Serializer};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::clock::Clock;
+use crate::cursor::{CursorKey, Position};
+use crate::error::RepoError;
+use crate::events::DomainEvent;
+use crate::ports::LeadRepo;
+use crate::random::{Random, new_id};
+use crate::values::{Email, PartnerId, SubId, ValueError};
+use crate::wire;
+
+/// What a lead without consent shows instead of its email or phone.
+pub const NO_CONSENT: &str = "No Consent";
+/// The origin of self-hosted elective-medication intakes.
+pub const HEADLESS_INTAKE: &str = "headless_intake";
+
+/// Why an elective-medication run is a test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TestSource {
+    ProviderTestMode,
+    Simulation,
+}
+
+impl TestSource {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "provider_test_mode" => Some(Self::ProviderTestMode),
+            "simulation" => Some(Self::Simulation),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ProviderTestMode => "provider_test_mode",
+            Self::Simulation => "simulation",
+        }
+    }
+}
+
+impl Serialize for TestSource {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+/// Where a lead came from: 1-64 of `a-z 0-9 _ -` (`managed-website`, `headless_intake`, …).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Origin(String);
+
+impl Origin {
+    pub fn parse(s: &str) -> Result<Self, ValueError> {
+        if s.is_empty() {
+            return Err(ValueError::Missing("origin"));
+        }
+        if s.len() > 64
+            || !s
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
+        {
+            return Err(ValueError::invalid("origin", "1-64 of a-z, 0-9, _ and -"));
+        }
+        Ok(Self(s.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Self-hosted elective-medication intake: the only origin that can carry test rows, and
+    /// the only one whose progressive creation and enrichment dispatch no webhooks.
+    pub fn is_headless_intake(&self) -> bool {
+        self.0 == HEADLESS_INTAKE
+    }
+
+    pub fn is_webhook_enabled(&self) -> bool {
+        !self.is_headless_intake()
+    }
+}
+
+/// The test flag of a lead: `None` for real leads. Constructed only through [`TestFlag::parse`],
+/// so `testSource` is set exactly when `isTest` is, and only on elective-medication intakes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TestFlag(Option<TestSource>);
+
+impl TestFlag {
+    pub const REAL: TestFlag = TestFlag(None);
+
+    pub fn parse(
+        is_test: Option<bool>,
+        test_source: Option<&str>,
+        origin: &Origin,
+    ) -> Result<Self, ValueError> {
+        match (is_test.unwrap_or(false), test_source) {
+            (false, None) => Ok(Self::REAL),
+            (false, Some(_)) => Err(ValueError::invalid(
+                "testSource",
+                "must be null unless isTest is true",
+            )),
+            (true, None) => Err(ValueError::invalid(
+                "testSource",
+                "required when isTest is true",
+            )),
+            (true, Some(s)) => {
+                let source = TestSource::parse(s).ok_or(ValueError::invalid(
+                    "testSource",
+                    "must be provider_test_mode or simulation",
+                ))?;
+                if !origin.is_headless_intake() {
+                    return Err(ValueError::invalid(
+                        "isTest",
+                        "only headless_intake leads can be test rows",
+                    ));
+                }
+                Ok(Self(Some(source)))
+            }
+        }
+    }
+
+    /// For rows read back from storage, which the database constraints already checked.
+    pub fn from_stored(source: Option<TestSource>) -> Self {
+        Self(source)
+    }
+
+    pub fn is_test(self) -> bool {
+        self.0.is_some()
+    }
+
+    pub fn source(self) -> Option<TestSource> {
+        self.0
+    }
+}
+
+/// A phone number as entered: 1-32 of digits, spaces and `+ - ( ) .`, with at least one digit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Phone(String);
+
+impl Phone {
+    pub fn parse(s: &str) -> Result<Self, ValueError> {
+        let t = s.trim();
+        if t.is_empty() {
+            return Err(ValueError::Missing("phone"));
+        }
+        let ok = t.len() <= 32
+            && t.bytes().any(|b| b.is_ascii_digit())
+            && t.bytes()
+                .all(|b| b.is_ascii_digit() || b" +-().".contains(&b));
+        if !ok {
+            return Err(ValueError::invalid(
+                "phone",
+                "1-32 of digits, spaces and + - ( ) .",
+            ));
+        }
+        Ok(Self(t.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// A stored lead.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lead {
+    pub id: Uuid,
+    pub partner_id: PartnerId,
+    pub sub_id: Option<SubId>,
+    pub first_name: String,
+    pub last_name: String,
+    pub email: String,
+    pub email_consent: bool,
+    pub phone: Option<String>,
+    pub sms_consent: bool,
+    pub origin: Origin,
+    pub location: String,
+    pub question_id: Option<String>,
+    pub test: TestFlag,
+    pub created_at: OffsetDateTime,
+    pub updated_at: OffsetDateTime,
+}
+
+/// The phone as partners see it: `No Consent` without SMS consent, else the number (empty
+/// while a progressive intake has not supplied one yet).
+pub fn render_phone(phone: Option<&str>, sms_consent: bool) -> String {
+    if sms_consent {
+        phone.unwrap_or_default().to_owned()
+    } else {
+        NO_CONSENT.to_owned()
+    }
+}
+
+/// The email as partners see it.
+pub fn render_email(email: &str, email_consent: bool) -> String {
+    if email_consent {
+        email.to_owned()
+    } else {
+        NO_CONSENT.to_owned()
+    }
+}
+
+/// `LeadRow` of the spec.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LeadRow {
+    pub id: Uuid,
+    pub partner_id: PartnerId,
+    /// The sub-account number, empty when the lead is not attributed to one.
+    pub sub_id: String,
+    pub first_name: String,
+    pub last_name: String,
+    pub email: String,
+    pub phone: String,
+    pub origin: String,
+    pub location: String,
+    pub question_id: Option<String>,
+    #[serde(serialize_with = "wire::ts")]
+    pub created_at: OffsetDateTime,
+    #[serde(serialize_with = "wire::ts")]
+    pub updated_at: OffsetDateTime,
+    pub is_test: bool,
+    pub test_source: Option<TestSource>,
+}
+
+impl Lead {
+    pub fn row(&self) -> LeadRow {
+        LeadRow {
+            id: self.id,
+            partner_id: self.partner_id.clone(),
+            sub_id: self.sub_id.map(|s| s.to_string()).unwrap_or_default(),
+            first_name: self.first_name.clone(),
+            last_name: self.last_name.clone(),
+            email: render_email(&self.email, self.email_consent),
+            phone: render_phone(self.phone.as_deref(), self.sms_consent),
+            origin: self.origin.as_str().to_owned(),
+            location: self.location.clone(),
+            question_id: self.question_id.clone(),
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+            is_test: self.test.is_test(),
+            test_source: self.test.source(),
+        }
+    }
+}
+
+/// A lead as ingested, every field already parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewLead {
+    pub partner_id: PartnerId,
+    pub sub_id: Option<SubId>,
+    pub first_name: String,
+    pub last_name: String,
+    pub email: Email,
+    pub email_consent: bool,
+    pub phone: Option<Phone>,
+    pub sms_consent: bool,
+    pub origin: Origin,
+    pub location: String,
+    pub question_id: Option<String>,
+    pub test: TestFlag,
+}
+
+/// A partial update from a later intake step. `phone: Some(None)` clears the phone.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LeadPatch {
+    pub phone: Option<Option<Phone>>,
+    pub sms_consent: Option<bool>,
+    pub email: Option<Email>,
+    pub email_consent: Option<bool>,
+    pub first_name: Option<String>,
+    pub last_name: Option<String>,
+}
+
+impl LeadPatch {
+    /// The lead after the patch, with `updatedAt` moved to `now`.
+    pub fn apply(&self, before: &Lead, now: OffsetDateTime) -> Lead {
+        let mut after = before.clone();
+        if let Some(p) = &self.phone {
+            after.phone = p.as_ref().map(|p| p.as_str().to_owned());
+        }
+        if let Some(c) = self.sms_consent {
+            after.sms_consent = c;
+        }
+        if let Some(e) = &self.email {
+            after.email = e.as_str().to_owned();
+        }
+        if let Some(c) = self.email_consent {
+            after.email_consent = c;
+        }
+        if let Some(n) = &self.first_name {
+            after.first_name = n.clone();
+        }
+        if let Some(n) = &self.last_name {
+            after.last_name = n.clone();
+        }
+        after.updated_at = now;
+        after
+    }
+}
+
+/// The events a new lead causes: `lead.created` for webhook-enabled origins only.
+pub fn creation_events(lead: &Lead) -> Vec<DomainEvent> {
+    if lead.origin.is_webhook_enabled() {
+        vec![DomainEvent::LeadCreated {
+            partner_id: lead.partner_id.clone(),
+            lead_id: lead.id,
+        }]
+    } else {
+        Vec::new()
+    }
+}
+
+/// The events an update causes: `lead.enriched` when the phone was filled in or changed (not
+/// when set to the same value or cleared), for webhook-enabled origins only. Both phones are
+/// rendered with the lead's consent after the update.
+pub fn update_events(before: &Lead, after: &Lead) -> Vec<DomainEvent> {
+    let filled_or_changed = after.phone.is_some() && after.phone != before.phone;
+    if !after.origin.is_webhook_enabled() || !filled_or_changed {
+        return Vec::new();
+    }
+    vec![DomainEvent::LeadEnriched {
+        partner_id: after.partner_id.clone(),
+        lead_id: after.id,
+        previous_phone: render_phone(before.phone.as_deref(), after.sms_consent),
+        current_phone: render_phone(after.phone.as_deref(), after.sms_consent),
+    }]
+}
+
+/// A page size: a plain decimal integer within `1..=max`, `default` when absent.
+pub fn parse_limit(raw: Option<&str>, default: u16, max: u16) -> Result<u16, ValueError> {
+    let Some(s) = raw else { return Ok(default) };
+    let reason = "must be an integer within the allowed range";
+    if s.is_empty() || s.len() > 5 || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(ValueError::invalid("limit", reason));
+    }
+    s.parse::<u16>()
+        .ok()
+        .filter(|n| (1..=max).contains(n))
+        .ok_or(ValueError::invalid("limit", reason))
+}
+
+/// One page of a keyset listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Page<T> {
+    pub items: Vec<T>,
+    pub next_cursor: Option<String>,
+    pub limit: u16,
+}
+
+/// What a leads listing asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeadQuery {
+    pub limit: u16,
+    pub cursor: Option<String>,
+    pub include_test: bool,
+}
+
+/// Errors of [`LeadService::ingest`].
+#[derive(Debug, thiserror::Error)]
+pub enum IngestLeadError {
+    #[error("no partner with that partnerId")]
+    UnknownPartner,
+    #[error(transparent)]
+    Repo(#[from] RepoError),
+}
+
+/// Errors of [`LeadService::list`].
+#[derive(Debug, thiserror::Error)]
+pub enum ListLeadsError {
+    #[error("cursor is invalid")]
+    BadCursor,
+    #[error(transparent)]
+    Repo(#[from] RepoError),
+}
+
+/// Errors of [`LeadService::patch`].
+#[derive(Debug, thiserror::Error)]
+pub enum PatchLeadError {
+    #[error("no such lead")]
+    NotFound,
+    #[error(transparent)]
+    Repo(#[from] RepoError),
+}
+
+/// Lead ingest and listing.
+#[derive(Debug, Clone)]
+pub struct LeadService {
+    repo: Arc<dyn LeadRepo>,
+    clock: Arc<dyn Clock>,
+    rng: Arc<dyn Random>,
+    cursors: CursorKey,
+}
+
+impl LeadService {
+    pub fn new(
+        repo: Arc<dyn LeadRepo>,
+        clock: Arc<dyn Clock>,
+        rng: Arc<dyn Random>,
+        cursors: CursorKey,
+    ) -> Self {
+        Self {
+            repo,
+            clock,
+            rng,
+            cursors,
+        }
+    }
+
+    /// Stores a lead and, in the same transaction, the events it causes.
+    pub async fn ingest(&self, new: NewLead) -> Result<LeadRow, IngestLeadError> {
+        let now = self.clock.now();
+        let lead = Lead {
+            id: new_id(self.rng.as_ref()),
+            partner_id: new.partner_id,
+            sub_id: new.sub_id,
+            first_name: new.first_name,
+            last_name: new.last_name,
+            email: new.email.as_str().to_owned(),
+            email_consent: new.email_consent,
+            phone: new.phone.map(|p| p.as_str().to_owned()),
+            sms_consent: new.sms_consent,
+            origin: new.origin,
+            location: new.location,
+            question_id: new.question_id,
+            test: new.test,
+            created_at: now,
+            updated_at: now,
+        };
+        let events = creation_events(&lead);
+        if self.repo.insert_lead(&lead, &events).await? {
+            Ok(lead.row())
+        } else {
+            Err(IngestLeadError::UnknownPartner)
+        }
+    }
+
+    /// Applies a patch; the repository writes [`update_events`] in the same transaction.
+    pub async fn patch(&self, id: Uuid, patch: &LeadPatch) -> Result<LeadRow, PatchLeadError> {
+        match self.repo.patch_lead(id, patch, self.clock.now()).await? {
+            Some(lead) => Ok(lead.row()),
+            None => Err(PatchLeadError::NotFound),
+        }
+    }
+
+    /// A page of the partner's leads, newest first.
+    pub async fn list(
+        &self,
+        partner: &PartnerId,
+        q: &LeadQuery,
+    ) -> Result<Page<LeadRow>, ListLeadsError> {
+        let after = match &q.cursor {
+            None => None,
+            Some(c) => Some(
+                self.cursors
+                    .decode(partner, c)
+                    .ok_or(ListLeadsError::BadCursor)?,
+            ),
+        };
+        let mut leads = self
+            .repo
+            .page_leads(partner, after, q.include_test, q.limit + 1)
+            .await?;
+        let more = leads.len() > usize::from(q.limit);
+        leads.truncate(usize::from(q.limit));
+        let next_cursor = more.then(|| leads.last()).flatten().map(|l| {
+            self.cursors.encode(
+                partner,
+                Position {
+                    created_at: l.created_at,
+                    id: l.id,
+                },
+            )
+        });
+        Ok(Page {
+            items: leads.iter().map(Lead::row).collect(),
+            next_cursor,
+            limit: q.limit,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use time::macros::datetime;
+
+    fn origin(s: &str) -> Origin {
+        Origin::parse(s).expect("origin")
+    }
+
+    fn lead(origin_: &str, phone: Option<&str>, sms: bool) -> Lead {
+        Lead {
+            id: Uuid::from_u128(1),
+            partner_id: PartnerId::parse("acme").expect("id"),
+            sub_id: None,
+            first_name: "Ann".into(),
+            last_name: "Lee".into(),
+            email: "ann@x.co".into(),
+            email_consent: true,
+            phone: phone.map(str::to_owned),
+            sms_consent: sms,
+            origin: origin(origin_),
+            location: "Austin".into(),
+            question_id: None,
+            test: TestFlag::REAL,
+            created_at: datetime!(2026-11-21 10:00 UTC),
+            updated_at: datetime!(2026-11-21 10:00 UTC),
+        }
+    }
+
+    #[test]
+    fn only_headless_intake_can_be_a_test_row() {
+        let h = origin(HEADLESS_INTAKE);
+        let m = origin("managed-website");
+        assert_eq!(
+            TestFlag::parse(Some(true), Some("simulation"), &h).map(TestFlag::source),
+            Ok(Some(TestSource::Simulation))
+        );
+        assert_eq!(
+            TestFlag::parse(Some(true), Some("provider_test_mode"), &h).map(TestFlag::source),
+            Ok(Some(TestSource::ProviderTestMode))
+        );
+        assert!(TestFlag::parse(Some(true), Some("simulation"), &m).is_err());
+        assert_eq!(TestFlag::parse(None, None, &m), Ok(TestFlag::REAL));
+        assert_eq!(TestFlag::parse(Some(false), None, &h), Ok(TestFlag::REAL));
+    }
+
+    #[test]
+    fn test_source_is_set_exactly_when_is_test() {
+        let h = origin(HEADLESS_INTAKE);
+        assert!(TestFlag::parse(Some(true), None, &h).is_err());
+        assert!(TestFlag::parse(Some(false), Some("simulation"), &h).is_err());
+        assert!(TestFlag::parse(None, Some("simulation"), &h).is_err());
+        assert!(TestFlag::parse(Some(true), Some("demo"), &h).is_err());
+        let mut l = lead(HEADLESS_INTAKE, None, true);
+        l.test = TestFlag::parse(Some(true), Some("simulation"), &h).expect("flag");
+        let row = serde_json::to_value(l.row()).expect("json");
+        assert_eq!(
+            (row["isTest"].clone(), row["testSource"].clone()),
+            (true.into(), "simulation".into())
+        );
+        let row = serde_json::to_value(lead("managed-website", None, true).row()).expect("json");
+        assert_eq!(
+            (row["isTest"].clone(), row["testSource"].clone()),
+            (false.into(), serde_json::Value::Null)
+        );
+    }
+
+    #[test]
+    fn consent_rendering() {
+        let mut l = lead("managed-website", Some("+1 555"), false);
+        l.email_consent = false;
+        let r = l.row();
+        assert_eq!(
+            (r.email.as_str(), r.phone.as_str()),
+            (NO_CONSENT, NO_CONSENT)
+        );
+        let r = lead("managed-website", Some("+1 555"), true).row();
+        assert_eq!((r.email.as_str(), r.phone.as_str()), ("ann@x.co", "+1 555"));
+        assert_eq!(lead("managed-website", None, true).row().phone, "");
+    }
+
+    #[test]
+    fn enrichment_fires_on_fill_or_change_only_for_webhook_origins() {
+        let now = datetime!(2026-11-21 11:00 UTC);
+        let set = |p: &str| LeadPatch {
+            phone: Some(Some(Phone::parse(p).expect("phone"))),
+            ..LeadPatch::default()
+        };
+        let before = lead("managed-website", None, true);
+        let after = set("555-1").apply(&before, now);
+        assert_eq!(after.updated_at, now);
+        let ev = update_events(&before, &after);
+        assert!(
+            matches!(&ev[..], [DomainEvent::LeadEnriched { previous_phone, current_phone, .. }]
+            if previous_phone.is_empty() && current_phone == "555-1")
+        );
+        // Same value: nothing. Changed: fires. Cleared: nothing.
+        assert!(update_events(&after, &set("555-1").apply(&after, now)).is_empty());
+        assert_eq!(
+            update_events(&after, &set("555-2").apply(&after, now)).len(),
+            1
+        );
+        let cleared = LeadPatch {
+            phone: Some(None),
+            ..LeadPatch::default()
+        }
+        .apply(&after, now);
+        assert!(update_events(&after, &cleared).is_empty());
+        // Headless intake never dispatches.
+        let h = lead(HEADLESS_INTAKE, None, true);
+        assert!(update_events(&h, &set("555-1").apply(&h, now)).is_empty());
+        assert!(creation_events(&h).is_empty());
+        assert_eq!(creation_events(&before).len(), 1);
+        // Consent rendering applies to both phones.
+        let no = lead("managed-website", Some("1"), false);
+        let ev = update_events(&no, &set("2").apply(&no, now));
+        assert!(
+            matches!(&ev[..], [DomainEvent::LeadEnriched { previous_phone, current_phone, .. }]
+            if previous_phone == NO_CONSENT && current_phone == NO_CONSENT)
+        );
+    }
+
+    #[test]
+    fn limit_matrix() {
+        assert_eq!(parse_limit(None, 50, 200), Ok(50));
+        assert_eq!(parse_limit(Some("1"), 50, 200), Ok(1));
+        assert_eq!(parse_limit(Some("200"), 50, 200), Ok(200));
+        for bad in [
+            "0",
+            "201",
+            "abc",
+            "1.5",
+            "",
+            "-1",
+            "+5",
+            " 5",
+            "99999999999",
+            "1e2",
+        ] {
+            assert!(parse_limit(Some(bad), 50, 200).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn phone_and_origin_shapes() {
+        assert!(Phone::parse("+1 (555) 010-9999").is_ok());
+        for bad in ["", "abc", "555\n1", &"1".repeat(33), "+-"] {
+            assert!(Phone::parse(bad).is_err(), "{bad}");
+        }
+        assert!(Origin::parse("public-link").is_ok());
+        for bad in ["", "Managed", "a b", &"a".repeat(65)] {
+            assert!(Origin::parse(bad).is_err(), "{bad}");
+        }
+    }
+}

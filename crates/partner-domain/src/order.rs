@@ -1,0 +1,471 @@
+//! Orders: stored orders, simulated orders synthesized at read time from a simulated run's
+//! analytics event, their two renderings (partner and admin), idempotent ingest, and the
+//! commission summary, where test and simulated orders never count.
+
+use std::sync::Arc;
+
+use serde::Serialize;
+use time::{Date, OffsetDateTime};
+use uuid::Uuid;
+
+use crate::clock::Clock;
+use crate::error::RepoError;
+use crate::events::DomainEvent;
+use crate::lead::TestSource;
+use crate::ports::{InsertOrder, OrderRepo};
+use crate::random::{Random, new_id};
+use crate::values::{Money, PartnerId, SubId, ValueError};
+use crate::wire;
+
+/// The prefix of simulated order ids; stored orders may not use it.
+pub const SIMULATED_PREFIX: &str = "TEST-SIM-";
+/// The status of simulated orders.
+pub const SIMULATED_STATUS: &str = "Simulated";
+/// The analytics event of a run that yields a simulated order.
+pub const ORDER_COMPLETED: &str = "order_completed";
+
+/// An order id as stored: 1-100 printable ASCII characters without spaces, not starting with
+/// the simulated prefix.
+pub fn parse_order_id(s: &str) -> Result<String, ValueError> {
+    if s.is_empty() {
+        return Err(ValueError::Missing("orderId"));
+    }
+    if s.len() > 100 || !s.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(ValueError::invalid(
+            "orderId",
+            "1-100 printable ASCII characters without spaces",
+        ));
+    }
+    if s.starts_with(SIMULATED_PREFIX) {
+        return Err(ValueError::invalid(
+            "orderId",
+            "the TEST-SIM- prefix is reserved for simulated orders",
+        ));
+    }
+    Ok(s.to_owned())
+}
+
+/// A simulated run's id: 1-64 of `A-Z a-z 0-9 _ -`.
+pub fn parse_run_id(s: &str) -> Result<String, ValueError> {
+    if s.is_empty() {
+        return Err(ValueError::Missing("runId"));
+    }
+    if s.len() > 64
+        || !s
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    {
+        return Err(ValueError::invalid(
+            "runId",
+            "1-64 of A-Z, a-z, 0-9, _ and -",
+        ));
+    }
+    Ok(s.to_owned())
+}
+
+/// An order, stored or simulated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Order {
+    pub order_id: String,
+    pub partner_id: PartnerId,
+    pub sub_id: Option<SubId>,
+    pub created_date: OffsetDateTime,
+    pub product: String,
+    pub amount: Money,
+    pub commission: Money,
+    pub status: String,
+    pub is_test: bool,
+    pub source: String,
+    pub customer_name: Option<String>,
+    pub customer_email: Option<String>,
+}
+
+impl Order {
+    /// The order a simulated run's `order_completed` event stands for: `TEST-SIM-<runId>`,
+    /// status `Simulated`, zero commission, a test order. It is never stored.
+    pub fn simulated(ev: &AnalyticsEvent) -> Self {
+        Self {
+            order_id: format!("{SIMULATED_PREFIX}{}", ev.run_id),
+            partner_id: ev.partner_id.clone(),
+            sub_id: ev.sub_id,
+            created_date: ev.occurred_at,
+            product: ev.product.clone().unwrap_or_default(),
+            amount: ev.amount.unwrap_or_default(),
+            commission: Money::from_cents(0),
+            status: SIMULATED_STATUS.to_owned(),
+            is_test: true,
+            source: ev.test_source.as_str().to_owned(),
+            customer_name: None,
+            customer_email: None,
+        }
+    }
+
+    /// The rendering a caller may see: the spec's Order fields, plus `partnerId`,
+    /// `customerName` and `customerEmail` for admin tokens. `sub_account` is the nickname of the
+    /// order's sub-account at read time, empty when none.
+    pub fn render(&self, sub_account: &str, admin: bool) -> OrderRow {
+        OrderRow {
+            order_id: self.order_id.clone(),
+            created_date: self.created_date,
+            sub_account: sub_account.to_owned(),
+            product: self.product.clone(),
+            amount: self.amount,
+            commission: self.commission,
+            status: self.status.clone(),
+            is_test: self.is_test,
+            admin: admin.then(|| AdminOrderFields {
+                partner_id: self.partner_id.clone(),
+                customer_name: self.customer_name.clone(),
+                customer_email: self.customer_email.clone(),
+            }),
+        }
+    }
+}
+
+/// An order with the nickname of its sub-account, as listings read it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OrderListing {
+    pub order: Order,
+    pub sub_account: String,
+}
+
+/// The spec's `Order`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OrderRow {
+    pub order_id: String,
+    #[serde(serialize_with = "wire::ts")]
+    pub created_date: OffsetDateTime,
+    pub sub_account: String,
+    pub product: String,
+    pub amount: Money,
+    pub commission: Money,
+    pub status: String,
+    pub is_test: bool,
+    #[serde(flatten)]
+    pub admin: Option<AdminOrderFields>,
+}
+
+/// Fields only admin tokens see.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AdminOrderFields {
+    pub partner_id: PartnerId,
+    pub customer_name: Option<String>,
+    pub customer_email: Option<String>,
+}
+
+/// An analytics event of an elective-medication run (every run reporting them is a test or a
+/// simulation).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AnalyticsEvent {
+    pub id: Uuid,
+    pub run_id: String,
+    pub partner_id: PartnerId,
+    pub sub_id: Option<SubId>,
+    pub event: String,
+    pub product: Option<String>,
+    pub amount: Option<Money>,
+    pub occurred_at: OffsetDateTime,
+    pub test_source: TestSource,
+}
+
+/// An event name: 1-64 of `a-z 0-9 _ . -`.
+pub fn parse_event_name(s: &str) -> Result<String, ValueError> {
+    if s.is_empty() {
+        return Err(ValueError::Missing("event"));
+    }
+    if s.len() > 64
+        || !s
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"_.-".contains(&b))
+    {
+        return Err(ValueError::invalid("event", "1-64 of a-z, 0-9, _ . -"));
+    }
+    Ok(s.to_owned())
+}
+
+/// Real orders and their commission in a period; test and simulated orders are only counted
+/// as excluded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct CommissionSummary {
+    pub order_count: u64,
+    pub commission_total: Money,
+    pub excluded_test_orders: u64,
+}
+
+impl CommissionSummary {
+    pub fn of<'a>(orders: impl IntoIterator<Item = &'a Order>) -> Self {
+        orders.into_iter().fold(Self::default(), |mut s, o| {
+            if o.is_test {
+                s.excluded_test_orders += 1;
+            } else {
+                s.order_count += 1;
+                s.commission_total = s
+                    .commission_total
+                    .checked_add(o.commission)
+                    .unwrap_or(s.commission_total);
+            }
+            s
+        })
+    }
+}
+
+/// How an order ingest ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OrderIngest {
+    /// Stored now (201).
+    Created(OrderListing),
+    /// The same body was already stored (200).
+    Replayed(OrderListing),
+}
+
+/// Errors of [`OrderService::ingest`].
+#[derive(Debug, thiserror::Error)]
+pub enum IngestOrderError {
+    #[error("no partner with that partnerId")]
+    UnknownPartner,
+    #[error("another order is stored under that orderId")]
+    Conflict,
+    #[error(transparent)]
+    Repo(#[from] RepoError),
+}
+
+/// Errors of [`OrderService::record_event`].
+#[derive(Debug, thiserror::Error)]
+pub enum RecordEventError {
+    #[error("no partner with that partnerId")]
+    UnknownPartner,
+    #[error(transparent)]
+    Repo(#[from] RepoError),
+}
+
+/// An analytics event as ingested.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewAnalyticsEvent {
+    pub run_id: String,
+    pub partner_id: PartnerId,
+    pub sub_id: Option<SubId>,
+    pub event: String,
+    pub product: Option<String>,
+    pub amount: Option<Money>,
+    pub occurred_at: OffsetDateTime,
+    pub test_source: TestSource,
+}
+
+impl NewAnalyticsEvent {
+    /// An `order_completed` event must say what was "bought".
+    pub fn checked(self) -> Result<Self, ValueError> {
+        if self.event == ORDER_COMPLETED {
+            if self.product.as_deref().is_none_or(str::is_empty) {
+                return Err(ValueError::Missing("product"));
+            }
+            if self.amount.is_none() {
+                return Err(ValueError::Missing("amount"));
+            }
+        }
+        Ok(self)
+    }
+}
+
+/// Order ingest, listing and the commission summary.
+#[derive(Debug, Clone)]
+pub struct OrderService {
+    repo: Arc<dyn OrderRepo>,
+    clock: Arc<dyn Clock>,
+    rng: Arc<dyn Random>,
+}
+
+impl OrderService {
+    pub fn new(repo: Arc<dyn OrderRepo>, clock: Arc<dyn Clock>, rng: Arc<dyn Random>) -> Self {
+        Self { repo, clock, rng }
+    }
+
+    /// Stores an order, idempotently: the same body again is a replay, a different body under
+    /// the same `orderId` a conflict. `order.created` is written with the first insert only.
+    pub async fn ingest(&self, order: Order) -> Result<OrderIngest, IngestOrderError> {
+        let events = [DomainEvent::OrderCreated {
+            partner_id: order.partner_id.clone(),
+            order_id: order.order_id.clone(),
+            source: order.source.clone(),
+        }];
+        match self
+            .repo
+            .insert_order(&order, &events, self.clock.now())
+            .await?
+        {
+            InsertOrder::Inserted(l) => Ok(OrderIngest::Created(l)),
+            InsertOrder::Existing(l) if l.order == order => Ok(OrderIngest::Replayed(l)),
+            InsertOrder::Existing(_) => Err(IngestOrderError::Conflict),
+            InsertOrder::UnknownPartner => Err(IngestOrderError::UnknownPartner),
+        }
+    }
+
+    /// Records an analytics event (idempotent per run for `order_completed`).
+    pub async fn record_event(&self, new: NewAnalyticsEvent) -> Result<(), RecordEventError> {
+        let ev = AnalyticsEvent {
+            id: new_id(self.rng.as_ref()),
+            run_id: new.run_id,
+            partner_id: new.partner_id,
+            sub_id: new.sub_id,
+            event: new.event,
+            product: new.product,
+            amount: new.amount,
+            occurred_at: new.occurred_at,
+            test_source: new.test_source,
+        };
+        if self
+            .repo
+            .insert_analytics_event(&ev, self.clock.now())
+            .await?
+        {
+            Ok(())
+        } else {
+            Err(RecordEventError::UnknownPartner)
+        }
+    }
+
+    /// Every order of the partner, stored and simulated, newest first.
+    pub async fn list(&self, partner: &PartnerId, admin: bool) -> Result<Vec<OrderRow>, RepoError> {
+        let orders = self.repo.orders_of(partner).await?;
+        Ok(orders
+            .iter()
+            .map(|l| l.order.render(&l.sub_account, admin))
+            .collect())
+    }
+
+    /// Real orders and commission of the days `from..=to` (UTC, by `createdDate`).
+    pub async fn commission_summary(
+        &self,
+        partner: &PartnerId,
+        from: Date,
+        to: Date,
+    ) -> Result<CommissionSummary, RepoError> {
+        let start = from.midnight().assume_utc();
+        let end = to.next_day().map_or(
+            OffsetDateTime::new_utc(Date::MAX, time::Time::MIDNIGHT),
+            |d| d.midnight().assume_utc(),
+        );
+        let orders = self.repo.orders_between(partner, start, end).await?;
+        Ok(CommissionSummary::of(&orders))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use time::macros::datetime;
+
+    fn event() -> AnalyticsEvent {
+        AnalyticsEvent {
+            id: Uuid::nil(),
+            run_id: "run42".into(),
+            partner_id: PartnerId::parse("acme").expect("id"),
+            sub_id: SubId::new(3),
+            event: ORDER_COMPLETED.into(),
+            product: Some("Semaglutide".into()),
+            amount: Some(Money::from_cents(29900)),
+            occurred_at: datetime!(2026-11-21 10:00 UTC),
+            test_source: TestSource::Simulation,
+        }
+    }
+
+    fn real(commission: i64) -> Order {
+        Order {
+            order_id: "A1".into(),
+            partner_id: PartnerId::parse("acme").expect("id"),
+            sub_id: None,
+            created_date: datetime!(2026-11-21 9:00 UTC),
+            product: "Tirzepatide".into(),
+            amount: Money::from_cents(49900),
+            commission: Money::from_cents(commission),
+            status: "shipped".into(),
+            is_test: false,
+            source: "pharmacy".into(),
+            customer_name: Some("Ann".into()),
+            customer_email: None,
+        }
+    }
+
+    #[test]
+    fn a_simulated_order_comes_from_the_event() {
+        let o = Order::simulated(&event());
+        assert_eq!(o.order_id, "TEST-SIM-run42");
+        assert_eq!(o.status, "Simulated");
+        assert_eq!(o.commission, Money::from_cents(0));
+        assert!(o.is_test);
+        assert_eq!(o.created_date, datetime!(2026-11-21 10:00 UTC));
+        assert_eq!(
+            (o.product.as_str(), o.amount),
+            ("Semaglutide", Money::from_cents(29900))
+        );
+        assert_eq!(o.sub_id, SubId::new(3));
+    }
+
+    #[test]
+    fn test_and_simulated_orders_never_count() {
+        let mut test = real(5000);
+        test.is_test = true;
+        let sim = Order::simulated(&event());
+        let s = CommissionSummary::of(&[real(1250), test, sim, real(50)]);
+        assert_eq!(
+            s,
+            CommissionSummary {
+                order_count: 2,
+                commission_total: Money::from_cents(1300),
+                excluded_test_orders: 2
+            }
+        );
+        let json = serde_json::to_value(s).expect("json");
+        assert_eq!(
+            json,
+            serde_json::json!({ "orderCount": 2, "commissionTotal": 13, "excludedTestOrders": 2 })
+        );
+    }
+
+    #[test]
+    fn partner_rendering_has_exactly_the_spec_fields() {
+        let row = serde_json::to_value(real(100).render("Desk A", false)).expect("json");
+        let mut keys: Vec<&String> = row.as_object().expect("obj").keys().collect();
+        keys.sort();
+        assert_eq!(
+            keys,
+            [
+                "amount",
+                "commission",
+                "createdDate",
+                "isTest",
+                "orderId",
+                "product",
+                "status",
+                "subAccount"
+            ]
+        );
+        let admin = serde_json::to_value(real(100).render("", true)).expect("json");
+        assert_eq!(admin["partnerId"], "acme");
+        assert_eq!(admin["customerName"], "Ann");
+        assert!(admin["customerEmail"].is_null() && admin.get("customerEmail").is_some());
+    }
+
+    #[test]
+    fn order_ids_and_events() {
+        assert!(parse_order_id("ORD-1").is_ok());
+        for bad in ["", "a b", "TEST-SIM-1", &"x".repeat(101), "é"] {
+            assert!(parse_order_id(bad).is_err(), "{bad}");
+        }
+        let mut e = NewAnalyticsEvent {
+            run_id: "r".into(),
+            partner_id: PartnerId::parse("acme").expect("id"),
+            sub_id: None,
+            event: ORDER_COMPLETED.into(),
+            product: None,
+            amount: None,
+            occurred_at: datetime!(2026-11-21 10:00 UTC),
+            test_source: TestSource::Simulation,
+        };
+        assert!(e.clone().checked().is_err());
+        e.event = "page_view".into();
+        assert!(e.checked().is_ok());
+    }
+}

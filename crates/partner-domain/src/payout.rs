@@ -1,0 +1,174 @@
+//! Payouts.
+
+use std::sync::Arc;
+
+use serde::{Serialize, Serializer};
+use time::Date;
+use uuid::Uuid;
+
+use crate::clock::Clock;
+use crate::error::RepoError;
+use crate::events::DomainEvent;
+use crate::ports::PayoutRepo;
+use crate::random::{Random, new_id};
+use crate::values::{Money, PartnerId};
+
+/// A stored payout. `receipt_url` and `note` are admin-only and never rendered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Payout {
+    pub id: Uuid,
+    pub partner_id: PartnerId,
+    pub email: String,
+    pub created_at: Date,
+    pub payout_date: Date,
+    pub amount: Money,
+    pub status: String,
+    pub receipt_url: Option<String>,
+    pub note: Option<String>,
+}
+
+/// The spec's `Payout`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PayoutRow {
+    pub record_id: Uuid,
+    pub email: String,
+    #[serde(serialize_with = "date")]
+    pub created_at: Date,
+    #[serde(serialize_with = "date")]
+    pub payout_date: Date,
+    pub payout_amount: Money,
+    pub status: String,
+}
+
+fn date<S: Serializer>(d: &Date, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&format_date(*d))
+}
+
+/// `YYYY-MM-DD`.
+pub fn format_date(d: Date) -> String {
+    format!("{:04}-{:02}-{:02}", d.year(), u8::from(d.month()), d.day())
+}
+
+/// Parses `YYYY-MM-DD` exactly.
+pub fn parse_date(s: &str) -> Option<Date> {
+    let fmt = time::macros::format_description!("[year]-[month]-[day]");
+    (s.len() == 10).then(|| Date::parse(s, &fmt).ok()).flatten()
+}
+
+impl Payout {
+    pub fn row(&self) -> PayoutRow {
+        PayoutRow {
+            record_id: self.id,
+            email: self.email.clone(),
+            created_at: self.created_at,
+            payout_date: self.payout_date,
+            payout_amount: self.amount,
+            status: self.status.clone(),
+        }
+    }
+}
+
+/// A payout as the billing job reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewPayout {
+    pub partner_id: PartnerId,
+    pub payout_date: Date,
+    pub amount: Money,
+    pub status: String,
+    pub receipt_url: Option<String>,
+    pub note: Option<String>,
+}
+
+/// Errors of [`PayoutService::record`].
+#[derive(Debug, thiserror::Error)]
+pub enum RecordPayoutError {
+    #[error("no partner with that partnerId")]
+    UnknownPartner,
+    #[error(transparent)]
+    Repo(#[from] RepoError),
+}
+
+/// Payout recording and listing.
+#[derive(Debug, Clone)]
+pub struct PayoutService {
+    repo: Arc<dyn PayoutRepo>,
+    clock: Arc<dyn Clock>,
+    rng: Arc<dyn Random>,
+}
+
+impl PayoutService {
+    pub fn new(repo: Arc<dyn PayoutRepo>, clock: Arc<dyn Clock>, rng: Arc<dyn Random>) -> Self {
+        Self { repo, clock, rng }
+    }
+
+    /// Stores a payout (its `email` is the partner's, `createdAt` today) and `payout.created`.
+    pub async fn record(&self, new: NewPayout) -> Result<PayoutRow, RecordPayoutError> {
+        let id = new_id(self.rng.as_ref());
+        let events = [DomainEvent::PayoutCreated {
+            partner_id: new.partner_id.clone(),
+            payout_id: id,
+        }];
+        match self
+            .repo
+            .insert_payout(id, &new, self.clock.now().date(), &events)
+            .await?
+        {
+            Some(p) => Ok(p.row()),
+            None => Err(RecordPayoutError::UnknownPartner),
+        }
+    }
+
+    /// The partner's payouts, newest payout date first.
+    pub async fn list(&self, partner: &PartnerId) -> Result<Vec<PayoutRow>, RepoError> {
+        Ok(self
+            .repo
+            .payouts_of(partner)
+            .await?
+            .iter()
+            .map(Payout::row)
+            .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use time::macros::date;
+
+    #[test]
+    fn dates() {
+        assert_eq!(parse_date("2026-11-21"), Some(date!(2026 - 11 - 21)));
+        for bad in [
+            "2026-11-31",
+            "2026-1-2",
+            "21/11/2026",
+            "",
+            "2026-11-21T00:00:00Z",
+        ] {
+            assert_eq!(parse_date(bad), None, "{bad}");
+        }
+        assert_eq!(format_date(date!(0999 - 01 - 02)), "0999-01-02");
+    }
+
+    #[test]
+    fn row_shape() {
+        let p = Payout {
+            id: Uuid::nil(),
+            partner_id: PartnerId::parse("acme").expect("id"),
+            email: "ops@acme.test".into(),
+            created_at: date!(2026 - 11 - 21),
+            payout_date: date!(2026 - 11 - 30),
+            amount: Money::from_cents(123450),
+            status: "paid".into(),
+            receipt_url: Some("https://r".into()),
+            note: Some("secret".into()),
+        };
+        let v = serde_json::to_value(p.row()).expect("json");
+        assert_eq!(
+            v,
+            serde_json::json!({ "recordId": Uuid::nil(), "email": "ops@acme.test", "createdAt": "2026-11-21",
+                "payoutDate": "2026-11-30", "payoutAmount": 1234.5, "status": "paid" })
+        );
+    }
+}
