@@ -242,3 +242,49 @@ pub async fn assert_error(res: Response, status: u16, code: &str) -> String {
     );
     msg.to_owned()
 }
+
+/// A valid `POST /internal/v1/leads` body for `partner`, with `extra` fields merged over it.
+pub fn lead_body(partner: &str, extra: Value) -> Value {
+    let mut b = json!({
+        "partnerId": partner,
+        "firstName": "Ann",
+        "lastName": "Lee",
+        "email": "ann@example.com",
+        "emailConsent": true,
+        "phone": "+1 555 0100",
+        "smsConsent": true,
+        "origin": "managed-website",
+        "location": "Austin, TX",
+    });
+    if let (Some(b), Some(e)) = (b.as_object_mut(), extra.as_object()) {
+        for (k, v) in e {
+            b.insert(k.clone(), v.clone());
+        }
+    }
+    b
+}
+
+impl TestApp {
+    /// Ingests a lead and returns its row.
+    pub async fn ingest_lead(&self, body_: &Value) -> Value {
+        let res = self
+            .internal(Method::POST, "/leads")
+            .json(body_)
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(res.status(), StatusCode::CREATED, "lead ingest");
+        body(res).await["data"].clone()
+    }
+
+    /// `GET path` with `token`, asserting 200; the parsed body.
+    pub async fn get_ok(&self, path: &str, token: &str) -> Value {
+        let res = self
+            .api(Method::GET, path, token)
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(res.status(), StatusCode::OK, "GET {path}");
+        body(res).await
+    }
+}

@@ -6,5 +6,7 @@ mod helpers;
 mod auth;
 mod errors;
 mod hostile;
+mod leads;
 mod operator;
+mod orders;
 mod sub_accounts;

@@ -111,7 +111,7 @@ impl PayoutService {
         }];
         match self
             .repo
-            .insert_payout(id, &new, self.clock.now().date(), &events)
+            .insert_payout(id, &new, self.clock.now(), &events)
             .await?
         {
             Some(p) => Ok(p.row()),

@@ -199,12 +199,13 @@ pub trait OrderRepo: Send + Sync {
 #[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
 #[async_trait]
 pub trait PayoutRepo: Send + Sync {
-    /// Stores the payout with the partner's email and the events; `None` for an unknown partner.
+    /// Stores the payout with the partner's email, `createdAt` the date of `now`, and the
+    /// events; `None` for an unknown partner.
     async fn insert_payout(
         &self,
         id: Uuid,
         new: &NewPayout,
-        today: time::Date,
+        now: OffsetDateTime,
         events: &[DomainEvent],
     ) -> Result<Option<Payout>, RepoError>;
     async fn payouts_of(&self, partner: &PartnerId) -> Result<Vec<Payout>, RepoError>;

@@ -72,6 +72,17 @@ impl TokenPepper {
     }
 }
 
+impl TokenPepper {
+    /// A 32-byte key for another purpose (`label`), derived from the pepper, so that every
+    /// instance sharing the pepper shares the key and no second secret needs configuring.
+    pub fn derive(&self, label: &str) -> [u8; 32] {
+        let tag = hmac::sign(&self.0, format!("derive:{label}").as_bytes());
+        let mut out = [0u8; 32];
+        out.copy_from_slice(tag.as_ref());
+        out
+    }
+}
+
 impl fmt::Debug for TokenPepper {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("TokenPepper(..)")

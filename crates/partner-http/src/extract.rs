@@ -107,3 +107,32 @@ impl<T: DeserializeOwned + Default + 'static> FromRequest for OptionalJsonBody<T
 pub fn uuid(s: &str, field: &str) -> Result<uuid::Uuid, ApiError> {
     uuid::Uuid::parse_str(s).map_err(|_| ApiError::invalid(format!("{field} must be a UUID")))
 }
+
+/// Query parameters, in order. Where a name repeats, the first value wins; unknown names are
+/// ignored.
+#[derive(Debug)]
+pub struct Query(Vec<(String, String)>);
+
+impl Query {
+    pub fn of(req: &HttpRequest) -> Result<Self, ApiError> {
+        serde_urlencoded::from_str(req.query_string())
+            .map(Self)
+            .map_err(|_| ApiError::invalid("the query string is malformed"))
+    }
+
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// For PATCH bodies: tells an absent field (`None`) from an explicit `null` (`Some(None)`).
+pub fn nullable<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::Deserialize<'de>,
+{
+    serde::Deserialize::deserialize(d).map(Some)
+}

@@ -17,6 +17,9 @@ use actix_web::web;
 use partner_domain::account::AccountService;
 use partner_domain::auth::AuthService;
 use partner_domain::clock::Clock;
+use partner_domain::lead::LeadService;
+use partner_domain::order::OrderService;
+use partner_domain::payout::PayoutService;
 use partner_domain::ports::Readiness;
 use partner_domain::sub_account::SubAccountService;
 
@@ -30,6 +33,9 @@ pub struct AppState {
     pub auth: AuthService,
     pub accounts: AccountService,
     pub sub_accounts: SubAccountService,
+    pub leads: LeadService,
+    pub orders: OrderService,
+    pub payouts: PayoutService,
     pub readiness: Arc<dyn Readiness>,
     pub clock: Arc<dyn Clock>,
     pub limiter: RateLimiter,

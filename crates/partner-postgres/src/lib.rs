@@ -6,6 +6,10 @@
 //! Time always comes in from the domain's `Clock` as a bind parameter; no query calls `now()`.
 
 mod accounts;
+mod leads;
+mod orders;
+mod outbox;
+mod payouts;
 mod schema;
 mod sub_accounts;
 mod tokens;

@@ -8,6 +8,10 @@ use anyhow::Context;
 use partner_domain::account::AccountService;
 use partner_domain::auth::AuthService;
 use partner_domain::clock::{Clock, SystemClock};
+use partner_domain::cursor::CursorKey;
+use partner_domain::lead::LeadService;
+use partner_domain::order::OrderService;
+use partner_domain::payout::PayoutService;
 use partner_domain::random::{Random, SystemRandom};
 use partner_domain::sub_account::SubAccountService;
 use partner_domain::token::TokenPepper;
@@ -56,10 +60,23 @@ impl Application {
             .token_pepper
             .as_deref()
             .map(|p| TokenPepper::new(p.as_bytes()));
+        // Cursors are signed with a key derived from the pepper, so every instance accepts the
+        // others' cursors. Without a pepper nothing authenticates, so any key will do.
+        let cursor_key = match &pepper {
+            Some(p) => CursorKey::new(&p.derive("lead-cursor")),
+            None => {
+                let mut k = [0u8; 32];
+                rng.fill(&mut k);
+                CursorKey::new(&k)
+            }
+        };
         let state = web::Data::new(AppState {
             auth: AuthService::new(store.clone(), pepper.clone(), clock.clone()),
             accounts: AccountService::new(store.clone(), pepper, clock.clone(), rng.clone()),
-            sub_accounts: SubAccountService::new(store.clone(), clock.clone(), rng),
+            sub_accounts: SubAccountService::new(store.clone(), clock.clone(), rng.clone()),
+            leads: LeadService::new(store.clone(), clock.clone(), rng.clone(), cursor_key),
+            orders: OrderService::new(store.clone(), clock.clone(), rng.clone()),
+            payouts: PayoutService::new(store.clone(), clock.clone(), rng),
             readiness: store,
             clock,
             limiter: RateLimiter::new(config.rate_limit),

@@ -1,6 +1,8 @@
 //! Route table: one module per resource, all mounted here.
 
+mod activity;
 mod health;
+mod ingest;
 mod internal;
 mod sub_accounts;
 
@@ -18,11 +20,27 @@ pub(crate) fn configure(cfg: &mut web::ServiceConfig) {
         .service(
             web::scope("/api/v1")
                 .service(sub_accounts::resource().wrap(from_fn(partner_guard(Group::SubAccounts))))
+                .service(
+                    resource("/leads")
+                        .route(web::get().to(activity::leads))
+                        .wrap(from_fn(partner_guard(Group::Leads))),
+                )
+                .service(
+                    resource("/orders")
+                        .route(web::get().to(activity::orders))
+                        .wrap(from_fn(partner_guard(Group::Orders))),
+                )
+                .service(
+                    resource("/payouts")
+                        .route(web::get().to(activity::payouts))
+                        .wrap(from_fn(partner_guard(Group::Payouts))),
+                )
                 .default_service(web::to(no_route)),
         )
         .service(
             web::scope("/internal/v1")
                 .configure(internal::configure)
+                .configure(ingest::configure)
                 .default_service(web::to(no_route))
                 .wrap(from_fn(internal_guard)),
         );

@@ -1,0 +1,218 @@
+//! Leads: insert with its events, locked patch, keyset pages.
+
+use diesel::prelude::*;
+use diesel::sql_types::{Bool, Int2, Nullable, Text, Timestamptz};
+use diesel_async::{AsyncConnection, RunQueryDsl};
+use partner_domain::RepoError;
+use partner_domain::cursor::Position;
+use partner_domain::events::DomainEvent;
+use partner_domain::lead::{Lead, LeadPatch, Origin, TestFlag, TestSource, update_events};
+use partner_domain::ports::LeadRepo;
+use partner_domain::values::{PartnerId, SubId};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::{PgStore, corrupt, db, is_violation, outbox};
+
+const COLUMNS: &str = "id, partner_id, sub_id, first_name, last_name, email, email_consent, phone, sms_consent, \
+                       origin, location, question_id, test_source, created_at, updated_at";
+
+#[derive(QueryableByName)]
+struct Row {
+    #[diesel(sql_type = diesel::sql_types::Uuid)]
+    id: Uuid,
+    #[diesel(sql_type = Text)]
+    partner_id: String,
+    #[diesel(sql_type = Nullable<Int2>)]
+    sub_id: Option<i16>,
+    #[diesel(sql_type = Text)]
+    first_name: String,
+    #[diesel(sql_type = Text)]
+    last_name: String,
+    #[diesel(sql_type = Text)]
+    email: String,
+    #[diesel(sql_type = Bool)]
+    email_consent: bool,
+    #[diesel(sql_type = Nullable<Text>)]
+    phone: Option<String>,
+    #[diesel(sql_type = Bool)]
+    sms_consent: bool,
+    #[diesel(sql_type = Text)]
+    origin: String,
+    #[diesel(sql_type = Text)]
+    location: String,
+    #[diesel(sql_type = Nullable<Text>)]
+    question_id: Option<String>,
+    #[diesel(sql_type = Nullable<Text>)]
+    test_source: Option<String>,
+    #[diesel(sql_type = Timestamptz)]
+    created_at: OffsetDateTime,
+    #[diesel(sql_type = Timestamptz)]
+    updated_at: OffsetDateTime,
+}
+
+pub(crate) fn sub_id(v: Option<i16>) -> Result<Option<SubId>, RepoError> {
+    v.map(|n| {
+        u16::try_from(n)
+            .ok()
+            .and_then(SubId::new)
+            .ok_or_else(|| corrupt("sub id"))
+    })
+    .transpose()
+}
+
+impl Row {
+    fn into_domain(self) -> Result<Lead, RepoError> {
+        let test = match self.test_source.as_deref() {
+            None => TestFlag::REAL,
+            Some(s) => TestFlag::from_stored(Some(
+                TestSource::parse(s).ok_or_else(|| corrupt("test source"))?,
+            )),
+        };
+        Ok(Lead {
+            id: self.id,
+            partner_id: PartnerId::parse(&self.partner_id).map_err(|_| corrupt("partner id"))?,
+            sub_id: sub_id(self.sub_id)?,
+            first_name: self.first_name,
+            last_name: self.last_name,
+            email: self.email,
+            email_consent: self.email_consent,
+            phone: self.phone,
+            sms_consent: self.sms_consent,
+            origin: Origin::parse(&self.origin).map_err(|_| corrupt("origin"))?,
+            location: self.location,
+            question_id: self.question_id,
+            test,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+        })
+    }
+}
+
+#[async_trait::async_trait]
+impl LeadRepo for PgStore {
+    async fn insert_lead(&self, lead: &Lead, events: &[DomainEvent]) -> Result<bool, RepoError> {
+        let mut conn = self.conn().await?;
+        let lead = lead.clone();
+        let events = events.to_vec();
+        let r = conn
+            .transaction(async |conn| {
+                diesel::sql_query(
+                    "INSERT INTO leads (id, partner_id, sub_id, first_name, last_name, email, email_consent, \
+                       phone, sms_consent, origin, location, question_id, is_test, test_source, created_at, updated_at) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $15)",
+                )
+                .bind::<diesel::sql_types::Uuid, _>(lead.id)
+                .bind::<Text, _>(lead.partner_id.as_str())
+                .bind::<Nullable<Int2>, _>(lead.sub_id.map(|s| i16::from(s.get())))
+                .bind::<Text, _>(&lead.first_name)
+                .bind::<Text, _>(&lead.last_name)
+                .bind::<Text, _>(&lead.email)
+                .bind::<Bool, _>(lead.email_consent)
+                .bind::<Nullable<Text>, _>(lead.phone.as_deref())
+                .bind::<Bool, _>(lead.sms_consent)
+                .bind::<Text, _>(lead.origin.as_str())
+                .bind::<Text, _>(&lead.location)
+                .bind::<Nullable<Text>, _>(lead.question_id.as_deref())
+                .bind::<Bool, _>(lead.test.is_test())
+                .bind::<Nullable<Text>, _>(lead.test.source().map(TestSource::as_str))
+                .bind::<Timestamptz, _>(lead.created_at)
+                .execute(conn)
+                .await?;
+                outbox::write(conn, &events, lead.created_at).await
+            })
+            .await;
+        match r {
+            Ok(()) => Ok(true),
+            Err(e)
+                if is_violation(&e, |k| {
+                    matches!(k, diesel::result::DatabaseErrorKind::ForeignKeyViolation)
+                }) =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(db(e)),
+        }
+    }
+
+    async fn patch_lead(
+        &self,
+        id: Uuid,
+        patch: &LeadPatch,
+        now: OffsetDateTime,
+    ) -> Result<Option<Lead>, RepoError> {
+        let mut conn = self.conn().await?;
+        let patch = patch.clone();
+        let r: Result<Result<Option<Lead>, RepoError>, diesel::result::Error> = conn
+            .transaction(async |conn| {
+                let row: Option<Row> = diesel::sql_query(format!("SELECT {COLUMNS} FROM leads WHERE id = $1 FOR UPDATE"))
+                    .bind::<diesel::sql_types::Uuid, _>(id)
+                    .get_result(conn)
+                    .await
+                    .optional()?;
+                let Some(row) = row else { return Ok(Ok(None)) };
+                let before = match row.into_domain() {
+                    Ok(l) => l,
+                    Err(e) => return Ok(Err(e)),
+                };
+                let after = patch.apply(&before, now);
+                diesel::sql_query(
+                    "UPDATE leads SET first_name = $2, last_name = $3, email = $4, email_consent = $5, \
+                       phone = $6, sms_consent = $7, updated_at = $8 WHERE id = $1",
+                )
+                .bind::<diesel::sql_types::Uuid, _>(id)
+                .bind::<Text, _>(&after.first_name)
+                .bind::<Text, _>(&after.last_name)
+                .bind::<Text, _>(&after.email)
+                .bind::<Bool, _>(after.email_consent)
+                .bind::<Nullable<Text>, _>(after.phone.as_deref())
+                .bind::<Bool, _>(after.sms_consent)
+                .bind::<Timestamptz, _>(after.updated_at)
+                .execute(conn)
+                .await?;
+                outbox::write(conn, &update_events(&before, &after), now).await?;
+                Ok(Ok(Some(after)))
+            })
+            .await;
+        r.map_err(db)?
+    }
+
+    async fn page_leads(
+        &self,
+        partner: &PartnerId,
+        after: Option<Position>,
+        include_test: bool,
+        limit: u16,
+    ) -> Result<Vec<Lead>, RepoError> {
+        let mut conn = self.conn().await?;
+        // Four fixed statements rather than one with `$x OR …`, so each plan can use its index
+        // (the partial one for real leads) as a plain range scan.
+        let test_filter = if include_test { "" } else { " AND NOT is_test" };
+        let rows: Vec<Row> = match after {
+            None => {
+                diesel::sql_query(format!(
+                    "SELECT {COLUMNS} FROM leads WHERE partner_id = $1{test_filter} \
+                     ORDER BY created_at DESC, id DESC LIMIT $2"
+                ))
+                .bind::<Text, _>(partner.as_str())
+                .bind::<diesel::sql_types::BigInt, _>(i64::from(limit))
+                .load(&mut conn)
+                .await
+            }
+            Some(p) => {
+                diesel::sql_query(format!(
+                    "SELECT {COLUMNS} FROM leads WHERE partner_id = $1{test_filter} \
+                     AND (created_at, id) < ($2, $3) ORDER BY created_at DESC, id DESC LIMIT $4"
+                ))
+                .bind::<Text, _>(partner.as_str())
+                .bind::<Timestamptz, _>(p.created_at)
+                .bind::<diesel::sql_types::Uuid, _>(p.id)
+                .bind::<diesel::sql_types::BigInt, _>(i64::from(limit))
+                .load(&mut conn)
+                .await
+            }
+        }
+        .map_err(db)?;
+        rows.into_iter().map(Row::into_domain).collect()
+    }
+}

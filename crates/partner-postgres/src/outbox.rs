@@ -1,0 +1,44 @@
+//! Writes domain events into the outbox inside the caller's transaction.
+
+use diesel::sql_types::{Text, Timestamptz};
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use partner_domain::events::DomainEvent;
+use time::OffsetDateTime;
+
+pub(crate) async fn write(
+    conn: &mut AsyncPgConnection,
+    events: &[DomainEvent],
+    now: OffsetDateTime,
+) -> Result<(), diesel::result::Error> {
+    for e in events {
+        diesel::sql_query(
+            "INSERT INTO domain_events (id, partner_id, kind, subject, extra, created_at) \
+             VALUES (gen_random_uuid(), $1, $2, $3, $4::jsonb, $5)",
+        )
+        .bind::<Text, _>(e.partner_id().as_str())
+        .bind::<Text, _>(e.kind())
+        .bind::<Text, _>(e.subject())
+        .bind::<Text, _>(e.extra().to_string())
+        .bind::<Timestamptz, _>(now)
+        .execute(conn)
+        .await?;
+    }
+    Ok(())
+}
+
+pub(crate) async fn partner_exists(
+    conn: &mut AsyncPgConnection,
+    partner: &str,
+) -> Result<bool, diesel::result::Error> {
+    #[derive(diesel::QueryableByName)]
+    struct Found {
+        #[diesel(sql_type = diesel::sql_types::Bool)]
+        found: bool,
+    }
+    let f: Found =
+        diesel::sql_query("SELECT EXISTS (SELECT 1 FROM partners WHERE partner_id = $1) AS found")
+            .bind::<Text, _>(partner)
+            .get_result(conn)
+            .await?;
+    Ok(f.found)
+}

@@ -1,0 +1,109 @@
+//! Payouts.
+
+use diesel::prelude::*;
+use diesel::sql_types::{BigInt, Date, Nullable, Text};
+use diesel_async::{AsyncConnection, RunQueryDsl};
+use partner_domain::RepoError;
+use partner_domain::events::DomainEvent;
+use partner_domain::payout::{NewPayout, Payout};
+use partner_domain::ports::PayoutRepo;
+use partner_domain::values::{Money, PartnerId};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::{PgStore, corrupt, db, outbox};
+
+#[derive(QueryableByName)]
+struct Row {
+    #[diesel(sql_type = diesel::sql_types::Uuid)]
+    id: Uuid,
+    #[diesel(sql_type = Text)]
+    partner_id: String,
+    #[diesel(sql_type = Text)]
+    email: String,
+    #[diesel(sql_type = Date)]
+    created_on: time::Date,
+    #[diesel(sql_type = Date)]
+    payout_date: time::Date,
+    #[diesel(sql_type = BigInt)]
+    amount_cents: i64,
+    #[diesel(sql_type = Text)]
+    status: String,
+    #[diesel(sql_type = Nullable<Text>)]
+    receipt_url: Option<String>,
+    #[diesel(sql_type = Nullable<Text>)]
+    note: Option<String>,
+}
+
+impl Row {
+    fn into_domain(self) -> Result<Payout, RepoError> {
+        Ok(Payout {
+            id: self.id,
+            partner_id: PartnerId::parse(&self.partner_id).map_err(|_| corrupt("partner id"))?,
+            email: self.email,
+            created_at: self.created_on,
+            payout_date: self.payout_date,
+            amount: Money::from_cents(self.amount_cents),
+            status: self.status,
+            receipt_url: self.receipt_url,
+            note: self.note,
+        })
+    }
+}
+
+const COLUMNS: &str =
+    "id, partner_id, email, created_on, payout_date, amount_cents, status, receipt_url, note";
+
+#[async_trait::async_trait]
+impl PayoutRepo for PgStore {
+    async fn insert_payout(
+        &self,
+        id: Uuid,
+        new: &NewPayout,
+        now: OffsetDateTime,
+        events: &[DomainEvent],
+    ) -> Result<Option<Payout>, RepoError> {
+        let mut conn = self.conn().await?;
+        let new = new.clone();
+        let events = events.to_vec();
+        let row: Option<Row> = conn
+            .transaction(async |conn| {
+                // The partner's email is copied in the same statement that checks the partner exists.
+                let row: Option<Row> = diesel::sql_query(format!(
+                    "INSERT INTO payouts ({COLUMNS}) \
+                     SELECT $1, p.partner_id, p.email, $3, $4, $5, $6, $7, $8 FROM partners p WHERE p.partner_id = $2 \
+                     RETURNING {COLUMNS}"
+                ))
+                .bind::<diesel::sql_types::Uuid, _>(id)
+                .bind::<Text, _>(new.partner_id.as_str())
+                .bind::<Date, _>(now.date())
+                .bind::<Date, _>(new.payout_date)
+                .bind::<BigInt, _>(new.amount.cents())
+                .bind::<Text, _>(&new.status)
+                .bind::<Nullable<Text>, _>(new.receipt_url.as_deref())
+                .bind::<Nullable<Text>, _>(new.note.as_deref())
+                .get_result(conn)
+                .await
+                .optional()?;
+                if row.is_some() {
+                    outbox::write(conn, &events, now).await?;
+                }
+                Ok::<_, diesel::result::Error>(row)
+            })
+            .await
+            .map_err(db)?;
+        row.map(Row::into_domain).transpose()
+    }
+
+    async fn payouts_of(&self, partner: &PartnerId) -> Result<Vec<Payout>, RepoError> {
+        let mut conn = self.conn().await?;
+        let rows: Vec<Row> = diesel::sql_query(format!(
+            "SELECT {COLUMNS} FROM payouts WHERE partner_id = $1 ORDER BY payout_date DESC, created_on DESC, id DESC"
+        ))
+        .bind::<Text, _>(partner.as_str())
+        .load(&mut conn)
+        .await
+        .map_err(db)?;
+        rows.into_iter().map(Row::into_domain).collect()
+    }
+}
