@@ -285,6 +285,11 @@ impl AccountService {
         }
     }
 
+    /// The partner's users, oldest first.
+    pub async fn users(&self, partner: &PartnerId) -> Result<Vec<PortalUser>, RepoError> {
+        self.repo.users_of(partner).await
+    }
+
     /// Deletes a user; its tokens then answer `unknown_user`.
     pub async fn delete_user(&self, id: Uuid) -> Result<(), NotFoundOr> {
         match self.repo.delete_user(id, self.clock.now()).await? {

@@ -83,6 +83,8 @@ pub trait AccountRepo: Send + Sync {
     async fn care_flags(&self) -> Result<CareFlags, RepoError>;
     async fn set_care_flags(&self, changes: &[(CareService, bool)])
     -> Result<CareFlags, RepoError>;
+    /// The partner's undeleted users, oldest first.
+    async fn users_of(&self, partner: &PartnerId) -> Result<Vec<PortalUser>, RepoError>;
     /// `false` when the user's partner does not exist.
     async fn insert_user(&self, user: &PortalUser) -> Result<bool, RepoError>;
     /// `false` when there is no such (undeleted) user.

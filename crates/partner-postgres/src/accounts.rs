@@ -207,6 +207,35 @@ impl AccountRepo for PgStore {
         load_flags(&mut conn).await
     }
 
+    async fn users_of(&self, partner: &PartnerId) -> Result<Vec<PortalUser>, RepoError> {
+        let mut conn = self.conn().await?;
+        let rows: Vec<(Uuid, String, String, bool, OffsetDateTime)> = portal_users::table
+            .filter(portal_users::partner_id.eq(partner.as_str()))
+            .filter(portal_users::deleted_at.is_null())
+            .order((portal_users::created_at.asc(), portal_users::id.asc()))
+            .select((
+                portal_users::id,
+                portal_users::partner_id,
+                portal_users::email,
+                portal_users::admin,
+                portal_users::created_at,
+            ))
+            .load(&mut conn)
+            .await
+            .map_err(db)?;
+        rows.into_iter()
+            .map(|(id, partner_id, email, admin, created_at)| {
+                Ok(PortalUser {
+                    id,
+                    partner_id: PartnerId::parse(&partner_id).map_err(|_| corrupt("partner id"))?,
+                    email: Email::parse(&email).map_err(|_| corrupt("email"))?,
+                    admin,
+                    created_at,
+                })
+            })
+            .collect()
+    }
+
     async fn insert_user(&self, u: &PortalUser) -> Result<bool, RepoError> {
         let mut conn = self.conn().await?;
         let r = diesel::insert_into(portal_users::table)

@@ -2,6 +2,7 @@
 //! the domain's ports. Kept as a library so integration tests start the very same server.
 
 pub mod config;
+pub mod demo;
 pub mod startup;
 
 pub use config::Config;

@@ -2,6 +2,7 @@
 
 use clap::{Parser, Subcommand};
 use partner_server::config::Config;
+use partner_server::demo;
 use partner_server::startup::{Application, Migrations, prepare_database};
 use tracing_subscriber::EnvFilter;
 
@@ -24,6 +25,8 @@ enum Command {
     },
     /// Apply pending migrations (creating the database when missing), then exit.
     Migrate,
+    /// `serve` on a demo data set (created once), printing a token and example requests.
+    Demo,
 }
 
 #[tokio::main]
@@ -41,7 +44,7 @@ async fn main() -> std::process::ExitCode {
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
     let _ = dotenvy::dotenv();
-    let config = Config::from_env()?;
+    let mut config = Config::from_env()?;
     let filter = EnvFilter::try_new(&config.log_filter)
         .map_err(|e| anyhow::anyhow!("RUST_LOG: not a valid log filter ({e})"))?;
     tracing_subscriber::fmt().with_env_filter(filter).init();
@@ -62,6 +65,14 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             app.run_until_stopped().await?;
         }
         Command::Migrate => prepare_database(&config, Migrations::Apply).await?,
+        Command::Demo => {
+            demo::prepare_config(&mut config);
+            prepare_database(&config, Migrations::Apply).await?;
+            let access = demo::seed(&config).await?;
+            let app = Application::build(&config, Migrations::Skip).await?;
+            println!("{}", demo::banner(&config, app.port(), &access));
+            app.run_until_stopped().await?;
+        }
     }
     Ok(())
 }

@@ -2,13 +2,27 @@
 
 use actix_web::{HttpRequest, HttpResponse, web};
 use partner_domain::lead::{LeadQuery, ListLeadsError, parse_limit};
-use serde_json::json;
+use serde::Serialize;
 
 use super::{Result, ok};
 use crate::AppState;
 use crate::error::ApiError;
 use crate::extract::Query;
 use crate::middleware::Caller;
+
+/// `{ data, page: { nextCursor, limit } }`.
+#[derive(Serialize)]
+struct PageBody<T> {
+    data: Vec<T>,
+    page: PageInfo,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct PageInfo {
+    next_cursor: Option<String>,
+    limit: u16,
+}
 
 pub(super) async fn leads(
     state: web::Data<AppState>,
@@ -23,10 +37,13 @@ pub(super) async fn leads(
         include_test: q.get("includeTest") == Some("true"),
     };
     match state.leads.list(&me.partner_id, &query).await {
-        Ok(page) => Ok(HttpResponse::Ok().json(json!({
-            "data": page.items,
-            "page": { "nextCursor": page.next_cursor, "limit": page.limit },
-        }))),
+        Ok(page) => Ok(HttpResponse::Ok().json(PageBody {
+            data: page.items,
+            page: PageInfo {
+                next_cursor: page.next_cursor,
+                limit: page.limit,
+            },
+        })),
         Err(ListLeadsError::BadCursor) => Err(ApiError::invalid(
             "cursor is invalid: pass the nextCursor of a previous page unchanged",
         )),

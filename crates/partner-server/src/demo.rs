@@ -1,0 +1,264 @@
+//! `partner-server demo`: `serve` on a demo data set, created idempotently at start through
+//! the same domain services the API uses.
+
+use std::sync::Arc;
+
+use anyhow::Context;
+use partner_domain::account::{AccountService, CareServicesAccess, PartnerSettings};
+use partner_domain::clock::{Clock, FixedClock, SystemClock};
+use partner_domain::cursor::CursorKey;
+use partner_domain::lead::{LeadService, NewLead, Origin, Phone, TestFlag};
+use partner_domain::order::{NewAnalyticsEvent, Order, OrderService};
+use partner_domain::payout::{NewPayout, PayoutService};
+use partner_domain::random::{Random, SystemRandom};
+use partner_domain::sub_account::{CreateSubAccountError, SubAccountService};
+use partner_domain::token::TokenPepper;
+use partner_domain::values::{CareService, Email, Lang, Money, Nickname, PartnerId, SubId};
+use partner_postgres::PgStore;
+use time::Duration;
+
+use crate::config::Config;
+
+pub const DEMO_PARTNER: &str = "demo-clinic";
+const LEADS: usize = 320;
+
+/// What the demo prints.
+#[derive(Debug)]
+pub struct DemoAccess {
+    pub token: String,
+    pub seeded: bool,
+}
+
+/// Gives the config what `demo` needs (a pepper and an operator token) when it lacks them.
+pub fn prepare_config(config: &mut Config) {
+    let rng = SystemRandom::new();
+    let random = |len| {
+        partner_domain::random::random_string(&rng, b"abcdefghijklmnopqrstuvwxyz0123456789", len)
+    };
+    if config.token_pepper.is_none() {
+        config.token_pepper = Some(random(48));
+    }
+    if config.internal_token.is_none() {
+        config.internal_token = Some(format!("demo-internal-{}", random(24)));
+    }
+}
+
+/// Creates the demo data unless the demo partner already exists, and mints a fresh token for
+/// its user (tokens are shown once, so each start prints a new one).
+pub async fn seed(config: &Config) -> anyhow::Result<DemoAccess> {
+    let store = Arc::new(PgStore::new(&config.database_url, 4)?);
+    let rng: Arc<dyn Random> = Arc::new(SystemRandom::new());
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let pepper = config
+        .token_pepper
+        .as_deref()
+        .map(|p| TokenPepper::new(p.as_bytes()));
+    let accounts = AccountService::new(store.clone(), pepper, clock.clone(), rng.clone());
+    let partner = PartnerId::parse(DEMO_PARTNER)?;
+
+    let seeded = accounts.partner(&partner).await.is_err();
+    if seeded {
+        let settings = PartnerSettings {
+            name: "Demo Clinic".into(),
+            email: Email::parse("partners@demo-clinic.test")?,
+            active: true,
+            dna_access: true,
+            headless_links: true,
+            default_lang: Lang::En,
+            enabled_langs: vec![Lang::En, Lang::Es],
+            care_services: CareServicesAccess {
+                subscription_active: true,
+                manual_override: false,
+                yearly_bundle: true,
+                services: CareService::ALL.to_vec(),
+            },
+        }
+        .checked()?;
+        accounts.put_partner(&partner, settings).await?;
+        accounts
+            .create_user(
+                Email::parse("owner@demo-clinic.test")?,
+                partner.clone(),
+                false,
+            )
+            .await?;
+        seed_activity(store.clone(), &partner, rng.clone()).await?;
+    }
+    let user = accounts
+        .users(&partner)
+        .await?
+        .into_iter()
+        .next()
+        .context("the demo partner has no user")?;
+    let token = accounts.issue_token(user.id, None).await?;
+    Ok(DemoAccess {
+        token: token.token.expose().to_owned(),
+        seeded,
+    })
+}
+
+async fn seed_activity(
+    store: Arc<PgStore>,
+    partner: &PartnerId,
+    rng: Arc<dyn Random>,
+) -> anyhow::Result<()> {
+    let now = SystemClock.now();
+    let subs = SubAccountService::new(store.clone(), Arc::new(SystemClock), rng.clone());
+    for (id, nick) in [(1, "Front desk"), (2, "Instagram affiliate")] {
+        match subs
+            .create(
+                partner,
+                SubId::new(id).context("sub id")?,
+                Nickname::parse(nick)?,
+            )
+            .await
+        {
+            Ok(_) | Err(CreateSubAccountError::Duplicate) => {}
+            Err(CreateSubAccountError::Repo(e)) => return Err(e.into()),
+        }
+    }
+
+    // Leads spread over the last 90 days: the clock steps forward between ingests.
+    let clock = Arc::new(FixedClock::new(now - Duration::days(90)));
+    let step = Duration::days(90) / (LEADS as u32);
+    let leads = LeadService::new(
+        store.clone(),
+        clock.clone(),
+        rng.clone(),
+        CursorKey::new(b"demo"),
+    );
+    const FIRST: [&str; 8] = [
+        "Ana", "Ben", "Carla", "Dev", "Emma", "Farid", "Grace", "Hugo",
+    ];
+    const LAST: [&str; 6] = ["Lopez", "Smith", "Nguyen", "Okafor", "Rossi", "Kim"];
+    let headless = Origin::parse("headless_intake")?;
+    for i in 0..LEADS {
+        clock.advance(step);
+        let (origin, location, test) = match i % 10 {
+            0..=5 => (
+                Origin::parse("managed-website")?,
+                "Austin, TX".to_owned(),
+                TestFlag::REAL,
+            ),
+            6 | 7 => (headless.clone(), "Weight Loss".to_owned(), TestFlag::REAL),
+            8 => (
+                headless.clone(),
+                "Weight Loss".to_owned(),
+                TestFlag::parse(Some(true), Some("simulation"), &headless)?,
+            ),
+            _ => (
+                headless.clone(),
+                "Hair Loss".to_owned(),
+                TestFlag::parse(Some(true), Some("provider_test_mode"), &headless)?,
+            ),
+        };
+        let first = FIRST[i % FIRST.len()];
+        let last = LAST[i % LAST.len()];
+        leads
+            .ingest(NewLead {
+                partner_id: partner.clone(),
+                sub_id: SubId::new(u16::try_from(i % 3).unwrap_or(0)),
+                first_name: first.into(),
+                last_name: last.into(),
+                email: Email::parse(&format!(
+                    "{}.{}{i}@example.com",
+                    first.to_lowercase(),
+                    last.to_lowercase()
+                ))?,
+                email_consent: i % 7 != 0,
+                // Early progressive-intake rows have no phone yet.
+                phone: if i % 10 == 6 {
+                    None
+                } else {
+                    Some(Phone::parse(&format!("+1 512 555 {:04}", i))?)
+                },
+                sms_consent: i % 5 != 0,
+                origin,
+                location,
+                question_id: (i % 4 == 0).then(|| format!("q-{}", i % 12)),
+                test,
+            })
+            .await?;
+    }
+
+    let orders = OrderService::new(store.clone(), Arc::new(SystemClock), rng.clone());
+    for i in 0..14i64 {
+        let is_test = i >= 11;
+        orders
+            .ingest(Order {
+                order_id: format!("{}-{:04}", if is_test { "PTEST" } else { "ORD" }, 1000 + i),
+                partner_id: partner.clone(),
+                sub_id: SubId::new(u16::try_from(i % 3).unwrap_or(0)),
+                created_date: now - Duration::days(60 - 4 * i),
+                product: [
+                    "Semaglutide 1 month",
+                    "Tirzepatide 3 months",
+                    "Finasteride 6 months",
+                ][(i % 3) as usize]
+                    .into(),
+                amount: Money::from_cents(19_900 + 10_000 * (i % 3)),
+                commission: Money::from_cents(2_985 + 1_500 * (i % 3)),
+                status: "shipped".into(),
+                is_test,
+                source: "pharmacy".into(),
+                customer_name: Some(format!(
+                    "{} {}",
+                    FIRST[(i % 8) as usize],
+                    LAST[(i % 6) as usize]
+                )),
+                customer_email: Some(format!("customer{i}@example.com")),
+            })
+            .await?;
+    }
+    for i in 0..3i64 {
+        orders
+            .record_event(NewAnalyticsEvent {
+                run_id: format!("demo-run-{i}"),
+                partner_id: partner.clone(),
+                sub_id: SubId::new(1),
+                event: "order_completed".into(),
+                product: Some("Semaglutide 1 month".into()),
+                amount: Some(Money::from_cents(19_900)),
+                occurred_at: now - Duration::days(10 * i + 1),
+                test_source: partner_domain::lead::TestSource::Simulation,
+            })
+            .await?;
+    }
+
+    let payouts = PayoutService::new(store, Arc::new(SystemClock), rng);
+    for (days_ago, cents) in [(45, 45_050), (15, 38_975), (1, 12_000)] {
+        payouts
+            .record(NewPayout {
+                partner_id: partner.clone(),
+                payout_date: (now - Duration::days(days_ago)).date(),
+                amount: Money::from_cents(cents),
+                status: "paid".into(),
+                receipt_url: None,
+                note: Some("demo".into()),
+            })
+            .await?;
+    }
+    Ok(())
+}
+
+/// The lines printed for a newcomer.
+pub fn banner(config: &Config, port: u16, access: &DemoAccess) -> String {
+    let host = config.bind.rsplit_once(':').map_or("127.0.0.1", |(h, _)| h);
+    let base = format!("http://{host}:{port}");
+    let t = &access.token;
+    let internal = config.internal_token.as_deref().unwrap_or_default();
+    format!(
+        "\nPartner Portal API demo: partner `{DEMO_PARTNER}` ({}).\n\
+         Partner token (shown once):  {t}\n\
+         Operator token:              {internal}\n\n\
+         Try:\n\
+         curl -s '{base}/api/v1/leads?limit=5' -H 'Authorization: Bearer {t}'\n\
+         curl -s '{base}/api/v1/leads?limit=5&includeTest=true' -H 'Authorization: Bearer {t}'\n\
+         curl -s '{base}/api/v1/orders' -H 'Authorization: Bearer {t}'\n",
+        if access.seeded {
+            "demo data created"
+        } else {
+            "demo data already present"
+        }
+    )
+}
