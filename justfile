@@ -18,3 +18,10 @@ fmt:
 lint:
     cargo fmt --all -- --check
     cargo clippy --workspace --all-targets -- -D warnings
+
+# Leads listing benchmark (1,000,000 leads; wrk vs pgbench). Needs PostgreSQL; installs wrk.
+bench-leads:
+    bash bench/leads.sh
+
+# Every benchmark.
+bench: bench-leads
