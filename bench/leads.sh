@@ -87,6 +87,13 @@ cat > /tmp/bench-deep.sql <<SQL
 SELECT $COLS FROM leads WHERE partner_id = '$BIG' AND NOT is_test AND (created_at, id) < ('$DEEP_TS', '$DEEP_ID')
 ORDER BY created_at DESC, id DESC LIMIT 51;
 SQL
+# The token lookup every authenticated request makes, as the server's diesel query has it.
+HASH=$(python3 -c 'import hmac, hashlib, sys; print(hmac.new(sys.argv[1].encode(), sys.argv[2].encode(), hashlib.sha256).hexdigest())' "$PARTNER_TOKEN_PEPPER" "$TOKEN")
+AUTH_SQL="SELECT t.id, t.token_hash, t.user_id, u.deleted_at IS NOT NULL, u.partner_id, p.active, u.admin, t.expires_at, t.revoked_at, t.last_used_at
+FROM api_tokens t JOIN portal_users u ON u.id = t.user_id JOIN partners p ON p.partner_id = u.partner_id WHERE t.token_hash = '\\x$HASH' LIMIT 1;"
+{ echo "$AUTH_SQL"; cat /tmp/bench-first.sql; } > /tmp/bench-first-req.sql
+{ echo "$AUTH_SQL"; cat /tmp/bench-deep.sql; } > /tmp/bench-deep-req.sql
+
 run_pgbench() { # name file
   local tps
   tps=$(pgbench -n -M prepared -c $CONNS -j 2 -T "${DURATION%s}" -f "$2" "$DB" 2>/dev/null | awk '/^tps/ {print $3}')
@@ -95,11 +102,16 @@ run_pgbench() { # name file
 
 echo "== machine: $(nproc) cores, $(free -g | awk '/Mem/ {print $2}') GiB, $(uname -r); PostgreSQL $(psql -Atqc 'show server_version' postgres)"
 echo "== wrk, $CONNS connections, $DURATION each (server: release build, pool $PARTNER_DB_POOL_SIZE)"
+run_wrk "healthz (no DB)" "http://127.0.0.1:$PORT/healthz"
+if [ -n "${BENCH_PERF:-}" ]; then (sleep 3; perf record -F 999 -g -p $SERVER -o /tmp/bench-perf.data -- sleep 6 >/dev/null 2>&1) & fi
 run_wrk "first page" "http://127.0.0.1:$PORT/api/v1/leads"
 run_wrk "page 1000" "http://127.0.0.1:$PORT/api/v1/leads?cursor=$CURSOR"
 echo "== pgbench, the same SQL, $CONNS clients, $DURATION each"
 run_pgbench "first page SQL" /tmp/bench-first.sql
 run_pgbench "page 1000 SQL" /tmp/bench-deep.sql
+echo "== pgbench, each request's SQL (token lookup + page), $CONNS clients, $DURATION each"
+run_pgbench "first page req" /tmp/bench-first-req.sql
+run_pgbench "page 1000 req" /tmp/bench-deep-req.sql
 echo "== plans"
 psql -Atq "$DB" -c "EXPLAIN (ANALYZE, COSTS OFF) $(cat /tmp/bench-deep.sql)" | head -6
 kill $SERVER

@@ -17,7 +17,7 @@ use crate::{PgStore, corrupt, db, is_violation, outbox};
 const COLUMNS: &str = "id, partner_id, sub_id, first_name, last_name, email, email_consent, phone, sms_consent, \
                        origin, location, question_id, test_source, created_at, updated_at";
 
-#[derive(QueryableByName)]
+#[derive(Queryable, QueryableByName)]
 struct Row {
     #[diesel(sql_type = diesel::sql_types::Uuid)]
     id: Uuid,
@@ -184,35 +184,76 @@ impl LeadRepo for PgStore {
         include_test: bool,
         limit: u16,
     ) -> Result<Vec<Lead>, RepoError> {
+        use crate::schema::leads::dsl as l;
         let mut conn = self.conn().await?;
-        // Four fixed statements rather than one with `$x OR …`, so each plan can use its index
-        // (the partial one for real leads) as a plain range scan.
-        let test_filter = if include_test { "" } else { " AND NOT is_test" };
-        let rows: Vec<Row> = match after {
-            None => {
-                diesel::sql_query(format!(
-                    "SELECT {COLUMNS} FROM leads WHERE partner_id = $1{test_filter} \
-                     ORDER BY created_at DESC, id DESC LIMIT $2"
-                ))
-                .bind::<Text, _>(partner.as_str())
-                .bind::<diesel::sql_types::BigInt, _>(i64::from(limit))
-                .load(&mut conn)
-                .await
-            }
-            Some(p) => {
-                diesel::sql_query(format!(
-                    "SELECT {COLUMNS} FROM leads WHERE partner_id = $1{test_filter} \
-                     AND (created_at, id) < ($2, $3) ORDER BY created_at DESC, id DESC LIMIT $4"
-                ))
-                .bind::<Text, _>(partner.as_str())
-                .bind::<Timestamptz, _>(p.created_at)
-                .bind::<diesel::sql_types::Uuid, _>(p.id)
-                .bind::<diesel::sql_types::BigInt, _>(i64::from(limit))
-                .load(&mut conn)
-                .await
-            }
+        // Built with the DSL (not `sql_query`) so the statement is prepared once per connection
+        // and cached. `NOT is_test` is rendered literally so the plan can use the partial index.
+        let mut q = l::leads
+            .filter(l::partner_id.eq(partner.as_str()))
+            .into_boxed();
+        if !include_test {
+            q = q.filter(diesel::dsl::not(l::is_test));
         }
-        .map_err(db)?;
+        if let Some(p) = after {
+            q = q.filter(RowBefore(p));
+        }
+        let rows: Vec<Row> = q
+            .order((l::created_at.desc(), l::id.desc()))
+            .limit(i64::from(limit))
+            .select((
+                l::id,
+                l::partner_id,
+                l::sub_id,
+                l::first_name,
+                l::last_name,
+                l::email,
+                l::email_consent,
+                l::phone,
+                l::sms_consent,
+                l::origin,
+                l::location,
+                l::question_id,
+                l::test_source,
+                l::created_at,
+                l::updated_at,
+            ))
+            .load(&mut conn)
+            .await
+            .map_err(db)?;
         rows.into_iter().map(Row::into_domain).collect()
+    }
+}
+
+/// `(leads.created_at, leads.id) < ($1, $2)`: the keyset condition as one row comparison, which
+/// PostgreSQL matches to the index order. Unlike `dsl::sql`, it leaves the statement cacheable.
+#[derive(Debug, Clone, Copy)]
+struct RowBefore(Position);
+
+impl diesel::expression::Expression for RowBefore {
+    type SqlType = Bool;
+}
+
+impl diesel::expression::ValidGrouping<()> for RowBefore {
+    type IsAggregate = diesel::expression::is_aggregate::Never;
+}
+
+impl<QS> diesel::expression::AppearsOnTable<QS> for RowBefore {}
+
+impl diesel::query_builder::QueryId for RowBefore {
+    type QueryId = ();
+    const HAS_STATIC_QUERY_ID: bool = false;
+}
+
+impl diesel::query_builder::QueryFragment<diesel::pg::Pg> for RowBefore {
+    fn walk_ast<'b>(
+        &'b self,
+        mut out: diesel::query_builder::AstPass<'_, 'b, diesel::pg::Pg>,
+    ) -> QueryResult<()> {
+        out.push_sql("(leads.created_at, leads.id) < (");
+        out.push_bind_param::<Timestamptz, _>(&self.0.created_at)?;
+        out.push_sql(", ");
+        out.push_bind_param::<diesel::sql_types::Uuid, _>(&self.0.id)?;
+        out.push_sql(")");
+        Ok(())
     }
 }

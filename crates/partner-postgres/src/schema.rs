@@ -61,6 +61,27 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    leads (id) {
+        id -> Uuid,
+        partner_id -> Text,
+        sub_id -> Nullable<SmallInt>,
+        first_name -> Text,
+        last_name -> Text,
+        email -> Text,
+        email_consent -> Bool,
+        phone -> Nullable<Text>,
+        sms_consent -> Bool,
+        origin -> Text,
+        location -> Text,
+        question_id -> Nullable<Text>,
+        is_test -> Bool,
+        test_source -> Nullable<Text>,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+    }
+}
+
 diesel::joinable!(api_tokens -> portal_users (user_id));
 diesel::joinable!(portal_users -> partners (partner_id));
 diesel::joinable!(sub_accounts -> partners (partner_id));
