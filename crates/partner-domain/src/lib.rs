@@ -12,11 +12,13 @@
 pub mod account;
 pub mod attribution;
 pub mod auth;
+pub mod catalog;
 pub mod clock;
 pub mod cursor;
 pub mod error;
 pub mod events;
 pub mod lead;
+pub mod links;
 pub mod order;
 pub mod payout;
 pub mod ports;

@@ -8,7 +8,10 @@ use async_trait::async_trait;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
+use std::collections::BTreeMap;
+
 use crate::account::{ApiTokenInfo, CareFlags, Partner, PartnerSettings, PortalUser};
+use crate::catalog::{CareProduct, DnaProduct, MedicalProduct, Stored};
 use crate::cursor::Position;
 use crate::error::RepoError;
 use crate::events::DomainEvent;
@@ -17,6 +20,7 @@ use crate::order::{AnalyticsEvent, Order, OrderListing};
 use crate::payout::{NewPayout, Payout};
 use crate::sub_account::SubAccount;
 use crate::token::TokenHash;
+use crate::values::Money;
 use crate::values::{CareService, Nickname, PartnerId, SubId};
 
 /// What the authentication step needs to know about a presented token, in one lookup.
@@ -213,6 +217,55 @@ pub trait PayoutRepo: Send + Sync {
     async fn payouts_of(&self, partner: &PartnerId) -> Result<Vec<Payout>, RepoError>;
 }
 
+/// Storage of the product catalog and partners' prices.
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+#[async_trait]
+pub trait CatalogRepo: Send + Sync {
+    /// Inserts or replaces; `true` when inserted.
+    async fn put_medical(
+        &self,
+        p: &MedicalProduct,
+        now: OffsetDateTime,
+    ) -> Result<(Stored<MedicalProduct>, bool), RepoError>;
+    /// Every medical product (active or not), by name then id.
+    async fn medical_products(&self) -> Result<Vec<MedicalProduct>, RepoError>;
+    async fn medical_product(&self, id: Uuid) -> Result<Option<MedicalProduct>, RepoError>;
+    /// Replaces the partner's prices for one product.
+    async fn put_medical_prices(
+        &self,
+        partner: &PartnerId,
+        product: Uuid,
+        prices: &BTreeMap<String, Money>,
+        now: OffsetDateTime,
+    ) -> Result<(), RepoError>;
+    /// The partner's prices, by product.
+    async fn medical_prices(
+        &self,
+        partner: &PartnerId,
+    ) -> Result<BTreeMap<Uuid, BTreeMap<String, Money>>, RepoError>;
+    async fn put_dna(
+        &self,
+        p: &DnaProduct,
+        now: OffsetDateTime,
+    ) -> Result<(Stored<DnaProduct>, bool), RepoError>;
+    async fn dna_products(&self) -> Result<Vec<DnaProduct>, RepoError>;
+    async fn dna_product(&self, id: Uuid) -> Result<Option<DnaProduct>, RepoError>;
+    async fn put_dna_price(
+        &self,
+        partner: &PartnerId,
+        product: Uuid,
+        price: Money,
+        now: OffsetDateTime,
+    ) -> Result<(), RepoError>;
+    async fn dna_prices(&self, partner: &PartnerId) -> Result<BTreeMap<Uuid, Money>, RepoError>;
+    async fn put_care(
+        &self,
+        p: &CareProduct,
+        now: OffsetDateTime,
+    ) -> Result<(Stored<CareProduct>, bool), RepoError>;
+    async fn care_products(&self) -> Result<Vec<CareProduct>, RepoError>;
+}
+
 /// Whether the store answers (`/readyz`).
 #[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
 #[async_trait]
@@ -236,5 +289,6 @@ debug_port!(
     LeadRepo,
     OrderRepo,
     PayoutRepo,
+    CatalogRepo,
     Readiness
 );

@@ -431,3 +431,24 @@ mod money_tests {
         assert!(text("f", "a\u{0}", 0, 3).is_err());
     }
 }
+
+macro_rules! deserialize_via {
+    ($t:ty, $parse:expr, $what:literal) => {
+        impl<'de> serde::Deserialize<'de> for $t {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let s = String::deserialize(d)?;
+                $parse(&s).ok_or_else(|| serde::de::Error::custom(concat!("not ", $what)))
+            }
+        }
+    };
+}
+deserialize_via!(Lang, Lang::parse, "a language (en, es)");
+deserialize_via!(CareService, CareService::parse, "a Care Services service");
+
+/// Money is read back from stored documents (JSON numbers, exact `numeric` in `jsonb`).
+impl<'de> serde::Deserialize<'de> for Money {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = f64::deserialize(d)?;
+        Money::parse(v, "amount").map_err(serde::de::Error::custom)
+    }
+}

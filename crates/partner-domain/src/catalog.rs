@@ -1,0 +1,440 @@
+//! The product catalog: medical (elective-medication) products with price tiers, DNA testing
+//! products, Care Services products, and partners' own prices. Values are checked here once, when
+//! the operator stores them; links and the public catalog are built from them in [`crate::links`].
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use std::sync::Arc;
+
+use crate::clock::Clock;
+use crate::error::RepoError;
+use crate::ports::{AccountRepo, CatalogRepo};
+use crate::values::{CareService, Lang, Money, PartnerId, ValueError, text};
+use crate::wire;
+
+/// A medication catalog category (a public catalog path).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Category {
+    WeightLoss,
+    MensHealth,
+    WomensHealth,
+    HairLoss,
+    Wellness,
+}
+
+impl Category {
+    pub const ALL: [Category; 5] = [
+        Self::WeightLoss,
+        Self::MensHealth,
+        Self::WomensHealth,
+        Self::HairLoss,
+        Self::Wellness,
+    ];
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|c| c.as_str() == s)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::WeightLoss => "weight-loss",
+            Self::MensHealth => "mens-health",
+            Self::WomensHealth => "womens-health",
+            Self::HairLoss => "hair-loss",
+            Self::Wellness => "wellness",
+        }
+    }
+}
+
+/// A price tier of a medical product.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MedicalTier {
+    pub key: String,
+    pub label: String,
+    pub months: u8,
+    pub min_price: Money,
+    pub max_price: Money,
+    pub recommended_price: Money,
+    pub commission: Money,
+}
+
+/// A medical (elective-medication) product.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MedicalProduct {
+    pub id: Uuid,
+    pub name: String,
+    pub categories: Vec<Category>,
+    pub details: String,
+    pub image_url: String,
+    pub image_file_id: Uuid,
+    pub image_source_url: String,
+    pub active: bool,
+    pub legacy_path: String,
+    /// Set when the product is configured for self-hosted intake.
+    pub self_hosted_slug: Option<String>,
+    pub self_hosted_langs: Vec<Lang>,
+    pub suggested_prices: String,
+    pub tiers: Vec<MedicalTier>,
+}
+
+/// A DNA testing product.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DnaProduct {
+    pub id: Uuid,
+    pub product_name: String,
+    pub description: String,
+    pub intake_path: String,
+    pub product_image_url: String,
+    pub minimum_price: Money,
+    pub recommended_price: Money,
+    pub maximum_price: Money,
+    pub parent_product: Vec<String>,
+    pub available: bool,
+}
+
+/// A price tier (a membership duration) of a Care Services product.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CareTier {
+    pub key: String,
+    pub label: String,
+    pub months: u8,
+    pub user_price: Money,
+    pub commission: Money,
+}
+
+/// A Care Services product.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CareProduct {
+    pub id: Uuid,
+    pub service: CareService,
+    pub slug: String,
+    pub product_name: String,
+    pub description: String,
+    pub image_url: String,
+    pub tiers: Vec<CareTier>,
+}
+
+/// A stored catalog record with its timestamps, as the operator API renders it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Stored<T> {
+    #[serde(flatten)]
+    pub record: T,
+    #[serde(serialize_with = "wire::ts")]
+    pub created_at: OffsetDateTime,
+    #[serde(serialize_with = "wire::ts")]
+    pub updated_at: OffsetDateTime,
+}
+
+/// An absolute http(s) URL of at most 2,048 characters.
+pub fn parse_http_url(s: &str, field: &'static str) -> Result<String, ValueError> {
+    let ok = s.len() <= 2048
+        && url::Url::parse(s)
+            .is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some());
+    if ok {
+        Ok(s.to_owned())
+    } else {
+        Err(ValueError::invalid(
+            field,
+            "must be an absolute http(s) URL",
+        ))
+    }
+}
+
+/// A relative path of 1-8 segments of `A-Z a-z 0-9 _ - .` (no `.` or `..` segments).
+pub fn parse_path(s: &str, field: &'static str) -> Result<String, ValueError> {
+    let s = s.trim_matches('/');
+    let ok = !s.is_empty()
+        && s.len() <= 200
+        && s.split('/').count() <= 8
+        && s.split('/').all(|seg| {
+            !seg.is_empty()
+                && seg != "."
+                && seg != ".."
+                && seg
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b))
+        });
+    if ok {
+        Ok(s.to_owned())
+    } else {
+        Err(ValueError::invalid(
+            field,
+            "a path of A-Z a-z 0-9 _ - . segments",
+        ))
+    }
+}
+
+/// A tier key: 1-32 of `a-z 0-9 _ -`.
+pub fn parse_key(s: &str) -> Result<String, ValueError> {
+    let ok = !s.is_empty()
+        && s.len() <= 32
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"_-".contains(&b));
+    if ok {
+        Ok(s.to_owned())
+    } else {
+        Err(ValueError::invalid(
+            "tiers.key",
+            "1-32 of a-z, 0-9, _ and -",
+        ))
+    }
+}
+
+fn unique<T: PartialEq>(
+    items: impl Iterator<Item = T>,
+    field: &'static str,
+) -> Result<(), ValueError> {
+    let mut seen = Vec::new();
+    for i in items {
+        if seen.contains(&i) {
+            return Err(ValueError::invalid(field, "must be unique"));
+        }
+        seen.push(i);
+    }
+    Ok(())
+}
+
+impl MedicalProduct {
+    /// Checks every field and the rules across them: tier months 1, 3 or 6, one tier per
+    /// duration, unique keys, `minPrice <= recommendedPrice <= maxPrice`.
+    pub fn checked(mut self) -> Result<Self, ValueError> {
+        self.name = text("name", &self.name, 1, 200)?;
+        self.details = text("details", &self.details, 0, 500)?;
+        self.suggested_prices = text("suggestedPrices", &self.suggested_prices, 0, 200)?;
+        self.image_url = parse_http_url(&self.image_url, "imageUrl")?;
+        self.image_source_url = parse_http_url(&self.image_source_url, "imageSourceUrl")?;
+        self.legacy_path = parse_path(&self.legacy_path, "legacyPath")?;
+        self.self_hosted_slug = self
+            .self_hosted_slug
+            .as_deref()
+            .map(|s| parse_path(s, "selfHostedSlug"))
+            .transpose()?;
+        unique(self.categories.iter(), "categories")?;
+        unique(self.self_hosted_langs.iter(), "selfHostedLangs")?;
+        if self.tiers.is_empty() {
+            return Err(ValueError::Missing("tiers"));
+        }
+        for t in &mut self.tiers {
+            t.key = parse_key(&t.key)?;
+            t.label = text("tiers.label", &t.label, 1, 100)?;
+            if ![1, 3, 6].contains(&t.months) {
+                return Err(ValueError::invalid("tiers.months", "must be 1, 3 or 6"));
+            }
+            if !(t.min_price <= t.recommended_price && t.recommended_price <= t.max_price) {
+                return Err(ValueError::invalid(
+                    "tiers",
+                    "minPrice <= recommendedPrice <= maxPrice",
+                ));
+            }
+        }
+        unique(self.tiers.iter().map(|t| &t.key), "tiers.key")?;
+        unique(self.tiers.iter().map(|t| t.months), "tiers.months")?;
+        Ok(self)
+    }
+
+    /// The partner's price for `tier`: its own, else the recommended one.
+    pub fn price(
+        &self,
+        tier: &MedicalTier,
+        partner_prices: Option<&BTreeMap<String, Money>>,
+    ) -> Money {
+        partner_prices
+            .and_then(|p| p.get(&tier.key))
+            .copied()
+            .unwrap_or(tier.recommended_price)
+    }
+
+    /// Checks a partner's tier prices: known keys, each within its tier's min and max.
+    pub fn check_prices(&self, prices: &BTreeMap<String, Money>) -> Result<(), ValueError> {
+        for (key, price) in prices {
+            let tier = self
+                .tiers
+                .iter()
+                .find(|t| &t.key == key)
+                .ok_or(ValueError::invalid(
+                    "tierPrices",
+                    "names a tier the product does not have",
+                ))?;
+            if *price < tier.min_price || *price > tier.max_price {
+                return Err(ValueError::invalid(
+                    "tierPrices",
+                    "each price must be within its tier's minPrice and maxPrice",
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl DnaProduct {
+    pub fn checked(mut self) -> Result<Self, ValueError> {
+        self.product_name = text("productName", &self.product_name, 1, 200)?;
+        self.description = text("description", &self.description, 0, 2000)?;
+        self.intake_path = parse_path(&self.intake_path, "intakePath")?;
+        self.product_image_url = parse_http_url(&self.product_image_url, "productImageUrl")?;
+        if !(self.minimum_price <= self.recommended_price
+            && self.recommended_price <= self.maximum_price)
+        {
+            return Err(ValueError::invalid(
+                "recommendedPrice",
+                "minimumPrice <= recommendedPrice <= maximumPrice",
+            ));
+        }
+        self.parent_product = self
+            .parent_product
+            .iter()
+            .map(|p| text("parentProduct", p, 1, 200))
+            .collect::<Result<_, _>>()?;
+        Ok(self)
+    }
+
+    /// Checks a partner's price: within the product's minimum and maximum.
+    pub fn check_price(&self, price: Money) -> Result<(), ValueError> {
+        if price < self.minimum_price || price > self.maximum_price {
+            return Err(ValueError::invalid(
+                "userSetPrice",
+                "must be within minimumPrice and maximumPrice",
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl CareProduct {
+    pub fn checked(mut self) -> Result<Self, ValueError> {
+        self.product_name = text("productName", &self.product_name, 1, 200)?;
+        self.description = text("description", &self.description, 0, 2000)?;
+        self.image_url = parse_http_url(&self.image_url, "imageUrl")?;
+        self.slug = parse_path(&self.slug, "slug")?;
+        if self.tiers.is_empty() {
+            return Err(ValueError::Missing("tiers"));
+        }
+        for t in &mut self.tiers {
+            t.key = parse_key(&t.key)?;
+            t.label = text("tiers.label", &t.label, 1, 100)?;
+            if ![1, 3, 6, 12].contains(&t.months) {
+                return Err(ValueError::invalid("tiers.months", "must be 1, 3, 6 or 12"));
+            }
+        }
+        unique(self.tiers.iter().map(|t| &t.key), "tiers.key")?;
+        unique(self.tiers.iter().map(|t| t.months), "tiers.months")?;
+        Ok(self)
+    }
+}
+
+/// Errors of the partner price calls of [`CatalogService`].
+#[derive(Debug, thiserror::Error)]
+pub enum PutPriceError {
+    #[error("no partner with that partnerId")]
+    UnknownPartner,
+    #[error("no product with that id")]
+    UnknownProduct,
+    #[error(transparent)]
+    Invalid(#[from] ValueError),
+    #[error(transparent)]
+    Repo(#[from] RepoError),
+}
+
+/// The operator's management of the catalog.
+#[derive(Debug, Clone)]
+pub struct CatalogService {
+    repo: Arc<dyn CatalogRepo>,
+    accounts: Arc<dyn AccountRepo>,
+    clock: Arc<dyn Clock>,
+}
+
+impl CatalogService {
+    pub fn new(
+        repo: Arc<dyn CatalogRepo>,
+        accounts: Arc<dyn AccountRepo>,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        Self {
+            repo,
+            accounts,
+            clock,
+        }
+    }
+
+    pub async fn put_medical(
+        &self,
+        p: MedicalProduct,
+    ) -> Result<(Stored<MedicalProduct>, bool), PutPriceError> {
+        let p = p.checked()?;
+        Ok(self.repo.put_medical(&p, self.clock.now()).await?)
+    }
+
+    pub async fn put_dna(
+        &self,
+        p: DnaProduct,
+    ) -> Result<(Stored<DnaProduct>, bool), PutPriceError> {
+        let p = p.checked()?;
+        Ok(self.repo.put_dna(&p, self.clock.now()).await?)
+    }
+
+    pub async fn put_care(
+        &self,
+        p: CareProduct,
+    ) -> Result<(Stored<CareProduct>, bool), PutPriceError> {
+        let p = p.checked()?;
+        Ok(self.repo.put_care(&p, self.clock.now()).await?)
+    }
+
+    async fn known_partner(&self, partner: &PartnerId) -> Result<(), PutPriceError> {
+        match self.accounts.partner(partner).await? {
+            Some(_) => Ok(()),
+            None => Err(PutPriceError::UnknownPartner),
+        }
+    }
+
+    /// Replaces the partner's tier prices of one medical product.
+    pub async fn put_medical_prices(
+        &self,
+        partner: &PartnerId,
+        product: Uuid,
+        prices: BTreeMap<String, Money>,
+    ) -> Result<(), PutPriceError> {
+        self.known_partner(partner).await?;
+        let p = self
+            .repo
+            .medical_product(product)
+            .await?
+            .ok_or(PutPriceError::UnknownProduct)?;
+        p.check_prices(&prices)?;
+        Ok(self
+            .repo
+            .put_medical_prices(partner, product, &prices, self.clock.now())
+            .await?)
+    }
+
+    /// Sets the partner's price of one DNA product.
+    pub async fn put_dna_price(
+        &self,
+        partner: &PartnerId,
+        product: Uuid,
+        price: Money,
+    ) -> Result<(), PutPriceError> {
+        self.known_partner(partner).await?;
+        let p = self
+            .repo
+            .dna_product(product)
+            .await?
+            .ok_or(PutPriceError::UnknownProduct)?;
+        p.check_price(price)?;
+        Ok(self
+            .repo
+            .put_dna_price(partner, product, price, self.clock.now())
+            .await?)
+    }
+}
