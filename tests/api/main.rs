@@ -7,6 +7,7 @@ mod auth;
 mod errors;
 mod hostile;
 mod leads;
+mod links;
 mod operator;
 mod orders;
 mod sub_accounts;

@@ -410,8 +410,9 @@ pub fn catalog_product(
     partner: &Partner,
     product: &MedicalProduct,
     prices: Option<&BTreeMap<String, Money>>,
+    sub: Option<SubId>,
 ) -> CatalogProduct {
-    let link = medical_link(bases, partner, product, prices, None, None);
+    let link = medical_link(bases, partner, product, prices, sub, None);
     let term = |months| {
         price_text(
             product
@@ -544,12 +545,14 @@ impl LinkService {
             .collect())
     }
 
-    /// The public catalog of one category (or all) for an active partner.
+    /// The public catalog of one category (or all) for an active partner. A sub-account code as
+    /// `partner_id` is carried into every `intakeUrl`.
     pub async fn catalog(
         &self,
-        partner_id: &PartnerId,
+        attribution: &Attribution,
         category: Option<Category>,
     ) -> Result<Vec<CatalogProduct>, CatalogError> {
+        let partner_id = &attribution.partner_id;
         let p = match self.accounts.partner(partner_id).await? {
             Some(p) if p.settings.active => p,
             _ => return Err(CatalogError::UnknownPartner),
@@ -559,7 +562,7 @@ impl LinkService {
         Ok(products
             .iter()
             .filter(|m| m.active && category.is_none_or(|c| m.categories.contains(&c)))
-            .map(|m| catalog_product(&self.bases, &p, m, prices.get(&m.id)))
+            .map(|m| catalog_product(&self.bases, &p, m, prices.get(&m.id), attribution.sub_id))
             .collect())
     }
 }

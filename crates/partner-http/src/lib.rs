@@ -16,8 +16,10 @@ use std::sync::Arc;
 use actix_web::web;
 use partner_domain::account::AccountService;
 use partner_domain::auth::AuthService;
+use partner_domain::catalog::CatalogService;
 use partner_domain::clock::Clock;
 use partner_domain::lead::LeadService;
+use partner_domain::links::LinkService;
 use partner_domain::order::OrderService;
 use partner_domain::payout::PayoutService;
 use partner_domain::ports::Readiness;
@@ -36,9 +38,13 @@ pub struct AppState {
     pub leads: LeadService,
     pub orders: OrderService,
     pub payouts: PayoutService,
+    pub links: LinkService,
+    pub catalog: CatalogService,
     pub readiness: Arc<dyn Readiness>,
     pub clock: Arc<dyn Clock>,
     pub limiter: RateLimiter,
+    /// `CARE_SERVICES_API_ENABLED`: when false the Care Services endpoints answer 404.
+    pub care_services_enabled: bool,
     /// Bearer of the operator API; `None` turns `/internal` into 404s.
     pub internal_token: Option<String>,
 }

@@ -135,6 +135,19 @@ async fn guard(
     Ok(res)
 }
 
+/// The first check of the Care Services endpoints: 404 `not_found` when
+/// `CARE_SERVICES_API_ENABLED` is false, before authentication.
+pub async fn care_services_enabled(
+    req: ServiceRequest,
+    next: Next<BoxBody>,
+) -> Result<ServiceResponse<BoxBody>, Error> {
+    if state(&req)?.care_services_enabled {
+        next.call(req).await
+    } else {
+        Ok(req.error_response(ApiError::not_found("the Care Services API is disabled")))
+    }
+}
+
 /// The operator API's guard: 404 for everything when no internal token is configured,
 /// else the bearer must equal it (compared in constant time).
 pub async fn internal_guard(

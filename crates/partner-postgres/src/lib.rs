@@ -6,6 +6,7 @@
 //! Time always comes in from the domain's `Clock` as a bind parameter; no query calls `now()`.
 
 mod accounts;
+mod catalog;
 mod leads;
 mod orders;
 mod outbox;

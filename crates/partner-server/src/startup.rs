@@ -7,9 +7,11 @@ use actix_web::{App, HttpServer, web};
 use anyhow::Context;
 use partner_domain::account::AccountService;
 use partner_domain::auth::AuthService;
+use partner_domain::catalog::CatalogService;
 use partner_domain::clock::{Clock, SystemClock};
 use partner_domain::cursor::CursorKey;
 use partner_domain::lead::LeadService;
+use partner_domain::links::{LinkBases, LinkService};
 use partner_domain::order::OrderService;
 use partner_domain::payout::PayoutService;
 use partner_domain::random::{Random, SystemRandom};
@@ -77,6 +79,18 @@ impl Application {
             leads: LeadService::new(store.clone(), clock.clone(), rng.clone(), cursor_key),
             orders: OrderService::new(store.clone(), clock.clone(), rng.clone()),
             payouts: PayoutService::new(store.clone(), clock.clone(), rng),
+            links: LinkService::new(
+                store.clone(),
+                store.clone(),
+                store.clone(),
+                LinkBases {
+                    intake: config.intake_url.clone(),
+                    legacy_intake: config.legacy_intake_url.clone(),
+                    care_services: config.care_services_url.clone(),
+                },
+            ),
+            catalog: CatalogService::new(store.clone(), store.clone(), clock.clone()),
+            care_services_enabled: config.care_services_enabled,
             readiness: store,
             clock,
             limiter: RateLimiter::new(config.rate_limit),

@@ -1,9 +1,12 @@
 //! Route table: one module per resource, all mounted here.
 
 mod activity;
+mod catalog;
 mod health;
 mod ingest;
 mod internal;
+mod internal_catalog;
+mod links;
 mod sub_accounts;
 
 use actix_web::middleware::from_fn;
@@ -11,7 +14,7 @@ use actix_web::{HttpResponse, http::StatusCode, web};
 use serde::Serialize;
 
 use crate::error::ApiError;
-use crate::middleware::{internal_guard, partner_guard};
+use crate::middleware::{care_services_enabled, internal_guard, partner_guard};
 use crate::ratelimit::Group;
 
 pub(crate) fn configure(cfg: &mut web::ServiceConfig) {
@@ -35,12 +38,30 @@ pub(crate) fn configure(cfg: &mut web::ServiceConfig) {
                         .route(web::get().to(activity::payouts))
                         .wrap(from_fn(partner_guard(Group::Payouts))),
                 )
+                .service(
+                    resource("/dna-links")
+                        .route(web::get().to(links::dna))
+                        .wrap(from_fn(partner_guard(Group::Links))),
+                )
+                .service(
+                    resource("/medical-intake-links")
+                        .route(web::get().to(links::medical))
+                        .wrap(from_fn(partner_guard(Group::Links))),
+                )
+                .service(
+                    resource("/care-service-links")
+                        .route(web::get().to(links::care))
+                        .wrap(from_fn(partner_guard(Group::Links)))
+                        .wrap(from_fn(care_services_enabled)),
+                )
                 .default_service(web::to(no_route)),
         )
+        .configure(catalog::configure)
         .service(
             web::scope("/internal/v1")
                 .configure(internal::configure)
                 .configure(ingest::configure)
+                .configure(internal_catalog::configure)
                 .default_service(web::to(no_route))
                 .wrap(from_fn(internal_guard)),
         );

@@ -1,0 +1,280 @@
+//! Operator API, "Catalog": medical, DNA and Care Services products, and partners' prices.
+
+use std::collections::BTreeMap;
+
+use actix_web::{http::StatusCode, web};
+use partner_domain::catalog::{
+    CareProduct, CareTier, Category, DnaProduct, MedicalProduct, MedicalTier, PutPriceError, Stored,
+};
+use partner_domain::values::{CareService, Lang, Money, PartnerId, ValueError};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::{Result, data, ok, resource};
+use crate::AppState;
+use crate::error::ApiError;
+use crate::extract::{JsonBody, uuid};
+
+pub(super) fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(resource("/medical-products/{id}").route(web::put().to(put_medical)))
+        .service(resource("/dna-products/{id}").route(web::put().to(put_dna)))
+        .service(resource("/care-service-products/{id}").route(web::put().to(put_care)))
+        .service(
+            resource("/partners/{partner_id}/medical-prices/{product_id}")
+                .route(web::put().to(put_medical_prices)),
+        )
+        .service(
+            resource("/partners/{partner_id}/dna-prices/{product_id}")
+                .route(web::put().to(put_dna_price)),
+        );
+}
+
+fn put_error(e: PutPriceError) -> ApiError {
+    match e {
+        PutPriceError::UnknownPartner => ApiError::not_found("no partner with that partnerId"),
+        PutPriceError::UnknownProduct => ApiError::not_found("no product with that id"),
+        PutPriceError::Invalid(v) => v.into(),
+        PutPriceError::Repo(e) => e.into(),
+    }
+}
+
+fn stored<T: Serialize>((record, created): (Stored<T>, bool)) -> actix_web::HttpResponse {
+    data(
+        if created {
+            StatusCode::CREATED
+        } else {
+            StatusCode::OK
+        },
+        record,
+    )
+}
+
+fn money(v: f64, field: &'static str) -> std::result::Result<Money, ValueError> {
+    Money::parse(v, field)
+}
+
+fn lang(s: &str) -> std::result::Result<Lang, ApiError> {
+    Lang::parse(s).ok_or_else(|| ApiError::invalid("selfHostedLangs entries must be en or es"))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct MedicalTierBody {
+    key: String,
+    label: String,
+    months: u8,
+    min_price: f64,
+    max_price: f64,
+    recommended_price: f64,
+    commission: f64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct MedicalBody {
+    name: String,
+    categories: Vec<String>,
+    details: String,
+    image_url: String,
+    image_file_id: String,
+    image_source_url: String,
+    active: bool,
+    legacy_path: String,
+    self_hosted_slug: Option<String>,
+    self_hosted_langs: Vec<String>,
+    suggested_prices: String,
+    tiers: Vec<MedicalTierBody>,
+}
+
+async fn put_medical(
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+    JsonBody(b): JsonBody<MedicalBody>,
+) -> Result {
+    let product = MedicalProduct {
+        id: uuid(&path, "product id")?,
+        name: b.name,
+        categories: b
+            .categories
+            .iter()
+            .map(|c| {
+                Category::parse(c).ok_or_else(|| {
+                    ApiError::invalid("categories entries must be weight-loss, mens-health, womens-health, hair-loss or wellness")
+                })
+            })
+            .collect::<std::result::Result<_, _>>()?,
+        details: b.details,
+        image_url: b.image_url,
+        image_file_id: uuid(&b.image_file_id, "imageFileId")?,
+        image_source_url: b.image_source_url,
+        active: b.active,
+        legacy_path: b.legacy_path,
+        self_hosted_slug: b.self_hosted_slug,
+        self_hosted_langs: b.self_hosted_langs.iter().map(|l| lang(l)).collect::<std::result::Result<_, _>>()?,
+        suggested_prices: b.suggested_prices,
+        tiers: b
+            .tiers
+            .into_iter()
+            .map(|t| {
+                Ok(MedicalTier {
+                    key: t.key,
+                    label: t.label,
+                    months: t.months,
+                    min_price: money(t.min_price, "tiers.minPrice")?,
+                    max_price: money(t.max_price, "tiers.maxPrice")?,
+                    recommended_price: money(t.recommended_price, "tiers.recommendedPrice")?,
+                    commission: money(t.commission, "tiers.commission")?,
+                })
+            })
+            .collect::<std::result::Result<_, ValueError>>()?,
+    };
+    Ok(stored(
+        state
+            .catalog
+            .put_medical(product)
+            .await
+            .map_err(put_error)?,
+    ))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct DnaBody {
+    product_name: String,
+    description: String,
+    intake_path: String,
+    product_image_url: String,
+    minimum_price: f64,
+    recommended_price: f64,
+    maximum_price: f64,
+    parent_product: Vec<String>,
+    available: bool,
+}
+
+async fn put_dna(
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+    JsonBody(b): JsonBody<DnaBody>,
+) -> Result {
+    let product = DnaProduct {
+        id: uuid(&path, "product id")?,
+        product_name: b.product_name,
+        description: b.description,
+        intake_path: b.intake_path,
+        product_image_url: b.product_image_url,
+        minimum_price: money(b.minimum_price, "minimumPrice")?,
+        recommended_price: money(b.recommended_price, "recommendedPrice")?,
+        maximum_price: money(b.maximum_price, "maximumPrice")?,
+        parent_product: b.parent_product,
+        available: b.available,
+    };
+    Ok(stored(
+        state.catalog.put_dna(product).await.map_err(put_error)?,
+    ))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct CareTierBody {
+    key: String,
+    label: String,
+    months: u8,
+    user_price: f64,
+    commission: f64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct CareBody {
+    service: String,
+    slug: String,
+    product_name: String,
+    description: String,
+    image_url: String,
+    tiers: Vec<CareTierBody>,
+}
+
+async fn put_care(
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+    JsonBody(b): JsonBody<CareBody>,
+) -> Result {
+    let product = CareProduct {
+        id: uuid(&path, "product id")?,
+        service: CareService::parse(&b.service).ok_or_else(|| {
+            ApiError::invalid("service must be primary-care, urgent-care, mental-health, dermatology or veterinary-care")
+        })?,
+        slug: b.slug,
+        product_name: b.product_name,
+        description: b.description,
+        image_url: b.image_url,
+        tiers: b
+            .tiers
+            .into_iter()
+            .map(|t| {
+                Ok(CareTier {
+                    key: t.key,
+                    label: t.label,
+                    months: t.months,
+                    user_price: money(t.user_price, "tiers.userPrice")?,
+                    commission: money(t.commission, "tiers.commission")?,
+                })
+            })
+            .collect::<std::result::Result<_, ValueError>>()?,
+    };
+    Ok(stored(
+        state.catalog.put_care(product).await.map_err(put_error)?,
+    ))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct MedicalPricesBody {
+    tier_prices: BTreeMap<String, f64>,
+}
+
+async fn put_medical_prices(
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+    JsonBody(b): JsonBody<MedicalPricesBody>,
+) -> Result {
+    let partner = PartnerId::parse(&path.0)?;
+    let product = uuid(&path.1, "product id")?;
+    let prices = b
+        .tier_prices
+        .into_iter()
+        .map(|(k, v)| Ok((k, money(v, "tierPrices")?)))
+        .collect::<std::result::Result<BTreeMap<_, _>, ValueError>>()?;
+    state
+        .catalog
+        .put_medical_prices(&partner, product, prices.clone())
+        .await
+        .map_err(put_error)?;
+    Ok(ok(
+        json!({ "partnerId": partner, "productId": product, "tierPrices": prices }),
+    ))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct DnaPriceBody {
+    user_set_price: f64,
+}
+
+async fn put_dna_price(
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+    JsonBody(b): JsonBody<DnaPriceBody>,
+) -> Result {
+    let partner = PartnerId::parse(&path.0)?;
+    let product = uuid(&path.1, "product id")?;
+    let price = money(b.user_set_price, "userSetPrice")?;
+    state
+        .catalog
+        .put_dna_price(&partner, product, price)
+        .await
+        .map_err(put_error)?;
+    Ok(ok(
+        json!({ "partnerId": partner, "productId": product, "userSetPrice": price }),
+    ))
+}

@@ -1,0 +1,94 @@
+//! `GET /api/v1/dna-links`, `/medical-intake-links`, `/care-service-links`.
+
+use actix_web::{HttpRequest, HttpResponse, web};
+use partner_domain::links::{CareQuery, LinkError};
+use partner_domain::values::{CareService, SubId};
+use serde_json::json;
+
+use super::{Result, ok};
+use crate::AppState;
+use crate::error::ApiError;
+use crate::extract::Query;
+use crate::middleware::Caller;
+
+fn link_error(e: LinkError) -> ApiError {
+    match e {
+        LinkError::Forbidden => ApiError::forbidden("DNA links are disabled for this account"),
+        LinkError::UnknownSub => {
+            ApiError::invalid("sub must name an existing sub-account (1-250) of this account")
+        }
+        LinkError::Repo(e) => e.into(),
+    }
+}
+
+fn sub(q: &Query) -> std::result::Result<Option<SubId>, ApiError> {
+    q.get("sub")
+        .map(|s| {
+            SubId::parse(s).map_err(|_| ApiError::invalid("sub must be an integer from 1 to 250"))
+        })
+        .transpose()
+}
+
+pub(super) async fn dna(state: web::Data<AppState>, Caller(me): Caller) -> Result {
+    Ok(ok(state
+        .links
+        .dna_links(&me.partner_id)
+        .await
+        .map_err(link_error)?))
+}
+
+pub(super) async fn medical(
+    state: web::Data<AppState>,
+    Caller(me): Caller,
+    req: HttpRequest,
+) -> Result {
+    let q = Query::of(&req)?;
+    let sub = sub(&q)?;
+    // An unrecognized or unavailable `lang` falls back to the partner default; never an error.
+    let links = state
+        .links
+        .medical_links(&me.partner_id, sub, q.get("lang"))
+        .await
+        .map_err(link_error)?;
+    Ok(HttpResponse::Ok().json(json!({ "data": links, "sub": sub.map(|s| s.to_string()) })))
+}
+
+pub(super) async fn care(
+    state: web::Data<AppState>,
+    Caller(me): Caller,
+    req: HttpRequest,
+) -> Result {
+    let q = Query::of(&req)?;
+    let query = CareQuery {
+        service: q
+            .get("service")
+            .map(|s| {
+                CareService::parse(s).ok_or_else(|| {
+                    ApiError::invalid(
+                        "service must be primary-care, urgent-care, mental-health, dermatology or veterinary-care",
+                    )
+                })
+            })
+            .transpose()?,
+        sub: sub(&q)?,
+        duration: q
+            .get("duration")
+            .map(|d| match d {
+                "1" | "3" | "6" | "12" => d.parse::<u8>().map_err(|_| ApiError::invalid("duration must be 1, 3, 6 or 12")),
+                _ => Err(ApiError::invalid("duration must be 1, 3, 6 or 12")),
+            })
+            .transpose()?,
+        lang: q.get("lang").map(str::to_owned),
+    };
+    let links = state
+        .links
+        .care_links(&me.partner_id, &query)
+        .await
+        .map_err(link_error)?;
+    Ok(HttpResponse::Ok().json(json!({
+        "data": links,
+        "sub": query.sub.map(|s| s.to_string()),
+        "service": query.service.map(CareService::as_str),
+        "duration": query.duration,
+    })))
+}

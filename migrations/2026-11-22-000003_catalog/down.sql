@@ -1,0 +1,2 @@
+DROP TABLE partner_prices;
+DROP TABLE catalog_products;
