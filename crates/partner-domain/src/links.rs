@@ -136,10 +136,11 @@ pub fn lang_param(
     partner: &PartnerSettings,
     offered: &[Lang],
 ) -> Option<Lang> {
-    if let Some(l) = requested.and_then(Lang::parse) {
-        if partner.enabled_langs.contains(&l) && offered.contains(&l) {
-            return Some(l);
-        }
+    if let Some(l) = requested.and_then(Lang::parse)
+        && partner.enabled_langs.contains(&l)
+        && offered.contains(&l)
+    {
+        return Some(l);
     }
     Some(partner.default_lang).filter(|d| offered.contains(d) && *d != Lang::En)
 }
@@ -771,6 +772,7 @@ mod tests {
             &partner(true, Lang::En, &[Lang::En]),
             &product(None, &[]),
             Some(&prices),
+            None,
         );
         assert_eq!(
             (
