@@ -83,6 +83,7 @@ pub async fn seed(config: &Config) -> anyhow::Result<DemoAccess> {
             )
             .await?;
         seed_activity(store.clone(), &partner, rng.clone()).await?;
+        seed_catalog(store.clone(), &partner).await?;
     }
     let user = accounts
         .users(&partner)
@@ -241,6 +242,133 @@ async fn seed_activity(
     Ok(())
 }
 
+fn demo_id(n: u128) -> uuid::Uuid {
+    uuid::Uuid::from_u128(0xd3e0_0000_0000_4000_8000_0000_0000_0000 | n)
+}
+
+/// Products of every kind (medical self-hosted and provider-hosted, DNA, all five Care
+/// Services) and the demo partner's own prices. Catalog records are global and upserted.
+async fn seed_catalog(store: Arc<PgStore>, partner: &PartnerId) -> anyhow::Result<()> {
+    use partner_domain::catalog::{
+        CareProduct, CareTier, CatalogService, Category, DnaProduct, MedicalProduct, MedicalTier,
+    };
+    let catalog = CatalogService::new(store.clone(), store, Arc::new(SystemClock));
+    let usd = |d: i64| Money::from_cents(d * 100);
+    let tier = |key: &str, months: u8, min: i64, rec: i64, max: i64, commission: i64| MedicalTier {
+        key: key.into(),
+        label: format!("{months} month{}", if months == 1 { "" } else { "s" }),
+        months,
+        min_price: usd(min),
+        max_price: usd(max),
+        recommended_price: usd(rec),
+        commission: usd(commission),
+    };
+    let medical = [
+        (
+            1,
+            "Semaglutide",
+            vec![Category::WeightLoss],
+            Some("semaglutide"),
+            vec![Lang::En, Lang::Es],
+            "semaglutide",
+        ),
+        (
+            2,
+            "Tirzepatide",
+            vec![Category::WeightLoss, Category::Wellness],
+            Some("tirzepatide"),
+            vec![Lang::En],
+            "tirzepatide",
+        ),
+        (
+            3,
+            "Finasteride",
+            vec![Category::HairLoss, Category::MensHealth],
+            None,
+            vec![],
+            "hair/finasteride",
+        ),
+        (
+            4,
+            "Estradiol",
+            vec![Category::WomensHealth],
+            None,
+            vec![],
+            "womens/estradiol",
+        ),
+    ];
+    for (n, name, categories, slug, langs, legacy) in medical {
+        catalog
+            .put_medical(MedicalProduct {
+                id: demo_id(n),
+                name: name.into(),
+                categories,
+                details: "Available in most US states".into(),
+                image_url: format!("https://images.example.com/{}.png", name.to_lowercase()),
+                image_file_id: demo_id(100 + n),
+                image_source_url: format!(
+                    "https://images.example.com/source/{}.png",
+                    name.to_lowercase()
+                ),
+                active: true,
+                legacy_path: legacy.into(),
+                self_hosted_slug: slug.map(str::to_owned),
+                self_hosted_langs: langs,
+                suggested_prices: "$199 - $1299".into(),
+                tiers: vec![
+                    tier("m1", 1, 199, 299, 399, 50),
+                    tier("m3", 3, 699, 799, 999, 140),
+                    tier("m6", 6, 1099, 1299, 1499, 250),
+                ],
+            })
+            .await?;
+    }
+    catalog
+        .put_medical_prices(partner, demo_id(1), [("m1".to_owned(), usd(249))].into())
+        .await?;
+    catalog
+        .put_dna(DnaProduct {
+            id: demo_id(10),
+            product_name: "Ancestry + Health DNA Kit".into(),
+            description: "Saliva kit with ancestry and health reports".into(),
+            intake_path: "dna/ancestry-health".into(),
+            product_image_url: "https://images.example.com/dna.png".into(),
+            minimum_price: usd(79),
+            recommended_price: usd(99),
+            maximum_price: usd(149),
+            parent_product: vec!["DNA".into()],
+            available: true,
+        })
+        .await?;
+    catalog
+        .put_dna_price(partner, demo_id(10), usd(119))
+        .await?;
+    for (n, service) in CareService::ALL.into_iter().enumerate() {
+        let tiers = [1u8, 3, 6, 12]
+            .into_iter()
+            .map(|m| CareTier {
+                key: format!("m{m}"),
+                label: format!("{m} month{}", if m == 1 { "" } else { "s" }),
+                months: m,
+                user_price: usd(20 * i64::from(m)),
+                commission: usd(4 * i64::from(m)),
+            })
+            .collect();
+        catalog
+            .put_care(CareProduct {
+                id: demo_id(20 + n as u128),
+                service,
+                slug: service.as_str().into(),
+                product_name: format!("{} membership", service.as_str().replace('-', " ")),
+                description: "Unlimited virtual visits".into(),
+                image_url: format!("https://images.example.com/{}.png", service.as_str()),
+                tiers,
+            })
+            .await?;
+    }
+    Ok(())
+}
+
 /// The lines printed for a newcomer.
 pub fn banner(config: &Config, port: u16, access: &DemoAccess) -> String {
     let host = config.bind.rsplit_once(':').map_or("127.0.0.1", |(h, _)| h);
@@ -254,7 +382,10 @@ pub fn banner(config: &Config, port: u16, access: &DemoAccess) -> String {
          Try:\n\
          curl -s '{base}/api/v1/leads?limit=5' -H 'Authorization: Bearer {t}'\n\
          curl -s '{base}/api/v1/leads?limit=5&includeTest=true' -H 'Authorization: Bearer {t}'\n\
-         curl -s '{base}/api/v1/orders' -H 'Authorization: Bearer {t}'\n",
+         curl -s '{base}/api/v1/orders' -H 'Authorization: Bearer {t}'\n\n\
+         Also: /api/v1/payouts, /api/v1/sub-accounts, /api/v1/medical-intake-links?sub=1,\n\
+         /api/v1/care-service-links?duration=12, /api/v1/dna-links (same header), and the public\n\
+         catalog without a token: curl -s '{base}/api/all-products?partner_id={DEMO_PARTNER}'\n",
         if access.seeded {
             "demo data created"
         } else {

@@ -10,7 +10,8 @@ use actix_web::{Error, HttpRequest, HttpResponse, web};
 use partner_domain::attribution::Attribution;
 use partner_domain::catalog::Category;
 use partner_domain::links::CatalogError;
-use serde_json::json;
+use partner_domain::links::CatalogProduct;
+use serde::Serialize;
 
 use super::Result;
 use crate::AppState;
@@ -32,6 +33,12 @@ pub(super) fn configure(cfg: &mut web::ServiceConfig) {
     );
 }
 
+#[derive(Serialize)]
+struct CatalogBody {
+    products: Vec<CatalogProduct>,
+    count: usize,
+}
+
 async fn list(state: web::Data<AppState>, req: HttpRequest, category: Option<Category>) -> Result {
     let q = Query::of(&req)?;
     let raw = q
@@ -41,9 +48,10 @@ async fn list(state: web::Data<AppState>, req: HttpRequest, category: Option<Cat
     let attribution =
         Attribution::parse(raw).map_err(|_| ApiError::invalid("partner_id is malformed"))?;
     match state.links.catalog(&attribution, category).await {
-        Ok(products) => {
-            Ok(HttpResponse::Ok().json(json!({ "count": products.len(), "products": products })))
-        }
+        Ok(products) => Ok(HttpResponse::Ok().json(CatalogBody {
+            count: products.len(),
+            products,
+        })),
         Err(CatalogError::UnknownPartner) => {
             Err(ApiError::not_found("no active partner has that partner_id"))
         }

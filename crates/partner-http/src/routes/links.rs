@@ -2,14 +2,29 @@
 
 use actix_web::{HttpRequest, HttpResponse, web};
 use partner_domain::links::{CareQuery, LinkError};
+use partner_domain::links::{CareServiceLink, PartnerProductLink};
 use partner_domain::values::{CareService, SubId};
-use serde_json::json;
+use serde::Serialize;
 
 use super::{Result, ok};
 use crate::AppState;
 use crate::error::ApiError;
 use crate::extract::Query;
 use crate::middleware::Caller;
+
+#[derive(Serialize)]
+struct MedicalBody {
+    data: Vec<PartnerProductLink>,
+    sub: Option<String>,
+}
+
+#[derive(Serialize)]
+struct CareBody {
+    data: Vec<CareServiceLink>,
+    sub: Option<String>,
+    service: Option<&'static str>,
+    duration: Option<u8>,
+}
 
 fn link_error(e: LinkError) -> ApiError {
     match e {
@@ -50,7 +65,10 @@ pub(super) async fn medical(
         .medical_links(&me.partner_id, sub, q.get("lang"))
         .await
         .map_err(link_error)?;
-    Ok(HttpResponse::Ok().json(json!({ "data": links, "sub": sub.map(|s| s.to_string()) })))
+    Ok(HttpResponse::Ok().json(MedicalBody {
+        data: links,
+        sub: sub.map(|s| s.to_string()),
+    }))
 }
 
 pub(super) async fn care(
@@ -85,10 +103,10 @@ pub(super) async fn care(
         .care_links(&me.partner_id, &query)
         .await
         .map_err(link_error)?;
-    Ok(HttpResponse::Ok().json(json!({
-        "data": links,
-        "sub": query.sub.map(|s| s.to_string()),
-        "service": query.service.map(CareService::as_str),
-        "duration": query.duration,
-    })))
+    Ok(HttpResponse::Ok().json(CareBody {
+        data: links,
+        sub: query.sub.map(|s| s.to_string()),
+        service: query.service.map(CareService::as_str),
+        duration: query.duration,
+    }))
 }
