@@ -14,6 +14,7 @@ pub mod attribution;
 pub mod auth;
 pub mod catalog;
 pub mod clock;
+pub mod coupon;
 pub mod cursor;
 pub mod error;
 pub mod events;

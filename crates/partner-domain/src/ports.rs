@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 
 use crate::account::{ApiTokenInfo, CareFlags, Partner, PartnerSettings, PortalUser};
 use crate::catalog::{CareProduct, DnaProduct, MedicalProduct, Stored};
+use crate::coupon::{Coupon, CouponCode, CouponQuery, ProductSlug, Redemption};
 use crate::cursor::Position;
 use crate::error::RepoError;
 use crate::events::DomainEvent;
@@ -266,6 +267,37 @@ pub trait CatalogRepo: Send + Sync {
     async fn care_products(&self) -> Result<Vec<CareProduct>, RepoError>;
 }
 
+/// How a write that must be unique ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CouponWrite {
+    Done,
+    /// A code already exists; nothing was written.
+    CodeCollision,
+}
+
+/// Storage of coupons.
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+#[async_trait]
+pub trait CouponRepo: Send + Sync {
+    /// Inserts every coupon in one transaction, or none.
+    async fn insert_bulk(&self, coupons: &[Coupon]) -> Result<CouponWrite, RepoError>;
+    /// One conditional update: the coupon with `code` becomes redeemed if it is active at
+    /// `who.at` and locked to `slug` and `months`. `Err(None)`: no such code; `Err(Some(c))`:
+    /// the coupon as it is, unchanged.
+    async fn redeem(
+        &self,
+        code: &CouponCode,
+        slug: ProductSlug,
+        months: u8,
+        who: &Redemption,
+    ) -> Result<Result<Coupon, Option<Coupon>>, RepoError>;
+    /// The same for `active → void`.
+    async fn void(&self, id: Uuid, now: OffsetDateTime) -> Result<Result<Coupon, Option<Coupon>>, RepoError>;
+    /// A page of the partner's coupons matching the query at `now` (effective statuses), newest
+    /// first, and the count of all that match.
+    async fn list(&self, q: &CouponQuery, now: OffsetDateTime) -> Result<(Vec<Coupon>, u64), RepoError>;
+}
+
 /// Whether the store answers (`/readyz`).
 #[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
 #[async_trait]
@@ -290,5 +322,6 @@ debug_port!(
     OrderRepo,
     PayoutRepo,
     CatalogRepo,
+    CouponRepo,
     Readiness
 );

@@ -1,0 +1,625 @@
+//! Care Services bulk coupon codes: the code itself, product slugs, the state machine
+//! (`active → redeemed`, `active → void`, and `expired` derived from `expiresAt`), listing scope,
+//! and the service the operator and partners go through.
+
+use std::sync::Arc;
+
+use serde::{Serialize, Serializer};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::auth::Principal;
+use crate::clock::Clock;
+use crate::error::RepoError;
+use crate::ports::{AccountRepo, CouponRepo, CouponWrite, SubAccountRepo};
+use crate::random::{Random, new_id, random_string};
+use crate::values::{CareService, Email, PartnerId, SubId, ValueError};
+use crate::wire;
+
+const CODE_ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+/// Codes per bulk order at most.
+pub const MAX_QUANTITY: u32 = 10_000;
+
+/// A coupon code: 12 of `A-Z 0-9`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CouponCode(String);
+
+impl CouponCode {
+    /// A new code from a CSPRNG (36^12, about 62 bits).
+    pub fn mint(rng: &dyn Random) -> Self {
+        Self(random_string(rng, CODE_ALPHABET, 12))
+    }
+
+    /// A code as a patient typed it: trimmed, upper-cased, spaces and hyphens removed.
+    pub fn normalize(input: &str) -> Option<Self> {
+        let s: String = input.trim().chars().filter(|c| *c != ' ' && *c != '-').collect::<String>().to_ascii_uppercase();
+        (s.len() == 12 && s.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())).then_some(Self(s))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Serialize for CouponCode {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
+    }
+}
+
+/// The Care Services products a coupon can be for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ProductSlug {
+    UrgentCare,
+    UrgentPlus,
+    Primary,
+    PrimaryPlus,
+    VetCare,
+    Behavior,
+    PrimaryFamilyPlan,
+    PrimaryFamilyPlanAndDiscountProgram,
+}
+
+impl ProductSlug {
+    pub const ALL: [ProductSlug; 8] = [
+        Self::UrgentCare,
+        Self::UrgentPlus,
+        Self::Primary,
+        Self::PrimaryPlus,
+        Self::VetCare,
+        Self::Behavior,
+        Self::PrimaryFamilyPlan,
+        Self::PrimaryFamilyPlanAndDiscountProgram,
+    ];
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|p| p.as_str() == s)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::UrgentCare => "urgent-care",
+            Self::UrgentPlus => "urgent-plus",
+            Self::Primary => "primary",
+            Self::PrimaryPlus => "primary-plus",
+            Self::VetCare => "vet-care",
+            Self::Behavior => "behavior",
+            Self::PrimaryFamilyPlan => "primary-family-plan",
+            Self::PrimaryFamilyPlanAndDiscountProgram => "primary-family-plan-and-discount-program",
+        }
+    }
+
+    /// The Care Services category the product belongs to (the household plans are primary care).
+    pub fn service(self) -> CareService {
+        match self {
+            Self::UrgentCare | Self::UrgentPlus => CareService::UrgentCare,
+            Self::Primary | Self::PrimaryPlus | Self::PrimaryFamilyPlan | Self::PrimaryFamilyPlanAndDiscountProgram => {
+                CareService::PrimaryCare
+            }
+            Self::VetCare => CareService::VeterinaryCare,
+            Self::Behavior => CareService::MentalHealth,
+        }
+    }
+}
+
+impl Serialize for ProductSlug {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+/// Membership durations a coupon can be locked to.
+pub fn parse_months(n: i64) -> Result<u8, ValueError> {
+    match n {
+        1 | 3 | 6 | 12 => Ok(n as u8),
+        _ => Err(ValueError::invalid("months", "must be 1, 3, 6 or 12")),
+    }
+}
+
+/// What partners see. `Expired` is never stored: it is an `active` coupon past `expiresAt`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CouponStatus {
+    Active,
+    Redeemed,
+    Void,
+    Expired,
+}
+
+impl CouponStatus {
+    pub const ALL: [CouponStatus; 4] = [Self::Active, Self::Redeemed, Self::Void, Self::Expired];
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|c| c.as_str() == s)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Active => "active",
+            Self::Redeemed => "redeemed",
+            Self::Void => "void",
+            Self::Expired => "expired",
+        }
+    }
+
+    /// `active,redeemed`: a comma-separated subset (duplicates ignored).
+    pub fn parse_list(s: &str) -> Result<Vec<Self>, ValueError> {
+        let mut out = Vec::new();
+        for part in s.split(',') {
+            let st = Self::parse(part.trim())
+                .ok_or(ValueError::invalid("status", "a comma-separated subset of active,redeemed,void,expired"))?;
+            if !out.contains(&st) {
+                out.push(st);
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl Serialize for CouponStatus {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+/// The states a coupon is stored in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoredStatus {
+    Active,
+    Redeemed,
+    Void,
+}
+
+impl StoredStatus {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "active" => Some(Self::Active),
+            "redeemed" => Some(Self::Redeemed),
+            "void" => Some(Self::Void),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Active => "active",
+            Self::Redeemed => "redeemed",
+            Self::Void => "void",
+        }
+    }
+}
+
+/// Who redeemed a coupon.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Redemption {
+    pub at: OffsetDateTime,
+    pub email: String,
+    pub provider_primary_external_id: String,
+}
+
+/// A stored coupon.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Coupon {
+    pub id: Uuid,
+    pub code: CouponCode,
+    pub partner_id: PartnerId,
+    pub sub_id: Option<SubId>,
+    pub product_slug: ProductSlug,
+    pub months: u8,
+    pub status: StoredStatus,
+    pub expires_at: Option<OffsetDateTime>,
+    pub redemption: Option<Redemption>,
+    pub bulk_order_id: Uuid,
+    pub purchaser_email: String,
+    pub purchaser_source: String,
+    pub unit_price_cents: i64,
+    pub notes: Option<String>,
+    pub created_at: OffsetDateTime,
+}
+
+/// Why a coupon cannot be redeemed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum RedeemRefusal {
+    /// Redeemed, void or expired (409).
+    #[error("the coupon is {0:?}, not active")]
+    NotActive(CouponStatus),
+    /// The request names another product or duration than the coupon is locked to (400).
+    #[error("the coupon is for another product or duration")]
+    Mismatch,
+}
+
+impl Coupon {
+    /// `expired` when active and past `expiresAt`; else the stored status.
+    pub fn status_at(&self, now: OffsetDateTime) -> CouponStatus {
+        match self.status {
+            StoredStatus::Active if self.expires_at.is_some_and(|e| e <= now) => CouponStatus::Expired,
+            StoredStatus::Active => CouponStatus::Active,
+            StoredStatus::Redeemed => CouponStatus::Redeemed,
+            StoredStatus::Void => CouponStatus::Void,
+        }
+    }
+
+    /// The `active → redeemed` transition's condition: active now, for that product and
+    /// duration. (Storage applies it in one conditional update; this explains a refusal.)
+    pub fn can_redeem(&self, slug: ProductSlug, months: u8, now: OffsetDateTime) -> Result<(), RedeemRefusal> {
+        match self.status_at(now) {
+            CouponStatus::Active if self.product_slug == slug && self.months == months => Ok(()),
+            CouponStatus::Active => Err(RedeemRefusal::Mismatch),
+            other => Err(RedeemRefusal::NotActive(other)),
+        }
+    }
+
+    /// The `active → void` transition's condition (an expired coupon is not active).
+    pub fn can_void(&self, now: OffsetDateTime) -> Result<(), RedeemRefusal> {
+        match self.status_at(now) {
+            CouponStatus::Active => Ok(()),
+            other => Err(RedeemRefusal::NotActive(other)),
+        }
+    }
+
+    pub fn row(&self, now: OffsetDateTime) -> CouponRow {
+        CouponRow {
+            id: self.id,
+            code: self.code.clone(),
+            partner_id: self.partner_id.clone(),
+            sub_account_id: self.sub_id.map(|s| s.to_string()),
+            product_slug: self.product_slug,
+            months: self.months,
+            status: self.status_at(now),
+            expires_at: self.expires_at,
+            redeemed_at: self.redemption.as_ref().map(|r| r.at),
+            redeemed_email: self.redemption.as_ref().map(|r| r.email.clone()),
+            redeemed_provider_primary_external_id: self.redemption.as_ref().map(|r| r.provider_primary_external_id.clone()),
+            bulk_order_id: self.bulk_order_id,
+            purchaser_email: self.purchaser_email.clone(),
+            purchaser_source: self.purchaser_source.clone(),
+            unit_price_cents: self.unit_price_cents,
+            notes: self.notes.clone(),
+            created_at: self.created_at,
+        }
+    }
+}
+
+/// `CareServiceCoupon` of the spec (plus `subAccountId`, the attributed sub-account's subId).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CouponRow {
+    pub id: Uuid,
+    pub code: CouponCode,
+    pub partner_id: PartnerId,
+    pub sub_account_id: Option<String>,
+    pub product_slug: ProductSlug,
+    pub months: u8,
+    pub status: CouponStatus,
+    #[serde(serialize_with = "wire::ts_opt")]
+    pub expires_at: Option<OffsetDateTime>,
+    #[serde(serialize_with = "wire::ts_opt")]
+    pub redeemed_at: Option<OffsetDateTime>,
+    pub redeemed_email: Option<String>,
+    pub redeemed_provider_primary_external_id: Option<String>,
+    pub bulk_order_id: Uuid,
+    pub purchaser_email: String,
+    pub purchaser_source: String,
+    pub unit_price_cents: i64,
+    pub notes: Option<String>,
+    #[serde(serialize_with = "wire::ts")]
+    pub created_at: OffsetDateTime,
+}
+
+/// Whose coupons a listing shows: the caller's partner by default; an admin may name any
+/// partner; a non-admin naming another partner is refused.
+pub fn listing_scope(caller: &Principal, requested: Option<&str>) -> Result<PartnerId, ScopeError> {
+    match requested {
+        None => Ok(caller.partner_id.clone()),
+        Some(raw) => {
+            let p = PartnerId::parse(raw).map_err(|_| ScopeError::Malformed)?;
+            if caller.admin || p == caller.partner_id { Ok(p) } else { Err(ScopeError::Forbidden) }
+        }
+    }
+}
+
+/// Errors of [`listing_scope`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum ScopeError {
+    #[error("partner_id is malformed")]
+    Malformed,
+    #[error("only admin tokens may list another partner's coupons")]
+    Forbidden,
+}
+
+/// A listing request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CouponQuery {
+    pub partner: PartnerId,
+    /// Empty: every status.
+    pub statuses: Vec<CouponStatus>,
+    pub product_slug: Option<ProductSlug>,
+    pub limit: u16,
+    pub offset: u64,
+}
+
+/// One page of a listing, with the count of all matching coupons.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CouponPage {
+    pub items: Vec<CouponRow>,
+    pub total: u64,
+}
+
+/// A bulk order as the operator places it, already parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BulkOrderRequest {
+    pub partner_id: PartnerId,
+    pub sub_id: Option<SubId>,
+    pub product_slug: ProductSlug,
+    pub months: u8,
+    pub quantity: u32,
+    pub unit_price_cents: i64,
+    pub purchaser_email: Email,
+    pub purchaser_source: String,
+    pub expires_at: Option<OffsetDateTime>,
+    pub notes: Option<String>,
+}
+
+/// Errors of [`CouponService::issue`].
+#[derive(Debug, thiserror::Error)]
+pub enum IssueError {
+    #[error("no partner with that partnerId")]
+    UnknownPartner,
+    #[error("subAccountId must be an existing sub-account of the partner")]
+    UnknownSubAccount,
+    #[error("expiresAt must be in the future")]
+    ExpiryPast,
+    #[error(transparent)]
+    Repo(#[from] RepoError),
+}
+
+/// Errors of [`CouponService::redeem`] and [`CouponService::void`].
+#[derive(Debug, thiserror::Error)]
+pub enum TransitionError {
+    #[error("no such coupon")]
+    NotFound,
+    #[error(transparent)]
+    Refused(RedeemRefusal),
+    #[error(transparent)]
+    Repo(#[from] RepoError),
+}
+
+/// The issued bulk order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BulkOrder {
+    pub bulk_order_id: Uuid,
+    pub coupons: Vec<CouponRow>,
+}
+
+/// Coupon issuance, redemption, voiding and listing.
+#[derive(Debug, Clone)]
+pub struct CouponService {
+    repo: Arc<dyn CouponRepo>,
+    accounts: Arc<dyn AccountRepo>,
+    subs: Arc<dyn SubAccountRepo>,
+    clock: Arc<dyn Clock>,
+    rng: Arc<dyn Random>,
+}
+
+impl CouponService {
+    pub fn new(
+        repo: Arc<dyn CouponRepo>,
+        accounts: Arc<dyn AccountRepo>,
+        subs: Arc<dyn SubAccountRepo>,
+        clock: Arc<dyn Clock>,
+        rng: Arc<dyn Random>,
+    ) -> Self {
+        Self { repo, accounts, subs, clock, rng }
+    }
+
+    /// Issues `quantity` codes in one transaction. Codes are unique across the table; on the
+    /// (astronomically rare) collision the whole order is retried with fresh codes.
+    pub async fn issue(&self, req: BulkOrderRequest) -> Result<BulkOrder, IssueError> {
+        let now = self.clock.now();
+        if req.expires_at.is_some_and(|e| e <= now) {
+            return Err(IssueError::ExpiryPast);
+        }
+        if self.accounts.partner(&req.partner_id).await?.is_none() {
+            return Err(IssueError::UnknownPartner);
+        }
+        if let Some(s) = req.sub_id
+            && !self.subs.exists(&req.partner_id, s).await?
+        {
+            return Err(IssueError::UnknownSubAccount);
+        }
+        let bulk_order_id = new_id(self.rng.as_ref());
+        for _ in 0..3 {
+            let coupons = self.mint(&req, bulk_order_id, now);
+            if self.repo.insert_bulk(&coupons).await? == CouponWrite::Done {
+                return Ok(BulkOrder { bulk_order_id, coupons: coupons.iter().map(|c| c.row(now)).collect() });
+            }
+        }
+        Err(RepoError::new("coupon codes collided three times").into())
+    }
+
+    fn mint(&self, req: &BulkOrderRequest, bulk_order_id: Uuid, now: OffsetDateTime) -> Vec<Coupon> {
+        let mut codes = std::collections::HashSet::with_capacity(req.quantity as usize);
+        let mut out = Vec::with_capacity(req.quantity as usize);
+        while out.len() < req.quantity as usize {
+            let code = CouponCode::mint(self.rng.as_ref());
+            if !codes.insert(code.clone()) {
+                continue;
+            }
+            out.push(Coupon {
+                id: new_id(self.rng.as_ref()),
+                code,
+                partner_id: req.partner_id.clone(),
+                sub_id: req.sub_id,
+                product_slug: req.product_slug,
+                months: req.months,
+                status: StoredStatus::Active,
+                expires_at: req.expires_at,
+                redemption: None,
+                bulk_order_id,
+                purchaser_email: req.purchaser_email.to_string(),
+                purchaser_source: req.purchaser_source.clone(),
+                unit_price_cents: req.unit_price_cents,
+                notes: req.notes.clone(),
+                created_at: now,
+            });
+        }
+        out
+    }
+
+    /// Redeems a code: exactly one of any number of concurrent attempts succeeds.
+    pub async fn redeem(
+        &self,
+        code: &CouponCode,
+        slug: ProductSlug,
+        months: u8,
+        who: Redemption,
+    ) -> Result<CouponRow, TransitionError> {
+        let now = who.at;
+        match self.repo.redeem(code, slug, months, &who).await? {
+            Ok(c) => Ok(c.row(now)),
+            Err(None) => Err(TransitionError::NotFound),
+            Err(Some(c)) => Err(TransitionError::Refused(c.can_redeem(slug, months, now).err().unwrap_or(
+                // The update lost a race to a concurrent redemption or void.
+                RedeemRefusal::NotActive(c.status_at(now)),
+            ))),
+        }
+    }
+
+    /// A redemption by `email` happening now.
+    pub fn redemption(&self, email: &Email, provider_primary_external_id: String) -> Redemption {
+        Redemption { at: self.clock.now(), email: email.to_string(), provider_primary_external_id }
+    }
+
+    pub async fn void(&self, id: Uuid) -> Result<CouponRow, TransitionError> {
+        let now = self.clock.now();
+        match self.repo.void(id, now).await? {
+            Ok(c) => Ok(c.row(now)),
+            Err(None) => Err(TransitionError::NotFound),
+            Err(Some(c)) => Err(TransitionError::Refused(
+                c.can_void(now).err().unwrap_or(RedeemRefusal::NotActive(c.status_at(now))),
+            )),
+        }
+    }
+
+    pub async fn list(&self, q: &CouponQuery) -> Result<CouponPage, RepoError> {
+        let now = self.clock.now();
+        let (coupons, total) = self.repo.list(q, now).await?;
+        Ok(CouponPage { items: coupons.iter().map(|c| c.row(now)).collect(), total })
+    }
+
+    pub fn now(&self) -> OffsetDateTime {
+        self.clock.now()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::random::SystemRandom;
+    use time::macros::datetime;
+
+    const NOW: OffsetDateTime = datetime!(2026-11-21 10:00 UTC);
+
+    fn coupon(status: StoredStatus, expires_at: Option<OffsetDateTime>) -> Coupon {
+        Coupon {
+            id: Uuid::nil(),
+            code: CouponCode::normalize("ABCD-EFGH-1234").expect("code"),
+            partner_id: PartnerId::parse("acme").expect("id"),
+            sub_id: None,
+            product_slug: ProductSlug::Primary,
+            months: 12,
+            status,
+            expires_at,
+            redemption: None,
+            bulk_order_id: Uuid::nil(),
+            purchaser_email: "buyer@acme.test".into(),
+            purchaser_source: "portal".into(),
+            unit_price_cents: 9900,
+            notes: None,
+            created_at: NOW,
+        }
+    }
+
+    #[test]
+    fn codes_are_minted_from_the_alphabet_and_normalized_on_input() {
+        let rng = SystemRandom::new();
+        let c = CouponCode::mint(&rng);
+        assert_eq!(c.as_str().len(), 12);
+        assert!(c.as_str().bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit()));
+        assert_eq!(CouponCode::normalize(c.as_str()), Some(c));
+        assert_eq!(CouponCode::normalize("  abcd-efgh 1234 ").map(|c| c.0), Some("ABCDEFGH1234".into()));
+        for bad in ["", "ABCDEFGH123", "ABCDEFGH12345", "ABCDEFGH123!", "ÄBCDEFGH1234", "ABCD_EFGH_12"] {
+            assert!(CouponCode::normalize(bad).is_none(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn slugs_map_to_services() {
+        assert_eq!(ProductSlug::PrimaryFamilyPlan.service(), CareService::PrimaryCare);
+        assert_eq!(ProductSlug::PrimaryFamilyPlanAndDiscountProgram.service(), CareService::PrimaryCare);
+        assert_eq!(ProductSlug::Behavior.service(), CareService::MentalHealth);
+        assert_eq!(ProductSlug::VetCare.service(), CareService::VeterinaryCare);
+        assert_eq!(ProductSlug::UrgentPlus.service(), CareService::UrgentCare);
+        for p in ProductSlug::ALL {
+            assert_eq!(ProductSlug::parse(p.as_str()), Some(p));
+        }
+        assert_eq!(ProductSlug::parse("primary-care"), None);
+    }
+
+    #[test]
+    fn state_machine() {
+        let active = coupon(StoredStatus::Active, Some(NOW + time::Duration::DAY));
+        assert_eq!(active.status_at(NOW), CouponStatus::Active);
+        assert_eq!(active.can_redeem(ProductSlug::Primary, 12, NOW), Ok(()));
+        assert_eq!(active.can_redeem(ProductSlug::PrimaryPlus, 12, NOW), Err(RedeemRefusal::Mismatch));
+        assert_eq!(active.can_redeem(ProductSlug::Primary, 6, NOW), Err(RedeemRefusal::Mismatch));
+        assert_eq!(active.can_void(NOW), Ok(()));
+        // Derived expiry: reads as expired, can be neither redeemed nor voided.
+        let later = NOW + time::Duration::DAY;
+        assert_eq!(active.status_at(later), CouponStatus::Expired);
+        assert_eq!(active.can_redeem(ProductSlug::Primary, 12, later), Err(RedeemRefusal::NotActive(CouponStatus::Expired)));
+        assert_eq!(active.can_void(later), Err(RedeemRefusal::NotActive(CouponStatus::Expired)));
+        for (s, st) in [(StoredStatus::Redeemed, CouponStatus::Redeemed), (StoredStatus::Void, CouponStatus::Void)] {
+            let c = coupon(s, None);
+            assert_eq!(c.can_redeem(ProductSlug::Primary, 12, NOW), Err(RedeemRefusal::NotActive(st)));
+            assert_eq!(c.can_void(NOW), Err(RedeemRefusal::NotActive(st)));
+        }
+        assert_eq!(coupon(StoredStatus::Active, None).status_at(later), CouponStatus::Active, "no expiry");
+    }
+
+    #[test]
+    fn status_lists_and_months() {
+        assert_eq!(CouponStatus::parse_list("active,expired,active"), Ok(vec![CouponStatus::Active, CouponStatus::Expired]));
+        assert!(CouponStatus::parse_list("active,used").is_err());
+        assert!(CouponStatus::parse_list("").is_err());
+        assert!(parse_months(12).is_ok() && parse_months(2).is_err() && parse_months(0).is_err());
+    }
+
+    #[test]
+    fn listing_scope_rules() {
+        let me = |admin| Principal {
+            token_id: Uuid::nil(),
+            user_id: Uuid::nil(),
+            partner_id: PartnerId::parse("acme").expect("id"),
+            admin,
+        };
+        assert_eq!(listing_scope(&me(false), None).map(|p| p.to_string()), Ok("acme".into()));
+        assert_eq!(listing_scope(&me(false), Some("acme")).map(|p| p.to_string()), Ok("acme".into()));
+        assert_eq!(listing_scope(&me(false), Some("beta")), Err(ScopeError::Forbidden));
+        assert_eq!(listing_scope(&me(true), Some("beta")).map(|p| p.to_string()), Ok("beta".into()));
+        assert_eq!(listing_scope(&me(true), Some("a b")), Err(ScopeError::Malformed));
+        assert_eq!(listing_scope(&me(false), Some("")), Err(ScopeError::Malformed));
+    }
+
+    #[test]
+    fn row_renders_derived_status_and_redemption() {
+        let mut c = coupon(StoredStatus::Redeemed, None);
+        c.redemption = Some(Redemption { at: NOW, email: "pat@x.co".into(), provider_primary_external_id: "ext-1".into() });
+        let v = serde_json::to_value(c.row(NOW)).expect("json");
+        assert_eq!(v["status"], "redeemed");
+        assert_eq!(v["redeemedAt"], "2026-11-21T10:00:00.000Z");
+        assert_eq!(v["redeemedProviderPrimaryExternalId"], "ext-1");
+        assert_eq!(v["code"], "ABCDEFGH1234");
+        assert!(v["subAccountId"].is_null());
+    }
+}
