@@ -32,8 +32,16 @@ impl CouponCode {
 
     /// A code as a patient typed it: trimmed, upper-cased, spaces and hyphens removed.
     pub fn normalize(input: &str) -> Option<Self> {
-        let s: String = input.trim().chars().filter(|c| *c != ' ' && *c != '-').collect::<String>().to_ascii_uppercase();
-        (s.len() == 12 && s.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())).then_some(Self(s))
+        let s: String = input
+            .trim()
+            .chars()
+            .filter(|c| *c != ' ' && *c != '-')
+            .collect::<String>()
+            .to_ascii_uppercase();
+        (s.len() == 12
+            && s.bytes()
+                .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit()))
+        .then_some(Self(s))
     }
 
     pub fn as_str(&self) -> &str {
@@ -93,9 +101,10 @@ impl ProductSlug {
     pub fn service(self) -> CareService {
         match self {
             Self::UrgentCare | Self::UrgentPlus => CareService::UrgentCare,
-            Self::Primary | Self::PrimaryPlus | Self::PrimaryFamilyPlan | Self::PrimaryFamilyPlanAndDiscountProgram => {
-                CareService::PrimaryCare
-            }
+            Self::Primary
+            | Self::PrimaryPlus
+            | Self::PrimaryFamilyPlan
+            | Self::PrimaryFamilyPlanAndDiscountProgram => CareService::PrimaryCare,
             Self::VetCare => CareService::VeterinaryCare,
             Self::Behavior => CareService::MentalHealth,
         }
@@ -145,8 +154,10 @@ impl CouponStatus {
     pub fn parse_list(s: &str) -> Result<Vec<Self>, ValueError> {
         let mut out = Vec::new();
         for part in s.split(',') {
-            let st = Self::parse(part.trim())
-                .ok_or(ValueError::invalid("status", "a comma-separated subset of active,redeemed,void,expired"))?;
+            let st = Self::parse(part.trim()).ok_or(ValueError::invalid(
+                "status",
+                "a comma-separated subset of active,redeemed,void,expired",
+            ))?;
             if !out.contains(&st) {
                 out.push(st);
             }
@@ -231,7 +242,9 @@ impl Coupon {
     /// `expired` when active and past `expiresAt`; else the stored status.
     pub fn status_at(&self, now: OffsetDateTime) -> CouponStatus {
         match self.status {
-            StoredStatus::Active if self.expires_at.is_some_and(|e| e <= now) => CouponStatus::Expired,
+            StoredStatus::Active if self.expires_at.is_some_and(|e| e <= now) => {
+                CouponStatus::Expired
+            }
             StoredStatus::Active => CouponStatus::Active,
             StoredStatus::Redeemed => CouponStatus::Redeemed,
             StoredStatus::Void => CouponStatus::Void,
@@ -240,7 +253,12 @@ impl Coupon {
 
     /// The `active → redeemed` transition's condition: active now, for that product and
     /// duration. (Storage applies it in one conditional update; this explains a refusal.)
-    pub fn can_redeem(&self, slug: ProductSlug, months: u8, now: OffsetDateTime) -> Result<(), RedeemRefusal> {
+    pub fn can_redeem(
+        &self,
+        slug: ProductSlug,
+        months: u8,
+        now: OffsetDateTime,
+    ) -> Result<(), RedeemRefusal> {
         match self.status_at(now) {
             CouponStatus::Active if self.product_slug == slug && self.months == months => Ok(()),
             CouponStatus::Active => Err(RedeemRefusal::Mismatch),
@@ -268,7 +286,10 @@ impl Coupon {
             expires_at: self.expires_at,
             redeemed_at: self.redemption.as_ref().map(|r| r.at),
             redeemed_email: self.redemption.as_ref().map(|r| r.email.clone()),
-            redeemed_provider_primary_external_id: self.redemption.as_ref().map(|r| r.provider_primary_external_id.clone()),
+            redeemed_provider_primary_external_id: self
+                .redemption
+                .as_ref()
+                .map(|r| r.provider_primary_external_id.clone()),
             bulk_order_id: self.bulk_order_id,
             purchaser_email: self.purchaser_email.clone(),
             purchaser_source: self.purchaser_source.clone(),
@@ -312,7 +333,11 @@ pub fn listing_scope(caller: &Principal, requested: Option<&str>) -> Result<Part
         None => Ok(caller.partner_id.clone()),
         Some(raw) => {
             let p = PartnerId::parse(raw).map_err(|_| ScopeError::Malformed)?;
-            if caller.admin || p == caller.partner_id { Ok(p) } else { Err(ScopeError::Forbidden) }
+            if caller.admin || p == caller.partner_id {
+                Ok(p)
+            } else {
+                Err(ScopeError::Forbidden)
+            }
         }
     }
 }
@@ -409,7 +434,13 @@ impl CouponService {
         clock: Arc<dyn Clock>,
         rng: Arc<dyn Random>,
     ) -> Self {
-        Self { repo, accounts, subs, clock, rng }
+        Self {
+            repo,
+            accounts,
+            subs,
+            clock,
+            rng,
+        }
     }
 
     /// Issues `quantity` codes in one transaction. Codes are unique across the table; on the
@@ -431,13 +462,21 @@ impl CouponService {
         for _ in 0..3 {
             let coupons = self.mint(&req, bulk_order_id, now);
             if self.repo.insert_bulk(&coupons).await? == CouponWrite::Done {
-                return Ok(BulkOrder { bulk_order_id, coupons: coupons.iter().map(|c| c.row(now)).collect() });
+                return Ok(BulkOrder {
+                    bulk_order_id,
+                    coupons: coupons.iter().map(|c| c.row(now)).collect(),
+                });
             }
         }
         Err(RepoError::new("coupon codes collided three times").into())
     }
 
-    fn mint(&self, req: &BulkOrderRequest, bulk_order_id: Uuid, now: OffsetDateTime) -> Vec<Coupon> {
+    fn mint(
+        &self,
+        req: &BulkOrderRequest,
+        bulk_order_id: Uuid,
+        now: OffsetDateTime,
+    ) -> Vec<Coupon> {
         let mut codes = std::collections::HashSet::with_capacity(req.quantity as usize);
         let mut out = Vec::with_capacity(req.quantity as usize);
         while out.len() < req.quantity as usize {
@@ -478,16 +517,22 @@ impl CouponService {
         match self.repo.redeem(code, slug, months, &who).await? {
             Ok(c) => Ok(c.row(now)),
             Err(None) => Err(TransitionError::NotFound),
-            Err(Some(c)) => Err(TransitionError::Refused(c.can_redeem(slug, months, now).err().unwrap_or(
-                // The update lost a race to a concurrent redemption or void.
-                RedeemRefusal::NotActive(c.status_at(now)),
-            ))),
+            Err(Some(c)) => Err(TransitionError::Refused(
+                c.can_redeem(slug, months, now).err().unwrap_or(
+                    // The update lost a race to a concurrent redemption or void.
+                    RedeemRefusal::NotActive(c.status_at(now)),
+                ),
+            )),
         }
     }
 
     /// A redemption by `email` happening now.
     pub fn redemption(&self, email: &Email, provider_primary_external_id: String) -> Redemption {
-        Redemption { at: self.clock.now(), email: email.to_string(), provider_primary_external_id }
+        Redemption {
+            at: self.clock.now(),
+            email: email.to_string(),
+            provider_primary_external_id,
+        }
     }
 
     pub async fn void(&self, id: Uuid) -> Result<CouponRow, TransitionError> {
@@ -496,7 +541,9 @@ impl CouponService {
             Ok(c) => Ok(c.row(now)),
             Err(None) => Err(TransitionError::NotFound),
             Err(Some(c)) => Err(TransitionError::Refused(
-                c.can_void(now).err().unwrap_or(RedeemRefusal::NotActive(c.status_at(now))),
+                c.can_void(now)
+                    .err()
+                    .unwrap_or(RedeemRefusal::NotActive(c.status_at(now))),
             )),
         }
     }
@@ -504,7 +551,10 @@ impl CouponService {
     pub async fn list(&self, q: &CouponQuery) -> Result<CouponPage, RepoError> {
         let now = self.clock.now();
         let (coupons, total) = self.repo.list(q, now).await?;
-        Ok(CouponPage { items: coupons.iter().map(|c| c.row(now)).collect(), total })
+        Ok(CouponPage {
+            items: coupons.iter().map(|c| c.row(now)).collect(),
+            total,
+        })
     }
 
     pub fn now(&self) -> OffsetDateTime {
@@ -545,18 +595,38 @@ mod tests {
         let rng = SystemRandom::new();
         let c = CouponCode::mint(&rng);
         assert_eq!(c.as_str().len(), 12);
-        assert!(c.as_str().bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit()));
+        assert!(
+            c.as_str()
+                .bytes()
+                .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
+        );
         assert_eq!(CouponCode::normalize(c.as_str()), Some(c));
-        assert_eq!(CouponCode::normalize("  abcd-efgh 1234 ").map(|c| c.0), Some("ABCDEFGH1234".into()));
-        for bad in ["", "ABCDEFGH123", "ABCDEFGH12345", "ABCDEFGH123!", "ÄBCDEFGH1234", "ABCD_EFGH_12"] {
+        assert_eq!(
+            CouponCode::normalize("  abcd-efgh 1234 ").map(|c| c.0),
+            Some("ABCDEFGH1234".into())
+        );
+        for bad in [
+            "",
+            "ABCDEFGH123",
+            "ABCDEFGH12345",
+            "ABCDEFGH123!",
+            "ÄBCDEFGH1234",
+            "ABCD_EFGH_12",
+        ] {
             assert!(CouponCode::normalize(bad).is_none(), "{bad}");
         }
     }
 
     #[test]
     fn slugs_map_to_services() {
-        assert_eq!(ProductSlug::PrimaryFamilyPlan.service(), CareService::PrimaryCare);
-        assert_eq!(ProductSlug::PrimaryFamilyPlanAndDiscountProgram.service(), CareService::PrimaryCare);
+        assert_eq!(
+            ProductSlug::PrimaryFamilyPlan.service(),
+            CareService::PrimaryCare
+        );
+        assert_eq!(
+            ProductSlug::PrimaryFamilyPlanAndDiscountProgram.service(),
+            CareService::PrimaryCare
+        );
         assert_eq!(ProductSlug::Behavior.service(), CareService::MentalHealth);
         assert_eq!(ProductSlug::VetCare.service(), CareService::VeterinaryCare);
         assert_eq!(ProductSlug::UrgentPlus.service(), CareService::UrgentCare);
@@ -571,25 +641,50 @@ mod tests {
         let active = coupon(StoredStatus::Active, Some(NOW + time::Duration::DAY));
         assert_eq!(active.status_at(NOW), CouponStatus::Active);
         assert_eq!(active.can_redeem(ProductSlug::Primary, 12, NOW), Ok(()));
-        assert_eq!(active.can_redeem(ProductSlug::PrimaryPlus, 12, NOW), Err(RedeemRefusal::Mismatch));
-        assert_eq!(active.can_redeem(ProductSlug::Primary, 6, NOW), Err(RedeemRefusal::Mismatch));
+        assert_eq!(
+            active.can_redeem(ProductSlug::PrimaryPlus, 12, NOW),
+            Err(RedeemRefusal::Mismatch)
+        );
+        assert_eq!(
+            active.can_redeem(ProductSlug::Primary, 6, NOW),
+            Err(RedeemRefusal::Mismatch)
+        );
         assert_eq!(active.can_void(NOW), Ok(()));
         // Derived expiry: reads as expired, can be neither redeemed nor voided.
         let later = NOW + time::Duration::DAY;
         assert_eq!(active.status_at(later), CouponStatus::Expired);
-        assert_eq!(active.can_redeem(ProductSlug::Primary, 12, later), Err(RedeemRefusal::NotActive(CouponStatus::Expired)));
-        assert_eq!(active.can_void(later), Err(RedeemRefusal::NotActive(CouponStatus::Expired)));
-        for (s, st) in [(StoredStatus::Redeemed, CouponStatus::Redeemed), (StoredStatus::Void, CouponStatus::Void)] {
+        assert_eq!(
+            active.can_redeem(ProductSlug::Primary, 12, later),
+            Err(RedeemRefusal::NotActive(CouponStatus::Expired))
+        );
+        assert_eq!(
+            active.can_void(later),
+            Err(RedeemRefusal::NotActive(CouponStatus::Expired))
+        );
+        for (s, st) in [
+            (StoredStatus::Redeemed, CouponStatus::Redeemed),
+            (StoredStatus::Void, CouponStatus::Void),
+        ] {
             let c = coupon(s, None);
-            assert_eq!(c.can_redeem(ProductSlug::Primary, 12, NOW), Err(RedeemRefusal::NotActive(st)));
+            assert_eq!(
+                c.can_redeem(ProductSlug::Primary, 12, NOW),
+                Err(RedeemRefusal::NotActive(st))
+            );
             assert_eq!(c.can_void(NOW), Err(RedeemRefusal::NotActive(st)));
         }
-        assert_eq!(coupon(StoredStatus::Active, None).status_at(later), CouponStatus::Active, "no expiry");
+        assert_eq!(
+            coupon(StoredStatus::Active, None).status_at(later),
+            CouponStatus::Active,
+            "no expiry"
+        );
     }
 
     #[test]
     fn status_lists_and_months() {
-        assert_eq!(CouponStatus::parse_list("active,expired,active"), Ok(vec![CouponStatus::Active, CouponStatus::Expired]));
+        assert_eq!(
+            CouponStatus::parse_list("active,expired,active"),
+            Ok(vec![CouponStatus::Active, CouponStatus::Expired])
+        );
         assert!(CouponStatus::parse_list("active,used").is_err());
         assert!(CouponStatus::parse_list("").is_err());
         assert!(parse_months(12).is_ok() && parse_months(2).is_err() && parse_months(0).is_err());
@@ -603,18 +698,40 @@ mod tests {
             partner_id: PartnerId::parse("acme").expect("id"),
             admin,
         };
-        assert_eq!(listing_scope(&me(false), None).map(|p| p.to_string()), Ok("acme".into()));
-        assert_eq!(listing_scope(&me(false), Some("acme")).map(|p| p.to_string()), Ok("acme".into()));
-        assert_eq!(listing_scope(&me(false), Some("beta")), Err(ScopeError::Forbidden));
-        assert_eq!(listing_scope(&me(true), Some("beta")).map(|p| p.to_string()), Ok("beta".into()));
-        assert_eq!(listing_scope(&me(true), Some("a b")), Err(ScopeError::Malformed));
-        assert_eq!(listing_scope(&me(false), Some("")), Err(ScopeError::Malformed));
+        assert_eq!(
+            listing_scope(&me(false), None).map(|p| p.to_string()),
+            Ok("acme".into())
+        );
+        assert_eq!(
+            listing_scope(&me(false), Some("acme")).map(|p| p.to_string()),
+            Ok("acme".into())
+        );
+        assert_eq!(
+            listing_scope(&me(false), Some("beta")),
+            Err(ScopeError::Forbidden)
+        );
+        assert_eq!(
+            listing_scope(&me(true), Some("beta")).map(|p| p.to_string()),
+            Ok("beta".into())
+        );
+        assert_eq!(
+            listing_scope(&me(true), Some("a b")),
+            Err(ScopeError::Malformed)
+        );
+        assert_eq!(
+            listing_scope(&me(false), Some("")),
+            Err(ScopeError::Malformed)
+        );
     }
 
     #[test]
     fn row_renders_derived_status_and_redemption() {
         let mut c = coupon(StoredStatus::Redeemed, None);
-        c.redemption = Some(Redemption { at: NOW, email: "pat@x.co".into(), provider_primary_external_id: "ext-1".into() });
+        c.redemption = Some(Redemption {
+            at: NOW,
+            email: "pat@x.co".into(),
+            provider_primary_external_id: "ext-1".into(),
+        });
         let v = serde_json::to_value(c.row(NOW)).expect("json");
         assert_eq!(v["status"], "redeemed");
         assert_eq!(v["redeemedAt"], "2026-11-21T10:00:00.000Z");

@@ -292,10 +292,18 @@ pub trait CouponRepo: Send + Sync {
         who: &Redemption,
     ) -> Result<Result<Coupon, Option<Coupon>>, RepoError>;
     /// The same for `active → void`.
-    async fn void(&self, id: Uuid, now: OffsetDateTime) -> Result<Result<Coupon, Option<Coupon>>, RepoError>;
+    async fn void(
+        &self,
+        id: Uuid,
+        now: OffsetDateTime,
+    ) -> Result<Result<Coupon, Option<Coupon>>, RepoError>;
     /// A page of the partner's coupons matching the query at `now` (effective statuses), newest
     /// first, and the count of all that match.
-    async fn list(&self, q: &CouponQuery, now: OffsetDateTime) -> Result<(Vec<Coupon>, u64), RepoError>;
+    async fn list(
+        &self,
+        q: &CouponQuery,
+        now: OffsetDateTime,
+    ) -> Result<(Vec<Coupon>, u64), RepoError>;
 }
 
 /// Whether the store answers (`/readyz`).

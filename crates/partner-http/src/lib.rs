@@ -18,6 +18,7 @@ use partner_domain::account::AccountService;
 use partner_domain::auth::AuthService;
 use partner_domain::catalog::CatalogService;
 use partner_domain::clock::Clock;
+use partner_domain::coupon::CouponService;
 use partner_domain::lead::LeadService;
 use partner_domain::links::LinkService;
 use partner_domain::order::OrderService;
@@ -40,6 +41,7 @@ pub struct AppState {
     pub payouts: PayoutService,
     pub links: LinkService,
     pub catalog: CatalogService,
+    pub coupons: CouponService,
     pub readiness: Arc<dyn Readiness>,
     pub clock: Arc<dyn Clock>,
     pub limiter: RateLimiter,

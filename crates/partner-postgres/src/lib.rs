@@ -7,6 +7,7 @@
 
 mod accounts;
 mod catalog;
+mod coupons;
 mod leads;
 mod orders;
 mod outbox;

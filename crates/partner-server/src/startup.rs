@@ -9,6 +9,7 @@ use partner_domain::account::AccountService;
 use partner_domain::auth::AuthService;
 use partner_domain::catalog::CatalogService;
 use partner_domain::clock::{Clock, SystemClock};
+use partner_domain::coupon::CouponService;
 use partner_domain::cursor::CursorKey;
 use partner_domain::lead::LeadService;
 use partner_domain::links::{LinkBases, LinkService};
@@ -78,7 +79,7 @@ impl Application {
             sub_accounts: SubAccountService::new(store.clone(), clock.clone(), rng.clone()),
             leads: LeadService::new(store.clone(), clock.clone(), rng.clone(), cursor_key),
             orders: OrderService::new(store.clone(), clock.clone(), rng.clone()),
-            payouts: PayoutService::new(store.clone(), clock.clone(), rng),
+            payouts: PayoutService::new(store.clone(), clock.clone(), rng.clone()),
             links: LinkService::new(
                 store.clone(),
                 store.clone(),
@@ -90,6 +91,13 @@ impl Application {
                 },
             ),
             catalog: CatalogService::new(store.clone(), store.clone(), clock.clone()),
+            coupons: CouponService::new(
+                store.clone(),
+                store.clone(),
+                store.clone(),
+                clock.clone(),
+                rng.clone(),
+            ),
             care_services_enabled: config.care_services_enabled,
             readiness: store,
             clock,

@@ -2,6 +2,7 @@
 
 mod activity;
 mod catalog;
+mod coupons;
 mod health;
 mod ingest;
 mod internal;
@@ -54,6 +55,12 @@ pub(crate) fn configure(cfg: &mut web::ServiceConfig) {
                         .wrap(from_fn(partner_guard(Group::Links)))
                         .wrap(from_fn(care_services_enabled)),
                 )
+                .service(
+                    resource("/care-services-coupons")
+                        .route(web::get().to(coupons::list))
+                        .wrap(from_fn(partner_guard(Group::Coupons)))
+                        .wrap(from_fn(care_services_enabled)),
+                )
                 .default_service(web::to(no_route)),
         )
         .configure(catalog::configure)
@@ -62,6 +69,7 @@ pub(crate) fn configure(cfg: &mut web::ServiceConfig) {
                 .configure(internal::configure)
                 .configure(ingest::configure)
                 .configure(internal_catalog::configure)
+                .configure(coupons::configure_internal)
                 .default_service(web::to(no_route))
                 .wrap(from_fn(internal_guard)),
         );

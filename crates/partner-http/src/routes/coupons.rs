@@ -1,0 +1,274 @@
+//! `GET /api/v1/care-services-coupons` (JSON or CSV), and the operator's coupon calls.
+
+use actix_web::http::header::{self, HeaderValue};
+use actix_web::{HttpRequest, HttpResponse, web};
+use partner_domain::coupon::{
+    BulkOrderRequest, CouponCode, CouponQuery, CouponRow, CouponStatus, IssueError, MAX_QUANTITY,
+    ProductSlug, RedeemRefusal, ScopeError, TransitionError, listing_scope, parse_months,
+};
+use partner_domain::lead::parse_limit;
+use partner_domain::payout::format_date;
+use partner_domain::values::{Email, PartnerId, SubId, text};
+use partner_domain::wire::{format_timestamp, parse_timestamp};
+use serde::{Deserialize, Serialize};
+
+use super::{Result, data, ok, resource};
+use crate::AppState;
+use crate::error::ApiError;
+use crate::extract::{JsonBody, Query, uuid};
+use crate::middleware::Caller;
+
+pub(super) fn configure_internal(cfg: &mut web::ServiceConfig) {
+    cfg.service(resource("/care-services-coupons/bulk-orders").route(web::post().to(issue)))
+        .service(resource("/care-services-coupons/redeem").route(web::post().to(redeem)))
+        .service(resource("/care-services-coupons/{id}/void").route(web::post().to(void)));
+}
+
+fn slug(s: &str) -> std::result::Result<ProductSlug, ApiError> {
+    ProductSlug::parse(s).ok_or_else(|| {
+        ApiError::invalid(
+            "productSlug must be one of urgent-care, urgent-plus, primary, primary-plus, vet-care, behavior, \
+             primary-family-plan, primary-family-plan-and-discount-program",
+        )
+    })
+}
+
+#[derive(Serialize)]
+struct ListBody {
+    data: Vec<CouponRow>,
+    total: u64,
+    limit: u16,
+    offset: u64,
+}
+
+/// CSV columns, in the spec's order.
+const CSV_HEADER: [&str; 16] = [
+    "code",
+    "product_slug",
+    "months",
+    "status",
+    "partner_id",
+    "sub_account_id",
+    "unit_price_cents",
+    "bulk_order_id",
+    "purchaser_email",
+    "purchaser_source",
+    "created_at",
+    "expires_at",
+    "redeemed_at",
+    "redeemed_email",
+    "redeemed_provider_primary_external_id",
+    "notes",
+];
+
+fn csv_body(rows: &[CouponRow]) -> std::result::Result<Vec<u8>, ApiError> {
+    let mut w = csv::WriterBuilder::new()
+        .quote_style(csv::QuoteStyle::Always)
+        .terminator(csv::Terminator::Any(b'\n'))
+        .from_writer(Vec::with_capacity(256 * (rows.len() + 1)));
+    let fail = |e: csv::Error| ApiError::internal(&e);
+    w.write_record(CSV_HEADER).map_err(fail)?;
+    let ts = |t: Option<time::OffsetDateTime>| t.map(format_timestamp).unwrap_or_default();
+    for r in rows {
+        w.write_record([
+            r.code.as_str(),
+            r.product_slug.as_str(),
+            &r.months.to_string(),
+            r.status.as_str(),
+            r.partner_id.as_str(),
+            r.sub_account_id.as_deref().unwrap_or_default(),
+            &r.unit_price_cents.to_string(),
+            &r.bulk_order_id.to_string(),
+            &r.purchaser_email,
+            &r.purchaser_source,
+            &format_timestamp(r.created_at),
+            &ts(r.expires_at),
+            &ts(r.redeemed_at),
+            r.redeemed_email.as_deref().unwrap_or_default(),
+            r.redeemed_provider_primary_external_id
+                .as_deref()
+                .unwrap_or_default(),
+            r.notes.as_deref().unwrap_or_default(),
+        ])
+        .map_err(fail)?;
+    }
+    w.into_inner().map_err(|e| ApiError::internal(&e.error()))
+}
+
+pub(super) async fn list(
+    state: web::Data<AppState>,
+    Caller(me): Caller,
+    req: HttpRequest,
+) -> Result {
+    let q = Query::of(&req)?;
+    let partner = listing_scope(&me, q.get("partner_id")).map_err(|e| match e {
+        ScopeError::Malformed => ApiError::invalid("partner_id is malformed"),
+        ScopeError::Forbidden => {
+            ApiError::forbidden("only admin tokens may list another partner's coupons")
+        }
+    })?;
+    let statuses = match q.get("status") {
+        None | Some("") => Vec::new(),
+        Some(s) => CouponStatus::parse_list(s)?,
+    };
+    let product_slug = q.get("product_slug").map(slug).transpose()?;
+    let csv = match q.get("format") {
+        None | Some("json") => false,
+        Some("csv") => true,
+        Some(_) => return Err(ApiError::invalid("format must be json or csv")),
+    };
+    let limit = parse_limit(q.get("limit"), if csv { 500 } else { 100 }, 500)?;
+    let offset = match q.get("offset") {
+        None => 0,
+        Some(s) if !s.is_empty() && s.len() <= 12 && s.bytes().all(|b| b.is_ascii_digit()) => s
+            .parse()
+            .map_err(|_| ApiError::invalid("offset must be an integer >= 0"))?,
+        Some(_) => return Err(ApiError::invalid("offset must be an integer >= 0")),
+    };
+    let page = state
+        .coupons
+        .list(&CouponQuery {
+            partner,
+            statuses,
+            product_slug,
+            limit,
+            offset,
+        })
+        .await?;
+    if !csv {
+        return Ok(HttpResponse::Ok().json(ListBody {
+            data: page.items,
+            total: page.total,
+            limit,
+            offset,
+        }));
+    }
+    let file = format!(
+        "care-services-coupons-{}.csv",
+        format_date(state.coupons.now().date())
+    );
+    let mut res = HttpResponse::Ok()
+        .insert_header((header::CONTENT_TYPE, HeaderValue::from_static("text/csv")))
+        .insert_header((
+            header::CONTENT_DISPOSITION,
+            format!("attachment; filename=\"{file}\""),
+        ))
+        .insert_header(("X-Total-Count", page.total.to_string()))
+        .body(csv_body(&page.items)?);
+    res.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    Ok(res)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct BulkBody {
+    partner_id: String,
+    product_slug: String,
+    months: i64,
+    quantity: i64,
+    unit_price_cents: i64,
+    purchaser_email: String,
+    purchaser_source: String,
+    sub_account_id: Option<String>,
+    expires_at: Option<String>,
+    notes: Option<String>,
+}
+
+async fn issue(state: web::Data<AppState>, JsonBody(b): JsonBody<BulkBody>) -> Result {
+    let quantity = u32::try_from(b.quantity)
+        .ok()
+        .filter(|q| (1..=MAX_QUANTITY).contains(q))
+        .ok_or_else(|| ApiError::invalid("quantity must be an integer from 1 to 10000"))?;
+    if b.unit_price_cents < 0 {
+        return Err(ApiError::invalid("unitPriceCents must be an integer >= 0"));
+    }
+    let req = BulkOrderRequest {
+        partner_id: PartnerId::parse(&b.partner_id)?,
+        sub_id: b.sub_account_id.as_deref().map(SubId::parse).transpose()?,
+        product_slug: slug(&b.product_slug)?,
+        months: parse_months(b.months)?,
+        quantity,
+        unit_price_cents: b.unit_price_cents,
+        purchaser_email: Email::parse_field(&b.purchaser_email, "purchaserEmail")?,
+        purchaser_source: text("purchaserSource", &b.purchaser_source, 1, 64)?,
+        expires_at: b
+            .expires_at
+            .as_deref()
+            .map(|s| {
+                parse_timestamp(s)
+                    .ok_or_else(|| ApiError::invalid("expiresAt must be an RFC 3339 timestamp"))
+            })
+            .transpose()?,
+        notes: b
+            .notes
+            .as_deref()
+            .map(|n| text("notes", n, 0, 2000))
+            .transpose()?
+            .filter(|n| !n.is_empty()),
+    };
+    match state.coupons.issue(req).await {
+        Ok(order) => Ok(data(actix_web::http::StatusCode::CREATED, order)),
+        Err(IssueError::UnknownPartner) => {
+            Err(ApiError::not_found("no partner with that partnerId"))
+        }
+        Err(IssueError::UnknownSubAccount) => Err(ApiError::invalid(
+            "subAccountId must be an existing sub-account of the partner",
+        )),
+        Err(IssueError::ExpiryPast) => Err(ApiError::invalid("expiresAt must be in the future")),
+        Err(IssueError::Repo(e)) => Err(e.into()),
+    }
+}
+
+fn transition_error(e: TransitionError) -> ApiError {
+    match e {
+        TransitionError::NotFound => ApiError::not_found("no such coupon"),
+        TransitionError::Refused(RedeemRefusal::NotActive(s)) => {
+            ApiError::conflict(format!("the coupon is {}, not active", s.as_str()))
+        }
+        TransitionError::Refused(RedeemRefusal::Mismatch) => {
+            ApiError::invalid("the coupon is for another productSlug or months")
+        }
+        TransitionError::Repo(e) => e.into(),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RedeemBody {
+    code: String,
+    product_slug: String,
+    months: i64,
+    email: String,
+    provider_primary_external_id: String,
+}
+
+async fn redeem(state: web::Data<AppState>, JsonBody(b): JsonBody<RedeemBody>) -> Result {
+    let code = CouponCode::normalize(&b.code).ok_or_else(|| {
+        ApiError::invalid("code must be 12 characters A-Z and 0-9 (spaces and hyphens are ignored)")
+    })?;
+    let slug = slug(&b.product_slug)?;
+    let months = parse_months(b.months)?;
+    let email = Email::parse(&b.email)?;
+    let ext = text(
+        "providerPrimaryExternalId",
+        &b.provider_primary_external_id,
+        1,
+        200,
+    )?;
+    let who = state.coupons.redemption(&email, ext);
+    Ok(ok(state
+        .coupons
+        .redeem(&code, slug, months, who)
+        .await
+        .map_err(transition_error)?))
+}
+
+async fn void(state: web::Data<AppState>, path: web::Path<String>) -> Result {
+    let id = uuid(&path, "coupon id")?;
+    Ok(ok(state
+        .coupons
+        .void(id)
+        .await
+        .map_err(transition_error)?))
+}
