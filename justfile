@@ -23,5 +23,9 @@ lint:
 bench-leads:
     bash bench/leads.sh
 
+# Coupon issuance (10,000 codes) and CSV export benchmark.
+bench-coupons:
+    bash bench/coupons.sh
+
 # Every benchmark.
-bench: bench-leads
+bench: bench-leads bench-coupons

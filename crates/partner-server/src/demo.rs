@@ -84,6 +84,7 @@ pub async fn seed(config: &Config) -> anyhow::Result<DemoAccess> {
             .await?;
         seed_activity(store.clone(), &partner, rng.clone()).await?;
         seed_catalog(store.clone(), &partner).await?;
+        seed_coupons(store.clone(), &partner, rng.clone()).await?;
     }
     let user = accounts
         .users(&partner)
@@ -369,6 +370,70 @@ async fn seed_catalog(store: Arc<PgStore>, partner: &PartnerId) -> anyhow::Resul
     Ok(())
 }
 
+/// A bulk order with active, redeemed and void codes, and an older one whose codes expired.
+async fn seed_coupons(
+    store: Arc<PgStore>,
+    partner: &PartnerId,
+    rng: Arc<dyn Random>,
+) -> anyhow::Result<()> {
+    use partner_domain::coupon::{BulkOrderRequest, CouponService, ProductSlug};
+    let now = SystemClock.now();
+    let purchaser = Email::parse("hr@employer.example.com")?;
+    let request = |quantity, expires_at, slug| BulkOrderRequest {
+        partner_id: partner.clone(),
+        sub_id: SubId::new(1),
+        product_slug: slug,
+        months: 12,
+        quantity,
+        unit_price_cents: 14_900,
+        purchaser_email: purchaser.clone(),
+        purchaser_source: "employer-benefits".into(),
+        expires_at,
+        notes: Some("Demo bulk order".into()),
+    };
+    // Issued 30 days ago with an expiry that has passed since: these read as expired.
+    let past: Arc<dyn Clock> = Arc::new(FixedClock::new(now - Duration::days(30)));
+    let then = CouponService::new(
+        store.clone(),
+        store.clone(),
+        store.clone(),
+        past,
+        rng.clone(),
+    );
+    then.issue(request(
+        3,
+        Some(now - Duration::days(1)),
+        ProductSlug::UrgentCare,
+    ))
+    .await?;
+
+    let coupons = CouponService::new(
+        store.clone(),
+        store.clone(),
+        store,
+        Arc::new(SystemClock),
+        rng,
+    );
+    let order = coupons
+        .issue(request(
+            12,
+            Some(now + Duration::days(365)),
+            ProductSlug::Primary,
+        ))
+        .await?;
+    let patient = Email::parse("patient@example.com")?;
+    for c in order.coupons.iter().take(2) {
+        let who = coupons.redemption(&patient, format!("member-{}", &c.code.as_str()[..6]));
+        coupons
+            .redeem(&c.code, ProductSlug::Primary, 12, who)
+            .await?;
+    }
+    if let Some(c) = order.coupons.get(2) {
+        coupons.void(c.id).await?;
+    }
+    Ok(())
+}
+
 /// The lines printed for a newcomer.
 pub fn banner(config: &Config, port: u16, access: &DemoAccess) -> String {
     let host = config.bind.rsplit_once(':').map_or("127.0.0.1", |(h, _)| h);
@@ -384,7 +449,8 @@ pub fn banner(config: &Config, port: u16, access: &DemoAccess) -> String {
          curl -s '{base}/api/v1/leads?limit=5&includeTest=true' -H 'Authorization: Bearer {t}'\n\
          curl -s '{base}/api/v1/orders' -H 'Authorization: Bearer {t}'\n\n\
          Also: /api/v1/payouts, /api/v1/sub-accounts, /api/v1/medical-intake-links?sub=1,\n\
-         /api/v1/care-service-links?duration=12, /api/v1/dna-links (same header), and the public\n\
+         /api/v1/care-service-links?duration=12, /api/v1/dna-links,\n\
+         /api/v1/care-services-coupons?format=csv (same header), and the public\n\
          catalog without a token: curl -s '{base}/api/all-products?partner_id={DEMO_PARTNER}'\n",
         if access.seeded {
             "demo data created"
