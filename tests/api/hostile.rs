@@ -216,3 +216,97 @@ async fn operator_endpoints_reject_hostile_input_and_write_nothing() {
     );
     assert_eq!(app.get_health().await, StatusCode::OK);
 }
+
+#[tokio::test]
+async fn ingest_and_catalog_endpoints_reject_control_characters_and_write_nothing() {
+    let app = TestApp::spawn().await;
+    let s = app.seed("acme", false).await;
+    let nul = "a\u{0}b";
+    let lead = crate::helpers::lead_body("acme", json!({}));
+    for field in [
+        "firstName",
+        "lastName",
+        "email",
+        "phone",
+        "origin",
+        "location",
+        "questionId",
+        "partnerId",
+    ] {
+        let mut b = lead.clone();
+        b[field] = json!(nul);
+        let res = app
+            .internal(Method::POST, "/leads")
+            .json(&b)
+            .send()
+            .await
+            .expect("send");
+        expect_4xx(res, &format!("lead.{field}")).await;
+    }
+    let order = json!({ "orderId": "O1", "partnerId": "acme", "createdDate": "2026-11-20T10:00:00.000Z", "product": "P",
+        "amount": 1, "commission": 0, "status": "shipped", "isTest": false, "source": "s" });
+    for field in [
+        "orderId",
+        "product",
+        "status",
+        "source",
+        "customerName",
+        "customerEmail",
+    ] {
+        let mut b = order.clone();
+        b[field] = json!(nul);
+        let res = app
+            .internal(Method::POST, "/orders")
+            .json(&b)
+            .send()
+            .await
+            .expect("send");
+        expect_4xx(res, &format!("order.{field}")).await;
+    }
+    let product = json!({ "name": "X", "categories": ["wellness"], "details": "d", "imageUrl": "https://img.test/a.png",
+        "imageFileId": "00000000-0000-4000-8000-000000000001", "imageSourceUrl": "https://img.test/b.png", "active": true,
+        "legacyPath": "x", "selfHostedSlug": null, "selfHostedLangs": [], "suggestedPrices": "",
+        "tiers": [{ "key": "m1", "label": "1", "months": 1, "minPrice": 1, "maxPrice": 2, "recommendedPrice": 1, "commission": 0 }] });
+    for (field, value) in [
+        ("name", json!(nul)),
+        ("details", json!(nul)),
+        ("imageUrl", json!("https://img.test/\u{0}.png")),
+        ("imageSourceUrl", json!("https://img.test/a\nb.png")),
+        ("legacyPath", json!(nul)),
+        ("suggestedPrices", json!(nul)),
+    ] {
+        let mut b = product.clone();
+        b[field] = value;
+        let res = app
+            .internal(
+                Method::PUT,
+                "/medical-products/00000000-0000-4000-8000-000000000002",
+            )
+            .json(&b)
+            .send()
+            .await
+            .expect("send");
+        expect_4xx(res, &format!("product.{field}")).await;
+    }
+    let res = app
+        .internal(Method::POST, "/care-services-coupons/bulk-orders")
+        .json(&json!({ "partnerId": "acme", "productSlug": "primary", "months": 12, "quantity": 1, "unitPriceCents": 1,
+                        "purchaserEmail": "a@b.co", "purchaserSource": nul }))
+        .send()
+        .await
+        .expect("send");
+    expect_4xx(res, "coupon purchaserSource").await;
+    assert_eq!(
+        app.get_ok("/api/v1/leads?includeTest=true", &s.token).await["data"],
+        json!([])
+    );
+    assert_eq!(
+        app.get_ok("/api/v1/orders", &s.token).await["data"],
+        json!([])
+    );
+    assert_eq!(
+        app.get_ok("/api/v1/medical-intake-links", &s.token).await["data"],
+        json!([])
+    );
+    assert_eq!(app.get_health().await, StatusCode::OK);
+}

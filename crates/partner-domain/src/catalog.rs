@@ -136,18 +136,16 @@ pub struct Stored<T> {
     pub updated_at: OffsetDateTime,
 }
 
-/// An absolute http(s) URL of at most 2,048 characters.
+/// An absolute http(s) URL of at most 2,048 characters, without spaces or control characters
+/// (the URL parser would quietly percent-encode them). Stored in its normalized form.
 pub fn parse_http_url(s: &str, field: &'static str) -> Result<String, ValueError> {
-    let ok = s.len() <= 2048
-        && url::Url::parse(s)
-            .is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some());
-    if ok {
-        Ok(s.to_owned())
-    } else {
-        Err(ValueError::invalid(
-            field,
-            "must be an absolute http(s) URL",
-        ))
+    let bad = ValueError::invalid(field, "must be an absolute http(s) URL");
+    if s.len() > 2048 || s.chars().any(|c| c.is_control() || c.is_whitespace()) {
+        return Err(bad);
+    }
+    match url::Url::parse(s) {
+        Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => Ok(u.into()),
+        _ => Err(bad),
     }
 }
 
@@ -188,6 +186,37 @@ pub fn parse_key(s: &str) -> Result<String, ValueError> {
             "tiers.key",
             "1-32 of a-z, 0-9, _ and -",
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_and_paths() {
+        assert_eq!(
+            parse_http_url("https://img.test/a.png", "f"),
+            Ok("https://img.test/a.png".into())
+        );
+        assert_eq!(
+            parse_http_url("HTTPS://IMG.test", "f"),
+            Ok("https://img.test/".into())
+        );
+        for bad in [
+            "https://img.test/\u{0}",
+            "https://img.test/a b",
+            "javascript:alert(1)",
+            "ftp://x.test",
+            "/relative",
+            "https://",
+        ] {
+            assert!(parse_http_url(bad, "f").is_err(), "{bad:?}");
+        }
+        assert_eq!(parse_path("/a/b.c/", "f"), Ok("a/b.c".into()));
+        for bad in ["", "../x", "a/./b", "a//b", "a b", "a\u{0}", "%2e%2e"] {
+            assert!(parse_path(bad, "f").is_err(), "{bad:?}");
+        }
     }
 }
 

@@ -195,3 +195,81 @@ impl actix_web::FromRequest for Caller {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use actix_web::body::MessageBody;
+    use actix_web::http::StatusCode;
+    use actix_web::middleware::from_fn;
+    use actix_web::{App, HttpResponse, test, web};
+
+    use super::normalize_errors;
+
+    async fn boom() -> HttpResponse {
+        panic!("a bug");
+    }
+
+    #[actix_web::test]
+    async fn a_panic_becomes_500_internal_error_and_the_server_keeps_serving() {
+        let app = test::init_service(
+            App::new().service(
+                web::scope("")
+                    .route("/boom", web::get().to(boom))
+                    .route(
+                        "/ok",
+                        web::get().to(|| async { HttpResponse::Ok().finish() }),
+                    )
+                    .wrap(from_fn(normalize_errors)),
+            ),
+        )
+        .await;
+        // The server's dispatcher renders an `Err` through the error's own response.
+        let err = test::try_call_service(&app, test::TestRequest::get().uri("/boom").to_request())
+            .await
+            .err()
+            .expect("the panic is turned into an error");
+        let res = err.error_response();
+        assert_eq!(res.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        let body = res.into_body().try_into_bytes().expect("bytes");
+        let v: serde_json::Value = serde_json::from_slice(&body).expect("json");
+        assert_eq!(v["error"]["code"], "internal_error");
+        assert!(
+            !v["error"]["message"]
+                .as_str()
+                .expect("message")
+                .contains("a bug"),
+            "the cause is not echoed"
+        );
+        let ok = test::call_service(&app, test::TestRequest::get().uri("/ok").to_request()).await;
+        assert_eq!(ok.status(), StatusCode::OK);
+    }
+
+    #[actix_web::test]
+    async fn actix_own_errors_get_the_error_body() {
+        let app = test::init_service(
+            App::new().service(
+                web::scope("")
+                    .service(web::resource("/only-get").route(web::get().to(HttpResponse::Ok)))
+                    .wrap(from_fn(normalize_errors)),
+            ),
+        )
+        .await;
+        let res =
+            test::call_service(&app, test::TestRequest::get().uri("/nowhere").to_request()).await;
+        assert_eq!(res.status(), StatusCode::NOT_FOUND);
+        let v: serde_json::Value = test::read_body_json(res).await;
+        assert_eq!(v["error"]["code"], "not_found");
+        let res = test::call_service(
+            &app,
+            test::TestRequest::post().uri("/only-get").to_request(),
+        )
+        .await;
+        assert_eq!(res.status(), StatusCode::METHOD_NOT_ALLOWED);
+        assert!(
+            res.headers().get("allow").is_some(),
+            "actix's Allow header is kept"
+        );
+        let v: serde_json::Value = test::read_body_json(res).await;
+        assert_eq!(v["error"]["code"], "invalid_request");
+    }
+}
