@@ -226,8 +226,7 @@ mod tests {
         // The server's dispatcher renders an `Err` through the error's own response.
         let err = test::try_call_service(&app, test::TestRequest::get().uri("/boom").to_request())
             .await
-            .err()
-            .expect("the panic is turned into an error");
+            .expect_err("the panic is turned into an error");
         let res = err.error_response();
         assert_eq!(res.status(), StatusCode::INTERNAL_SERVER_ERROR);
         let body = res.into_body().try_into_bytes().expect("bytes");
