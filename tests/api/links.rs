@@ -329,15 +329,14 @@ async fn dna_links_need_dna_access() {
     let mut no_dna = partner_body(true);
     no_dna["dnaAccess"] = json!(false);
     app.put_partner("acme", &no_dna).await;
-    assert_error(
-        app.api(Method::GET, "/api/v1/dna-links", &s.token)
-            .send()
-            .await
-            .expect("send"),
-        403,
-        "forbidden",
-    )
-    .await;
+    let res = app
+        .api(Method::GET, "/api/v1/dna-links", &s.token)
+        .send()
+        .await
+        .expect("send");
+    // Account state comes before the rate limit: no budget charged, no rate-limit headers.
+    assert!(res.headers().get("x-ratelimit-limit").is_none());
+    assert_error(res, 403, "forbidden").await;
     assert_error(
         app.request(Method::GET, "/api/v1/dna-links")
             .send()

@@ -19,6 +19,8 @@ pub struct Principal {
     pub user_id: Uuid,
     pub partner_id: PartnerId,
     pub admin: bool,
+    /// Whether the partner's DNA links endpoint is enabled (an account-state check).
+    pub dna_access: bool,
 }
 
 /// The contract's authentication failures, in the order they are checked.
@@ -115,6 +117,7 @@ impl AuthService {
                 user_id: rec.user_id,
                 partner_id: rec.partner_id,
                 admin: rec.admin,
+                dna_access: rec.partner_dna_access,
             },
         })
     }
@@ -166,6 +169,7 @@ mod tests {
             user_deleted: false,
             partner_id: PartnerId::parse("acme").expect("id"),
             partner_active: true,
+            partner_dna_access: true,
             admin: false,
             expires_at: None,
             revoked_at: None,

@@ -697,6 +697,7 @@ mod tests {
             user_id: Uuid::nil(),
             partner_id: PartnerId::parse("acme").expect("id"),
             admin,
+            dna_access: false,
         };
         assert_eq!(
             listing_scope(&me(false), None).map(|p| p.to_string()),

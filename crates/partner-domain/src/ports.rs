@@ -33,6 +33,8 @@ pub struct TokenRecord {
     pub user_deleted: bool,
     pub partner_id: PartnerId,
     pub partner_active: bool,
+    /// Whether the partner may use the DNA links endpoint.
+    pub partner_dna_access: bool,
     pub admin: bool,
     pub expires_at: Option<OffsetDateTime>,
     pub revoked_at: Option<OffsetDateTime>,

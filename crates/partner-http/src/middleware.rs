@@ -83,7 +83,23 @@ fn state(req: &ServiceRequest) -> Result<web::Data<AppState>, Error> {
 pub fn partner_guard(
     group: Group,
 ) -> impl Fn(ServiceRequest, Next<BoxBody>) -> GuardFuture + Clone {
-    move |req, next| Box::pin(guard(group, req, next))
+    move |req, next| Box::pin(guard(group, None, req, next))
+}
+
+/// An account-state condition an endpoint needs beyond an active partner: 403 `forbidden`,
+/// checked with the account state, before the rate limit.
+#[derive(Debug, Clone, Copy)]
+pub struct Requirement {
+    pub holds: fn(&Principal) -> bool,
+    pub message: &'static str,
+}
+
+/// [`partner_guard`] for an endpoint the account may have disabled (DNA links).
+pub fn partner_guard_requiring(
+    group: Group,
+    requirement: Requirement,
+) -> impl Fn(ServiceRequest, Next<BoxBody>) -> GuardFuture + Clone {
+    move |req, next| Box::pin(guard(group, Some(requirement), req, next))
 }
 
 type GuardFuture =
@@ -91,6 +107,7 @@ type GuardFuture =
 
 async fn guard(
     group: Group,
+    requirement: Option<Requirement>,
     req: ServiceRequest,
     next: Next<BoxBody>,
 ) -> Result<ServiceResponse<BoxBody>, Error> {
@@ -112,6 +129,11 @@ async fn guard(
                 tracing::warn!(error = %e, "could not record token use");
             }
         });
+    }
+    if let Some(r) = requirement
+        && !(r.holds)(&authed.principal)
+    {
+        return Ok(req.error_response(ApiError::forbidden(r.message)));
     }
     let now = st.clock.now().unix_timestamp();
     let decision = st.limiter.charge(authed.principal.token_id, group, now);

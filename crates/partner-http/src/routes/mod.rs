@@ -15,7 +15,9 @@ use actix_web::{HttpResponse, http::StatusCode, web};
 use serde::Serialize;
 
 use crate::error::ApiError;
-use crate::middleware::{care_services_enabled, internal_guard, partner_guard};
+use crate::middleware::{
+    Requirement, care_services_enabled, internal_guard, partner_guard, partner_guard_requiring,
+};
 use crate::ratelimit::Group;
 
 pub(crate) fn configure(cfg: &mut web::ServiceConfig) {
@@ -42,7 +44,13 @@ pub(crate) fn configure(cfg: &mut web::ServiceConfig) {
                 .service(
                     resource("/dna-links")
                         .route(web::get().to(links::dna))
-                        .wrap(from_fn(partner_guard(Group::Links))),
+                        .wrap(from_fn(partner_guard_requiring(
+                            Group::Links,
+                            Requirement {
+                                holds: |p| p.dna_access,
+                                message: "DNA links are disabled for this account",
+                            },
+                        ))),
                 )
                 .service(
                     resource("/medical-intake-links")
