@@ -440,3 +440,60 @@ async fn authentication_failures_do_not_cost_budget_and_403_precedes_429() {
     )
     .await;
 }
+
+#[tokio::test]
+async fn link_endpoints_share_one_budget_and_other_groups_have_their_own() {
+    let app = TestApp::spawn_with(|c| {
+        c.rate_limit = partner_http::Quota {
+            limit: 3,
+            window_secs: 3600,
+        }
+    })
+    .await;
+    let s = app.seed("acme", false).await;
+    let remaining = |res: &reqwest::Response| {
+        res.headers()["x-ratelimit-remaining"]
+            .to_str()
+            .expect("ascii")
+            .to_owned()
+    };
+    let mut seen = Vec::new();
+    for p in [
+        "/api/v1/dna-links",
+        "/api/v1/medical-intake-links",
+        "/api/v1/care-service-links",
+    ] {
+        let res = app
+            .api(Method::GET, p, &s.token)
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(res.status(), StatusCode::OK, "{p}");
+        seen.push(remaining(&res));
+    }
+    assert_eq!(seen, ["2", "1", "0"]);
+    let res = app
+        .api(Method::GET, "/api/v1/medical-intake-links", &s.token)
+        .send()
+        .await
+        .expect("send");
+    assert_error(res, 429, "rate_limited").await;
+    for p in [
+        "/api/v1/leads",
+        "/api/v1/orders",
+        "/api/v1/payouts",
+        "/api/v1/care-services-coupons",
+        SUBS,
+    ] {
+        let res = app
+            .api(Method::GET, p, &s.token)
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(
+            (res.status(), remaining(&res)),
+            (StatusCode::OK, "2".to_owned()),
+            "{p}"
+        );
+    }
+}
