@@ -189,37 +189,6 @@ pub fn parse_key(s: &str) -> Result<String, ValueError> {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn urls_and_paths() {
-        assert_eq!(
-            parse_http_url("https://img.test/a.png", "f"),
-            Ok("https://img.test/a.png".into())
-        );
-        assert_eq!(
-            parse_http_url("HTTPS://IMG.test", "f"),
-            Ok("https://img.test/".into())
-        );
-        for bad in [
-            "https://img.test/\u{0}",
-            "https://img.test/a b",
-            "javascript:alert(1)",
-            "ftp://x.test",
-            "/relative",
-            "https://",
-        ] {
-            assert!(parse_http_url(bad, "f").is_err(), "{bad:?}");
-        }
-        assert_eq!(parse_path("/a/b.c/", "f"), Ok("a/b.c".into()));
-        for bad in ["", "../x", "a/./b", "a//b", "a b", "a\u{0}", "%2e%2e"] {
-            assert!(parse_path(bad, "f").is_err(), "{bad:?}");
-        }
-    }
-}
-
 fn unique<T: PartialEq>(
     items: impl Iterator<Item = T>,
     field: &'static str,
@@ -465,5 +434,36 @@ impl CatalogService {
             .repo
             .put_dna_price(partner, product, price, self.clock.now())
             .await?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_and_paths() {
+        assert_eq!(
+            parse_http_url("https://img.test/a.png", "f"),
+            Ok("https://img.test/a.png".into())
+        );
+        assert_eq!(
+            parse_http_url("HTTPS://IMG.test", "f"),
+            Ok("https://img.test/".into())
+        );
+        for bad in [
+            "https://img.test/\u{0}",
+            "https://img.test/a b",
+            "javascript:alert(1)",
+            "ftp://x.test",
+            "/relative",
+            "https://",
+        ] {
+            assert!(parse_http_url(bad, "f").is_err(), "{bad:?}");
+        }
+        assert_eq!(parse_path("/a/b.c/", "f"), Ok("a/b.c".into()));
+        for bad in ["", "../x", "a/./b", "a//b", "a b", "a\u{0}", "%2e%2e"] {
+            assert!(parse_path(bad, "f").is_err(), "{bad:?}");
+        }
     }
 }

@@ -257,69 +257,6 @@ impl Serialize for CareService {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn partner_id_rules() {
-        for ok in ["a", "ACME_co-7", &"x".repeat(64)] {
-            assert!(PartnerId::parse(ok).is_ok(), "{ok}");
-        }
-        for bad in ["", "a b", "a'b", "ü", &"x".repeat(65), "a\0b", "a/b"] {
-            assert!(PartnerId::parse(bad).is_err(), "{bad:?}");
-        }
-    }
-
-    #[test]
-    fn sub_id_rules() {
-        assert_eq!(SubId::parse("7").map(SubId::get), Ok(7));
-        assert_eq!(SubId::parse("250").map(SubId::get), Ok(250));
-        assert_eq!(SubId::parse("1").map(SubId::get), Ok(1));
-        for bad in [
-            "", "0", "251", "07", "-1", "+1", "1.0", " 7", "abc", "1000", "٣",
-        ] {
-            assert!(SubId::parse(bad).is_err(), "{bad:?}");
-        }
-        assert_eq!(
-            serde_json::to_string(&SubId::new(7)).ok(),
-            Some("\"7\"".into())
-        );
-        assert!(SubId::new(0).is_none() && SubId::new(251).is_none());
-    }
-
-    #[test]
-    fn nickname_rules() {
-        assert_eq!(
-            Nickname::parse("  Ann  ").map(|n| n.to_string()),
-            Ok("Ann".into())
-        );
-        assert!(Nickname::parse(&"é".repeat(64)).is_ok());
-        for bad in ["", "   ", "a\u{0}b", "a\nb", &"x".repeat(65)] {
-            assert!(Nickname::parse(bad).is_err(), "{bad:?}");
-        }
-    }
-
-    #[test]
-    fn email_rules() {
-        assert!(Email::parse("a@b.co").is_ok());
-        for bad in [
-            "", "ab.co", "a@b", "a@@b.co", "a b@c.co", "@b.co", "a@.co", "a@co.",
-        ] {
-            assert!(Email::parse(bad).is_err(), "{bad:?}");
-        }
-    }
-
-    #[test]
-    fn enums_round_trip() {
-        for c in CareService::ALL {
-            assert_eq!(CareService::parse(c.as_str()), Some(c));
-        }
-        assert_eq!(Lang::parse("es"), Some(Lang::Es));
-        assert_eq!(Lang::parse("ES"), None);
-    }
-}
-
 /// Free text of at most `max` characters after trimming, with no control characters; empty is
 /// allowed only when `min` is 0.
 pub fn text(field: &'static str, s: &str, min: usize, max: usize) -> Result<String, ValueError> {
@@ -399,6 +336,90 @@ impl fmt::Display for Money {
     }
 }
 
+macro_rules! deserialize_via {
+    ($t:ty, $parse:expr, $what:literal) => {
+        impl<'de> serde::Deserialize<'de> for $t {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let s = String::deserialize(d)?;
+                $parse(&s).ok_or_else(|| serde::de::Error::custom(concat!("not ", $what)))
+            }
+        }
+    };
+}
+deserialize_via!(Lang, Lang::parse, "a language (en, es)");
+deserialize_via!(CareService, CareService::parse, "a Care Services service");
+
+/// Money is read back from stored documents (JSON numbers, exact `numeric` in `jsonb`).
+impl<'de> serde::Deserialize<'de> for Money {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = f64::deserialize(d)?;
+        Money::parse(v, "amount").map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partner_id_rules() {
+        for ok in ["a", "ACME_co-7", &"x".repeat(64)] {
+            assert!(PartnerId::parse(ok).is_ok(), "{ok}");
+        }
+        for bad in ["", "a b", "a'b", "ü", &"x".repeat(65), "a\0b", "a/b"] {
+            assert!(PartnerId::parse(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn sub_id_rules() {
+        assert_eq!(SubId::parse("7").map(SubId::get), Ok(7));
+        assert_eq!(SubId::parse("250").map(SubId::get), Ok(250));
+        assert_eq!(SubId::parse("1").map(SubId::get), Ok(1));
+        for bad in [
+            "", "0", "251", "07", "-1", "+1", "1.0", " 7", "abc", "1000", "٣",
+        ] {
+            assert!(SubId::parse(bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(
+            serde_json::to_string(&SubId::new(7)).ok(),
+            Some("\"7\"".into())
+        );
+        assert!(SubId::new(0).is_none() && SubId::new(251).is_none());
+    }
+
+    #[test]
+    fn nickname_rules() {
+        assert_eq!(
+            Nickname::parse("  Ann  ").map(|n| n.to_string()),
+            Ok("Ann".into())
+        );
+        assert!(Nickname::parse(&"é".repeat(64)).is_ok());
+        for bad in ["", "   ", "a\u{0}b", "a\nb", &"x".repeat(65)] {
+            assert!(Nickname::parse(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn email_rules() {
+        assert!(Email::parse("a@b.co").is_ok());
+        for bad in [
+            "", "ab.co", "a@b", "a@@b.co", "a b@c.co", "@b.co", "a@.co", "a@co.",
+        ] {
+            assert!(Email::parse(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn enums_round_trip() {
+        for c in CareService::ALL {
+            assert_eq!(CareService::parse(c.as_str()), Some(c));
+        }
+        assert_eq!(Lang::parse("es"), Some(Lang::Es));
+        assert_eq!(Lang::parse("ES"), None);
+    }
+}
+
 #[cfg(test)]
 mod money_tests {
     use super::*;
@@ -429,26 +450,5 @@ mod money_tests {
         assert_eq!(text("f", "", 0, 3), Ok(String::new()));
         assert!(text("f", "abcd", 0, 3).is_err());
         assert!(text("f", "a\u{0}", 0, 3).is_err());
-    }
-}
-
-macro_rules! deserialize_via {
-    ($t:ty, $parse:expr, $what:literal) => {
-        impl<'de> serde::Deserialize<'de> for $t {
-            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                let s = String::deserialize(d)?;
-                $parse(&s).ok_or_else(|| serde::de::Error::custom(concat!("not ", $what)))
-            }
-        }
-    };
-}
-deserialize_via!(Lang, Lang::parse, "a language (en, es)");
-deserialize_via!(CareService, CareService::parse, "a Care Services service");
-
-/// Money is read back from stored documents (JSON numbers, exact `numeric` in `jsonb`).
-impl<'de> serde::Deserialize<'de> for Money {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let v = f64::deserialize(d)?;
-        Money::parse(v, "amount").map_err(serde::de::Error::custom)
     }
 }
