@@ -27,6 +27,7 @@ pub mod random;
 pub mod sub_account;
 pub mod token;
 pub mod values;
+pub mod webhook;
 pub mod wire;
 
 pub use clock::{Clock, SystemClock};

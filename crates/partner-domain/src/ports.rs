@@ -23,6 +23,7 @@ use crate::sub_account::SubAccount;
 use crate::token::TokenHash;
 use crate::values::Money;
 use crate::values::{CareService, Nickname, PartnerId, SubId};
+use crate::webhook::{ClaimedDelivery, DeliveryInfo, WebhookEndpoint};
 
 /// What the authentication step needs to know about a presented token, in one lookup.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -308,6 +309,82 @@ pub trait CouponRepo: Send + Sync {
     ) -> Result<(Vec<Coupon>, u64), RepoError>;
 }
 
+/// How an endpoint insert ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InsertEndpoint {
+    Inserted,
+    /// The partner already has the maximum; nothing was written.
+    TooMany,
+    UnknownPartner,
+}
+
+/// Storage of webhook endpoints, scoped by partner.
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+#[async_trait]
+pub trait WebhookRepo: Send + Sync {
+    async fn endpoints(&self, partner: &PartnerId) -> Result<Vec<WebhookEndpoint>, RepoError>;
+    async fn endpoint(
+        &self,
+        partner: &PartnerId,
+        id: Uuid,
+    ) -> Result<Option<WebhookEndpoint>, RepoError>;
+    /// Inserts unless the partner already has `max` endpoints (checked under a lock on the partner).
+    async fn insert_endpoint(
+        &self,
+        e: &WebhookEndpoint,
+        max: usize,
+    ) -> Result<InsertEndpoint, RepoError>;
+    /// Replaces the stored endpoint of the same partner and id; `false` when absent.
+    async fn update_endpoint(&self, e: &WebhookEndpoint) -> Result<bool, RepoError>;
+    async fn delete_endpoint(&self, partner: &PartnerId, id: Uuid) -> Result<bool, RepoError>;
+    /// Recent deliveries, newest first.
+    async fn deliveries(
+        &self,
+        partner: &PartnerId,
+        limit: u16,
+    ) -> Result<Vec<DeliveryInfo>, RepoError>;
+}
+
+/// Whether a host name resolves to an internal address (resolution failures answer `false`).
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+#[async_trait]
+pub trait AddressCheck: Send + Sync {
+    async fn resolves_internal(&self, host: &str, port: u16) -> bool;
+}
+
+/// The delivery worker's storage.
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+#[async_trait]
+pub trait DeliveryRepo: Send + Sync {
+    /// Claims up to `limit` pending deliveries due at `now` (`FOR UPDATE SKIP LOCKED`, so any
+    /// number of workers share the work) and leases them until `lease_until`: a worker that dies
+    /// mid-send leaves them to be retried after the lease.
+    async fn claim_due(
+        &self,
+        now: OffsetDateTime,
+        lease_until: OffsetDateTime,
+        limit: u16,
+    ) -> Result<Vec<ClaimedDelivery>, RepoError>;
+    async fn lead(&self, id: Uuid) -> Result<Option<Lead>, RepoError>;
+    async fn order(&self, order_id: &str) -> Result<Option<OrderListing>, RepoError>;
+    async fn payout(&self, id: Uuid) -> Result<Option<Payout>, RepoError>;
+    async fn record_success(
+        &self,
+        id: Uuid,
+        now: OffsetDateTime,
+        status: u16,
+    ) -> Result<(), RepoError>;
+    /// Records a failed attempt; `retry_at: None` gives up (status `failed`).
+    async fn record_failure(
+        &self,
+        id: Uuid,
+        now: OffsetDateTime,
+        status: Option<u16>,
+        error: &str,
+        retry_at: Option<OffsetDateTime>,
+    ) -> Result<(), RepoError>;
+}
+
 /// Whether the store answers (`/readyz`).
 #[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
 #[async_trait]
@@ -333,5 +410,8 @@ debug_port!(
     PayoutRepo,
     CatalogRepo,
     CouponRepo,
+    WebhookRepo,
+    AddressCheck,
+    DeliveryRepo,
     Readiness
 );

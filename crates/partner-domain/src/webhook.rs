@@ -1,0 +1,776 @@
+//! Webhooks: endpoint settings and their rules, the signature (`t=<unix>,v1=<hex>`, HMAC-SHA256
+//! of `"<t>.<raw body>"` under the endpoint secret, the scheme Stripe's SDKs verify), which
+//! addresses count as internal, and the retry schedule.
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+use ring::hmac;
+use serde::{Serialize, Serializer};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::random::{Random, random_string};
+use crate::token::constant_time_eq;
+use crate::values::{PartnerId, ValueError};
+use crate::wire;
+
+/// An account may have at most this many endpoints.
+pub const MAX_ENDPOINTS: usize = 10;
+/// Receivers reject deliveries whose timestamp is older than this.
+pub const SIGNATURE_TOLERANCE: Duration = Duration::from_secs(300);
+
+/// The four event kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum EventKind {
+    LeadCreated,
+    LeadEnriched,
+    OrderCreated,
+    PayoutCreated,
+}
+
+impl EventKind {
+    pub const ALL: [EventKind; 4] = [
+        Self::LeadCreated,
+        Self::LeadEnriched,
+        Self::OrderCreated,
+        Self::PayoutCreated,
+    ];
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::LeadCreated => "lead.created",
+            Self::LeadEnriched => "lead.enriched",
+            Self::OrderCreated => "order.created",
+            Self::PayoutCreated => "payout.created",
+        }
+    }
+}
+
+impl Serialize for EventKind {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+/// How long a `lead.created` delivery waits, so the lead can supply a phone first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeadCreatedDelay {
+    OneMinute,
+    FiveMinutes,
+    OneHour,
+}
+
+impl LeadCreatedDelay {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "1m" => Some(Self::OneMinute),
+            "5m" => Some(Self::FiveMinutes),
+            "1h" => Some(Self::OneHour),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::OneMinute => "1m",
+            Self::FiveMinutes => "5m",
+            Self::OneHour => "1h",
+        }
+    }
+
+    pub fn duration(self) -> time::Duration {
+        match self {
+            Self::OneMinute => time::Duration::minutes(1),
+            Self::FiveMinutes => time::Duration::minutes(5),
+            Self::OneHour => time::Duration::hours(1),
+        }
+    }
+}
+
+impl Serialize for LeadCreatedDelay {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+/// The one custom header an endpoint may attach to every delivery.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CustomHeader {
+    pub name: String,
+    pub value: String,
+}
+
+const RESERVED_HEADERS: [&str; 7] = [
+    "content-type",
+    "content-length",
+    "host",
+    "transfer-encoding",
+    "connection",
+    "user-agent",
+    "authorization",
+];
+
+impl CustomHeader {
+    /// The name: an HTTP token of 1-64 characters, not one the delivery sets itself
+    /// (`Content-Type`, `Content-Length`, `Host`, `Transfer-Encoding`, `Connection`,
+    /// `User-Agent`, `Authorization`, any `X-Partner-*`), compared case-insensitively. The value:
+    /// at most 1,024 printable ASCII characters and spaces.
+    pub fn parse(name: &str, value: &str) -> Result<Self, ValueError> {
+        let tchar = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
+        if name.is_empty() || name.len() > 64 || !name.bytes().all(tchar) {
+            return Err(ValueError::invalid(
+                "customHeader.name",
+                "an HTTP header name of 1-64 characters",
+            ));
+        }
+        let lower = name.to_ascii_lowercase();
+        if RESERVED_HEADERS.contains(&lower.as_str()) || lower.starts_with("x-partner-") {
+            return Err(ValueError::invalid(
+                "customHeader.name",
+                "that header is set by the delivery itself",
+            ));
+        }
+        if value.len() > 1024 || !value.bytes().all(|b| (0x20..=0x7e).contains(&b)) {
+            return Err(ValueError::invalid(
+                "customHeader.value",
+                "at most 1024 printable ASCII characters",
+            ));
+        }
+        Ok(Self {
+            name: name.to_owned(),
+            value: value.to_owned(),
+        })
+    }
+}
+
+/// Whether `ip` is loopback, private, link-local, or otherwise not a public internet address.
+pub fn is_internal(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => {
+            let o = v4.octets();
+            v4.is_loopback()
+                || v4.is_private()
+                || v4.is_link_local()
+                || v4.is_unspecified()
+                || v4.is_broadcast()
+                || v4.is_multicast()
+                || v4.is_documentation()
+                || o[0] == 0
+                || (o[0] == 100 && (64..=127).contains(&o[1])) // carrier-grade NAT
+                || (o[0] == 192 && o[1] == 0 && o[2] == 0) // IETF protocol assignments
+                || (o[0] == 198 && (18..=19).contains(&o[1])) // benchmarking
+                || o[0] >= 240 // reserved
+        }
+        IpAddr::V6(v6) => {
+            let s = v6.segments();
+            v6.is_loopback()
+                || v6.is_unspecified()
+                || v6.is_multicast()
+                || (s[0] & 0xfe00) == 0xfc00 // unique local
+                || (s[0] & 0xffc0) == 0xfe80 // link-local
+                || (s[0] == 0x2001 && s[1] == 0x0db8) // documentation
+                || v6.to_ipv4_mapped().is_some_and(|v4| is_internal(IpAddr::V4(v4)))
+                || v6.to_ipv4().is_some_and(|v4| s[0] == 0 && s[1] == 0 && s[5] == 0 && is_internal(IpAddr::V4(v4)))
+        }
+    }
+}
+
+/// An endpoint URL: absolute `https`, a host, no credentials, at most 2,048 characters. When
+/// `allow_private` is false a literal internal IP address is refused here; names are checked when
+/// resolved (at save where possible, and at every send).
+pub fn parse_endpoint_url(s: &str, allow_private: bool) -> Result<url::Url, ValueError> {
+    let bad = |reason| ValueError::invalid("url", reason);
+    if s.len() > 2048 || s.chars().any(|c| c.is_control() || c.is_whitespace()) {
+        return Err(bad("must be an absolute https URL"));
+    }
+    let u = url::Url::parse(s).map_err(|_| bad("must be an absolute https URL"))?;
+    if u.scheme() != "https" {
+        return Err(bad("only https URLs are accepted"));
+    }
+    if !u.username().is_empty() || u.password().is_some() {
+        return Err(bad(
+            "credentials in the URL are not accepted; use customHeader",
+        ));
+    }
+    let internal = match u.host() {
+        None => return Err(bad("must have a host")),
+        Some(url::Host::Ipv4(ip)) => is_internal(IpAddr::V4(ip)),
+        Some(url::Host::Ipv6(ip)) => is_internal(IpAddr::V6(ip)),
+        Some(url::Host::Domain(d)) => {
+            d.eq_ignore_ascii_case("localhost") || d.to_ascii_lowercase().ends_with(".localhost")
+        }
+    };
+    if internal && !allow_private {
+        return Err(bad(
+            "must not point at a loopback, private or internal address",
+        ));
+    }
+    Ok(u)
+}
+
+/// An endpoint secret, shown once when generated.
+#[derive(Clone, PartialEq, Eq)]
+pub struct WebhookSecret(String);
+
+impl WebhookSecret {
+    const PREFIX: &'static str = "whsec_";
+
+    pub fn generate(rng: &dyn Random) -> Self {
+        const BASE62: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+        Self(format!(
+            "{}{}",
+            Self::PREFIX,
+            random_string(rng, BASE62, 43)
+        ))
+    }
+
+    /// A secret as stored.
+    pub fn from_stored(s: String) -> Self {
+        Self(s)
+    }
+
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for WebhookSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("WebhookSecret(..)")
+    }
+}
+
+/// `t=<t>,v1=<hex HMAC-SHA256 of "<t>.<body>">`.
+pub fn signature_header(secret: &WebhookSecret, t: i64, body: &[u8]) -> String {
+    format!(
+        "t={t},v1={}",
+        hex(&sign(secret.expose().as_bytes(), t, body))
+    )
+}
+
+fn sign(key: &[u8], t: i64, body: &[u8]) -> Vec<u8> {
+    let k = hmac::Key::new(hmac::HMAC_SHA256, key);
+    let mut ctx = hmac::Context::with_key(&k);
+    ctx.update(t.to_string().as_bytes());
+    ctx.update(b".");
+    ctx.update(body);
+    ctx.sign().as_ref().to_vec()
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// Why a receiver rejects a delivery.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum SignatureError {
+    #[error("the signature header is malformed")]
+    Malformed,
+    #[error("the timestamp is outside the tolerance")]
+    TooOld,
+    #[error("no v1 signature matches")]
+    Mismatch,
+}
+
+/// What a receiver does: parse the header, reject stale timestamps, compare every `v1` in
+/// constant time against the HMAC of the raw body.
+pub fn verify_signature(
+    header: &str,
+    body: &[u8],
+    secret: &str,
+    now_unix: i64,
+) -> Result<(), SignatureError> {
+    let mut t = None;
+    let mut v1 = Vec::new();
+    for part in header.split(',') {
+        match part.trim().split_once('=') {
+            Some(("t", v)) => t = v.parse::<i64>().ok(),
+            Some(("v1", v)) => v1.push(v.to_owned()),
+            _ => {}
+        }
+    }
+    let t = t.ok_or(SignatureError::Malformed)?;
+    if v1.is_empty() {
+        return Err(SignatureError::Malformed);
+    }
+    if (now_unix - t).unsigned_abs() > SIGNATURE_TOLERANCE.as_secs() {
+        return Err(SignatureError::TooOld);
+    }
+    let expected = hex(&sign(secret.as_bytes(), t, body));
+    if v1
+        .iter()
+        .any(|v| constant_time_eq(v.as_bytes(), expected.as_bytes()))
+    {
+        Ok(())
+    } else {
+        Err(SignatureError::Mismatch)
+    }
+}
+
+/// When attempt number `attempts + 1` happens, after `attempts` failed ones (`None`: give up).
+/// The schedule lists the delays after the first, second… attempt; each gets ±10 % jitter from
+/// `jitter` (a value in 0..=1), so retries of many deliveries do not arrive in lockstep.
+pub fn next_retry(schedule: &[Duration], attempts: u32, jitter: f64) -> Option<Duration> {
+    let base = *schedule.get(usize::try_from(attempts).ok()?.checked_sub(1)?)?;
+    let factor = 0.9 + 0.2 * jitter.clamp(0.0, 1.0);
+    Some(base.mul_f64(factor))
+}
+
+/// A configured endpoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebhookEndpoint {
+    pub id: Uuid,
+    pub partner_id: PartnerId,
+    pub url: String,
+    pub events: Vec<EventKind>,
+    pub lead_created_delay: Option<LeadCreatedDelay>,
+    pub custom_header: Option<CustomHeader>,
+    pub secret: Option<WebhookSecret>,
+    pub created_at: OffsetDateTime,
+    pub updated_at: OffsetDateTime,
+}
+
+/// An endpoint as partners see it: never the secret.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EndpointRow {
+    pub id: Uuid,
+    pub url: String,
+    pub events: Vec<EventKind>,
+    pub lead_created_delay: Option<LeadCreatedDelay>,
+    pub custom_header: Option<CustomHeader>,
+    pub has_secret: bool,
+    #[serde(serialize_with = "wire::ts")]
+    pub created_at: OffsetDateTime,
+    /// Present only in the answer that generated it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub secret: Option<String>,
+}
+
+impl WebhookEndpoint {
+    pub fn row(&self) -> EndpointRow {
+        EndpointRow {
+            id: self.id,
+            url: self.url.clone(),
+            events: self.events.clone(),
+            lead_created_delay: self.lead_created_delay,
+            custom_header: self.custom_header.clone(),
+            has_secret: self.secret.is_some(),
+            created_at: self.created_at,
+            secret: None,
+        }
+    }
+
+    /// The row with the secret shown (once, after generating it).
+    pub fn row_with_secret(&self) -> EndpointRow {
+        EndpointRow {
+            secret: self.secret.as_ref().map(|s| s.expose().to_owned()),
+            ..self.row()
+        }
+    }
+}
+
+/// The event list: a non-empty subset of the four kinds (duplicates dropped).
+pub fn parse_events(items: &[String]) -> Result<Vec<EventKind>, ValueError> {
+    let mut out = Vec::new();
+    for i in items {
+        let k = EventKind::parse(i).ok_or(ValueError::invalid(
+            "events",
+            "entries must be lead.created, lead.enriched, order.created or payout.created",
+        ))?;
+        if !out.contains(&k) {
+            out.push(k);
+        }
+    }
+    if out.is_empty() {
+        return Err(ValueError::Missing("events"));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::random::SystemRandom;
+
+    #[test]
+    fn signatures_round_trip_and_reject_tampering() {
+        let secret = WebhookSecret::generate(&SystemRandom::new());
+        assert!(secret.expose().starts_with("whsec_"));
+        let body = br#"{"id":"x","event":"lead.created"}"#;
+        let h = signature_header(&secret, 1_700_000_000, body);
+        assert!(h.starts_with("t=1700000000,v1="));
+        assert_eq!(h.len(), "t=1700000000,v1=".len() + 64);
+        assert_eq!(
+            verify_signature(&h, body, secret.expose(), 1_700_000_100),
+            Ok(())
+        );
+        assert_eq!(
+            verify_signature(&h, b"{}", secret.expose(), 1_700_000_100),
+            Err(SignatureError::Mismatch)
+        );
+        assert_eq!(
+            verify_signature(&h, body, "whsec_other", 1_700_000_100),
+            Err(SignatureError::Mismatch)
+        );
+        assert_eq!(
+            verify_signature(&h, body, secret.expose(), 1_700_000_301),
+            Err(SignatureError::TooOld)
+        );
+        assert_eq!(
+            verify_signature("v1=abc", body, secret.expose(), 0),
+            Err(SignatureError::Malformed)
+        );
+    }
+
+    #[test]
+    fn a_known_vector() {
+        // HMAC-SHA256("whsec_test", "1614556800.{}"), as Stripe's SDKs compute it.
+        let h = signature_header(
+            &WebhookSecret::from_stored("whsec_test".into()),
+            1_614_556_800,
+            b"{}",
+        );
+        let k = hmac::Key::new(hmac::HMAC_SHA256, b"whsec_test");
+        let expected = hex(hmac::sign(&k, b"1614556800.{}").as_ref());
+        assert_eq!(h, format!("t=1614556800,v1={expected}"));
+    }
+
+    #[test]
+    fn internal_addresses() {
+        for ip in [
+            "127.0.0.1",
+            "10.1.2.3",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "0.0.0.0",
+            "100.64.0.1",
+            "::1",
+            "fc00::1",
+            "fe80::1",
+            "::ffff:127.0.0.1",
+            "::ffff:10.0.0.1",
+            "255.255.255.255",
+            "224.0.0.1",
+        ] {
+            assert!(is_internal(ip.parse().expect("ip")), "{ip}");
+        }
+        for ip in [
+            "93.184.216.34",
+            "8.8.8.8",
+            "2606:4700::1111",
+            "::ffff:8.8.8.8",
+        ] {
+            assert!(!is_internal(ip.parse().expect("ip")), "{ip}");
+        }
+    }
+
+    #[test]
+    fn endpoint_urls() {
+        assert!(parse_endpoint_url("https://hooks.example.com/partner", false).is_ok());
+        for bad in [
+            "http://hooks.example.com",
+            "ftp://x.test",
+            "https://user:pw@x.test",
+            "https://127.0.0.1/h",
+            "https://[::1]/h",
+            "https://10.0.0.5/h",
+            "https://localhost/h",
+            "https://a.localhost/h",
+            "not a url",
+        ] {
+            assert!(parse_endpoint_url(bad, false).is_err(), "{bad}");
+        }
+        assert!(
+            parse_endpoint_url("https://127.0.0.1:8443/h", true).is_ok(),
+            "allowed for tests"
+        );
+        assert!(
+            parse_endpoint_url("http://127.0.0.1/h", true).is_err(),
+            "https only, always"
+        );
+    }
+
+    #[test]
+    fn custom_header_rules() {
+        assert!(CustomHeader::parse("X-Api-Key", "abc 123").is_ok());
+        for (n, v) in [
+            ("Authorization", "x"),
+            ("x-partner-event", "x"),
+            ("X-PARTNER-Anything", "x"),
+            ("Content-Type", "x"),
+            ("Bad Name", "x"),
+            ("", "x"),
+            ("X-Ok", "a\nb"),
+            ("X-Ok", "é"),
+        ] {
+            assert!(CustomHeader::parse(n, v).is_err(), "{n}: {v}");
+        }
+        assert!(CustomHeader::parse(&"x".repeat(65), "v").is_err());
+        assert!(CustomHeader::parse("X-Ok", &"v".repeat(1025)).is_err());
+    }
+
+    #[test]
+    fn retry_schedule_with_jitter() {
+        let s = [Duration::from_secs(10), Duration::from_secs(60)];
+        assert_eq!(next_retry(&s, 1, 0.5), Some(Duration::from_secs(10)));
+        assert_eq!(next_retry(&s, 1, 0.0), Some(Duration::from_secs(9)));
+        assert_eq!(next_retry(&s, 2, 1.0), Some(Duration::from_secs(66)));
+        assert_eq!(next_retry(&s, 3, 0.5), None, "schedule exhausted");
+        assert_eq!(next_retry(&s, 0, 0.5), None);
+    }
+
+    #[test]
+    fn events_lists() {
+        assert_eq!(
+            parse_events(&["order.created".into(), "order.created".into()]),
+            Ok(vec![EventKind::OrderCreated])
+        );
+        assert!(parse_events(&[]).is_err());
+        assert!(parse_events(&["lead.deleted".into()]).is_err());
+    }
+}
+
+/// A new endpoint, already parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewEndpoint {
+    pub url: url::Url,
+    pub events: Vec<EventKind>,
+    pub lead_created_delay: Option<LeadCreatedDelay>,
+    pub custom_header: Option<CustomHeader>,
+    /// Generate a secret (returned once).
+    pub secret: bool,
+}
+
+/// A partial update. `Some(None)` clears a nullable field; `secret: Some(true)` generates a new
+/// secret (returned once), `Some(false)` removes it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EndpointPatch {
+    pub url: Option<url::Url>,
+    pub events: Option<Vec<EventKind>>,
+    pub lead_created_delay: Option<Option<LeadCreatedDelay>>,
+    pub custom_header: Option<Option<CustomHeader>>,
+    pub secret: Option<bool>,
+}
+
+/// Errors of the endpoint calls of [`WebhookService`].
+#[derive(Debug, thiserror::Error)]
+pub enum EndpointError {
+    #[error("an account may have at most 10 webhook endpoints")]
+    TooMany,
+    #[error("the URL resolves to a loopback, private or internal address")]
+    InternalAddress,
+    #[error("no such webhook endpoint")]
+    NotFound,
+    #[error("no partner with that partnerId")]
+    UnknownPartner,
+    #[error(transparent)]
+    Repo(#[from] crate::error::RepoError),
+}
+
+/// Managing a partner's endpoints (for partners and the operator alike).
+#[derive(Debug, Clone)]
+pub struct WebhookService {
+    repo: std::sync::Arc<dyn crate::ports::WebhookRepo>,
+    addresses: std::sync::Arc<dyn crate::ports::AddressCheck>,
+    clock: std::sync::Arc<dyn crate::clock::Clock>,
+    rng: std::sync::Arc<dyn Random>,
+    allow_private: bool,
+}
+
+impl WebhookService {
+    pub fn new(
+        repo: std::sync::Arc<dyn crate::ports::WebhookRepo>,
+        addresses: std::sync::Arc<dyn crate::ports::AddressCheck>,
+        clock: std::sync::Arc<dyn crate::clock::Clock>,
+        rng: std::sync::Arc<dyn Random>,
+        allow_private: bool,
+    ) -> Self {
+        Self {
+            repo,
+            addresses,
+            clock,
+            rng,
+            allow_private,
+        }
+    }
+
+    pub fn allow_private(&self) -> bool {
+        self.allow_private
+    }
+
+    /// Refuses a host name that resolves to an internal address now. (One that does not resolve
+    /// yet is accepted; every send checks again.)
+    async fn check_address(&self, url: &url::Url) -> Result<(), EndpointError> {
+        if self.allow_private {
+            return Ok(());
+        }
+        if let Some(url::Host::Domain(host)) = url.host()
+            && self
+                .addresses
+                .resolves_internal(host, url.port_or_known_default().unwrap_or(443))
+                .await
+        {
+            return Err(EndpointError::InternalAddress);
+        }
+        Ok(())
+    }
+
+    pub async fn list(&self, partner: &PartnerId) -> Result<Vec<EndpointRow>, EndpointError> {
+        Ok(self
+            .repo
+            .endpoints(partner)
+            .await?
+            .iter()
+            .map(WebhookEndpoint::row)
+            .collect())
+    }
+
+    pub async fn create(
+        &self,
+        partner: &PartnerId,
+        new: NewEndpoint,
+    ) -> Result<EndpointRow, EndpointError> {
+        self.check_address(&new.url).await?;
+        let now = self.clock.now();
+        let e = WebhookEndpoint {
+            id: crate::random::new_id(self.rng.as_ref()),
+            partner_id: partner.clone(),
+            url: new.url.into(),
+            events: new.events,
+            lead_created_delay: new.lead_created_delay,
+            custom_header: new.custom_header,
+            secret: new
+                .secret
+                .then(|| WebhookSecret::generate(self.rng.as_ref())),
+            created_at: now,
+            updated_at: now,
+        };
+        match self.repo.insert_endpoint(&e, MAX_ENDPOINTS).await? {
+            crate::ports::InsertEndpoint::Inserted => Ok(e.row_with_secret()),
+            crate::ports::InsertEndpoint::TooMany => Err(EndpointError::TooMany),
+            crate::ports::InsertEndpoint::UnknownPartner => Err(EndpointError::UnknownPartner),
+        }
+    }
+
+    pub async fn update(
+        &self,
+        partner: &PartnerId,
+        id: Uuid,
+        patch: EndpointPatch,
+    ) -> Result<EndpointRow, EndpointError> {
+        let mut e = self
+            .repo
+            .endpoint(partner, id)
+            .await?
+            .ok_or(EndpointError::NotFound)?;
+        if let Some(u) = &patch.url {
+            self.check_address(u).await?;
+            e.url = u.to_string();
+        }
+        if let Some(ev) = patch.events {
+            e.events = ev;
+        }
+        if let Some(d) = patch.lead_created_delay {
+            e.lead_created_delay = d;
+        }
+        if let Some(h) = patch.custom_header {
+            e.custom_header = h;
+        }
+        let new_secret = patch.secret == Some(true);
+        match patch.secret {
+            Some(true) => e.secret = Some(WebhookSecret::generate(self.rng.as_ref())),
+            Some(false) => e.secret = None,
+            None => {}
+        }
+        e.updated_at = self.clock.now();
+        if !self.repo.update_endpoint(&e).await? {
+            return Err(EndpointError::NotFound);
+        }
+        Ok(if new_secret {
+            e.row_with_secret()
+        } else {
+            e.row()
+        })
+    }
+
+    pub async fn delete(&self, partner: &PartnerId, id: Uuid) -> Result<(), EndpointError> {
+        if self.repo.delete_endpoint(partner, id).await? {
+            Ok(())
+        } else {
+            Err(EndpointError::NotFound)
+        }
+    }
+
+    pub async fn deliveries(
+        &self,
+        partner: &PartnerId,
+        limit: u16,
+    ) -> Result<Vec<DeliveryInfo>, EndpointError> {
+        Ok(self.repo.deliveries(partner, limit).await?)
+    }
+}
+
+/// What the operator sees of a delivery.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeliveryInfo {
+    pub id: Uuid,
+    pub endpoint_id: Uuid,
+    pub event: String,
+    /// `pending`, `delivered` or `failed` (retries exhausted).
+    pub status: String,
+    pub attempts: i32,
+    #[serde(serialize_with = "wire::ts_opt")]
+    pub next_attempt_at: Option<OffsetDateTime>,
+    pub last_status_code: Option<i32>,
+    pub last_error: Option<String>,
+    #[serde(serialize_with = "wire::ts")]
+    pub created_at: OffsetDateTime,
+    #[serde(serialize_with = "wire::ts_opt")]
+    pub delivered_at: Option<OffsetDateTime>,
+}
+
+/// A due delivery with everything needed to send it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimedDelivery {
+    pub id: Uuid,
+    pub attempts: i32,
+    pub kind: EventKind,
+    pub event_created_at: OffsetDateTime,
+    pub subject: String,
+    pub extra: serde_json::Value,
+    pub url: String,
+    pub secret: Option<WebhookSecret>,
+    pub custom_header: Option<CustomHeader>,
+}
+
+/// The delivery body `{ id, event, created_at, data }`, serialized once: these exact bytes are
+/// signed and sent.
+pub fn delivery_body(
+    id: Uuid,
+    kind: EventKind,
+    created_at: OffsetDateTime,
+    data: serde_json::Value,
+) -> Vec<u8> {
+    #[derive(Serialize)]
+    struct Body<'a> {
+        id: Uuid,
+        event: EventKind,
+        created_at: String,
+        data: &'a serde_json::Value,
+    }
+    serde_json::to_vec(&Body {
+        id,
+        event: kind,
+        created_at: wire::format_timestamp(created_at),
+        data: &data,
+    })
+    .unwrap_or_default()
+}
