@@ -257,3 +257,17 @@ impl diesel::query_builder::QueryFragment<diesel::pg::Pg> for RowBefore {
         Ok(())
     }
 }
+
+/// One lead by id (for webhook payloads built at send time).
+pub(crate) async fn lead_by_id(
+    conn: &mut diesel_async::AsyncPgConnection,
+    id: Uuid,
+) -> Result<Option<Lead>, RepoError> {
+    let row: Option<Row> = diesel::sql_query(format!("SELECT {COLUMNS} FROM leads WHERE id = $1"))
+        .bind::<diesel::sql_types::Uuid, _>(id)
+        .get_result(conn)
+        .await
+        .optional()
+        .map_err(db)?;
+    row.map(Row::into_domain).transpose()
+}

@@ -15,6 +15,7 @@ mod payouts;
 mod schema;
 mod sub_accounts;
 mod tokens;
+mod webhooks;
 
 use std::time::Duration;
 

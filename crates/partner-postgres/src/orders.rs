@@ -281,3 +281,15 @@ impl OrderRepo for PgStore {
             .collect())
     }
 }
+
+/// One stored order by id, with its sub-account nickname (for webhook payloads).
+pub(crate) async fn order_by_id(
+    conn: &mut AsyncPgConnection,
+    order_id: &str,
+) -> Result<Option<OrderListing>, RepoError> {
+    listing(conn, order_id)
+        .await
+        .map_err(db)?
+        .map(OrderRow::into_domain)
+        .transpose()
+}

@@ -11,9 +11,18 @@ pub(crate) async fn write(
     now: OffsetDateTime,
 ) -> Result<(), diesel::result::Error> {
     for e in events {
+        // The event, and in the same statement one delivery per endpoint of the partner that
+        // subscribed to its kind; a `lead.created` waits for the endpoint's delay, if any.
         diesel::sql_query(
-            "INSERT INTO domain_events (id, partner_id, kind, subject, extra, created_at) \
-             VALUES (gen_random_uuid(), $1, $2, $3, $4::jsonb, $5)",
+            "WITH ev AS ( \
+               INSERT INTO domain_events (id, partner_id, kind, subject, extra, created_at) \
+               VALUES (gen_random_uuid(), $1, $2, $3, $4::jsonb, $5) RETURNING id) \
+             INSERT INTO webhook_deliveries (id, endpoint_id, partner_id, event_id, kind, status, attempts, \
+               next_attempt_at, created_at) \
+             SELECT gen_random_uuid(), w.id, w.partner_id, ev.id, $2, 'pending', 0, \
+               $5 + make_interval(secs => CASE WHEN $2 = 'lead.created' \
+                                          THEN COALESCE(w.lead_created_delay_seconds, 0) ELSE 0 END), $5 \
+             FROM webhook_endpoints w, ev WHERE w.partner_id = $1 AND $2 = ANY (w.events)",
         )
         .bind::<Text, _>(e.partner_id().as_str())
         .bind::<Text, _>(e.kind())

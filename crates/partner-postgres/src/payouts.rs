@@ -107,3 +107,18 @@ impl PayoutRepo for PgStore {
         rows.into_iter().map(Row::into_domain).collect()
     }
 }
+
+/// One payout by id (for webhook payloads).
+pub(crate) async fn payout_by_id(
+    conn: &mut diesel_async::AsyncPgConnection,
+    id: Uuid,
+) -> Result<Option<Payout>, RepoError> {
+    let row: Option<Row> =
+        diesel::sql_query(format!("SELECT {COLUMNS} FROM payouts WHERE id = $1"))
+            .bind::<diesel::sql_types::Uuid, _>(id)
+            .get_result(conn)
+            .await
+            .optional()
+            .map_err(db)?;
+    row.map(Row::into_domain).transpose()
+}
