@@ -11,4 +11,6 @@ mod leads;
 mod links;
 mod operator;
 mod orders;
+mod receiver;
 mod sub_accounts;
+mod webhooks;

@@ -25,6 +25,7 @@ use partner_domain::order::OrderService;
 use partner_domain::payout::PayoutService;
 use partner_domain::ports::Readiness;
 use partner_domain::sub_account::SubAccountService;
+use partner_domain::webhook::WebhookService;
 
 pub use error::ApiError;
 pub use extract::MAX_BODY;
@@ -42,6 +43,7 @@ pub struct AppState {
     pub links: LinkService,
     pub catalog: CatalogService,
     pub coupons: CouponService,
+    pub webhooks: WebhookService,
     pub readiness: Arc<dyn Readiness>,
     pub clock: Arc<dyn Clock>,
     pub limiter: RateLimiter,

@@ -43,6 +43,8 @@ pub struct Config {
     pub webhook_ca_file: Option<PathBuf>,
     pub log_filter: String,
     pub db_pool_size: usize,
+    /// How often an idle webhook worker looks for due deliveries (not an environment setting).
+    pub webhook_poll_interval: Duration,
 }
 
 pub const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/partner_portal";
@@ -175,6 +177,7 @@ impl Config {
                         bad("PARTNER_DB_POOL_SIZE", "expected an integer from 1 to 1000")
                     })?,
             },
+            webhook_poll_interval: Duration::from_millis(250),
             database_url,
             bind,
         })

@@ -18,8 +18,10 @@ use partner_domain::payout::PayoutService;
 use partner_domain::random::{Random, SystemRandom};
 use partner_domain::sub_account::SubAccountService;
 use partner_domain::token::TokenPepper;
+use partner_domain::webhook::WebhookService;
 use partner_http::{AppState, RateLimiter};
 use partner_postgres::PgStore;
+use partner_webhooks::{SystemAddressCheck, Worker, WorkerConfig};
 
 use crate::config::Config;
 
@@ -98,12 +100,38 @@ impl Application {
                 clock.clone(),
                 rng.clone(),
             ),
+            webhooks: WebhookService::new(
+                store.clone(),
+                Arc::new(SystemAddressCheck),
+                clock.clone(),
+                rng.clone(),
+                config.webhook_allow_private,
+            ),
             care_services_enabled: config.care_services_enabled,
-            readiness: store,
-            clock,
+            readiness: store.clone(),
+            clock: clock.clone(),
             limiter: RateLimiter::new(config.rate_limit),
             internal_token: config.internal_token.clone(),
         });
+        let extra_roots_pem = match &config.webhook_ca_file {
+            Some(p) => Some(std::fs::read(p).with_context(|| format!("reading {}", p.display()))?),
+            None => None,
+        };
+        let worker = Worker::new(
+            store,
+            clock,
+            rng,
+            WorkerConfig {
+                retry_schedule: config.webhook_retry_schedule.clone(),
+                timeout: config.webhook_timeout,
+                allow_private: config.webhook_allow_private,
+                extra_roots_pem,
+                poll_interval: config.webhook_poll_interval,
+                concurrency: 32,
+            },
+        )?;
+        // Deliveries run beside the API in this process; other instances share the work.
+        tokio::spawn(worker.run());
         let listener = TcpListener::bind(&config.bind)
             .with_context(|| format!("cannot bind {}", config.bind))?;
         let port = listener.local_addr()?.port();

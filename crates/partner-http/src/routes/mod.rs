@@ -9,6 +9,7 @@ mod internal;
 mod internal_catalog;
 mod links;
 mod sub_accounts;
+mod webhooks;
 
 use actix_web::middleware::from_fn;
 use actix_web::{HttpResponse, http::StatusCode, web};
@@ -69,6 +70,18 @@ pub(crate) fn configure(cfg: &mut web::ServiceConfig) {
                         .wrap(from_fn(partner_guard(Group::Coupons)))
                         .wrap(from_fn(care_services_enabled)),
                 )
+                .service(
+                    resource("/webhook-endpoints")
+                        .route(web::get().to(webhooks::list))
+                        .route(web::post().to(webhooks::post))
+                        .wrap(from_fn(partner_guard(Group::WebhookEndpoints))),
+                )
+                .service(
+                    resource("/webhook-endpoints/{id}")
+                        .route(web::patch().to(webhooks::patch))
+                        .route(web::delete().to(webhooks::delete))
+                        .wrap(from_fn(partner_guard(Group::WebhookEndpoints))),
+                )
                 .default_service(web::to(no_route)),
         )
         .configure(catalog::configure)
@@ -78,6 +91,7 @@ pub(crate) fn configure(cfg: &mut web::ServiceConfig) {
                 .configure(ingest::configure)
                 .configure(internal_catalog::configure)
                 .configure(coupons::configure_internal)
+                .configure(webhooks::configure_internal)
                 .default_service(web::to(no_route))
                 .wrap(from_fn(internal_guard)),
         );

@@ -1,0 +1,150 @@
+//! A small HTTPS receiver for webhook tests: a self-signed certificate for 127.0.0.1 (its PEM
+//! is handed to the server as `PARTNER_WEBHOOK_CA_FILE`), TLS through rustls, and just enough
+//! HTTP/1.1 to record each request and answer with a scripted status.
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+/// One received request.
+#[derive(Debug, Clone)]
+pub struct Received {
+    /// Header names lower-cased.
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Received {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body).expect("JSON body")
+    }
+}
+
+pub struct Receiver {
+    pub url: String,
+    pub ca_file: PathBuf,
+    received: Arc<Mutex<Vec<Received>>>,
+    script: Arc<Mutex<VecDeque<u16>>>,
+}
+
+impl Receiver {
+    pub async fn start() -> Self {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let ck =
+            rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_owned()]).expect("certificate");
+        let ca_file =
+            std::env::temp_dir().join(format!("webhook-receiver-{}.pem", uuid::Uuid::new_v4()));
+        std::fs::write(&ca_file, ck.cert.pem()).expect("write PEM");
+        let key = rustls::pki_types::PrivateKeyDer::Pkcs8(ck.signing_key.serialize_der().into());
+        let tls = rustls::ServerConfig::builder()
+            .with_no_client_auth()
+            .with_single_cert(vec![ck.cert.der().clone()], key)
+            .expect("TLS config");
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let url = format!(
+            "https://127.0.0.1:{}/hooks",
+            listener.local_addr().expect("addr").port()
+        );
+        let received = Arc::new(Mutex::new(Vec::new()));
+        let script = Arc::new(Mutex::new(VecDeque::new()));
+        let (r, s) = (received.clone(), script.clone());
+        tokio::spawn(async move {
+            while let Ok((tcp, _)) = listener.accept().await {
+                let (acceptor, r, s) = (acceptor.clone(), r.clone(), s.clone());
+                tokio::spawn(async move {
+                    let Ok(mut stream) = acceptor.accept(tcp).await else {
+                        return;
+                    };
+                    let Some(req) = read_request(&mut stream).await else {
+                        return;
+                    };
+                    let status = s.lock().expect("lock").pop_front().unwrap_or(200);
+                    r.lock().expect("lock").push(req);
+                    let reply = format!(
+                        "HTTP/1.1 {status} X\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                    );
+                    let _ = stream.write_all(reply.as_bytes()).await;
+                    let _ = stream.shutdown().await;
+                });
+            }
+        });
+        Self {
+            url,
+            ca_file,
+            received,
+            script,
+        }
+    }
+
+    /// The statuses of the next answers, in order (200 after that).
+    pub fn answer_with(&self, statuses: &[u16]) {
+        self.script.lock().expect("lock").extend(statuses);
+    }
+
+    pub fn received(&self) -> Vec<Received> {
+        self.received.lock().expect("lock").clone()
+    }
+
+    /// Waits until at least `n` requests arrived (at most 10 s).
+    pub async fn wait_for(&self, n: usize) -> Vec<Received> {
+        for _ in 0..200 {
+            let got = self.received();
+            if got.len() >= n {
+                return got;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!(
+            "expected {n} webhook requests, got {}",
+            self.received().len()
+        );
+    }
+}
+
+async fn read_request<S: AsyncReadExt + Unpin>(s: &mut S) -> Option<Received> {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let head_end = loop {
+        let n = s.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
+    let headers: Vec<(String, String)> = head
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    let len: usize = headers
+        .iter()
+        .find(|(k, _)| k == "content-length")
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0);
+    let mut body = buf[head_end..].to_vec();
+    while body.len() < len {
+        let n = s.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            break;
+        }
+        body.extend_from_slice(&chunk[..n]);
+    }
+    Some(Received { headers, body })
+}

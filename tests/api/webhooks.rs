@@ -1,0 +1,449 @@
+//! Webhook endpoints and signed HTTPS deliveries to a real receiver.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use partner_domain::clock::{Clock, FixedClock};
+use partner_domain::webhook::verify_signature;
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+use time::OffsetDateTime;
+
+use crate::helpers::{TestApp, assert_error, body, lead_body};
+use crate::receiver::Receiver;
+
+const ENDPOINTS: &str = "/api/v1/webhook-endpoints";
+
+async fn app_for(receiver: &Receiver, clock: Option<Arc<FixedClock>>) -> TestApp {
+    let ca = receiver.ca_file.clone();
+    let tweak = move |c: &mut partner_server::Config| {
+        c.webhook_allow_private = true;
+        c.webhook_ca_file = Some(ca);
+        c.webhook_retry_schedule = vec![Duration::from_millis(100), Duration::from_millis(100)];
+        c.webhook_timeout = Duration::from_secs(3);
+        c.webhook_poll_interval = Duration::from_millis(25);
+    };
+    match clock {
+        Some(c) => TestApp::spawn_full(tweak, c).await,
+        None => TestApp::spawn_with(tweak).await,
+    }
+}
+
+async fn create_endpoint(app: &TestApp, token: &str, b: Value) -> Value {
+    let res = app
+        .api(Method::POST, ENDPOINTS, token)
+        .json(&b)
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(res.status(), StatusCode::CREATED);
+    body(res).await["data"].clone()
+}
+
+async fn deliveries(app: &TestApp, partner: &str) -> Vec<Value> {
+    let b = body(
+        app.internal(
+            Method::GET,
+            &format!("/partners/{partner}/webhook-deliveries"),
+        )
+        .send()
+        .await
+        .expect("send"),
+    )
+    .await;
+    b["data"].as_array().expect("data").clone()
+}
+
+/// Polls the delivery log until `pred` holds (at most 10 s).
+async fn wait_log(app: &TestApp, partner: &str, pred: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+    for _ in 0..200 {
+        let d = deliveries(app, partner).await;
+        if pred(&d) {
+            return d;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!(
+        "delivery log never matched: {:?}",
+        deliveries(app, partner).await
+    );
+}
+
+#[tokio::test]
+async fn endpoints_crud_and_validation() {
+    let app = TestApp::spawn().await;
+    let s = app.seed("acme", false).await;
+    let other = app.seed("beta", false).await;
+    let created = create_endpoint(
+        &app,
+        &s.token,
+        json!({ "url": "https://hooks.example.com/in", "events": ["lead.created", "order.created"], "secret": true,
+                "leadCreatedDelay": "5m", "customHeader": { "name": "X-Api-Key", "value": "k 1" } }),
+    )
+    .await;
+    let secret = created["secret"]
+        .as_str()
+        .expect("secret shown once")
+        .to_owned();
+    assert!(secret.starts_with("whsec_"));
+    assert_eq!(created["hasSecret"], true);
+    assert_eq!(created["leadCreatedDelay"], "5m");
+    assert_eq!(
+        created["customHeader"],
+        json!({ "name": "X-Api-Key", "value": "k 1" })
+    );
+    let id = created["id"].as_str().expect("id").to_owned();
+    let list = app.get_ok(ENDPOINTS, &s.token).await;
+    assert_eq!(list["data"].as_array().map(Vec::len), Some(1));
+    assert!(
+        list["data"][0].get("secret").is_none(),
+        "the secret is never shown again"
+    );
+    let mut keys: Vec<&String> = list["data"][0].as_object().expect("obj").keys().collect();
+    keys.sort();
+    assert_eq!(
+        keys,
+        [
+            "createdAt",
+            "customHeader",
+            "events",
+            "hasSecret",
+            "id",
+            "leadCreatedDelay",
+            "url"
+        ]
+    );
+
+    // PATCH: partial; null clears; secret false removes it.
+    let res = app
+        .api(Method::PATCH, &format!("{ENDPOINTS}/{id}"), &s.token)
+        .json(&json!({ "events": ["payout.created"], "leadCreatedDelay": null, "secret": false }))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(res.status(), StatusCode::OK);
+    let patched = body(res).await["data"].clone();
+    assert_eq!(
+        (
+            patched["events"].clone(),
+            patched["leadCreatedDelay"].clone(),
+            patched["hasSecret"].clone()
+        ),
+        (json!(["payout.created"]), Value::Null, json!(false))
+    );
+    assert_eq!(patched["customHeader"]["name"], "X-Api-Key", "untouched");
+    assert!(patched.get("secret").is_none());
+
+    // Validation.
+    for bad in [
+        json!({ "url": "http://hooks.example.com", "events": ["lead.created"] }),
+        json!({ "url": "https://127.0.0.1/h", "events": ["lead.created"] }),
+        json!({ "url": "https://10.0.0.7/h", "events": ["lead.created"] }),
+        json!({ "url": "https://localhost/h", "events": ["lead.created"] }),
+        json!({ "url": "https://hooks.example.com", "events": [] }),
+        json!({ "url": "https://hooks.example.com", "events": ["lead.deleted"] }),
+        json!({ "url": "https://hooks.example.com", "events": ["lead.created"], "leadCreatedDelay": "2m" }),
+        json!({ "url": "https://hooks.example.com", "events": ["lead.created"], "customHeader": { "name": "X-Partner-Event", "value": "x" } }),
+        json!({ "url": "https://hooks.example.com", "events": ["lead.created"], "customHeader": { "name": "Authorization", "value": "x" } }),
+        json!({ "url": "https://hooks.example.com", "events": ["lead.created"], "extra": 1 }),
+    ] {
+        let res = app
+            .api(Method::POST, ENDPOINTS, &s.token)
+            .json(&bad)
+            .send()
+            .await
+            .expect("send");
+        assert_error(res, 400, "invalid_request").await;
+    }
+    // At most ten.
+    for i in 1..10 {
+        create_endpoint(
+            &app,
+            &s.token,
+            json!({ "url": format!("https://hooks.example.com/{i}"), "events": ["lead.created"] }),
+        )
+        .await;
+    }
+    let res = app
+        .api(Method::POST, ENDPOINTS, &s.token)
+        .json(&json!({ "url": "https://hooks.example.com/11", "events": ["lead.created"] }))
+        .send()
+        .await
+        .expect("send");
+    assert_error(res, 400, "invalid_request").await;
+
+    // Tenants: another partner can neither see, change nor delete it.
+    assert_eq!(app.get_ok(ENDPOINTS, &other.token).await["data"], json!([]));
+    let res = app
+        .api(Method::PATCH, &format!("{ENDPOINTS}/{id}"), &other.token)
+        .json(&json!({ "events": ["lead.created"] }))
+        .send()
+        .await
+        .expect("send");
+    assert_error(res, 404, "not_found").await;
+    assert_error(
+        app.api(Method::DELETE, &format!("{ENDPOINTS}/{id}"), &other.token)
+            .send()
+            .await
+            .expect("send"),
+        404,
+        "not_found",
+    )
+    .await;
+    let res = app
+        .api(Method::DELETE, &format!("{ENDPOINTS}/{id}"), &s.token)
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(body(res).await, json!({ "data": { "ok": true } }));
+    assert_error(
+        app.api(Method::DELETE, &format!("{ENDPOINTS}/{id}"), &s.token)
+            .send()
+            .await
+            .expect("send"),
+        404,
+        "not_found",
+    )
+    .await;
+
+    // The operator API manages the same endpoints.
+    let res = app
+        .internal(Method::POST, "/partners/beta/webhook-endpoints")
+        .json(&json!({ "url": "https://hooks.example.com/b", "events": ["payout.created"] }))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(res.status(), StatusCode::CREATED);
+    assert_eq!(
+        app.get_ok(ENDPOINTS, &other.token).await["data"]
+            .as_array()
+            .map(Vec::len),
+        Some(1)
+    );
+    assert_error(
+        app.internal(Method::GET, "/partners/ghost/webhook-endpoints")
+            .send()
+            .await
+            .expect("send"),
+        404,
+        "not_found",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_signed_lead_created_delivery_over_https() {
+    let rx = Receiver::start().await;
+    let app = app_for(&rx, None).await;
+    let s = app.seed("acme", false).await;
+    let ep = create_endpoint(
+        &app,
+        &s.token,
+        json!({ "url": rx.url, "events": ["lead.created", "lead.enriched"], "secret": true,
+                "customHeader": { "name": "X-Api-Key", "value": "partner-key" } }),
+    )
+    .await;
+    let secret = ep["secret"].as_str().expect("secret").to_owned();
+    // A headless intake lead dispatches nothing; a managed-website lead does.
+    app.ingest_lead(&lead_body(
+        "acme",
+        json!({ "origin": "headless_intake", "isTest": true, "testSource": "simulation" }),
+    ))
+    .await;
+    let lead = app
+        .ingest_lead(&lead_body("acme", json!({ "phone": null })))
+        .await;
+    let got = rx.wait_for(1).await;
+    let r = &got[0];
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    assert_eq!(r.header("x-partner-event"), Some("lead.created"));
+    assert_eq!(r.header("x-api-key"), Some("partner-key"));
+    let b = r.json();
+    assert_eq!(
+        r.header("x-partner-delivery"),
+        b["id"].as_str(),
+        "the id equals X-Partner-Delivery"
+    );
+    assert_eq!(b["event"], "lead.created");
+    assert_eq!(b["created_at"].as_str().map(str::len), Some(24));
+    assert_eq!(b["data"]["lead"]["id"], lead["id"]);
+    assert_eq!(
+        (
+            b["data"]["lead"]["isTest"].clone(),
+            b["data"]["lead"]["testSource"].clone()
+        ),
+        (json!(false), Value::Null)
+    );
+    let mut keys: Vec<&String> = b.as_object().expect("obj").keys().collect();
+    keys.sort();
+    assert_eq!(keys, ["created_at", "data", "event", "id"]);
+    // The signature verifies over the exact raw body, with the secret shown at creation.
+    let sig = r.header("x-partner-signature").expect("signed");
+    let now = OffsetDateTime::now_utc().unix_timestamp();
+    assert_eq!(verify_signature(sig, &r.body, &secret, now), Ok(()));
+    assert!(verify_signature(sig, &r.body, "whsec_wrong", now).is_err());
+
+    // Filling in the phone: lead.enriched with both phones.
+    let id = lead["id"].as_str().expect("id");
+    app.internal(Method::PATCH, &format!("/leads/{id}"))
+        .json(&json!({ "phone": "+1 555 0101" }))
+        .send()
+        .await
+        .expect("send");
+    let got = rx.wait_for(2).await;
+    let b = got[1].json();
+    assert_eq!(b["event"], "lead.enriched");
+    assert_eq!(
+        (
+            b["data"]["previousPhone"].clone(),
+            b["data"]["currentPhone"].clone()
+        ),
+        (json!(""), json!("+1 555 0101"))
+    );
+    assert_eq!(b["data"]["lead"]["phone"], "+1 555 0101");
+    // The same phone again fires nothing.
+    app.internal(Method::PATCH, &format!("/leads/{id}"))
+        .json(&json!({ "phone": "+1 555 0101" }))
+        .send()
+        .await
+        .expect("send");
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(rx.received().len(), 2);
+    let log = wait_log(&app, "acme", |d| {
+        d.len() == 2 && d.iter().all(|x| x["status"] == "delivered")
+    })
+    .await;
+    assert_eq!(log[0]["attempts"], 1);
+}
+
+#[tokio::test]
+async fn orders_and_payouts_and_unsigned_endpoints() {
+    let rx = Receiver::start().await;
+    let app = app_for(&rx, None).await;
+    let s = app.seed("acme", false).await;
+    create_endpoint(
+        &app,
+        &s.token,
+        json!({ "url": rx.url, "events": ["order.created", "payout.created"] }),
+    )
+    .await;
+    let order = json!({ "orderId": "W-1", "partnerId": "acme", "createdDate": "2026-11-20T10:00:00.000Z", "product": "P",
+        "amount": 10, "commission": 1.5, "status": "shipped", "isTest": false, "source": "pharmacy", "customerName": "Ann" });
+    for _ in 0..2 {
+        app.internal(Method::POST, "/orders")
+            .json(&order)
+            .send()
+            .await
+            .expect("send");
+    }
+    app.internal(Method::POST, "/payouts")
+        .json(&json!({ "partnerId": "acme", "payoutDate": "2026-11-30", "payoutAmount": 99.5, "status": "paid" }))
+        .send().await.expect("send");
+    // A lead is not subscribed.
+    app.ingest_lead(&lead_body("acme", json!({}))).await;
+    let got = rx.wait_for(2).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        rx.received().len(),
+        2,
+        "order.created once, payout.created once, no lead event"
+    );
+    let mut by_event: Vec<Value> = got.iter().map(|r| r.json()).collect();
+    by_event.sort_by_key(|b| b["event"].as_str().map(str::to_owned));
+    assert_eq!(by_event[0]["event"], "order.created");
+    assert_eq!(by_event[0]["data"]["source"], "pharmacy");
+    assert_eq!(by_event[0]["data"]["order"]["orderId"], "W-1");
+    assert!(
+        by_event[0]["data"]["order"].get("customerName").is_none(),
+        "the partner's view of the order"
+    );
+    assert_eq!(by_event[0]["data"]["order"]["isTest"], false);
+    assert_eq!(by_event[1]["event"], "payout.created");
+    assert_eq!(by_event[1]["data"]["payout"]["payoutAmount"], json!(99.5));
+    assert!(
+        got.iter()
+            .all(|r| r.header("x-partner-signature").is_none()),
+        "no secret, no signature"
+    );
+}
+
+#[tokio::test]
+async fn failed_attempts_are_retried_until_a_2xx_or_the_schedule_ends() {
+    let rx = Receiver::start().await;
+    let app = app_for(&rx, None).await;
+    let s = app.seed("acme", false).await;
+    create_endpoint(
+        &app,
+        &s.token,
+        json!({ "url": rx.url, "events": ["payout.created"] }),
+    )
+    .await;
+    rx.answer_with(&[500, 503]);
+    let payout = json!({ "partnerId": "acme", "payoutDate": "2026-11-30", "payoutAmount": 1, "status": "paid" });
+    app.internal(Method::POST, "/payouts")
+        .json(&payout)
+        .send()
+        .await
+        .expect("send");
+    let got = rx.wait_for(3).await;
+    let ids: Vec<Option<&str>> = got.iter().map(|r| r.header("x-partner-delivery")).collect();
+    assert!(
+        ids.windows(2).all(|w| w[0] == w[1]),
+        "the same delivery, retried"
+    );
+    let log = wait_log(&app, "acme", |d| {
+        d.first().is_some_and(|x| x["status"] == "delivered")
+    })
+    .await;
+    assert_eq!(
+        (log[0]["attempts"].clone(), log[0]["lastStatusCode"].clone()),
+        (json!(3), json!(200))
+    );
+
+    // A receiver that never answers 2xx: the first attempt and two retries, then `failed`.
+    rx.answer_with(&[500, 500, 500, 500]);
+    app.internal(Method::POST, "/payouts")
+        .json(&payout)
+        .send()
+        .await
+        .expect("send");
+    let log = wait_log(&app, "acme", |d| d.iter().any(|x| x["status"] == "failed")).await;
+    let failed = log
+        .iter()
+        .find(|x| x["status"] == "failed")
+        .expect("failed");
+    assert_eq!(
+        (failed["attempts"].clone(), failed["lastStatusCode"].clone()),
+        (json!(3), json!(500))
+    );
+    assert!(failed["nextAttemptAt"].is_null());
+}
+
+#[tokio::test]
+async fn a_delayed_lead_created_carries_the_phone_supplied_during_the_delay() {
+    let rx = Receiver::start().await;
+    let clock = Arc::new(FixedClock::new(OffsetDateTime::now_utc()));
+    let app = app_for(&rx, Some(clock.clone())).await;
+    let s = app.seed("acme", false).await;
+    create_endpoint(
+        &app,
+        &s.token,
+        json!({ "url": rx.url, "events": ["lead.created"], "leadCreatedDelay": "1m" }),
+    )
+    .await;
+    let lead = app
+        .ingest_lead(&lead_body("acme", json!({ "phone": null })))
+        .await;
+    let id = lead["id"].as_str().expect("id");
+    app.internal(Method::PATCH, &format!("/leads/{id}"))
+        .json(&json!({ "phone": "+1 555 0199" }))
+        .send()
+        .await
+        .expect("send");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(rx.received().is_empty(), "not before the delay");
+    clock.advance(time::Duration::seconds(61));
+    let got = rx.wait_for(1).await;
+    assert_eq!(got[0].json()["data"]["lead"]["phone"], "+1 555 0199");
+    let _ = clock.now();
+}
