@@ -326,3 +326,44 @@ fn error_chain(e: &dyn std::error::Error) -> String {
     }
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use std::str::FromStr;
+
+    use reqwest::dns::{Name, Resolve};
+
+    use super::*;
+
+    #[tokio::test]
+    async fn the_resolver_refuses_names_that_resolve_to_internal_addresses() {
+        let refusing = FilteringResolver {
+            allow_private: false,
+        };
+        let name = Name::from_str("localhost").expect("name");
+        assert!(
+            refusing.resolve(name).await.is_err(),
+            "localhost is internal"
+        );
+        let allowing = FilteringResolver {
+            allow_private: true,
+        };
+        let addrs: Vec<SocketAddr> = allowing
+            .resolve(Name::from_str("localhost").expect("name"))
+            .await
+            .expect("resolves")
+            .collect();
+        assert!(addrs.iter().all(|a| a.ip().is_loopback()));
+    }
+
+    #[tokio::test]
+    async fn the_save_time_check_reports_internal_names() {
+        assert!(SystemAddressCheck.resolves_internal("localhost", 443).await);
+        assert!(
+            !SystemAddressCheck
+                .resolves_internal("name.invalid", 443)
+                .await,
+            "unresolvable: not refused here"
+        );
+    }
+}
