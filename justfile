@@ -1,7 +1,11 @@
 # Conveniences over plain cargo; the README's commands need nothing but cargo.
 
-# Run the server (set PARTNER_TOKEN_PEPPER / PARTNER_INTERNAL_TOKEN, or use a .env file).
+# Run the server on demo data (prints a token and example requests): the README's run command.
 run:
+    cargo run -p partner-server -- demo
+
+# Run the server with your settings (PARTNER_TOKEN_PEPPER, PARTNER_INTERNAL_TOKEN, or a .env file).
+serve:
     cargo run -p partner-server -- serve
 
 # All tests (needs PostgreSQL on 127.0.0.1:5432, user postgres, trust auth).
