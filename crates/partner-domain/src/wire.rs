@@ -1,17 +1,28 @@
 //! Wire conventions shared by every rendered resource: RFC 3339 UTC timestamps with exactly
 //! three fractional digits and `Z`, and `YYYY-MM-DD` dates.
 
+use std::fmt::Write;
+
 use serde::Serializer;
-use time::{OffsetDateTime, UtcOffset, format_description::FormatItem, macros::format_description};
+use time::{OffsetDateTime, UtcOffset};
 
-const TIMESTAMP: &[FormatItem<'static>] =
-    format_description!("[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z");
-
-/// `2026-11-21T10:00:00.000Z`.
+/// `2026-11-21T10:00:00.000Z`. Written directly rather than through a format description:
+/// listings format two timestamps a row, and this is several times cheaper.
 pub fn format_timestamp(t: OffsetDateTime) -> String {
-    t.to_offset(UtcOffset::UTC)
-        .format(TIMESTAMP)
-        .unwrap_or_default()
+    let t = t.to_offset(UtcOffset::UTC);
+    let mut s = String::with_capacity(24);
+    let _ = write!(
+        s,
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
+        t.year(),
+        u8::from(t.month()),
+        t.day(),
+        t.hour(),
+        t.minute(),
+        t.second(),
+        t.millisecond()
+    );
+    s
 }
 
 /// Parses an RFC 3339 timestamp (any offset), returning it in UTC truncated to milliseconds.
