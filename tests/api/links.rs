@@ -868,3 +868,101 @@ async fn public_catalog_errors_and_preflight_carry_the_headers() {
     assert_eq!(res.status(), StatusCode::METHOD_NOT_ALLOWED);
     assert_eq!(res.headers()["cdn-cache-control"], "no-store");
 }
+
+#[tokio::test]
+async fn the_embedded_care_services_view() {
+    let (app, _s) = care_app(json!({ "subscriptionActive": true, "manualOverride": false, "yearlyBundle": true, "services": [] })).await;
+    let mut odd = care("veterinary-care", "vet", &[1]);
+    odd["productName"] = json!("Pets & <Vets>");
+    put(
+        &app,
+        "/care-service-products/00000000-0000-4000-8000-000000000199",
+        &odd,
+    )
+    .await;
+    app.internal(Method::PUT, "/care-services/feature-flags")
+        .json(&json!({ "dermatology": false }))
+        .send()
+        .await
+        .expect("send");
+    let page = |q: &str| {
+        app.request(Method::GET, &format!("/embed/care-services?{q}"))
+            .send()
+    };
+
+    let res = page("partner_id=acme").await.expect("send");
+    assert_eq!(res.status(), StatusCode::OK);
+    assert!(
+        res.headers()["content-type"]
+            .to_str()
+            .expect("ascii")
+            .starts_with("text/html")
+    );
+    let html = res.text().await.expect("text");
+    assert!(
+        html.contains("partner-api-docs-height"),
+        "posts its height to the host page"
+    );
+    assert!(
+        html.contains("data-service=\"primary-care\"")
+            && html.contains("data-service=\"urgent-care\"")
+    );
+    assert!(
+        !html.contains("data-service=\"dermatology\""),
+        "respects category feature flags"
+    );
+    assert!(
+        html.contains("Pets &amp; &lt;Vets&gt;") && !html.contains("<Vets>"),
+        "text is escaped"
+    );
+    assert!(html.contains("href=\"https://care.test/primary-care?partner_id=acme&amp;m=12\""));
+
+    let html = page("partner_id=acme&service=primary-care&m=12&sub=7")
+        .await
+        .expect("send")
+        .text()
+        .await
+        .expect("text");
+    assert!(
+        !html.contains("data-service=\"urgent-care\""),
+        "service filter"
+    );
+    assert!(
+        html.contains("class=\"selected\""),
+        "m preselects a duration"
+    );
+    assert!(html.contains("href=\"https://care.test/primary-care?partner_id=acme&amp;sub=7&amp;m=12\" target=\"_top\">Start 12 months"));
+
+    let html = page("partner_id=acme&redeem=true")
+        .await
+        .expect("send")
+        .text()
+        .await
+        .expect("text");
+    assert!(html.contains("redeem=true") && html.contains("Redeem a code"));
+    assert!(
+        !html.contains("m=12"),
+        "the redemption screen carries no duration"
+    );
+
+    for (q, status, code) in [
+        ("", 400, "invalid_request"),
+        ("partner_id=acme&m=2", 400, "invalid_request"),
+        ("partner_id=acme&service=surgery", 400, "invalid_request"),
+        ("partner_id=ghost", 404, "not_found"),
+    ] {
+        assert_error(page(q).await.expect("send"), status, code).await;
+    }
+}
+
+#[tokio::test]
+async fn the_embedded_view_is_off_with_the_care_services_api() {
+    let app = TestApp::spawn_with(|c| c.care_services_enabled = false).await;
+    app.seed("acme", false).await;
+    let res = app
+        .request(Method::GET, "/embed/care-services?partner_id=acme")
+        .send()
+        .await
+        .expect("send");
+    assert_error(res, 404, "not_found").await;
+}

@@ -306,6 +306,9 @@ pub struct CareQuery {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CareTierView {
+    /// The tier's duration (not part of the wire shape; its `url` carries it as `m`).
+    #[serde(skip)]
+    pub months: u8,
     pub key: String,
     pub label: String,
     pub user_price: Money,
@@ -371,6 +374,7 @@ pub fn care_link(
         tiers: tiers
             .into_iter()
             .map(|t| CareTierView {
+                months: t.months,
                 key: t.key.clone(),
                 label: t.label.clone(),
                 user_price: t.user_price,
@@ -536,6 +540,28 @@ impl LinkService {
     ) -> Result<Vec<CareServiceLink>, LinkError> {
         self.check_sub(partner, q.sub).await?;
         let p = self.partner(partner).await?;
+        let flags = self.accounts.care_flags().await?;
+        let products = self.catalog.care_products().await?;
+        Ok(products
+            .iter()
+            .filter(|c| q.service.is_none_or(|s| s == c.service))
+            .filter(|c| care_access(&p.settings, &flags, c.service))
+            .filter_map(|c| care_link(&self.bases, &p, c, q))
+            .collect())
+    }
+
+    /// The embedded Care Services view's links: public (no token), for an active partner, with
+    /// the same access rule and link builder as the partners' Care Services links. `sub` is a
+    /// tracking parameter of a shared URL here, so only its shape was checked.
+    pub async fn care_embed(
+        &self,
+        partner_id: &PartnerId,
+        q: &CareQuery,
+    ) -> Result<Vec<CareServiceLink>, CatalogError> {
+        let p = match self.accounts.partner(partner_id).await? {
+            Some(p) if p.settings.active => p,
+            _ => return Err(CatalogError::UnknownPartner),
+        };
         let flags = self.accounts.care_flags().await?;
         let products = self.catalog.care_products().await?;
         Ok(products

@@ -3,6 +3,7 @@
 mod activity;
 mod catalog;
 mod coupons;
+mod embed;
 mod health;
 mod ingest;
 mod internal;
@@ -85,6 +86,11 @@ pub(crate) fn configure(cfg: &mut web::ServiceConfig) {
                 .default_service(web::to(no_route)),
         )
         .configure(catalog::configure)
+        .service(
+            resource("/embed/care-services")
+                .route(web::get().to(embed::care_services))
+                .wrap(from_fn(care_services_enabled)),
+        )
         .service(
             web::scope("/internal/v1")
                 .configure(internal::configure)
