@@ -540,14 +540,31 @@ impl LinkService {
     ) -> Result<Vec<CareServiceLink>, LinkError> {
         self.check_sub(partner, q.sub).await?;
         let p = self.partner(partner).await?;
+        Ok(self.accessible_care_links(&p, q).await?)
+    }
+
+    /// The Care Services links `p` can access now, filtered by `q.service` (and `q.duration`).
+    async fn accessible_care_links(
+        &self,
+        p: &Partner,
+        q: &CareQuery,
+    ) -> Result<Vec<CareServiceLink>, RepoError> {
         let flags = self.accounts.care_flags().await?;
         let products = self.catalog.care_products().await?;
         Ok(products
             .iter()
             .filter(|c| q.service.is_none_or(|s| s == c.service))
             .filter(|c| care_access(&p.settings, &flags, c.service))
-            .filter_map(|c| care_link(&self.bases, &p, c, q))
+            .filter_map(|c| care_link(&self.bases, p, c, q))
             .collect())
+    }
+
+    /// The partner when it exists and is active (the public surfaces serve no one else).
+    async fn active_partner(&self, id: &PartnerId) -> Result<Partner, CatalogError> {
+        match self.accounts.partner(id).await? {
+            Some(p) if p.settings.active => Ok(p),
+            _ => Err(CatalogError::UnknownPartner),
+        }
     }
 
     /// The embedded Care Services view's links: public (no token), for an active partner, with
@@ -558,18 +575,8 @@ impl LinkService {
         partner_id: &PartnerId,
         q: &CareQuery,
     ) -> Result<Vec<CareServiceLink>, CatalogError> {
-        let p = match self.accounts.partner(partner_id).await? {
-            Some(p) if p.settings.active => p,
-            _ => return Err(CatalogError::UnknownPartner),
-        };
-        let flags = self.accounts.care_flags().await?;
-        let products = self.catalog.care_products().await?;
-        Ok(products
-            .iter()
-            .filter(|c| q.service.is_none_or(|s| s == c.service))
-            .filter(|c| care_access(&p.settings, &flags, c.service))
-            .filter_map(|c| care_link(&self.bases, &p, c, q))
-            .collect())
+        let p = self.active_partner(partner_id).await?;
+        Ok(self.accessible_care_links(&p, q).await?)
     }
 
     /// The public catalog of one category (or all) for an active partner. A sub-account code as
@@ -580,10 +587,7 @@ impl LinkService {
         category: Option<Category>,
     ) -> Result<Vec<CatalogProduct>, CatalogError> {
         let partner_id = &attribution.partner_id;
-        let p = match self.accounts.partner(partner_id).await? {
-            Some(p) if p.settings.active => p,
-            _ => return Err(CatalogError::UnknownPartner),
-        };
+        let p = self.active_partner(partner_id).await?;
         let prices = self.catalog.medical_prices(partner_id).await?;
         let products = self.catalog.medical_products().await?;
         Ok(products
