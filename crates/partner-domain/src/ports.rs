@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use crate::account::{ApiTokenInfo, CareFlags, Partner, PartnerSettings, PortalUser};
 use crate::catalog::{CareProduct, DnaProduct, MedicalProduct, Stored};
@@ -23,7 +23,8 @@ use crate::sub_account::SubAccount;
 use crate::token::TokenHash;
 use crate::values::Money;
 use crate::values::{CareService, Nickname, PartnerId, SubId};
-use crate::webhook::{ClaimedDelivery, DeliveryInfo, WebhookEndpoint};
+use crate::events::{Subject, SubjectKind};
+use crate::webhook::{AttemptOutcome, ClaimRequest, ClaimedDelivery, DeliveryInfo, WebhookEndpoint};
 
 /// What the authentication step needs to know about a presented token, in one lookup.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -352,37 +353,39 @@ pub trait AddressCheck: Send + Sync {
     async fn resolves_internal(&self, host: &str, port: u16) -> bool;
 }
 
-/// The delivery worker's storage.
+/// The delivery worker's storage. Claims and outcomes are batched: a worker spends a few round
+/// trips per batch of deliveries, not per delivery.
 #[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
 #[async_trait]
 pub trait DeliveryRepo: Send + Sync {
-    /// Claims up to `limit` pending deliveries due at `now` (`FOR UPDATE SKIP LOCKED`, so any
-    /// number of workers share the work) and leases them until `lease_until`: a worker that dies
-    /// mid-send leaves them to be retried after the lease.
-    async fn claim_due(
+    /// Claims pending deliveries due at `req.now` with fewer than `req.max_attempts` attempts:
+    /// at most `req.limit` in all and at most each endpoint's room (`req.room`, else
+    /// `req.per_endpoint`), oldest due first within an endpoint, endpoints in random order.
+    /// MUST skip rows locked by another claimer (`FOR UPDATE SKIP LOCKED`), count the attempt
+    /// (`attempts + 1`), move `next_attempt_at` to `req.lease_until` and stamp a fresh lease
+    /// token, all in one statement, so any number of workers share the work and a worker that
+    /// dies leaves its deliveries due again after the lease.
+    async fn claim(&self, req: &ClaimRequest) -> Result<Vec<ClaimedDelivery>, RepoError>;
+    /// The subjects that still exist among `wanted`, keyed as asked; one query per subject kind.
+    async fn subjects(
+        &self,
+        wanted: &[(SubjectKind, String)],
+    ) -> Result<HashMap<(SubjectKind, String), Subject>, RepoError>;
+    /// Records outcomes in one statement. MUST apply an outcome only while its delivery is still
+    /// `pending` under the same lease token (fencing: a worker whose lease ran out and was
+    /// reclaimed cannot overwrite the newer attempt). Returns how many were applied.
+    async fn record(&self, outcomes: &[AttemptOutcome]) -> Result<u64, RepoError>;
+    /// Ends as `failed` (with `error`) the pending deliveries due at `now` that already made
+    /// `max_attempts` attempts: their last worker died before recording an outcome.
+    async fn fail_exhausted(
         &self,
         now: OffsetDateTime,
-        lease_until: OffsetDateTime,
-        limit: u16,
-    ) -> Result<Vec<ClaimedDelivery>, RepoError>;
-    async fn lead(&self, id: Uuid) -> Result<Option<Lead>, RepoError>;
-    async fn order(&self, order_id: &str) -> Result<Option<OrderListing>, RepoError>;
-    async fn payout(&self, id: Uuid) -> Result<Option<Payout>, RepoError>;
-    async fn record_success(
-        &self,
-        id: Uuid,
-        now: OffsetDateTime,
-        status: u16,
-    ) -> Result<(), RepoError>;
-    /// Records a failed attempt; `retry_at: None` gives up (status `failed`).
-    async fn record_failure(
-        &self,
-        id: Uuid,
-        now: OffsetDateTime,
-        status: Option<u16>,
+        max_attempts: u32,
         error: &str,
-        retry_at: Option<OffsetDateTime>,
-    ) -> Result<(), RepoError>;
+    ) -> Result<u64, RepoError>;
+    /// Deletes at most `batch` delivered or failed deliveries created before `before`, then at
+    /// most `batch` events of that age that no delivery refers to. Returns the rows deleted.
+    async fn prune(&self, before: OffsetDateTime, batch: u32) -> Result<u64, RepoError>;
 }
 
 /// Whether the store answers (`/readyz`).

@@ -10,6 +10,7 @@ use serde::{Serialize, Serializer};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
+pub use crate::events::EventKind;
 use crate::random::{Random, random_string};
 use crate::token::constant_time_eq;
 use crate::values::{PartnerId, ValueError};
@@ -19,43 +20,6 @@ use crate::wire;
 pub const MAX_ENDPOINTS: usize = 10;
 /// Receivers reject deliveries whose timestamp is older than this.
 pub const SIGNATURE_TOLERANCE: Duration = Duration::from_secs(300);
-
-/// The four event kinds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum EventKind {
-    LeadCreated,
-    LeadEnriched,
-    OrderCreated,
-    PayoutCreated,
-}
-
-impl EventKind {
-    pub const ALL: [EventKind; 4] = [
-        Self::LeadCreated,
-        Self::LeadEnriched,
-        Self::OrderCreated,
-        Self::PayoutCreated,
-    ];
-
-    pub fn parse(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|k| k.as_str() == s)
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::LeadCreated => "lead.created",
-            Self::LeadEnriched => "lead.enriched",
-            Self::OrderCreated => "order.created",
-            Self::PayoutCreated => "payout.created",
-        }
-    }
-}
-
-impl Serialize for EventKind {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
-    }
-}
 
 /// How long a `lead.created` delivery waits, so the lead can supply a phone first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -148,11 +112,16 @@ impl CustomHeader {
     }
 }
 
-/// Whether `ip` is loopback, private, link-local, or otherwise not a public internet address.
+/// Whether `ip` is anything but a global unicast address: loopback, private, link-local,
+/// shared, reserved, documentation, multicast, and for IPv6 everything outside `2000::/3` (so
+/// IPv4-mapped and -translated forms, NAT64 `64:ff9b::/96` and `64:ff9b:1::/48`, site-local
+/// `fec0::/10`, unique local, discard `100::/64`) plus the tunnelling and special blocks inside it
+/// (Teredo `2001::/32`, 6to4 `2002::/16`, ORCHID, benchmarking, documentation). A tunnel or
+/// translation prefix can reach an internal IPv4 host, so it is refused whatever it embeds.
 pub fn is_internal(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => {
-            let o = v4.octets();
+            let [a, b, c, _] = v4.octets();
             v4.is_loopback()
                 || v4.is_private()
                 || v4.is_link_local()
@@ -160,22 +129,21 @@ pub fn is_internal(ip: IpAddr) -> bool {
                 || v4.is_broadcast()
                 || v4.is_multicast()
                 || v4.is_documentation()
-                || o[0] == 0
-                || (o[0] == 100 && (64..=127).contains(&o[1])) // carrier-grade NAT
-                || (o[0] == 192 && o[1] == 0 && o[2] == 0) // IETF protocol assignments
-                || (o[0] == 198 && (18..=19).contains(&o[1])) // benchmarking
-                || o[0] >= 240 // reserved
+                || a == 0
+                || (a == 100 && (64..=127).contains(&b)) // carrier-grade NAT
+                || (a == 192 && b == 0 && c == 0) // IETF protocol assignments
+                || (a == 192 && b == 88 && c == 99) // 6to4 relay anycast
+                || (a == 198 && (18..=19).contains(&b)) // benchmarking
+                || a >= 240 // reserved
         }
         IpAddr::V6(v6) => {
-            let s = v6.segments();
-            v6.is_loopback()
-                || v6.is_unspecified()
-                || v6.is_multicast()
-                || (s[0] & 0xfe00) == 0xfc00 // unique local
-                || (s[0] & 0xffc0) == 0xfe80 // link-local
-                || (s[0] == 0x2001 && s[1] == 0x0db8) // documentation
-                || v6.to_ipv4_mapped().is_some_and(|v4| is_internal(IpAddr::V4(v4)))
-                || v6.to_ipv4().is_some_and(|v4| s[0] == 0 && s[1] == 0 && s[5] == 0 && is_internal(IpAddr::V4(v4)))
+            let [s0, s1, ..] = v6.segments();
+            let global_unicast = (s0 & 0xe000) == 0x2000;
+            !global_unicast
+                || (s0 == 0x2001 && s1 < 0x0200) // IETF protocol assignments: Teredo, ORCHID, benchmarking…
+                || (s0 == 0x2001 && s1 == 0x0db8) // documentation
+                || s0 == 0x2002 // 6to4
+                || (s0 == 0x3fff && s1 < 0x1000) // documentation (3fff::/20)
         }
     }
 }
@@ -202,7 +170,9 @@ pub fn parse_endpoint_url(s: &str, allow_private: bool) -> Result<url::Url, Valu
         Some(url::Host::Ipv4(ip)) => is_internal(IpAddr::V4(ip)),
         Some(url::Host::Ipv6(ip)) => is_internal(IpAddr::V6(ip)),
         Some(url::Host::Domain(d)) => {
-            d.eq_ignore_ascii_case("localhost") || d.to_ascii_lowercase().ends_with(".localhost")
+            // `localhost.` is the same name as `localhost`.
+            let d = d.trim_end_matches('.').to_ascii_lowercase();
+            d == "localhost" || d.ends_with(".localhost")
         }
     };
     if internal && !allow_private {
@@ -458,6 +428,27 @@ mod tests {
             "::ffff:10.0.0.1",
             "255.255.255.255",
             "224.0.0.1",
+            "192.88.99.1",
+            // extensions.md §7: IPv6 forms that can reach an internal IPv4 host, and the rest of
+            // what is not global unicast.
+            "64:ff9b::a00:1",
+            "64:ff9b::7f00:1",
+            "64:ff9b:1::a00:1",
+            "2002:7f00:1::1",
+            "2002:808:808::1",
+            "2001::1",
+            "2001:0:4136:e378:8000:63bf:3fff:fdd2",
+            "::ffff:0:7f00:1",
+            "::ffff:0:808:808",
+            "::ffff:8.8.8.8",
+            "fec0::1",
+            "100::1",
+            "::127.0.0.1",
+            "2001:db8::1",
+            "3fff::1",
+            "2001:2::1",
+            "2001:10::1",
+            "ff02::1",
         ] {
             assert!(is_internal(ip.parse().expect("ip")), "{ip}");
         }
@@ -465,7 +456,8 @@ mod tests {
             "93.184.216.34",
             "8.8.8.8",
             "2606:4700::1111",
-            "::ffff:8.8.8.8",
+            "2a00:1450:4001:80b::200e",
+            "2001:4860:4860::8888",
         ] {
             assert!(!is_internal(ip.parse().expect("ip")), "{ip}");
         }
@@ -481,6 +473,10 @@ mod tests {
             "https://127.0.0.1/h",
             "https://[::1]/h",
             "https://10.0.0.5/h",
+            "https://localhost./h",
+            "https://a.localhost./h",
+            "https://[64:ff9b::a00:1]/h",
+            "https://[2002:7f00:1::1]/h",
             "https://localhost/h",
             "https://a.localhost/h",
             "not a url",
@@ -737,11 +733,35 @@ pub struct DeliveryInfo {
     pub delivered_at: Option<OffsetDateTime>,
 }
 
-/// A due delivery with everything needed to send it.
+/// What a worker asks for when it claims due deliveries. Fairness is decided here, not by the
+/// store: no endpoint gets more than its room, so one endpoint's backlog never takes every slot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimRequest {
+    pub now: OffsetDateTime,
+    /// Claimed deliveries are leased to this worker until then; after it they are due again.
+    pub lease_until: OffsetDateTime,
+    /// Deliveries in all.
+    pub limit: u32,
+    /// Deliveries per endpoint, for endpoints not listed in `room`.
+    pub per_endpoint: u32,
+    /// Endpoints with less room than `per_endpoint`: busy in this worker, or backed off (0).
+    pub room: Vec<(Uuid, u32)>,
+    /// Deliveries that already made this many attempts are not claimed: their budget is spent
+    /// (a worker died during the last one) and [`crate::ports::DeliveryRepo::fail_exhausted`]
+    /// ends them.
+    pub max_attempts: u32,
+}
+
+/// A claimed delivery with everything needed to send it. Claiming counts the attempt, so a
+/// delivery whose worker keeps dying still ends after its budget.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClaimedDelivery {
     pub id: Uuid,
-    pub attempts: i32,
+    pub endpoint_id: Uuid,
+    /// The fencing token of this claim: an outcome is recorded only while the row still holds it.
+    pub lease: Uuid,
+    /// The number of this attempt (1 for the first).
+    pub attempt: u32,
     pub kind: EventKind,
     pub event_created_at: OffsetDateTime,
     pub subject: String,
@@ -749,6 +769,47 @@ pub struct ClaimedDelivery {
     pub url: String,
     pub secret: Option<WebhookSecret>,
     pub custom_header: Option<CustomHeader>,
+}
+
+/// Where a delivery goes after an attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NextStep {
+    Delivered,
+    RetryAt(OffsetDateTime),
+    /// The retry budget is spent (or retrying cannot help): the delivery ends `failed`.
+    GiveUp,
+}
+
+/// How an attempt ended, to be recorded under its claim's lease.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttemptOutcome {
+    pub id: Uuid,
+    pub lease: Uuid,
+    pub at: OffsetDateTime,
+    /// The receiver's status, `None` when it did not answer.
+    pub status_code: Option<u16>,
+    /// A short reason (`timeout`, `status 500`…), never a URL, secret or receiver body.
+    pub error: Option<String>,
+    pub next: NextStep,
+}
+
+/// Attempts a delivery may make: the first, and one per delay of the schedule.
+pub fn attempt_budget(schedule: &[Duration]) -> u32 {
+    u32::try_from(schedule.len()).unwrap_or(u32::MAX - 1) + 1
+}
+
+/// The step after attempt number `attempt` failed (`jitter` in 0..=1, see [`next_retry`]).
+pub fn after_failure(
+    schedule: &[Duration],
+    attempt: u32,
+    jitter: f64,
+    now: OffsetDateTime,
+) -> NextStep {
+    // A delay past the end of time (a misconfigured schedule) gives up rather than panics.
+    next_retry(schedule, attempt, jitter)
+        .and_then(|d| time::Duration::try_from(d).ok())
+        .and_then(|d| now.checked_add(d))
+        .map_or(NextStep::GiveUp, NextStep::RetryAt)
 }
 
 /// The delivery body `{ id, event, created_at, data }`, serialized once: these exact bytes are

@@ -55,11 +55,28 @@ pub struct AppState {
 
 /// Mounts every route, the error-body normalisation and request tracing on `cfg`.
 pub fn configure(cfg: &mut web::ServiceConfig, state: web::Data<AppState>) {
+    configure_surface(cfg, state, Surface::Full);
+}
+
+/// Which routes a process serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Surface {
+    /// The partner API, the operator API, the public catalog and the embedded view.
+    Full,
+    /// Only `/healthz` and `/readyz` (a process that runs the delivery worker alone).
+    HealthOnly,
+}
+
+/// As [`configure`], serving `surface`; every other path is the contract's 404.
+pub fn configure_surface(cfg: &mut web::ServiceConfig, state: web::Data<AppState>, surface: Surface) {
     cfg.app_data(state)
         .app_data(web::PayloadConfig::new(MAX_BODY))
         .service(
             web::scope("")
-                .configure(routes::configure)
+                .configure(|c| match surface {
+                    Surface::Full => routes::configure(c),
+                    Surface::HealthOnly => routes::configure_health(c),
+                })
                 .default_service(web::to(routes::no_route))
                 .wrap(actix_web::middleware::from_fn(middleware::normalize_errors))
                 .wrap(actix_web::middleware::from_fn(

@@ -259,15 +259,15 @@ impl diesel::query_builder::QueryFragment<diesel::pg::Pg> for RowBefore {
 }
 
 /// One lead by id (for webhook payloads built at send time).
-pub(crate) async fn lead_by_id(
+pub(crate) async fn leads_by_ids(
     conn: &mut diesel_async::AsyncPgConnection,
-    id: Uuid,
-) -> Result<Option<Lead>, RepoError> {
-    let row: Option<Row> = diesel::sql_query(format!("SELECT {COLUMNS} FROM leads WHERE id = $1"))
-        .bind::<diesel::sql_types::Uuid, _>(id)
-        .get_result(conn)
-        .await
-        .optional()
-        .map_err(db)?;
-    row.map(Row::into_domain).transpose()
+    ids: &[Uuid],
+) -> Result<Vec<Lead>, RepoError> {
+    let rows: Vec<Row> =
+        diesel::sql_query(format!("SELECT {COLUMNS} FROM leads WHERE id = ANY($1)"))
+            .bind::<diesel::sql_types::Array<diesel::sql_types::Uuid>, _>(ids)
+            .load(conn)
+            .await
+            .map_err(db)?;
+    rows.into_iter().map(Row::into_domain).collect()
 }

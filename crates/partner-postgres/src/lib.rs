@@ -17,6 +17,8 @@ mod sub_accounts;
 mod tokens;
 mod webhooks;
 
+pub use webhooks::listen_for_deliveries;
+
 use std::time::Duration;
 
 use diesel::result::{DatabaseErrorKind, Error as DieselError};

@@ -282,14 +282,15 @@ impl OrderRepo for PgStore {
     }
 }
 
-/// One stored order by id, with its sub-account nickname (for webhook payloads).
-pub(crate) async fn order_by_id(
+/// Stored orders by id, with their sub-account nicknames (for webhook payloads).
+pub(crate) async fn orders_by_ids(
     conn: &mut AsyncPgConnection,
-    order_id: &str,
-) -> Result<Option<OrderListing>, RepoError> {
-    listing(conn, order_id)
+    order_ids: &[&str],
+) -> Result<Vec<OrderListing>, RepoError> {
+    let rows: Vec<OrderRow> = diesel::sql_query(format!("{ORDER_SELECT} WHERE o.order_id = ANY($1)"))
+        .bind::<diesel::sql_types::Array<Text>, _>(order_ids)
+        .load(conn)
         .await
-        .map_err(db)?
-        .map(OrderRow::into_domain)
-        .transpose()
+        .map_err(db)?;
+    rows.into_iter().map(OrderRow::into_domain).collect()
 }

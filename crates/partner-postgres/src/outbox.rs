@@ -25,7 +25,7 @@ pub(crate) async fn write(
              FROM webhook_endpoints w, ev WHERE w.partner_id = $1 AND $2 = ANY (w.events)",
         )
         .bind::<Text, _>(e.partner_id().as_str())
-        .bind::<Text, _>(e.kind())
+        .bind::<Text, _>(e.kind().as_str())
         .bind::<Text, _>(e.subject())
         .bind::<Text, _>(e.extra().to_string())
         .bind::<Timestamptz, _>(now)

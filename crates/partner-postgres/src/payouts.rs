@@ -109,16 +109,15 @@ impl PayoutRepo for PgStore {
 }
 
 /// One payout by id (for webhook payloads).
-pub(crate) async fn payout_by_id(
+pub(crate) async fn payouts_by_ids(
     conn: &mut diesel_async::AsyncPgConnection,
-    id: Uuid,
-) -> Result<Option<Payout>, RepoError> {
-    let row: Option<Row> =
-        diesel::sql_query(format!("SELECT {COLUMNS} FROM payouts WHERE id = $1"))
-            .bind::<diesel::sql_types::Uuid, _>(id)
-            .get_result(conn)
+    ids: &[Uuid],
+) -> Result<Vec<Payout>, RepoError> {
+    let rows: Vec<Row> =
+        diesel::sql_query(format!("SELECT {COLUMNS} FROM payouts WHERE id = ANY($1)"))
+            .bind::<diesel::sql_types::Array<diesel::sql_types::Uuid>, _>(ids)
+            .load(conn)
             .await
-            .optional()
             .map_err(db)?;
-    row.map(Row::into_domain).transpose()
+    rows.into_iter().map(Row::into_domain).collect()
 }

@@ -1,17 +1,17 @@
 //! Webhook endpoints, the delivery log, and the workers' claim/record cycle.
 
+use std::collections::HashMap;
+
 use diesel::prelude::*;
 use diesel::sql_types::{Array, Integer, Nullable, Text, Timestamptz};
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use partner_domain::RepoError;
-use partner_domain::lead::Lead;
-use partner_domain::order::OrderListing;
-use partner_domain::payout::Payout;
 use partner_domain::ports::{DeliveryRepo, InsertEndpoint, WebhookRepo};
 use partner_domain::values::PartnerId;
+use partner_domain::events::{Subject, SubjectKind};
 use partner_domain::webhook::{
-    ClaimedDelivery, CustomHeader, DeliveryInfo, EventKind, LeadCreatedDelay, WebhookEndpoint,
-    WebhookSecret,
+    AttemptOutcome, ClaimRequest, ClaimedDelivery, CustomHeader, DeliveryInfo, EventKind,
+    LeadCreatedDelay, NextStep, WebhookEndpoint, WebhookSecret,
 };
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -116,6 +116,10 @@ struct DeliveryRow {
 struct ClaimRow {
     #[diesel(sql_type = diesel::sql_types::Uuid)]
     id: Uuid,
+    #[diesel(sql_type = diesel::sql_types::Uuid)]
+    endpoint_id: Uuid,
+    #[diesel(sql_type = diesel::sql_types::Uuid)]
+    lease_token: Uuid,
     #[diesel(sql_type = Integer)]
     attempts: i32,
     #[diesel(sql_type = Text)]
@@ -135,6 +139,65 @@ struct ClaimRow {
     #[diesel(sql_type = Nullable<Text>)]
     custom_header_value: Option<String>,
 }
+
+impl ClaimRow {
+    fn into_domain(self) -> Result<ClaimedDelivery, RepoError> {
+        Ok(ClaimedDelivery {
+            id: self.id,
+            endpoint_id: self.endpoint_id,
+            lease: self.lease_token,
+            attempt: u32::try_from(self.attempts).map_err(|_| corrupt("attempt count"))?,
+            kind: EventKind::parse(&self.kind).ok_or_else(|| corrupt("event kind"))?,
+            event_created_at: self.event_created_at,
+            subject: self.subject,
+            extra: serde_json::from_str(&self.extra).map_err(|_| corrupt("event extra"))?,
+            url: self.url,
+            secret: self.secret.map(WebhookSecret::from_stored),
+            custom_header: header(self.custom_header_name, self.custom_header_value),
+        })
+    }
+}
+
+/// The workers' claim, in one statement (the DSL cannot express a LATERAL join with a locking
+/// clause). `ep`: every endpoint with room, in random order so that no endpoint is always served
+/// first when `$7` (the batch limit) binds; `picked`: each endpoint's oldest due rows, at most its
+/// room, skipping rows another worker holds; `claimed`: counts the attempt, leases the row until
+/// `$2` under a fresh fencing token. Then what sending needs, from the event and the endpoint.
+const CLAIM_SQL: &str = "\
+WITH busy AS ( \
+  SELECT * FROM unnest($4::uuid[], $5::int4[]) AS b(endpoint_id, room)), \
+ep AS ( \
+  SELECT e.id, COALESCE(b.room, $3) AS room \
+  FROM webhook_endpoints e LEFT JOIN busy b ON b.endpoint_id = e.id \
+  WHERE COALESCE(b.room, $3) > 0 \
+  ORDER BY random()), \
+picked AS ( \
+  SELECT p.id FROM ep CROSS JOIN LATERAL ( \
+    SELECT d.id FROM webhook_deliveries d \
+    WHERE d.endpoint_id = ep.id AND d.status = 'pending' AND d.next_attempt_at <= $1 AND d.attempts < $6 \
+    ORDER BY d.next_attempt_at LIMIT ep.room \
+    FOR UPDATE SKIP LOCKED) p \
+  LIMIT $7), \
+claimed AS ( \
+  UPDATE webhook_deliveries d \
+  SET attempts = d.attempts + 1, next_attempt_at = $2, lease_token = gen_random_uuid() \
+  FROM picked WHERE d.id = picked.id \
+  RETURNING d.id, d.endpoint_id, d.lease_token, d.attempts, d.kind, d.event_id) \
+SELECT c.id, c.endpoint_id, c.lease_token, c.attempts, c.kind, ev.created_at AS event_created_at, \
+  ev.subject, ev.extra::text AS extra, w.url, w.secret, w.custom_header_name, w.custom_header_value \
+FROM claimed c JOIN domain_events ev ON ev.id = c.event_id JOIN webhook_endpoints w ON w.id = c.endpoint_id";
+
+/// Outcomes of a batch in one statement, fenced by the lease token: a row reclaimed by another
+/// worker after this one's lease ran out (new token) or already finished is left alone.
+const RECORD_SQL: &str = "\
+UPDATE webhook_deliveries d SET \
+  status = CASE u.next WHEN 'delivered' THEN 'delivered' WHEN 'retry' THEN 'pending' ELSE 'failed' END, \
+  delivered_at = CASE WHEN u.next = 'delivered' THEN u.at END, \
+  next_attempt_at = CASE WHEN u.next = 'retry' THEN u.retry_at END, \
+  last_status_code = u.status_code, last_error = u.error, lease_token = NULL \
+FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::timestamptz[], $5::timestamptz[], $6::int4[], $7::text[]) \
+  AS u(id, lease, next, at, retry_at, status_code, error) \
+WHERE d.id = u.id AND d.lease_token = u.lease AND d.status = 'pending'";
 
 #[async_trait::async_trait]
 impl WebhookRepo for PgStore {
@@ -291,110 +354,189 @@ impl WebhookRepo for PgStore {
 
 #[async_trait::async_trait]
 impl DeliveryRepo for PgStore {
-    async fn claim_due(
+    async fn claim(&self, req: &ClaimRequest) -> Result<Vec<ClaimedDelivery>, RepoError> {
+        let mut conn = self.conn().await?;
+        let clamp = |n: u32| i32::try_from(n).unwrap_or(i32::MAX);
+        let (busy_ids, busy_room): (Vec<Uuid>, Vec<i32>) =
+            req.room.iter().map(|(id, n)| (*id, clamp(*n))).unzip();
+        let rows: Vec<ClaimRow> = diesel::sql_query(CLAIM_SQL)
+            .bind::<Timestamptz, _>(req.now)
+            .bind::<Timestamptz, _>(req.lease_until)
+            .bind::<Integer, _>(clamp(req.per_endpoint))
+            .bind::<Array<diesel::sql_types::Uuid>, _>(&busy_ids)
+            .bind::<Array<Integer>, _>(&busy_room)
+            .bind::<Integer, _>(clamp(req.max_attempts))
+            .bind::<diesel::sql_types::BigInt, _>(i64::from(req.limit))
+            .load(&mut conn)
+            .await
+            .map_err(db)?;
+        rows.into_iter().map(ClaimRow::into_domain).collect()
+    }
+
+    async fn subjects(
         &self,
-        now: OffsetDateTime,
-        lease_until: OffsetDateTime,
-        limit: u16,
-    ) -> Result<Vec<ClaimedDelivery>, RepoError> {
+        wanted: &[(SubjectKind, String)],
+    ) -> Result<HashMap<(SubjectKind, String), Subject>, RepoError> {
         let mut conn = self.conn().await?;
-        // One statement: lock due rows no other worker holds, push their next attempt to the end
-        // of the lease, and return what sending needs.
-        let rows: Vec<ClaimRow> = diesel::sql_query(
-            "WITH due AS ( \
-               SELECT id FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= $1 \
-               ORDER BY next_attempt_at LIMIT $3 FOR UPDATE SKIP LOCKED), \
-             claimed AS ( \
-               UPDATE webhook_deliveries d SET next_attempt_at = $2 FROM due WHERE d.id = due.id \
-               RETURNING d.id, d.attempts, d.kind, d.event_id, d.endpoint_id) \
-             SELECT c.id, c.attempts, c.kind, ev.created_at AS event_created_at, ev.subject, ev.extra::text AS extra, \
-               w.url, w.secret, w.custom_header_name, w.custom_header_value \
-             FROM claimed c JOIN domain_events ev ON ev.id = c.event_id JOIN webhook_endpoints w ON w.id = c.endpoint_id",
-        )
-        .bind::<Timestamptz, _>(now)
-        .bind::<Timestamptz, _>(lease_until)
-        .bind::<diesel::sql_types::BigInt, _>(i64::from(limit))
-        .load(&mut conn)
-        .await
-        .map_err(db)?;
-        rows.into_iter()
-            .map(|r| {
-                Ok(ClaimedDelivery {
-                    id: r.id,
-                    attempts: r.attempts,
-                    kind: EventKind::parse(&r.kind).ok_or_else(|| corrupt("event kind"))?,
-                    event_created_at: r.event_created_at,
-                    subject: r.subject,
-                    extra: serde_json::from_str(&r.extra).map_err(|_| corrupt("event extra"))?,
-                    url: r.url,
-                    secret: r.secret.map(WebhookSecret::from_stored),
-                    custom_header: header(r.custom_header_name, r.custom_header_value),
-                })
-            })
-            .collect()
-    }
-
-    async fn lead(&self, id: Uuid) -> Result<Option<Lead>, RepoError> {
-        let mut conn = self.conn().await?;
-        crate::leads::lead_by_id(&mut conn, id).await
-    }
-
-    async fn order(&self, order_id: &str) -> Result<Option<OrderListing>, RepoError> {
-        let mut conn = self.conn().await?;
-        crate::orders::order_by_id(&mut conn, order_id).await
-    }
-
-    async fn payout(&self, id: Uuid) -> Result<Option<Payout>, RepoError> {
-        let mut conn = self.conn().await?;
-        crate::payouts::payout_by_id(&mut conn, id).await
-    }
-
-    async fn record_success(
-        &self,
-        id: Uuid,
-        now: OffsetDateTime,
-        status: u16,
-    ) -> Result<(), RepoError> {
-        let mut conn = self.conn().await?;
-        diesel::sql_query(
-            "UPDATE webhook_deliveries SET status = 'delivered', attempts = attempts + 1, delivered_at = $2, \
-               last_status_code = $3, last_error = NULL, next_attempt_at = NULL WHERE id = $1",
-        )
-        .bind::<diesel::sql_types::Uuid, _>(id)
-        .bind::<Timestamptz, _>(now)
-        .bind::<Integer, _>(i32::from(status))
-        .execute(&mut conn)
-        .await
-        .map_err(db)?;
-        Ok(())
-    }
-
-    async fn record_failure(
-        &self,
-        id: Uuid,
-        _now: OffsetDateTime,
-        status: Option<u16>,
-        error: &str,
-        retry_at: Option<OffsetDateTime>,
-    ) -> Result<(), RepoError> {
-        let mut conn = self.conn().await?;
-        let error: String = error
-            .chars()
-            .filter(|c| !c.is_control())
-            .take(500)
+        let ids = |kind: SubjectKind| -> Vec<Uuid> {
+            wanted
+                .iter()
+                .filter(|(k, _)| *k == kind)
+                .filter_map(|(_, id)| Uuid::parse_str(id).ok())
+                .collect()
+        };
+        let mut out = HashMap::new();
+        let (leads, payouts) = (ids(SubjectKind::Lead), ids(SubjectKind::Payout));
+        let orders: Vec<&str> = wanted
+            .iter()
+            .filter(|(k, _)| *k == SubjectKind::Order)
+            .map(|(_, id)| id.as_str())
             .collect();
-        diesel::sql_query(
-            "UPDATE webhook_deliveries SET attempts = attempts + 1, last_status_code = $2, last_error = $3, \
-               status = CASE WHEN $4::timestamptz IS NULL THEN 'failed' ELSE 'pending' END, next_attempt_at = $4 \
-             WHERE id = $1",
+        if !leads.is_empty() {
+            for l in crate::leads::leads_by_ids(&mut conn, &leads).await? {
+                out.insert((SubjectKind::Lead, l.id.to_string()), Subject::Lead(l));
+            }
+        }
+        if !orders.is_empty() {
+            for o in crate::orders::orders_by_ids(&mut conn, &orders).await? {
+                out.insert(
+                    (SubjectKind::Order, o.order.order_id.clone()),
+                    Subject::Order(o),
+                );
+            }
+        }
+        if !payouts.is_empty() {
+            for p in crate::payouts::payouts_by_ids(&mut conn, &payouts).await? {
+                out.insert((SubjectKind::Payout, p.id.to_string()), Subject::Payout(p));
+            }
+        }
+        Ok(out)
+    }
+
+    async fn record(&self, outcomes: &[AttemptOutcome]) -> Result<u64, RepoError> {
+        if outcomes.is_empty() {
+            return Ok(0);
+        }
+        let mut conn = self.conn().await?;
+        let n = outcomes.len();
+        let (mut ids, mut leases, mut next, mut at, mut retry_at, mut codes, mut errors) = (
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+        );
+        for o in outcomes {
+            ids.push(o.id);
+            leases.push(o.lease);
+            let (step, when) = match o.next {
+                NextStep::Delivered => ("delivered", None),
+                NextStep::RetryAt(t) => ("retry", Some(t)),
+                NextStep::GiveUp => ("failed", None),
+            };
+            next.push(step);
+            at.push(o.at);
+            retry_at.push(when);
+            codes.push(o.status_code.map(i32::from));
+            errors.push(o.error.as_deref().map(|e| {
+                e.chars()
+                    .filter(|c| !c.is_control())
+                    .take(200)
+                    .collect::<String>()
+            }));
+        }
+        let applied = diesel::sql_query(RECORD_SQL)
+            .bind::<Array<diesel::sql_types::Uuid>, _>(&ids)
+            .bind::<Array<diesel::sql_types::Uuid>, _>(&leases)
+            .bind::<Array<Text>, _>(&next)
+            .bind::<Array<Timestamptz>, _>(&at)
+            .bind::<Array<Nullable<Timestamptz>>, _>(&retry_at)
+            .bind::<Array<Nullable<Integer>>, _>(&codes)
+            .bind::<Array<Nullable<Text>>, _>(&errors)
+            .execute(&mut conn)
+            .await
+            .map_err(db)?;
+        Ok(u64::try_from(applied).unwrap_or(0))
+    }
+
+    async fn fail_exhausted(
+        &self,
+        now: OffsetDateTime,
+        max_attempts: u32,
+        error: &str,
+    ) -> Result<u64, RepoError> {
+        let mut conn = self.conn().await?;
+        let n = diesel::sql_query(
+            "UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, lease_token = NULL, \
+               last_status_code = NULL, last_error = $3 \
+             WHERE status = 'pending' AND next_attempt_at <= $1 AND attempts >= $2",
         )
-        .bind::<diesel::sql_types::Uuid, _>(id)
-        .bind::<Nullable<Integer>, _>(status.map(i32::from))
+        .bind::<Timestamptz, _>(now)
+        .bind::<Integer, _>(i32::try_from(max_attempts).unwrap_or(i32::MAX))
         .bind::<Text, _>(error)
-        .bind::<Nullable<Timestamptz>, _>(retry_at)
         .execute(&mut conn)
         .await
         .map_err(db)?;
-        Ok(())
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
+
+    async fn prune(&self, before: OffsetDateTime, batch: u32) -> Result<u64, RepoError> {
+        let mut conn = self.conn().await?;
+        let batch = i64::from(batch);
+        // Small batches, each its own statement, so pruning never holds many locks for long.
+        let deliveries = diesel::sql_query(
+            "DELETE FROM webhook_deliveries WHERE id IN ( \
+               SELECT id FROM webhook_deliveries WHERE status <> 'pending' AND created_at < $1 LIMIT $2)",
+        )
+        .bind::<Timestamptz, _>(before)
+        .bind::<diesel::sql_types::BigInt, _>(batch)
+        .execute(&mut conn)
+        .await
+        .map_err(db)?;
+        let events = diesel::sql_query(
+            "DELETE FROM domain_events WHERE id IN ( \
+               SELECT e.id FROM domain_events e WHERE e.created_at < $1 \
+                 AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id) LIMIT $2)",
+        )
+        .bind::<Timestamptz, _>(before)
+        .bind::<diesel::sql_types::BigInt, _>(batch)
+        .execute(&mut conn)
+        .await
+        .map_err(db)?;
+        Ok(u64::try_from(deliveries + events).unwrap_or(0))
+    }
+}
+
+/// Keeps a connection that `LISTEN`s for new deliveries and calls `wake` on each notification
+/// (and once after every (re)connect, since notifications sent while disconnected are lost).
+/// Runs until the process ends; a lost connection is re-established after a short pause.
+pub async fn listen_for_deliveries(database_url: String, wake: impl Fn() + Send + Sync) {
+    use diesel_async::AsyncConnection;
+    use futures_util::StreamExt;
+    loop {
+        match <diesel_async::AsyncPgConnection as AsyncConnection>::establish(&database_url).await {
+            Ok(mut conn) => {
+                if let Err(e) = diesel::sql_query("LISTEN webhook_deliveries")
+                    .execute(&mut conn)
+                    .await
+                {
+                    tracing::warn!(error = %e, "LISTEN webhook_deliveries failed");
+                } else {
+                    wake();
+                    let mut stream = std::pin::pin!(conn.notifications_stream());
+                    while let Some(n) = stream.next().await {
+                        if n.is_err() {
+                            break;
+                        }
+                        wake();
+                    }
+                    tracing::warn!("the webhook notification connection closed; reconnecting");
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot open the webhook notification connection"),
+        }
+        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
     }
 }

@@ -43,8 +43,31 @@ pub struct Config {
     pub webhook_ca_file: Option<PathBuf>,
     pub log_filter: String,
     pub db_pool_size: usize,
-    /// How often an idle webhook worker looks for due deliveries (not an environment setting).
+    /// Attempts in flight at once in this process (`PARTNER_WEBHOOK_CONCURRENCY`).
+    pub webhook_concurrency: usize,
+    /// Attempts in flight at once per endpoint (`PARTNER_WEBHOOK_ENDPOINT_CONCURRENCY`).
+    pub webhook_endpoint_concurrency: usize,
+    /// Finished deliveries older than this are deleted (`PARTNER_WEBHOOK_RETENTION`).
+    pub webhook_retention: Duration,
+    /// How often a webhook worker that nothing woke looks for due deliveries (retries falling
+    /// due; new deliveries wake it at once). Not an environment setting.
     pub webhook_poll_interval: Duration,
+    /// How often exhausted deliveries are ended and old ones pruned. Not an environment setting.
+    pub webhook_maintenance_interval: Duration,
+    /// What this process runs (`serve --role`). Not an environment setting.
+    pub role: Role,
+}
+
+/// What a `serve` process runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Role {
+    /// The API and the delivery worker.
+    #[default]
+    All,
+    /// The API only: no deliveries are sent from this process.
+    Api,
+    /// The delivery worker, with only `/healthz` and `/readyz` served.
+    Worker,
 }
 
 pub const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/partner_portal";
@@ -177,10 +200,43 @@ impl Config {
                         bad("PARTNER_DB_POOL_SIZE", "expected an integer from 1 to 1000")
                     })?,
             },
-            webhook_poll_interval: Duration::from_millis(250),
+            webhook_concurrency: count(&get, "PARTNER_WEBHOOK_CONCURRENCY", 256, 10_000)?,
+            webhook_endpoint_concurrency: count(
+                &get,
+                "PARTNER_WEBHOOK_ENDPOINT_CONCURRENCY",
+                4,
+                1_000,
+            )?,
+            webhook_retention: match get("PARTNER_WEBHOOK_RETENTION") {
+                None => Duration::from_secs(30 * 86_400),
+                Some(v) => parse_duration(&v).filter(|d| !d.is_zero()).ok_or_else(|| {
+                    bad("PARTNER_WEBHOOK_RETENTION", "expected a duration such as 30d")
+                })?,
+            },
+            webhook_poll_interval: Duration::from_millis(500),
+            webhook_maintenance_interval: Duration::from_secs(30),
+            role: Role::All,
             database_url,
             bind,
         })
+    }
+}
+
+/// A positive integer setting up to `max`.
+fn count(
+    get: &impl Fn(&str) -> Option<String>,
+    var: &'static str,
+    default: usize,
+    max: usize,
+) -> Result<usize, ConfigError> {
+    match get(var) {
+        None => Ok(default),
+        Some(v) => v
+            .trim()
+            .parse()
+            .ok()
+            .filter(|n| (1..=max).contains(n))
+            .ok_or_else(|| bad(var, format!("expected an integer from 1 to {max}"))),
     }
 }
 
@@ -200,7 +256,7 @@ fn parse_quota(s: &str) -> Option<Quota> {
     Some(Quota { limit, window_secs })
 }
 
-/// `250ms`, `10s`, `6m`, `2h`.
+/// `250ms`, `10s`, `6m`, `2h`, `30d`.
 pub fn parse_duration(s: &str) -> Option<Duration> {
     let split = s.find(|c: char| !c.is_ascii_digit())?;
     let (n, unit) = s.split_at(split);
@@ -210,6 +266,7 @@ pub fn parse_duration(s: &str) -> Option<Duration> {
         "s" => Some(Duration::from_secs(n)),
         "m" => n.checked_mul(60).map(Duration::from_secs),
         "h" => n.checked_mul(3600).map(Duration::from_secs),
+        "d" => n.checked_mul(86_400).map(Duration::from_secs),
         _ => None,
     }
 }
@@ -242,6 +299,11 @@ mod tests {
         assert_eq!(c.webhook_retry_schedule.len(), 6);
         assert_eq!(c.webhook_retry_schedule[5], Duration::from_secs(1296 * 60));
         assert!(c.token_pepper.is_none() && c.internal_token.is_none() && c.care_services_enabled);
+        assert_eq!(
+            (c.webhook_concurrency, c.webhook_endpoint_concurrency),
+            (256, 4)
+        );
+        assert_eq!(c.webhook_retention, Duration::from_secs(30 * 86_400));
     }
 
     #[test]
@@ -259,6 +321,10 @@ mod tests {
             ("PARTNER_WEBHOOK_ALLOW_PRIVATE", "2"),
             ("PARTNER_WEBHOOK_CA_FILE", "/nonexistent.pem"),
             ("PARTNER_DB_POOL_SIZE", "0"),
+            ("PARTNER_WEBHOOK_CONCURRENCY", "0"),
+            ("PARTNER_WEBHOOK_ENDPOINT_CONCURRENCY", "many"),
+            ("PARTNER_WEBHOOK_RETENTION", "0d"),
+            ("PARTNER_WEBHOOK_RETENTION", "month"),
         ] {
             let err = with(&[(var, value)]).expect_err(var);
             assert_eq!(err.var, var);
@@ -274,8 +340,16 @@ mod tests {
             ("CARE_SERVICES_API_ENABLED", "false"),
             ("PARTNER_TOKEN_PEPPER", "p"),
             ("PARTNER_BIND", "127.0.0.1:0"),
+            ("PARTNER_WEBHOOK_CONCURRENCY", "64"),
+            ("PARTNER_WEBHOOK_ENDPOINT_CONCURRENCY", "2"),
+            ("PARTNER_WEBHOOK_RETENTION", "7d"),
         ])
         .expect("parses");
+        assert_eq!(
+            (c.webhook_concurrency, c.webhook_endpoint_concurrency),
+            (64, 2)
+        );
+        assert_eq!(c.webhook_retention, Duration::from_secs(7 * 86_400));
         assert_eq!(
             c.rate_limit,
             Quota {

@@ -1,7 +1,7 @@
 //! `partner-server`: runs the Partner Portal API, or applies its migrations.
 
 use clap::{Parser, Subcommand};
-use partner_server::config::Config;
+use partner_server::config::{Config, Role};
 use partner_server::demo;
 use partner_server::startup::{Application, Migrations, prepare_database};
 use tracing_subscriber::EnvFilter;
@@ -22,6 +22,9 @@ enum Command {
         /// Do not apply pending migrations at start.
         #[arg(long)]
         no_migrate: bool,
+        /// `api` runs no delivery worker; `worker` serves only /healthz and /readyz.
+        #[arg(long, value_enum, default_value_t = Role::All)]
+        role: Role,
     },
     /// Apply pending migrations (creating the database when missing), then exit.
     Migrate,
@@ -53,7 +56,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         .map_err(|e| anyhow::anyhow!("RUST_LOG: not a valid log filter ({e})"))?;
     tracing_subscriber::fmt().with_env_filter(filter).init();
     match cli.command {
-        Command::Serve { no_migrate } => {
+        Command::Serve { no_migrate, role } => {
+            config.role = role;
             let migrations = if no_migrate {
                 Migrations::Skip
             } else {
@@ -65,7 +69,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                     "PARTNER_TOKEN_PEPPER is unset: authenticated calls answer 503 api_keys_unavailable"
                 );
             }
-            tracing::info!(bind = %config.bind, port = app.port(), "listening");
+            tracing::info!(bind = %config.bind, port = app.port(), role = ?config.role, "listening");
             app.run_until_stopped().await?;
         }
         Command::Migrate => prepare_database(&config, Migrations::Apply).await?,

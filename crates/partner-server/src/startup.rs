@@ -19,16 +19,24 @@ use partner_domain::random::{Random, SystemRandom};
 use partner_domain::sub_account::SubAccountService;
 use partner_domain::token::TokenPepper;
 use partner_domain::webhook::WebhookService;
-use partner_http::{AppState, RateLimiter};
+use partner_http::{AppState, RateLimiter, Surface};
 use partner_postgres::PgStore;
 use partner_webhooks::{SystemAddressCheck, Worker, WorkerConfig};
 
-use crate::config::Config;
+use crate::config::{Config, Role};
 
 /// A bound, ready-to-run server.
 pub struct Application {
     port: u16,
     server: actix_web::dev::Server,
+    worker: Option<RunningWorker>,
+}
+
+/// The delivery worker of this process and the signal that stops it.
+struct RunningWorker {
+    stop: Arc<tokio::sync::Notify>,
+    task: tokio::task::JoinHandle<()>,
+    listener: tokio::task::JoinHandle<()>,
 }
 
 impl std::fmt::Debug for Application {
@@ -117,40 +125,80 @@ impl Application {
             Some(p) => Some(std::fs::read(p).with_context(|| format!("reading {}", p.display()))?),
             None => None,
         };
-        let worker = Worker::new(
-            store,
-            clock,
-            rng,
-            WorkerConfig {
-                retry_schedule: config.webhook_retry_schedule.clone(),
-                timeout: config.webhook_timeout,
-                allow_private: config.webhook_allow_private,
-                extra_roots_pem,
-                poll_interval: config.webhook_poll_interval,
-                concurrency: 32,
-            },
-        )?;
-        // Deliveries run beside the API in this process; other instances share the work.
-        tokio::spawn(worker.run());
+        let worker = match config.role {
+            Role::Api => None,
+            Role::All | Role::Worker => {
+                let worker = Worker::new(
+                    store,
+                    clock,
+                    rng,
+                    WorkerConfig {
+                        retry_schedule: config.webhook_retry_schedule.clone(),
+                        timeout: config.webhook_timeout,
+                        allow_private: config.webhook_allow_private,
+                        extra_roots_pem,
+                        poll_interval: config.webhook_poll_interval,
+                        concurrency: config.webhook_concurrency,
+                        endpoint_concurrency: config.webhook_endpoint_concurrency,
+                        retention: config.webhook_retention,
+                        maintenance_interval: config.webhook_maintenance_interval,
+                    },
+                )?;
+                // New deliveries wake the worker as soon as their transaction commits.
+                let waker = worker.waker();
+                let listener = tokio::spawn(partner_postgres::listen_for_deliveries(
+                    config.database_url.clone(),
+                    move || waker.notify_one(),
+                ));
+                let stop = Arc::new(tokio::sync::Notify::new());
+                let stopped = stop.clone();
+                let task = tokio::spawn(worker.run(async move { stopped.notified().await }));
+                Some(RunningWorker {
+                    stop,
+                    task,
+                    listener,
+                })
+            }
+        };
         let listener = TcpListener::bind(&config.bind)
             .with_context(|| format!("cannot bind {}", config.bind))?;
         let port = listener.local_addr()?.port();
+        let surface = match config.role {
+            Role::All | Role::Api => Surface::Full,
+            Role::Worker => Surface::HealthOnly,
+        };
         let server = HttpServer::new(move || {
-            App::new().configure(|cfg| partner_http::configure(cfg, state.clone()))
+            App::new()
+                .configure(|cfg| partner_http::configure_surface(cfg, state.clone(), surface))
         })
         .listen(listener)?
         .shutdown_timeout(10)
         .run();
-        Ok(Self { port, server })
+        Ok(Self {
+            port,
+            server,
+            worker,
+        })
     }
 
     pub fn port(&self) -> u16 {
         self.port
     }
 
-    /// Serves until SIGINT/SIGTERM, then drains in-flight requests (at most 10 s).
+    /// Serves until SIGINT/SIGTERM, then drains in-flight requests (at most 10 s), then stops
+    /// the delivery worker: it claims nothing more and finishes its in-flight attempts within the
+    /// attempt timeout.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
-        self.server.await
+        let served = self.server.await;
+        if let Some(w) = self.worker {
+            w.listener.abort();
+            // `notify_one` keeps a permit, so the worker stops even if it is not waiting yet.
+            w.stop.notify_one();
+            if let Err(e) = w.task.await {
+                tracing::warn!(error = %e, "the webhook worker ended abnormally");
+            }
+        }
+        served
     }
 }
 

@@ -1,27 +1,38 @@
-//! Webhook delivery worker (reqwest + rustls).
+//! Webhook delivery worker (reqwest + rustls): claims, signs, sends, records.
 //!
-//! Deliveries are rows written with the change that caused them (the outbox). Each [`Worker`]
-//! claims due rows with `FOR UPDATE SKIP LOCKED` under a lease, so any number of server instances
-//! share the work and a crashed attempt is retried when its lease ends (at-least-once). Each
-//! delivery runs as its own task with its own timeout, so a slow or failing endpoint never holds
-//! up another. Payloads are built when sent (a delayed `lead.created` carries the phone supplied
-//! during the delay), serialized once, signed over those exact bytes, and posted over HTTPS
-//! without following redirects; only a 2xx ends a delivery, anything else is retried on the
-//! configured schedule with ±10 % jitter. Names are resolved through a filter that refuses
-//! loopback, private and other internal addresses at connect time, unless allowed.
+//! Deliveries are rows written with the change that caused them (the outbox). The worker is woken
+//! as soon as one commits (the store's `LISTEN`, through [`Worker::waker`]), with a slow poll kept
+//! as the fallback for retries falling due. It claims in batches, fairly: at most
+//! `endpoint_concurrency` attempts per endpoint are in flight (and as many more claimed, ready to
+//! go, so a fast endpoint is never idle waiting for the database), `concurrency` in all, and the
+//! claim itself gives each endpoint at most its room, so one endpoint's backlog never takes every
+//! slot. An endpoint that keeps timing out is backed off as a whole (a circuit breaker) so it
+//! cannot hold slots that others could use.
+//!
+//! Claiming counts the attempt and leases the row under a fencing token; outcomes are recorded in
+//! batches, each only while its row still holds that token. A worker that dies leaves its
+//! deliveries due again after the lease (at-least-once, same `X-Partner-Delivery`), and a delivery
+//! whose workers keep dying still ends `failed` after its budget. Payloads are built from the
+//! domain's event model when claimed, serialized once, signed over those exact bytes, and posted
+//! over HTTPS on reused connections without following redirects; only a 2xx ends a delivery.
+//! Names resolve through a filter that refuses every address that is not global unicast, at
+//! connect time, unless allowed. Logs and `lastError` carry short reasons, never a URL's query.
 
+use std::collections::HashMap;
+use std::future::Future;
 use std::net::SocketAddr;
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use partner_domain::clock::Clock;
 use partner_domain::ports::{AddressCheck, DeliveryRepo};
 use partner_domain::random::Random;
 use partner_domain::webhook::{
-    ClaimedDelivery, EventKind, delivery_body, is_internal, next_retry, signature_header,
+    AttemptOutcome, ClaimRequest, ClaimedDelivery, NextStep, after_failure, attempt_budget,
+    delivery_body, is_internal, signature_header,
 };
-use serde_json::json;
-use tokio::sync::Semaphore;
+use tokio::sync::{Notify, Semaphore, mpsc};
+use uuid::Uuid;
 
 /// Worker settings.
 #[derive(Debug, Clone)]
@@ -34,23 +45,34 @@ pub struct WorkerConfig {
     pub allow_private: bool,
     /// Extra PEM root certificates trusted for deliveries.
     pub extra_roots_pem: Option<Vec<u8>>,
-    /// How long an idle worker waits before looking for due deliveries again.
+    /// How often the worker looks for due deliveries when nothing woke it (retries falling due).
     pub poll_interval: Duration,
-    /// Deliveries in flight at once, per worker.
+    /// Attempts in flight at once in this process.
     pub concurrency: usize,
+    /// Attempts in flight at once per endpoint in this process.
+    pub endpoint_concurrency: usize,
+    /// Delivered and failed deliveries older than this are deleted.
+    pub retention: Duration,
+    /// How often exhausted deliveries are ended and old ones pruned.
+    pub maintenance_interval: Duration,
 }
 
 /// Errors of building a worker.
 #[derive(Debug, thiserror::Error)]
 pub enum WorkerError {
-    #[error("PARTNER_WEBHOOK_CA_FILE holds no usable PEM certificate: {0}")]
-    Roots(String),
-    #[error("cannot build the HTTPS client: {0}")]
-    Client(String),
+    #[error("PARTNER_WEBHOOK_CA_FILE holds no usable PEM certificate")]
+    Roots(#[source] Option<reqwest::Error>),
+    #[error("cannot build the HTTPS client")]
+    Client(#[source] reqwest::Error),
 }
 
-/// Resolves names for reqwest, dropping internal addresses unless they are allowed. Doing this
-/// at connect time (not only when an endpoint is saved) also defeats DNS rebinding.
+/// The resolver's refusal, recognised in reqwest's error chain as `address not allowed`.
+#[derive(Debug, thiserror::Error)]
+#[error("the name resolves only to addresses that are not allowed, or not at all")]
+struct AddressNotAllowed;
+
+/// Resolves names for reqwest, dropping every address that is not global unicast unless they are
+/// allowed. Doing this at connect time (not only when an endpoint is saved) defeats DNS rebinding.
 #[derive(Debug, Clone, Copy)]
 struct FilteringResolver {
     allow_private: bool,
@@ -68,9 +90,7 @@ impl reqwest::dns::Resolve for FilteringResolver {
                 .filter(|a| allow_private || !is_internal(a.ip()))
                 .collect();
             if allowed.is_empty() {
-                return Err(
-                    format!("{host} resolves only to internal addresses, or not at all").into(),
-                );
+                return Err(Box::new(AddressNotAllowed) as Box<dyn std::error::Error + Send + Sync>);
             }
             Ok(Box::new(allowed.into_iter()) as reqwest::dns::Addrs)
         })
@@ -96,28 +116,117 @@ impl AddressCheck for SystemAddressCheck {
     }
 }
 
-/// The delivery worker.
-#[derive(Clone)]
-pub struct Worker {
+/// Consecutive timeouts after which an endpoint's circuit opens.
+const BREAKER_THRESHOLD: u32 = 5;
+const BREAKER_BASE: Duration = Duration::from_secs(10);
+const BREAKER_MAX: Duration = Duration::from_secs(300);
+/// Outcomes recorded in one statement at most.
+const RECORD_BATCH: usize = 1000;
+/// Deliveries claimed in one statement at most.
+const CLAIM_BATCH: usize = 512;
+/// The `lastError` of a delivery whose last budgeted attempt never reported back.
+const INTERRUPTED: &str = "interrupted";
+
+/// A circuit breaker per endpoint: after [`BREAKER_THRESHOLD`] consecutive timeouts the endpoint
+/// gets no claims for a cool-down (doubling up to [`BREAKER_MAX`]), then one probe at a time until
+/// an attempt is answered.
+#[derive(Debug, Clone)]
+struct Breaker {
+    timeouts: u32,
+    open_until: Option<Instant>,
+    cooldown: Duration,
+}
+
+impl Default for Breaker {
+    fn default() -> Self {
+        Self {
+            timeouts: 0,
+            open_until: None,
+            cooldown: BREAKER_BASE,
+        }
+    }
+}
+
+impl Breaker {
+    fn is_closed(&self) -> bool {
+        self.timeouts < BREAKER_THRESHOLD
+    }
+
+    /// How many more of this endpoint's deliveries may be claimed, given `held` already are.
+    fn room(&self, per_endpoint: usize, held: usize, now: Instant) -> usize {
+        if self.open_until.is_some_and(|t| t > now) {
+            0
+        } else if self.is_closed() {
+            per_endpoint.saturating_sub(held)
+        } else {
+            1usize.saturating_sub(held) // half-open: one probe
+        }
+    }
+
+    fn answered(&mut self) {
+        *self = Self::default();
+    }
+
+    fn timed_out(&mut self, now: Instant) {
+        self.timeouts = self.timeouts.saturating_add(1);
+        if !self.is_closed() {
+            self.open_until = Some(now + self.cooldown);
+            self.cooldown = (self.cooldown * 2).min(BREAKER_MAX);
+        }
+    }
+}
+
+/// One endpoint's share of this worker.
+#[derive(Debug)]
+struct Lane {
+    /// Attempts in flight.
+    sending: Arc<Semaphore>,
+    /// Deliveries claimed and not finished (sending or ready).
+    held: usize,
+    breaker: Breaker,
+}
+
+#[derive(Debug, Default)]
+struct Lanes {
+    by_endpoint: HashMap<Uuid, Lane>,
+    held: usize,
+}
+
+struct Inner {
     repo: Arc<dyn DeliveryRepo>,
     clock: Arc<dyn Clock>,
     rng: Arc<dyn Random>,
     client: reqwest::Client,
     config: WorkerConfig,
+    wake: Arc<Notify>,
+    sending: Arc<Semaphore>,
+    lanes: Mutex<Lanes>,
+    /// Signalled whenever the last held delivery finishes (shutdown waits for it).
+    idle: Notify,
+}
+
+/// The delivery worker.
+#[derive(Clone)]
+pub struct Worker {
+    inner: Arc<Inner>,
 }
 
 impl std::fmt::Debug for Worker {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Worker")
-            .field("config", &self.config)
+            .field("config", &self.inner.config)
             .finish()
     }
 }
 
-/// How one attempt ended.
-enum Outcome {
-    Delivered(u16),
-    Failed(Option<u16>, String),
+/// How one send ended.
+enum Sent {
+    Answered(u16),
+    /// No answer; `timed_out` feeds the circuit breaker.
+    NoAnswer {
+        error: &'static str,
+        timed_out: bool,
+    },
 }
 
 impl Worker {
@@ -134,6 +243,8 @@ impl Worker {
             .connect_timeout(config.timeout)
             .redirect(reqwest::redirect::Policy::none())
             .no_proxy()
+            .pool_idle_timeout(Duration::from_secs(60))
+            .tcp_nodelay(true)
             .user_agent(concat!(
                 "partner-portal-webhooks/",
                 env!("CARGO_PKG_VERSION")
@@ -142,144 +253,304 @@ impl Worker {
                 allow_private: config.allow_private,
             });
         if let Some(pem) = &config.extra_roots_pem {
-            let certs = reqwest::Certificate::from_pem_bundle(pem)
-                .map_err(|e| WorkerError::Roots(e.to_string()))?;
+            let certs =
+                reqwest::Certificate::from_pem_bundle(pem).map_err(|e| WorkerError::Roots(Some(e)))?;
             if certs.is_empty() {
-                return Err(WorkerError::Roots("no certificate in the file".into()));
+                return Err(WorkerError::Roots(None));
             }
             builder = builder.tls_certs_merge(certs);
         }
-        let client = builder
-            .build()
-            .map_err(|e| WorkerError::Client(e.to_string()))?;
+        let client = builder.build().map_err(WorkerError::Client)?;
+        let concurrency = config.concurrency.max(1);
         Ok(Self {
-            repo,
-            clock,
-            rng,
-            client,
-            config,
+            inner: Arc::new(Inner {
+                repo,
+                clock,
+                rng,
+                client,
+                wake: Arc::new(Notify::new()),
+                sending: Arc::new(Semaphore::new(concurrency)),
+                lanes: Mutex::new(Lanes::default()),
+                idle: Notify::new(),
+                config: WorkerConfig {
+                    concurrency,
+                    endpoint_concurrency: config.endpoint_concurrency.max(1),
+                    ..config
+                },
+            }),
         })
     }
 
-    /// Runs forever: claims due deliveries while there are free slots, sends each in its own
-    /// task, and sleeps `poll_interval` when nothing is due.
-    pub async fn run(self) {
-        let slots = Arc::new(Semaphore::new(self.config.concurrency.max(1)));
+    /// Wakes the worker to claim now (call it when a delivery was written: `LISTEN`/`NOTIFY`).
+    pub fn waker(&self) -> Arc<Notify> {
+        self.inner.wake.clone()
+    }
+
+    /// Runs until `shutdown` completes; then stops claiming, lets in-flight attempts finish within
+    /// the attempt timeout, records their outcomes, and returns. What is still unfinished then is
+    /// abandoned to its lease and attempted again later.
+    pub async fn run(self, shutdown: impl Future<Output = ()>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let recorder = tokio::spawn(record_loop(self.inner.repo.clone(), rx));
+        let maintenance = tokio::spawn(self.clone().maintain());
+        let mut shutdown = std::pin::pin!(shutdown);
         loop {
-            let free = slots.available_permits();
-            let claimed = if free == 0 {
-                0
-            } else {
-                self.claim_and_spawn(&slots, free).await
+            tokio::select! {
+                biased;
+                () = &mut shutdown => break,
+                () = self.inner.wake.notified() => {}
+                () = tokio::time::sleep(self.inner.config.poll_interval) => {}
+            }
+            self.claim_round(&tx).await;
+        }
+        maintenance.abort();
+        let deadline = self.inner.config.timeout + Duration::from_secs(1);
+        let drained = tokio::time::timeout(deadline, async {
+            loop {
+                let idle = self.inner.idle.notified();
+                if self.inner.lanes().held == 0 {
+                    break;
+                }
+                idle.await;
+            }
+        })
+        .await;
+        if drained.is_err() {
+            tracing::warn!("webhook attempts still in flight at shutdown are left to their lease");
+        }
+        drop(tx);
+        // In-flight tasks hold senders; the recorder ends once they are done or abandoned.
+        let _ = tokio::time::timeout(Duration::from_secs(5), recorder).await;
+    }
+
+    /// Claims while there is room and the store has due deliveries.
+    async fn claim_round(&self, tx: &mpsc::UnboundedSender<AttemptOutcome>) {
+        let c = &self.inner.config;
+        // Each endpoint may hold its in-flight share plus as many ready to go.
+        let per_endpoint = c.endpoint_concurrency.saturating_mul(2);
+        let ceiling = c.concurrency.saturating_mul(2);
+        loop {
+            let now_mono = Instant::now();
+            let (limit, room) = {
+                let lanes = self.inner.lanes();
+                let limit = ceiling.saturating_sub(lanes.held).min(CLAIM_BATCH);
+                let room: Vec<(Uuid, u32)> = lanes
+                    .by_endpoint
+                    .iter()
+                    .map(|(id, l)| {
+                        let r = l.breaker.room(per_endpoint, l.held, now_mono);
+                        (*id, u32::try_from(r).unwrap_or(u32::MAX))
+                    })
+                    .filter(|(_, r)| usize::try_from(*r).unwrap_or(usize::MAX) < per_endpoint)
+                    .collect();
+                (limit, room)
             };
-            if claimed == 0 {
-                tokio::time::sleep(self.config.poll_interval).await;
+            if limit == 0 {
+                return;
             }
-        }
-    }
-
-    async fn claim_and_spawn(&self, slots: &Arc<Semaphore>, free: usize) -> usize {
-        let now = self.clock.now();
-        let lease = now + self.config.timeout + Duration::from_secs(30);
-        let claimed = match self
-            .repo
-            .claim_due(now, lease, u16::try_from(free).unwrap_or(u16::MAX))
-            .await
-        {
-            Ok(c) => c,
-            Err(e) => {
-                tracing::warn!(error = %e, "claiming webhook deliveries failed");
-                return 0;
-            }
-        };
-        let n = claimed.len();
-        for d in claimed {
-            let Ok(permit) = slots.clone().acquire_owned().await else {
-                break;
+            let now = self.inner.clock.now();
+            let lease_until = now + c.timeout * 2 + Duration::from_secs(30);
+            let req = ClaimRequest {
+                now,
+                lease_until,
+                limit: u32::try_from(limit).unwrap_or(u32::MAX),
+                per_endpoint: u32::try_from(per_endpoint).unwrap_or(u32::MAX),
+                room,
+                max_attempts: attempt_budget(&c.retry_schedule),
             };
-            let me = self.clone();
-            tokio::spawn(async move {
-                me.attempt(d).await;
-                drop(permit);
-            });
-        }
-        n
-    }
-
-    /// One attempt of one delivery, and its bookkeeping.
-    async fn attempt(&self, d: ClaimedDelivery) {
-        let outcome = match self.payload(&d).await {
-            Ok(Some(body)) => self.send(&d, body).await,
-            Ok(None) => Outcome::Failed(
-                None,
-                "the record this event is about no longer exists".into(),
-            ),
-            Err(e) => Outcome::Failed(None, format!("building the payload failed: {e}")),
-        };
-        let now = self.clock.now();
-        let result = match outcome {
-            Outcome::Delivered(status) => self.repo.record_success(d.id, now, status).await,
-            Outcome::Failed(status, error) => {
-                let attempts = u32::try_from(d.attempts).unwrap_or(0) + 1;
-                let jitter = {
-                    let mut b = [0u8; 4];
-                    self.rng.fill(&mut b);
-                    f64::from(u32::from_le_bytes(b)) / f64::from(u32::MAX)
-                };
-                let retry_at =
-                    next_retry(&self.config.retry_schedule, attempts, jitter).map(|d| now + d);
-                tracing::info!(delivery = %d.id, attempts, status, error = %error, retry = retry_at.is_some(), "webhook attempt failed");
-                self.repo
-                    .record_failure(d.id, now, status, &error, retry_at)
-                    .await
+            let claimed = match self.inner.repo.claim(&req).await {
+                Ok(c) => c,
+                Err(e) => {
+                    tracing::warn!(error = %e, "claiming webhook deliveries failed");
+                    return;
+                }
+            };
+            let n = claimed.len();
+            if n == 0 {
+                return;
             }
-        };
-        if let Err(e) = result {
-            // The lease ends and the delivery is attempted again: at-least-once.
-            tracing::warn!(delivery = %d.id, error = %e, "recording a webhook attempt failed");
-        }
-    }
-
-    /// `{ id, event, created_at, data }`, with `data` read now. `None` when the subject is gone.
-    async fn payload(
-        &self,
-        d: &ClaimedDelivery,
-    ) -> Result<Option<Vec<u8>>, partner_domain::RepoError> {
-        let uuid = || uuid::Uuid::parse_str(&d.subject).ok();
-        let extra = |k: &str| d.extra.get(k).cloned().unwrap_or(serde_json::Value::Null);
-        let data = match d.kind {
-            EventKind::LeadCreated | EventKind::LeadEnriched => {
-                let Some(id) = uuid() else { return Ok(None) };
-                let Some(lead) = self.repo.lead(id).await? else {
-                    return Ok(None);
-                };
-                if d.kind == EventKind::LeadCreated {
-                    json!({ "lead": lead.row() })
-                } else {
-                    json!({ "lead": lead.row(), "previousPhone": extra("previousPhone"), "currentPhone": extra("currentPhone") })
+            {
+                let mut lanes = self.inner.lanes();
+                lanes.held += n;
+                for d in &claimed {
+                    let lane = lanes.by_endpoint.entry(d.endpoint_id).or_insert_with(|| Lane {
+                        sending: Arc::new(Semaphore::new(c.endpoint_concurrency)),
+                        held: 0,
+                        breaker: Breaker::default(),
+                    });
+                    lane.held += 1;
                 }
             }
-            EventKind::OrderCreated => {
-                let Some(o) = self.repo.order(&d.subject).await? else {
-                    return Ok(None);
-                };
-                json!({ "source": extra("source"), "order": o.order.render(&o.sub_account, false) })
+            tokio::spawn(self.clone().dispatch(claimed, lease_until, tx.clone()));
+            if n < limit {
+                return;
             }
-            EventKind::PayoutCreated => {
-                let Some(id) = uuid() else { return Ok(None) };
-                let Some(p) = self.repo.payout(id).await? else {
-                    return Ok(None);
-                };
-                json!({ "payout": p.row() })
-            }
-        };
-        Ok(Some(delivery_body(d.id, d.kind, d.event_created_at, data)))
+        }
     }
 
-    async fn send(&self, d: &ClaimedDelivery, body: Vec<u8>) -> Outcome {
-        let url = match url::Url::parse(&d.url) {
-            Ok(u) => u,
-            Err(e) => return Outcome::Failed(None, format!("invalid endpoint URL: {e}")),
+    /// Builds the batch's payloads (one query per subject kind) and starts each attempt.
+    async fn dispatch(
+        self,
+        batch: Vec<ClaimedDelivery>,
+        lease_until: time::OffsetDateTime,
+        tx: mpsc::UnboundedSender<AttemptOutcome>,
+    ) {
+        let wanted: Vec<_> = batch
+            .iter()
+            .map(|d| (d.kind.subject_kind(), d.subject.clone()))
+            .collect();
+        let subjects = match self.inner.repo.subjects(&wanted).await {
+            Ok(s) => s,
+            Err(e) => {
+                // Left to their leases: attempted again later.
+                tracing::warn!(error = %e, deliveries = batch.len(), "reading webhook subjects failed");
+                for d in &batch {
+                    self.finish(d.endpoint_id, None);
+                }
+                return;
+            }
+        };
+        for d in batch {
+            let data = subjects
+                .get(&(d.kind.subject_kind(), d.subject.clone()))
+                .and_then(|s| d.kind.payload(s, &d.extra));
+            let me = self.clone();
+            let tx = tx.clone();
+            match data {
+                Some(data) => {
+                    let body = delivery_body(d.id, d.kind, d.event_created_at, data);
+                    tokio::spawn(async move { me.attempt(d, body, lease_until, tx).await });
+                }
+                None => {
+                    // The record is gone; retrying cannot bring it back.
+                    let _ = tx.send(AttemptOutcome {
+                        id: d.id,
+                        lease: d.lease,
+                        at: self.inner.clock.now(),
+                        status_code: None,
+                        error: Some("subject not found".into()),
+                        next: NextStep::GiveUp,
+                    });
+                    me.finish(d.endpoint_id, None);
+                }
+            }
+        }
+    }
+
+    /// Waits for a slot of the endpoint and a global one, sends, and reports the outcome.
+    async fn attempt(
+        self,
+        d: ClaimedDelivery,
+        body: Vec<u8>,
+        lease_until: time::OffsetDateTime,
+        tx: mpsc::UnboundedSender<AttemptOutcome>,
+    ) {
+        let lane = self
+            .inner
+            .lanes()
+            .by_endpoint
+            .get(&d.endpoint_id)
+            .map(|l| l.sending.clone());
+        let Some(lane) = lane else {
+            self.finish(d.endpoint_id, None);
+            return;
+        };
+        let (Ok(_endpoint_slot), Ok(_slot)) = (
+            lane.acquire_owned().await,
+            self.inner.sending.clone().acquire_owned().await,
+        ) else {
+            self.finish(d.endpoint_id, None);
+            return;
+        };
+        // Too close to the end of the lease: another worker may take it over mid-send, so leave
+        // it to that worker rather than risk two attempts at once.
+        let start = self.inner.clock.now();
+        if start + self.inner.config.timeout > lease_until {
+            self.finish(d.endpoint_id, None);
+            return;
+        }
+        let started = Instant::now();
+        let sent = self.send(&d, body).await;
+        let at = self.inner.clock.now();
+        let c = &self.inner.config;
+        let (status_code, error, next) = match sent {
+            Sent::Answered(code) if (200..300).contains(&code) => (Some(code), None, NextStep::Delivered),
+            Sent::Answered(code) => {
+                let error = if (300..400).contains(&code) {
+                    "redirect".to_owned()
+                } else {
+                    format!("status {code}")
+                };
+                let next = after_failure(&c.retry_schedule, d.attempt, self.jitter(), at);
+                (Some(code), Some(error), next)
+            }
+            Sent::NoAnswer { error, .. } => {
+                let next = after_failure(&c.retry_schedule, d.attempt, self.jitter(), at);
+                (None, Some(error.to_owned()), next)
+            }
+        };
+        if let Some(error) = &error {
+            // The endpoint is named by id, never by URL (its query may carry a credential).
+            tracing::info!(
+                delivery = %d.id,
+                endpoint = %d.endpoint_id,
+                attempt = d.attempt,
+                status = status_code,
+                error = %error,
+                elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+                retry = matches!(next, NextStep::RetryAt(_)),
+                "webhook attempt failed"
+            );
+        }
+        let _ = tx.send(AttemptOutcome {
+            id: d.id,
+            lease: d.lease,
+            at,
+            status_code,
+            error,
+            next,
+        });
+        self.finish(d.endpoint_id, Some(&sent));
+    }
+
+    /// A held delivery is done (sent, or given up by this worker): frees its place, updates the
+    /// endpoint's breaker, and wakes the claimer.
+    fn finish(&self, endpoint: Uuid, sent: Option<&Sent>) {
+        let mut lanes = self.inner.lanes();
+        lanes.held = lanes.held.saturating_sub(1);
+        let now = Instant::now();
+        if let Some(lane) = lanes.by_endpoint.get_mut(&endpoint) {
+            lane.held = lane.held.saturating_sub(1);
+            match sent {
+                Some(Sent::Answered(_)) => lane.breaker.answered(),
+                Some(Sent::NoAnswer { timed_out: true, .. }) => lane.breaker.timed_out(now),
+                Some(Sent::NoAnswer { .. }) | None => {}
+            }
+            if lane.held == 0 && lane.breaker.is_closed() {
+                lanes.by_endpoint.remove(&endpoint);
+            }
+        }
+        let idle = lanes.held == 0;
+        drop(lanes);
+        if idle {
+            self.inner.idle.notify_waiters();
+        }
+        self.inner.wake.notify_one();
+    }
+
+    fn jitter(&self) -> f64 {
+        let mut b = [0u8; 4];
+        self.inner.rng.fill(&mut b);
+        f64::from(u32::from_le_bytes(b)) / f64::from(u32::MAX)
+    }
+
+    async fn send(&self, d: &ClaimedDelivery, body: Vec<u8>) -> Sent {
+        let no_answer = |error| Sent::NoAnswer {
+            error,
+            timed_out: false,
+        };
+        let Ok(url) = url::Url::parse(&d.url) else {
+            return no_answer("invalid url");
         };
         // Literal addresses skip the resolver, so they are checked here.
         let literal = match url.host() {
@@ -287,10 +558,11 @@ impl Worker {
             Some(url::Host::Ipv6(ip)) => Some(std::net::IpAddr::V6(ip)),
             _ => None,
         };
-        if literal.is_some_and(is_internal) && !self.config.allow_private {
-            return Outcome::Failed(None, "the endpoint address is internal".into());
+        if literal.is_some_and(is_internal) && !self.inner.config.allow_private {
+            return no_answer("address not allowed");
         }
         let mut req = self
+            .inner
             .client
             .post(url)
             .header("Content-Type", "application/json")
@@ -299,32 +571,142 @@ impl Worker {
         if let Some(secret) = &d.secret {
             req = req.header(
                 "X-Partner-Signature",
-                signature_header(secret, self.clock.now().unix_timestamp(), &body),
+                signature_header(secret, self.inner.clock.now().unix_timestamp(), &body),
             );
         }
         if let Some(h) = &d.custom_header {
             req = req.header(h.name.as_str(), h.value.as_str());
         }
         match req.body(body).send().await {
-            Ok(res) if res.status().is_success() => Outcome::Delivered(res.status().as_u16()),
-            Ok(res) => Outcome::Failed(
-                Some(res.status().as_u16()),
-                format!("answered {}", res.status()),
-            ),
-            Err(e) => Outcome::Failed(None, error_chain(&e)),
+            Ok(mut res) => {
+                let code = res.status().as_u16();
+                // Read a little of the answer so the connection can be reused; a receiver that
+                // sends more gets its connection closed instead.
+                let mut read = 0usize;
+                while read < 16 * 1024 {
+                    match res.chunk().await {
+                        Ok(Some(c)) => read += c.len(),
+                        Ok(None) | Err(_) => break,
+                    }
+                }
+                Sent::Answered(code)
+            }
+            Err(e) => classify(&e),
+        }
+    }
+
+    /// Ends deliveries whose budget dead workers spent, and prunes old ones, every interval.
+    async fn maintain(self) {
+        let c = &self.inner.config;
+        let budget = attempt_budget(&c.retry_schedule);
+        loop {
+            tokio::time::sleep(c.maintenance_interval).await;
+            let now = self.inner.clock.now();
+            match self.inner.repo.fail_exhausted(now, budget, INTERRUPTED).await {
+                Ok(0) => {}
+                Ok(n) => tracing::warn!(deliveries = n, "webhook deliveries ended failed: their last attempt never reported back"),
+                Err(e) => tracing::warn!(error = %e, "ending exhausted webhook deliveries failed"),
+            }
+            let Some(before) = time::Duration::try_from(c.retention)
+                .ok()
+                .and_then(|r| now.checked_sub(r))
+            else {
+                continue;
+            };
+            // Small batches until nothing is left, yielding between them.
+            for _ in 0..1000 {
+                match self.inner.repo.prune(before, 500).await {
+                    Ok(0) => break,
+                    Ok(_) => tokio::task::yield_now().await,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "pruning webhook deliveries failed");
+                        break;
+                    }
+                }
+            }
         }
     }
 }
 
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
-        cur = c.source();
+impl Inner {
+    fn lanes(&self) -> MutexGuard<'_, Lanes> {
+        // A panic while holding the lock leaves counts that are still usable.
+        self.lanes.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
-    s
+}
+
+/// Records outcomes in batches: whatever arrived while the previous batch was being written.
+async fn record_loop(repo: Arc<dyn DeliveryRepo>, mut rx: mpsc::UnboundedReceiver<AttemptOutcome>) {
+    let mut batch = Vec::with_capacity(RECORD_BATCH);
+    while rx.recv_many(&mut batch, RECORD_BATCH).await > 0 {
+        let mut tries = 0u32;
+        loop {
+            match repo.record(&batch).await {
+                Ok(applied) => {
+                    let stale = u64::try_from(batch.len()).unwrap_or(u64::MAX).saturating_sub(applied);
+                    if stale > 0 {
+                        tracing::info!(stale, "webhook outcomes dropped: their lease had passed to another worker");
+                    }
+                    break;
+                }
+                Err(e) if tries < 3 => {
+                    tries += 1;
+                    tracing::warn!(error = %e, tries, "recording webhook outcomes failed; retrying");
+                    tokio::time::sleep(Duration::from_millis(200) * tries).await;
+                }
+                Err(e) => {
+                    // The leases run out and the deliveries are attempted again: at-least-once.
+                    tracing::warn!(error = %e, outcomes = batch.len(), "recording webhook outcomes failed; left to their leases");
+                    break;
+                }
+            }
+        }
+        batch.clear();
+    }
+}
+
+/// A short, URL-free reason for a request that got no answer.
+fn classify(e: &reqwest::Error) -> Sent {
+    if e.is_timeout() {
+        return Sent::NoAnswer {
+            error: "timeout",
+            timed_out: true,
+        };
+    }
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    let mut error = "connection error";
+    while let Some(err) = cur {
+        if err.downcast_ref::<AddressNotAllowed>().is_some() {
+            error = "address not allowed";
+            break;
+        }
+        if err.downcast_ref::<rustls::Error>().is_some() {
+            error = "tls error";
+            break;
+        }
+        if let Some(io) = err.downcast_ref::<std::io::Error>() {
+            error = match io.kind() {
+                std::io::ErrorKind::ConnectionRefused => "connection refused",
+                std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::ConnectionAborted => {
+                    "connection reset"
+                }
+                std::io::ErrorKind::TimedOut => {
+                    return Sent::NoAnswer {
+                        error: "timeout",
+                        timed_out: true,
+                    };
+                }
+                _ if io.get_ref().is_some_and(|i| i.is::<rustls::Error>()) => "tls error",
+                _ => "connection error",
+            };
+            break;
+        }
+        cur = err.source();
+    }
+    Sent::NoAnswer {
+        error,
+        timed_out: false,
+    }
 }
 
 #[cfg(test)]
@@ -359,11 +741,61 @@ mod tests {
     #[tokio::test]
     async fn the_save_time_check_reports_internal_names() {
         assert!(SystemAddressCheck.resolves_internal("localhost", 443).await);
+        assert!(SystemAddressCheck.resolves_internal("localhost.", 443).await);
         assert!(
             !SystemAddressCheck
                 .resolves_internal("name.invalid", 443)
                 .await,
             "unresolvable: not refused here"
         );
+    }
+
+    #[test]
+    fn the_breaker_opens_after_repeated_timeouts_and_half_opens_after_its_cooldown() {
+        let t0 = Instant::now();
+        let mut b = Breaker::default();
+        assert_eq!(b.room(8, 3, t0), 5);
+        for _ in 0..BREAKER_THRESHOLD - 1 {
+            b.timed_out(t0);
+        }
+        assert_eq!(b.room(8, 0, t0), 8, "still closed");
+        b.timed_out(t0);
+        assert_eq!(b.room(8, 0, t0), 0, "open");
+        let later = t0 + BREAKER_BASE + Duration::from_millis(1);
+        assert_eq!(b.room(8, 0, later), 1, "half-open: one probe");
+        assert_eq!(b.room(8, 1, later), 0);
+        b.timed_out(later);
+        assert_eq!(
+            b.room(8, 0, later + BREAKER_BASE + Duration::from_millis(1)),
+            0,
+            "the cool-down doubled"
+        );
+        b.answered();
+        assert_eq!(b.room(8, 0, later), 8, "an answer closes it");
+    }
+
+    #[tokio::test]
+    async fn errors_are_classified_without_the_url() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .build()
+            .expect("client");
+        // A closed port on loopback: refused at once.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        drop(listener);
+        let e = client
+            .post(format!("https://127.0.0.1:{port}/h?token=SECRET"))
+            .send()
+            .await
+            .expect_err("refused");
+        match classify(&e) {
+            Sent::NoAnswer { error, timed_out } => {
+                assert_eq!(error, "connection refused");
+                assert!(!timed_out);
+            }
+            Sent::Answered(_) => panic!("no answer expected"),
+        }
     }
 }

@@ -22,10 +22,14 @@ use crate::middleware::{
 };
 use crate::ratelimit::Group;
 
-pub(crate) fn configure(cfg: &mut web::ServiceConfig) {
+pub(crate) fn configure_health(cfg: &mut web::ServiceConfig) {
     cfg.service(resource("/healthz").route(web::get().to(health::healthz)))
-        .service(resource("/readyz").route(web::get().to(health::readyz)))
-        .service(
+        .service(resource("/readyz").route(web::get().to(health::readyz)));
+}
+
+pub(crate) fn configure(cfg: &mut web::ServiceConfig) {
+    configure_health(cfg);
+    cfg.service(
             web::scope("/api/v1")
                 .service(sub_accounts::resource().wrap(from_fn(partner_guard(Group::SubAccounts))))
                 .service(
