@@ -86,6 +86,11 @@ impl TestApp {
         }
     }
 
+    /// Another server on the database of `config` (it does not drop it).
+    pub async fn on_database(config: Config) -> Self {
+        Self::start(config, Migrations::Skip, Arc::new(SystemClock), false).await
+    }
+
     /// A second server instance on the same database (it does not drop it).
     pub async fn sibling(&self) -> Self {
         Self::start(

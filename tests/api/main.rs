@@ -5,6 +5,7 @@ mod helpers;
 
 mod auth;
 mod coupons;
+mod delivery_engine;
 mod errors;
 mod hostile;
 mod leads;

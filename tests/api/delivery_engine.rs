@@ -1,0 +1,359 @@
+//! The delivery engine: fairness between endpoints, the attempt budget under worker death, lease
+//! fencing, retention, the address guard, URL-free errors, and the process roles. Behaviour is
+//! asserted; the only timings are generous upper bounds.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use partner_domain::ports::DeliveryRepo;
+use partner_domain::webhook::{AttemptOutcome, ClaimRequest, NextStep};
+use partner_postgres::PgStore;
+use partner_server::config::Role;
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+use time::OffsetDateTime;
+
+use crate::helpers::{TestApp, assert_error, body, lead_body};
+use crate::receiver::Receiver;
+
+const ENDPOINTS: &str = "/api/v1/webhook-endpoints";
+
+async fn app_with(receiver: &Receiver, tweak: impl FnOnce(&mut partner_server::Config)) -> TestApp {
+    let ca = receiver.ca_file.clone();
+    TestApp::spawn_with(move |c| {
+        c.webhook_allow_private = true;
+        c.webhook_ca_file = Some(ca);
+        c.webhook_retry_schedule = vec![Duration::from_millis(100), Duration::from_millis(100)];
+        c.webhook_timeout = Duration::from_secs(3);
+        c.webhook_poll_interval = Duration::from_millis(50);
+        tweak(c);
+    })
+    .await
+}
+
+async fn endpoint(app: &TestApp, token: &str, url: &str) -> String {
+    let res = app
+        .api(Method::POST, ENDPOINTS, token)
+        .json(&json!({ "url": url, "events": ["lead.created"] }))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(res.status(), StatusCode::CREATED);
+    body(res).await["data"]["id"]
+        .as_str()
+        .expect("id")
+        .to_owned()
+}
+
+async fn log(app: &TestApp, partner: &str) -> Vec<Value> {
+    let b = body(
+        app.internal(
+            Method::GET,
+            &format!("/partners/{partner}/webhook-deliveries?limit=200"),
+        )
+        .send()
+        .await
+        .expect("send"),
+    )
+    .await;
+    b["data"].as_array().expect("data").clone()
+}
+
+/// A TLS port that accepts connections and never answers: the hanging endpoint.
+async fn hanging_endpoint() -> (String, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!(
+        "https://127.0.0.1:{}/hang",
+        listener.local_addr().expect("addr").port()
+    );
+    let task = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((s, _)) = listener.accept().await {
+            held.push(s);
+        }
+    });
+    (url, task)
+}
+
+fn store(app: &TestApp) -> PgStore {
+    PgStore::new(&app.config.database_url, 2).expect("pool")
+}
+
+fn claim_at(now: OffsetDateTime, lease: Duration) -> ClaimRequest {
+    ClaimRequest {
+        now,
+        lease_until: now + lease,
+        limit: 100,
+        per_endpoint: 8,
+        room: vec![],
+        max_attempts: 3,
+    }
+}
+
+#[tokio::test]
+async fn a_hanging_endpoint_never_delays_another_partners_delivery() {
+    let rx = Receiver::start().await;
+    // Few slots and a long timeout: with a first-come claim the hanging endpoint's backlog would
+    // hold every slot for 30 s.
+    let app = app_with(&rx, |c| {
+        c.webhook_timeout = Duration::from_secs(30);
+        c.webhook_concurrency = 4;
+        c.webhook_endpoint_concurrency = 2;
+    })
+    .await;
+    let slow = app.seed("slow", false).await;
+    let fast = app.seed("fast", false).await;
+    let (hang_url, _hang) = hanging_endpoint().await;
+    endpoint(&app, &slow.token, &hang_url).await;
+    endpoint(&app, &fast.token, &rx.url).await;
+    for _ in 0..30 {
+        app.ingest_lead(&lead_body("slow", json!({}))).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    app.ingest_lead(&lead_body("fast", json!({}))).await;
+
+    let got = rx.wait_for(1).await;
+    assert_eq!(got[0].header("x-partner-event"), Some("lead.created"));
+    // The hanging endpoint holds at most its share: 2 in flight and 2 ready.
+    let slow_log = log(&app, "slow").await;
+    assert_eq!(slow_log.len(), 30);
+    let claimed = slow_log.iter().filter(|d| d["attempts"] != 0).count();
+    assert!(claimed <= 4, "{claimed} of the hanging endpoint's deliveries were claimed");
+    assert!(slow_log.iter().all(|d| d["status"] == "pending"));
+}
+
+#[tokio::test]
+async fn attempts_count_when_claimed_so_a_delivery_whose_worker_keeps_dying_ends_failed() {
+    let rx = Receiver::start().await;
+    // No worker in this process: the test plays the workers that die.
+    let app = app_with(&rx, |c| c.role = Role::Api).await;
+    let s = app.seed("acme", false).await;
+    endpoint(&app, &s.token, &rx.url).await;
+    app.ingest_lead(&lead_body("acme", json!({}))).await;
+    let repo = store(&app);
+    let mut now = OffsetDateTime::now_utc() + Duration::from_secs(1);
+    for attempt in 1..=3 {
+        let claimed = repo
+            .claim(&claim_at(now, Duration::from_secs(1)))
+            .await
+            .expect("claim");
+        assert_eq!(claimed.len(), 1, "attempt {attempt}");
+        assert_eq!(claimed[0].attempt, attempt);
+        // The worker dies: no outcome. The lease runs out.
+        now += Duration::from_secs(2);
+    }
+    assert!(
+        repo.claim(&claim_at(now, Duration::from_secs(1)))
+            .await
+            .expect("claim")
+            .is_empty(),
+        "the budget (1 + 2 retries) is spent"
+    );
+    assert_eq!(
+        repo.fail_exhausted(now, 3, "interrupted")
+            .await
+            .expect("sweep"),
+        1
+    );
+    let d = log(&app, "acme").await;
+    assert_eq!(
+        (
+            d[0]["status"].clone(),
+            d[0]["attempts"].clone(),
+            d[0]["lastError"].clone()
+        ),
+        (json!("failed"), json!(3), json!("interrupted"))
+    );
+    assert!(rx.received().is_empty(), "nothing was sent by an API-only process");
+}
+
+#[tokio::test]
+async fn an_outcome_is_recorded_only_under_the_lease_that_claimed_it() {
+    let rx = Receiver::start().await;
+    let app = app_with(&rx, |c| c.role = Role::Api).await;
+    let s = app.seed("acme", false).await;
+    endpoint(&app, &s.token, &rx.url).await;
+    app.ingest_lead(&lead_body("acme", json!({}))).await;
+    let repo = store(&app);
+    let t0 = OffsetDateTime::now_utc() + Duration::from_secs(1);
+    let first = repo
+        .claim(&claim_at(t0, Duration::from_secs(1)))
+        .await
+        .expect("claim")
+        .remove(0);
+    // The first worker stalls past its lease; a second one takes the delivery over.
+    let t1 = t0 + Duration::from_secs(2);
+    let second = repo
+        .claim(&claim_at(t1, Duration::from_secs(60)))
+        .await
+        .expect("claim")
+        .remove(0);
+    assert_eq!(first.id, second.id);
+    assert_ne!(first.lease, second.lease);
+    let outcome = |lease, next, code| AttemptOutcome {
+        id: first.id,
+        lease,
+        at: t1,
+        status_code: Some(code),
+        error: None,
+        next,
+    };
+    assert_eq!(
+        repo.record(&[outcome(first.lease, NextStep::GiveUp, 500)])
+            .await
+            .expect("record"),
+        0,
+        "the stale worker's outcome is fenced off"
+    );
+    assert_eq!(log(&app, "acme").await[0]["status"], "pending");
+    assert_eq!(
+        repo.record(&[outcome(second.lease, NextStep::Delivered, 200)])
+            .await
+            .expect("record"),
+        1
+    );
+    let d = log(&app, "acme").await;
+    assert_eq!(
+        (
+            d[0]["status"].clone(),
+            d[0]["attempts"].clone(),
+            d[0]["lastStatusCode"].clone()
+        ),
+        (json!("delivered"), json!(2), json!(200))
+    );
+    // Recording again under the same lease changes nothing: the delivery is finished.
+    assert_eq!(
+        repo.record(&[outcome(second.lease, NextStep::GiveUp, 500)])
+            .await
+            .expect("record"),
+        0
+    );
+}
+
+#[tokio::test]
+async fn finished_deliveries_and_their_events_are_pruned_after_the_retention() {
+    let rx = Receiver::start().await;
+    let app = app_with(&rx, |_| {}).await;
+    let s = app.seed("acme", false).await;
+    endpoint(&app, &s.token, &rx.url).await;
+    app.ingest_lead(&lead_body("acme", json!({}))).await;
+    rx.wait_for(1).await;
+    for _ in 0..100 {
+        if log(&app, "acme").await[0]["status"] == "delivered" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let repo = store(&app);
+    let now = OffsetDateTime::now_utc();
+    assert_eq!(
+        repo.prune(now - Duration::from_secs(3600), 500)
+            .await
+            .expect("prune"),
+        0,
+        "younger than the retention: kept"
+    );
+    assert_eq!(
+        repo.prune(now + Duration::from_secs(1), 500)
+            .await
+            .expect("prune"),
+        2,
+        "the delivery and its event"
+    );
+    assert!(log(&app, "acme").await.is_empty());
+}
+
+#[tokio::test]
+async fn endpoint_addresses_must_be_global_unicast() {
+    let app = TestApp::spawn().await;
+    let s = app.seed("acme", false).await;
+    for url in [
+        "https://[64:ff9b::7f00:1]/h",
+        "https://[64:ff9b:1::a00:1]/h",
+        "https://[2002:7f00:1::1]/h",
+        "https://[2001::1]/h",
+        "https://[::ffff:0:7f00:1]/h",
+        "https://[fec0::1]/h",
+        "https://[100::1]/h",
+        "https://localhost./h",
+    ] {
+        let res = app
+            .api(Method::POST, ENDPOINTS, &s.token)
+            .json(&json!({ "url": url, "events": ["lead.created"] }))
+            .send()
+            .await
+            .expect("send");
+        assert_error(res, 400, "invalid_request").await;
+    }
+    assert_eq!(
+        app.get_ok(ENDPOINTS, &s.token).await["data"],
+        json!([]),
+        "nothing saved"
+    );
+}
+
+#[tokio::test]
+async fn a_failed_attempt_reports_a_short_reason_without_the_urls_query() {
+    let rx = Receiver::start().await;
+    let app = app_with(&rx, |c| {
+        c.webhook_retry_schedule = vec![Duration::from_millis(100)];
+    })
+    .await;
+    let s = app.seed("acme", false).await;
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = closed.local_addr().expect("addr").port();
+    drop(closed);
+    endpoint(
+        &app,
+        &s.token,
+        &format!("https://127.0.0.1:{port}/h?token=SECRET-IN-QUERY"),
+    )
+    .await;
+    app.ingest_lead(&lead_body("acme", json!({}))).await;
+    let mut d = Vec::new();
+    for _ in 0..200 {
+        d = log(&app, "acme").await;
+        if d.first().is_some_and(|x| x["status"] == "failed") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(d[0]["status"], "failed", "{d:?}");
+    assert_eq!(d[0]["lastError"], "connection refused");
+    assert!(d[0]["lastStatusCode"].is_null());
+    assert!(!serde_json::to_string(&d).expect("json").contains("SECRET"));
+}
+
+#[tokio::test]
+async fn an_api_process_sends_nothing_and_a_worker_process_serves_no_api() {
+    let rx = Receiver::start().await;
+    let api = app_with(&rx, |c| c.role = Role::Api).await;
+    let s = api.seed("acme", false).await;
+    endpoint(&api, &s.token, &rx.url).await;
+    api.ingest_lead(&lead_body("acme", json!({}))).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(rx.received().is_empty());
+
+    // A worker process on the same database delivers what the API process queued.
+    let mut config = api.config.clone();
+    config.role = Role::Worker;
+    let worker = TestApp::on_database(config).await;
+    let got = rx.wait_for(1).await;
+    assert_eq!(got[0].header("x-partner-event"), Some("lead.created"));
+    assert_eq!(worker.get_health().await, StatusCode::OK);
+    let res = worker
+        .api(Method::GET, "/api/v1/leads", &s.token)
+        .send()
+        .await
+        .expect("send");
+    assert_error(res, 404, "not_found").await;
+    let res = worker
+        .internal(Method::GET, "/partners/acme/webhook-deliveries")
+        .send()
+        .await
+        .expect("send");
+    assert_error(res, 404, "not_found").await;
+    let _keep = Arc::new(api);
+}
