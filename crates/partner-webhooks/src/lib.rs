@@ -104,15 +104,23 @@ pub struct SystemAddressCheck;
 #[async_trait::async_trait]
 impl AddressCheck for SystemAddressCheck {
     async fn resolves_internal(&self, host: &str, port: u16) -> bool {
-        match tokio::time::timeout(
-            Duration::from_secs(3),
-            tokio::net::lookup_host((host, port)),
-        )
-        .await
-        {
-            Ok(Ok(addrs)) => addrs.into_iter().any(|a| is_internal(a.ip())),
-            _ => false,
-        }
+        let lookup = |name: &str| {
+            let name = name.to_owned();
+            async move {
+                match tokio::time::timeout(
+                    Duration::from_secs(3),
+                    tokio::net::lookup_host((name.as_str(), port)),
+                )
+                .await
+                {
+                    Ok(Ok(addrs)) => addrs.into_iter().any(|a| is_internal(a.ip())),
+                    _ => false,
+                }
+            }
+        };
+        // `name.` and `name` may resolve differently (search domains, hosts files): both count.
+        let bare = host.trim_end_matches('.');
+        lookup(host).await || (bare != host && !bare.is_empty() && lookup(bare).await)
     }
 }
 
