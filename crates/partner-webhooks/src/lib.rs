@@ -357,7 +357,10 @@ impl Worker {
                 return;
             }
             let now = self.inner.clock.now();
-            let lease_until = now + c.timeout * 2 + Duration::from_secs(30);
+            // Long enough for a ready delivery to wait one attempt behind its endpoint's
+            // in-flight ones and then make its own; `attempt` gives up one whose lease would run
+            // out mid-send. Short enough that a dead worker's deliveries are soon due again.
+            let lease_until = now + c.timeout * 2 + Duration::from_secs(5);
             let req = ClaimRequest {
                 now,
                 lease_until,
