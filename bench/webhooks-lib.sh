@@ -42,7 +42,7 @@ wh_cleanup() {
 # keep-alive, and an access log of "<arrival time> <X-Partner-Delivery>".
 wh_start_receiver() {
   openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 \
-    -addext "subjectAltName=IP:127.0.0.1" -keyout "$WH_WORK/key.pem" -out "$WH_WORK/cert.pem" 2>/dev/null
+    -addext "subjectAltName=IP:127.0.0.1" -addext "basicConstraints=critical,CA:FALSE" -keyout "$WH_WORK/key.pem" -out "$WH_WORK/cert.pem" 2>/dev/null
   mkdir -p "$WH_WORK/tmp"
   cat > "$WH_WORK/nginx.conf" <<EOF
 user root;
@@ -121,12 +121,12 @@ wh_endpoints() {
       CASE WHEN $hanging = 1 AND g = $n THEN 'https://127.0.0.1:$WH_HANG_PORT/hang'
            ELSE 'https://127.0.0.1:$WH_NGINX_PORT/hook/' || g END,
       '{lead.created}', 'whsec_bench0123456789abcdefghijklmnopqrstuvwxyzABCD', now(), now()
-    FROM generate_series(1, $n) g;
-    VACUUM ANALYZE webhook_endpoints;"
+    FROM generate_series(1, $n) g;" -c "VACUUM ANALYZE webhook_endpoints"
 }
 
 # The outbox rows the server writes for a lead (lead, event, one delivery per subscribed
-# endpoint), for partner wh-P, as one statement.
+# endpoint), for partner wh-P, as one statement; then, as the server does after such a commit,
+# a non-durable NOTIFY in a transaction of its own.
 wh_event_sql() {
   cat <<'SQL'
 WITH l AS (
@@ -142,7 +142,27 @@ ev AS (
 INSERT INTO webhook_deliveries (id, endpoint_id, partner_id, event_id, kind, status, attempts, next_attempt_at, created_at)
 SELECT gen_random_uuid(), w.id, w.partner_id, ev.id, 'lead.created', 'pending', 0, ev.created_at, ev.created_at
 FROM ev JOIN webhook_endpoints w ON w.partner_id = ev.partner_id;
+BEGIN;
+SET LOCAL synchronous_commit = off;
+NOTIFY webhook_deliveries;
+COMMIT;
 SQL
+}
+
+# Live ingest through the server's own operator API (wrk, 32 connections, $1 long), leads
+# spread over partners wh-1…wh-10.
+wh_ingest_api() {
+  cat > "$WH_WORK/ingest.lua" <<LUA
+local n = 0
+request = function()
+  n = n + 1
+  local body = '{"partnerId":"wh-' .. (n % 10 + 1) .. '","firstName":"Ann","lastName":"Lee","email":"ann@example.com",'
+    .. '"emailConsent":true,"phone":"+1 555 0100","smsConsent":true,"origin":"managed-website","location":"Austin, TX"}'
+  return wrk.format("POST", "/internal/v1/leads", {
+    ["Authorization"] = "Bearer $PARTNER_INTERNAL_TOKEN", ["Content-Type"] = "application/json" }, body)
+end
+LUA
+  wrk -t1 -c32 -d"$1" -s "$WH_WORK/ingest.lua" "http://127.0.0.1:$WH_PORT" | awk '/Requests\/sec/ {printf "%.0f", $2}'
 }
 
 # wh_prefill PER_PARTNER N_PARTNERS: events written set-based while no worker runs.
@@ -162,8 +182,7 @@ wh_prefill() {
       RETURNING id, partner_id, created_at)
     INSERT INTO webhook_deliveries (id, endpoint_id, partner_id, event_id, kind, status, attempts, next_attempt_at, created_at)
     SELECT gen_random_uuid(), w.id, w.partner_id, ev.id, 'lead.created', 'pending', 0, ev.created_at, ev.created_at
-    FROM ev JOIN webhook_endpoints w ON w.partner_id = ev.partner_id;
-    VACUUM ANALYZE webhook_deliveries;"
+    FROM ev JOIN webhook_endpoints w ON w.partner_id = ev.partner_id;" -c "VACUUM ANALYZE webhook_deliveries"
 }
 
 wh_start_server() {

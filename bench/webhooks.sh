@@ -2,7 +2,7 @@
 # Webhook delivery benchmark (issue 8): one server process in `--role worker` delivering signed
 # lead.created events to nginx over HTTPS on loopback, with the receiver's own limit measured by
 # wrk in the same run. Cases: 20,000 events pre-filled for 1 endpoint and for 10 endpoints of 10
-# partners; 20,000 events written live (pgbench, 4 clients) while the worker runs; a paced
+# partners; 20,000 events written live (pgbench, 16 clients) while the worker runs; a paced
 # 200 events/s for event→delivery latency; one hanging endpoint among 10; a fresh delivery behind
 # a 10,000-delivery backlog of another endpoint. Loopback only; bounded; stops by itself.
 set -euo pipefail
@@ -34,15 +34,26 @@ prefilled() { # $1 endpoints
 prefilled 1
 prefilled 10
 
+# Live through the API: one `--role all` process ingests leads (wrk) and delivers them.
+wh_endpoints 10
+wh_rotate_log
+wh_start_server all
+ingest=$(wh_ingest_api 10s)
+wh_wait_done true 300
+wh_stop_server
+read -r count rate p50 p99 live <<<"$(wh_arrivals)"
+echo "live ingest through the API (wrk, 32 connections, $ingest leads/s accepted), one process, 10 endpoints: $count delivered, $live deliveries/s from the first event to the last arrival; event→delivery p50 ${p50} ms, p99 ${p99} ms"
+
 # Live: the worker runs while pgbench writes the outbox rows the server writes for a lead.
 wh_endpoints 10
 { echo '\set p random(1, 10)'; wh_event_sql; } > "$WH_WORK/event.sql"
 wh_rotate_log
 wh_start_server worker
-pgbench -n -c 4 -j 2 -t $((N / 4)) -f "$WH_WORK/event.sql" "$WH_DB" >"$WH_WORK/pgbench.log" 2>&1
+pgbench -n -c 16 -j 2 -t $((N / 16)) -f "$WH_WORK/event.sql" "$WH_DB" >"$WH_WORK/pgbench.log" 2>&1
+ingest=$(awk '/^tps/ {printf "%.0f", $3}' "$WH_WORK/pgbench.log")
 wh_wait_done true 300
 read -r count rate p50 p99 live <<<"$(wh_arrivals)"
-echo "live ingest, 10 endpoints: $count delivered, $live deliveries/s from the first event to the last arrival; event→delivery p50 ${p50} ms, p99 ${p99} ms"
+echo "live ingest (pgbench, 16 clients, $ingest events/s written), 10 endpoints: $count delivered, $live deliveries/s from the first event to the last arrival; event→delivery p50 ${p50} ms, p99 ${p99} ms"
 
 # Paced 200 events/s for 20 s: latency, not throughput.
 wh_endpoints 10

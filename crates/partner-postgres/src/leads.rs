@@ -123,7 +123,10 @@ impl LeadRepo for PgStore {
             })
             .await;
         match r {
-            Ok(()) => Ok(true),
+            Ok(deliveries) => {
+                self.deliveries_committed(deliveries);
+                Ok(true)
+            }
             Err(e)
                 if is_violation(&e, |k| {
                     matches!(k, diesel::result::DatabaseErrorKind::ForeignKeyViolation)
@@ -143,14 +146,14 @@ impl LeadRepo for PgStore {
     ) -> Result<Option<Lead>, RepoError> {
         let mut conn = self.conn().await?;
         let patch = patch.clone();
-        let r: Result<Result<Option<Lead>, RepoError>, diesel::result::Error> = conn
+        let r: Result<Result<(Option<Lead>, usize), RepoError>, diesel::result::Error> = conn
             .transaction(async |conn| {
                 let row: Option<Row> = diesel::sql_query(format!("SELECT {COLUMNS} FROM leads WHERE id = $1 FOR UPDATE"))
                     .bind::<diesel::sql_types::Uuid, _>(id)
                     .get_result(conn)
                     .await
                     .optional()?;
-                let Some(row) = row else { return Ok(Ok(None)) };
+                let Some(row) = row else { return Ok(Ok((None, 0))) };
                 let before = match row.into_domain() {
                     Ok(l) => l,
                     Err(e) => return Ok(Err(e)),
@@ -170,11 +173,13 @@ impl LeadRepo for PgStore {
                 .bind::<Timestamptz, _>(after.updated_at)
                 .execute(conn)
                 .await?;
-                outbox::write(conn, &update_events(&before, &after), now).await?;
-                Ok(Ok(Some(after)))
+                let deliveries = outbox::write(conn, &update_events(&before, &after), now).await?;
+                Ok(Ok((Some(after), deliveries)))
             })
             .await;
-        r.map_err(db)?
+        let (lead, deliveries) = r.map_err(db)??;
+        self.deliveries_committed(deliveries);
+        Ok(lead)
     }
 
     async fn page_leads(

@@ -17,8 +17,9 @@ mod sub_accounts;
 mod tokens;
 mod webhooks;
 
-pub use webhooks::listen_for_deliveries;
+pub use webhooks::{announce_deliveries, listen_for_deliveries};
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use diesel::result::{DatabaseErrorKind, Error as DieselError};
@@ -135,6 +136,9 @@ pub async fn migrate(url: &str) -> Result<Vec<String>, SetupError> {
 #[derive(Clone)]
 pub struct PgStore {
     pool: Pool<AsyncPgConnection>,
+    /// Counts commits that wrote deliveries; workers of this process and the announcer of
+    /// [`announce_deliveries`] watch it.
+    written: Arc<tokio::sync::watch::Sender<u64>>,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -164,7 +168,22 @@ impl PgStore {
             .recycle_timeout(Some(Duration::from_secs(5)))
             .build()
             .map_err(|e| SetupError::Pool(e.to_string()))?;
-        Ok(Self { pool })
+        Ok(Self {
+            pool,
+            written: Arc::new(tokio::sync::watch::Sender::new(0)),
+        })
+    }
+
+    /// Changes whenever a transaction of this store that wrote deliveries has committed.
+    pub fn deliveries_written(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.written.subscribe()
+    }
+
+    /// Called after a commit that wrote `n` deliveries.
+    fn deliveries_committed(&self, n: usize) {
+        if n > 0 {
+            self.written.send_modify(|v| *v = v.wrapping_add(1));
+        }
     }
 
     async fn conn(&self) -> Result<Object<AsyncPgConnection>, RepoError> {

@@ -190,10 +190,10 @@ impl OrderRepo for PgStore {
         let mut conn = self.conn().await?;
         let o = order.clone();
         let events = events.to_vec();
-        let r: Result<Result<InsertOrder, RepoError>, diesel::result::Error> = conn
+        let r: Result<Result<(InsertOrder, usize), RepoError>, diesel::result::Error> = conn
             .transaction(async |conn| {
                 if !outbox::partner_exists(conn, o.partner_id.as_str()).await? {
-                    return Ok(Ok(InsertOrder::UnknownPartner));
+                    return Ok(Ok((InsertOrder::UnknownPartner, 0)));
                 }
                 let n = diesel::sql_query(
                     "INSERT INTO orders (order_id, partner_id, sub_id, created_date, product, amount_cents, \
@@ -216,16 +216,23 @@ impl OrderRepo for PgStore {
                 .bind::<Timestamptz, _>(now)
                 .execute(conn)
                 .await?;
-                if n == 1 {
-                    outbox::write(conn, &events, now).await?;
-                }
+                let deliveries = if n == 1 {
+                    outbox::write(conn, &events, now).await?
+                } else {
+                    0
+                };
                 let Some(row) = listing(conn, &o.order_id).await? else {
                     return Ok(Err(RepoError::new("order vanished inside its transaction")));
                 };
-                Ok(row.into_domain().map(|l| if n == 1 { InsertOrder::Inserted(l) } else { InsertOrder::Existing(l) }))
+                Ok(row.into_domain().map(|l| {
+                    let r = if n == 1 { InsertOrder::Inserted(l) } else { InsertOrder::Existing(l) };
+                    (r, deliveries)
+                }))
             })
             .await;
-        r.map_err(db)?
+        let (inserted, deliveries) = r.map_err(db)??;
+        self.deliveries_committed(deliveries);
+        Ok(inserted)
     }
 
     async fn insert_analytics_event(

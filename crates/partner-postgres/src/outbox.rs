@@ -5,15 +5,18 @@ use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use partner_domain::events::DomainEvent;
 use time::OffsetDateTime;
 
+/// Returns the number of deliveries written: after the transaction commits, the caller tells the
+/// workers ([`crate::PgStore::deliveries_committed`]).
 pub(crate) async fn write(
     conn: &mut AsyncPgConnection,
     events: &[DomainEvent],
     now: OffsetDateTime,
-) -> Result<(), diesel::result::Error> {
+) -> Result<usize, diesel::result::Error> {
+    let mut deliveries = 0;
     for e in events {
         // The event, and in the same statement one delivery per endpoint of the partner that
         // subscribed to its kind; a `lead.created` waits for the endpoint's delay, if any.
-        diesel::sql_query(
+        let n = diesel::sql_query(
             "WITH ev AS ( \
                INSERT INTO domain_events (id, partner_id, kind, subject, extra, created_at) \
                VALUES (gen_random_uuid(), $1, $2, $3, $4::jsonb, $5) RETURNING id) \
@@ -31,8 +34,9 @@ pub(crate) async fn write(
         .bind::<Timestamptz, _>(now)
         .execute(conn)
         .await?;
+        deliveries += n;
     }
-    Ok(())
+    Ok(deliveries)
 }
 
 pub(crate) async fn partner_exists(

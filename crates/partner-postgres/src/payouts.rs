@@ -66,7 +66,7 @@ impl PayoutRepo for PgStore {
         let mut conn = self.conn().await?;
         let new = new.clone();
         let events = events.to_vec();
-        let row: Option<Row> = conn
+        let (row, deliveries): (Option<Row>, usize) = conn
             .transaction(async |conn| {
                 // The partner's email is copied in the same statement that checks the partner exists.
                 let row: Option<Row> = diesel::sql_query(format!(
@@ -85,13 +85,16 @@ impl PayoutRepo for PgStore {
                 .get_result(conn)
                 .await
                 .optional()?;
-                if row.is_some() {
-                    outbox::write(conn, &events, now).await?;
-                }
-                Ok::<_, diesel::result::Error>(row)
+                let deliveries = if row.is_some() {
+                    outbox::write(conn, &events, now).await?
+                } else {
+                    0
+                };
+                Ok::<_, diesel::result::Error>((row, deliveries))
             })
             .await
             .map_err(db)?;
+        self.deliveries_committed(deliveries);
         row.map(Row::into_domain).transpose()
     }
 

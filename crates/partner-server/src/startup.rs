@@ -125,11 +125,18 @@ impl Application {
             Some(p) => Some(std::fs::read(p).with_context(|| format!("reading {}", p.display()))?),
             None => None,
         };
+        if config.role != Role::Worker {
+            // Workers of other instances learn of this process's writes.
+            tokio::spawn(partner_postgres::announce_deliveries(
+                config.database_url.clone(),
+                store.deliveries_written(),
+            ));
+        }
         let worker = match config.role {
             Role::Api => None,
             Role::All | Role::Worker => {
                 let worker = Worker::new(
-                    store,
+                    store.clone(),
                     clock,
                     rng,
                     WorkerConfig {
@@ -144,8 +151,16 @@ impl Application {
                         maintenance_interval: config.webhook_maintenance_interval,
                     },
                 )?;
-                // New deliveries wake the worker as soon as their transaction commits.
+                // New deliveries wake the worker as soon as their transaction commits: this
+                // process's own writes directly, other instances' through LISTEN.
                 let waker = worker.waker();
+                let mut written = store.deliveries_written();
+                let local = waker.clone();
+                tokio::spawn(async move {
+                    while written.changed().await.is_ok() {
+                        local.notify_one();
+                    }
+                });
                 let listener = tokio::spawn(partner_postgres::listen_for_deliveries(
                     config.database_url.clone(),
                     move || waker.notify_one(),

@@ -130,6 +130,8 @@ const BREAKER_BASE: Duration = Duration::from_secs(10);
 const BREAKER_MAX: Duration = Duration::from_secs(300);
 /// Outcomes recorded in one statement at most.
 const RECORD_BATCH: usize = 1000;
+/// How long the recorder waits for more outcomes after the first of a batch.
+const RECORD_LINGER: Duration = Duration::from_millis(5);
 /// Deliveries claimed in one statement at most.
 const CLAIM_BATCH: usize = 512;
 /// The `lastError` of a delivery whose last budgeted attempt never reported back.
@@ -192,6 +194,57 @@ struct Lane {
     /// Deliveries claimed and not finished (sending or ready).
     held: usize,
     breaker: Breaker,
+    /// Recent answer time (exponentially weighted), once the endpoint has answered.
+    latency: Option<Duration>,
+}
+
+/// Ready deliveries per in-flight slot, at most: how far ahead of a fast endpoint the claim runs.
+const MAX_DEPTH: u32 = 16;
+
+impl Lane {
+    fn new(endpoint_concurrency: usize) -> Self {
+        Self {
+            sending: Arc::new(Semaphore::new(endpoint_concurrency)),
+            held: 0,
+            breaker: Breaker::default(),
+            latency: None,
+        }
+    }
+
+    /// How many deliveries this endpoint may hold: its in-flight share, plus as many ready ones
+    /// as it answers in half an attempt timeout (so a ready delivery never waits long enough for
+    /// its lease to run out), between one more round and [`MAX_DEPTH`] rounds. A fast endpoint is
+    /// never left idle waiting for the database; a slow one holds little it cannot send soon.
+    fn capacity(&self, endpoint_concurrency: usize, timeout: Duration) -> usize {
+        let rounds = match self.latency {
+            None => 2,
+            Some(l) => {
+                let fit = timeout.as_secs_f64() / 2.0 / l.as_secs_f64().max(0.000_1);
+                // Saturating float-to-int cast; `fit` is positive.
+                (1 + fit.min(f64::from(MAX_DEPTH)) as u32).clamp(2, MAX_DEPTH)
+            }
+        };
+        endpoint_concurrency.saturating_mul(usize::try_from(rounds).unwrap_or(2))
+    }
+
+    /// How many more of this endpoint's deliveries to claim now. A busy endpoint is topped up only
+    /// once half its capacity is free, so it is claimed for in batches, not one row per answer.
+    fn room(&self, endpoint_concurrency: usize, timeout: Duration, now: Instant) -> usize {
+        let cap = self.capacity(endpoint_concurrency, timeout);
+        let room = self.breaker.room(cap, self.held, now);
+        if self.breaker.is_closed() && room * 2 < cap {
+            0
+        } else {
+            room
+        }
+    }
+
+    fn observe(&mut self, took: Duration) {
+        self.latency = Some(match self.latency {
+            None => took,
+            Some(l) => l.mul_f64(0.8) + took.mul_f64(0.2),
+        });
+    }
 }
 
 #[derive(Debug, Default)]
@@ -334,8 +387,8 @@ impl Worker {
     /// Claims while there is room and the store has due deliveries.
     async fn claim_round(&self, tx: &mpsc::UnboundedSender<AttemptOutcome>) {
         let c = &self.inner.config;
-        // Each endpoint may hold its in-flight share plus as many ready to go.
-        let per_endpoint = c.endpoint_concurrency.saturating_mul(2);
+        // An endpoint this worker holds nothing of yet: its in-flight share plus as many ready.
+        let per_endpoint = Lane::new(c.endpoint_concurrency).capacity(c.endpoint_concurrency, c.timeout);
         let ceiling = c.concurrency.saturating_mul(2);
         loop {
             let now_mono = Instant::now();
@@ -346,10 +399,9 @@ impl Worker {
                     .by_endpoint
                     .iter()
                     .map(|(id, l)| {
-                        let r = l.breaker.room(per_endpoint, l.held, now_mono);
+                        let r = l.room(c.endpoint_concurrency, c.timeout, now_mono);
                         (*id, u32::try_from(r).unwrap_or(u32::MAX))
                     })
-                    .filter(|(_, r)| usize::try_from(*r).unwrap_or(usize::MAX) < per_endpoint)
                     .collect();
                 (limit, room)
             };
@@ -384,11 +436,10 @@ impl Worker {
                 let mut lanes = self.inner.lanes();
                 lanes.held += n;
                 for d in &claimed {
-                    let lane = lanes.by_endpoint.entry(d.endpoint_id).or_insert_with(|| Lane {
-                        sending: Arc::new(Semaphore::new(c.endpoint_concurrency)),
-                        held: 0,
-                        breaker: Breaker::default(),
-                    });
+                    let lane = lanes
+                        .by_endpoint
+                        .entry(d.endpoint_id)
+                        .or_insert_with(|| Lane::new(c.endpoint_concurrency));
                     lane.held += 1;
                 }
             }
@@ -521,22 +572,33 @@ impl Worker {
             error,
             next,
         });
-        self.finish(d.endpoint_id, Some(&sent));
+        self.finish(d.endpoint_id, Some((&sent, started.elapsed())));
     }
 
     /// A held delivery is done (sent, or given up by this worker): frees its place, updates the
-    /// endpoint's breaker, and wakes the claimer.
-    fn finish(&self, endpoint: Uuid, sent: Option<&Sent>) {
+    /// endpoint's breaker, and wakes the claimer when that opened room to claim into (waking it
+    /// on every answer would cost a claim per delivery).
+    fn finish(&self, endpoint: Uuid, sent: Option<(&Sent, Duration)>) {
+        let c = &self.inner.config;
         let mut lanes = self.inner.lanes();
+        let mut wake = lanes.held == c.concurrency.saturating_mul(2);
         lanes.held = lanes.held.saturating_sub(1);
         let now = Instant::now();
         if let Some(lane) = lanes.by_endpoint.get_mut(&endpoint) {
+            let before = lane.room(c.endpoint_concurrency, c.timeout, now);
             lane.held = lane.held.saturating_sub(1);
             match sent {
-                Some(Sent::Answered(_)) => lane.breaker.answered(),
-                Some(Sent::NoAnswer { timed_out: true, .. }) => lane.breaker.timed_out(now),
-                Some(Sent::NoAnswer { .. }) | None => {}
+                Some((Sent::Answered(_), took)) => {
+                    lane.breaker.answered();
+                    lane.observe(took);
+                }
+                Some((Sent::NoAnswer { timed_out: true, .. }, took)) => {
+                    lane.breaker.timed_out(now);
+                    lane.observe(took);
+                }
+                Some((Sent::NoAnswer { .. }, _)) | None => {}
             }
+            wake |= before == 0 && lane.room(c.endpoint_concurrency, c.timeout, now) > 0;
             if lane.held == 0 && lane.breaker.is_closed() {
                 lanes.by_endpoint.remove(&endpoint);
             }
@@ -546,7 +608,9 @@ impl Worker {
         if idle {
             self.inner.idle.notify_waiters();
         }
-        self.inner.wake.notify_one();
+        if wake {
+            self.inner.wake.notify_one();
+        }
     }
 
     fn jitter(&self) -> f64 {
@@ -646,10 +710,21 @@ impl Inner {
     }
 }
 
-/// Records outcomes in batches: whatever arrived while the previous batch was being written.
+/// Records outcomes in batches: whatever arrived while the previous batch was being written, and
+/// for a few milliseconds after the first (an outcome waits a little; the slot it held is free
+/// already, and the database writes one statement instead of many).
 async fn record_loop(repo: Arc<dyn DeliveryRepo>, mut rx: mpsc::UnboundedReceiver<AttemptOutcome>) {
     let mut batch = Vec::with_capacity(RECORD_BATCH);
     while rx.recv_many(&mut batch, RECORD_BATCH).await > 0 {
+        if batch.len() < RECORD_BATCH {
+            tokio::time::sleep(RECORD_LINGER).await;
+            while batch.len() < RECORD_BATCH {
+                match rx.try_recv() {
+                    Ok(o) => batch.push(o),
+                    Err(_) => break,
+                }
+            }
+        }
         let mut tries = 0u32;
         loop {
             match repo.record(&batch).await {
@@ -678,46 +753,40 @@ async fn record_loop(repo: Arc<dyn DeliveryRepo>, mut rx: mpsc::UnboundedReceive
 
 /// A short, URL-free reason for a request that got no answer.
 fn classify(e: &reqwest::Error) -> Sent {
+    let no_answer = |error| Sent::NoAnswer {
+        error,
+        timed_out: error == "timeout",
+    };
     if e.is_timeout() {
-        return Sent::NoAnswer {
-            error: "timeout",
-            timed_out: true,
-        };
+        return no_answer("timeout");
     }
-    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    let mut error = "connection error";
-    while let Some(err) = cur {
-        if err.downcast_ref::<AddressNotAllowed>().is_some() {
-            error = "address not allowed";
-            break;
+    // `io::Error::source` skips the error it wraps, so wrapped errors are visited explicitly.
+    let mut stack: Vec<&(dyn std::error::Error + 'static)> = vec![e];
+    while let Some(err) = stack.pop() {
+        if err.is::<AddressNotAllowed>() {
+            return no_answer("address not allowed");
         }
-        if err.downcast_ref::<rustls::Error>().is_some() {
-            error = "tls error";
-            break;
+        if err.is::<rustls::Error>() {
+            return no_answer("tls error");
         }
         if let Some(io) = err.downcast_ref::<std::io::Error>() {
-            error = match io.kind() {
-                std::io::ErrorKind::ConnectionRefused => "connection refused",
+            match io.kind() {
+                std::io::ErrorKind::ConnectionRefused => return no_answer("connection refused"),
                 std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::ConnectionAborted => {
-                    "connection reset"
+                    return no_answer("connection reset");
                 }
-                std::io::ErrorKind::TimedOut => {
-                    return Sent::NoAnswer {
-                        error: "timeout",
-                        timed_out: true,
-                    };
-                }
-                _ if io.get_ref().is_some_and(|i| i.is::<rustls::Error>()) => "tls error",
-                _ => "connection error",
-            };
-            break;
+                std::io::ErrorKind::TimedOut => return no_answer("timeout"),
+                _ => {}
+            }
+            if let Some(inner) = io.get_ref() {
+                stack.push(inner);
+            }
         }
-        cur = err.source();
+        if let Some(source) = err.source() {
+            stack.push(source);
+        }
     }
-    Sent::NoAnswer {
-        error,
-        timed_out: false,
-    }
+    no_answer("connection error")
 }
 
 #[cfg(test)]
