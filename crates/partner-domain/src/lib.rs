@@ -15,6 +15,7 @@ pub mod auth;
 pub mod catalog;
 pub mod clock;
 pub mod coupon;
+pub mod csv_cell;
 pub mod cursor;
 pub mod error;
 pub mod events;

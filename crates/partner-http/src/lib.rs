@@ -5,6 +5,7 @@
 //! failure (including actix's own 404/405/413 and panics), bearer authentication, per-token rate
 //! limits, and the operator API under `/internal/v1`. Everything is mounted by [`configure`].
 
+mod csv_export;
 mod error;
 mod extract;
 mod middleware;
