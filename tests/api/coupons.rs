@@ -576,8 +576,10 @@ async fn csv_cells_that_look_like_formulas_are_neutralised_json_is_not() {
     let email = "=HYPERLINK(\"http://evil.test\")@x.co";
     let res = app
         .internal(Method::POST, "/care-services-coupons/redeem")
-        .json(&json!({ "code": code, "productSlug": "primary", "months": 12, "email": email,
-                        "providerPrimaryExternalId": "-1+1" }))
+        .json(
+            &json!({ "code": code, "productSlug": "primary", "months": 12, "email": email,
+                        "providerPrimaryExternalId": "-1+1" }),
+        )
         .send()
         .await
         .expect("send");

@@ -46,7 +46,10 @@ mod tests {
             ("@SUM(A1)", "'@SUM(A1)"),
             ("\t=1", "'\t=1"),
             ("\r=1", "'\r=1"),
-            ("=HYPERLINK(\"http://x\")@x.co", "'=HYPERLINK(\"http://x\")@x.co"),
+            (
+                "=HYPERLINK(\"http://x\")@x.co",
+                "'=HYPERLINK(\"http://x\")@x.co",
+            ),
         ] {
             assert_eq!(neutralize_csv_cell(raw), want, "{raw:?}");
         }
@@ -54,8 +57,20 @@ mod tests {
 
     #[test]
     fn safe_values_are_borrowed_unchanged() {
-        for raw in ["", "pat@x.co", "a=b", "1-2", " =1", "'=1", "ABCDEFGH1234", "2026-11-21T10:00:00.000Z"] {
-            assert!(matches!(neutralize_csv_cell(raw), Cow::Borrowed(s) if s == raw), "{raw:?}");
+        for raw in [
+            "",
+            "pat@x.co",
+            "a=b",
+            "1-2",
+            " =1",
+            "'=1",
+            "ABCDEFGH1234",
+            "2026-11-21T10:00:00.000Z",
+        ] {
+            assert!(
+                matches!(neutralize_csv_cell(raw), Cow::Borrowed(s) if s == raw),
+                "{raw:?}"
+            );
         }
     }
 
