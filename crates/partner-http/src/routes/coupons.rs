@@ -147,17 +147,14 @@ pub(super) async fn list(
         "care-services-coupons-{}.csv",
         format_date(state.coupons.now().date())
     );
-    let mut res = HttpResponse::Ok()
+    Ok(HttpResponse::Ok()
         .insert_header((header::CONTENT_TYPE, HeaderValue::from_static("text/csv")))
         .insert_header((
             header::CONTENT_DISPOSITION,
             format!("attachment; filename=\"{file}\""),
         ))
         .insert_header(("X-Total-Count", page.total.to_string()))
-        .body(csv_body(&page.items)?);
-    res.headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    Ok(res)
+        .body(csv_body(&page.items)?))
 }
 
 #[derive(Deserialize)]
