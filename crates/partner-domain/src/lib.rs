@@ -9,6 +9,8 @@
 //! With the `mocks` feature every port has a `mockall` mock (`MockTokenRepo`, …), so rules are
 //! unit-tested without a database.
 
+#![cfg_attr(test, allow(clippy::expect_used, clippy::indexing_slicing))]
+
 pub mod account;
 pub mod attribution;
 pub mod auth;

@@ -315,6 +315,11 @@ impl Money {
     pub fn checked_add(self, other: Money) -> Option<Money> {
         self.0.checked_add(other.0).map(Money)
     }
+
+    /// `self + other`, stopping at the largest (or smallest) amount instead of overflowing.
+    pub fn saturating_add(self, other: Money) -> Money {
+        Money(self.0.saturating_add(other.0))
+    }
 }
 
 impl Serialize for Money {
