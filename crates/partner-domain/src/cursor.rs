@@ -169,4 +169,76 @@ mod tests {
             assert_eq!(key.decode(&acme(), junk), None);
         }
     }
+
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// Instants `time` can hold, at the microsecond precision PostgreSQL stores.
+        fn position() -> impl Strategy<Value = Position> {
+            let first = time::PrimitiveDateTime::MIN.assume_utc().unix_timestamp();
+            let last = time::PrimitiveDateTime::MAX.assume_utc().unix_timestamp();
+            (first..=last, 0..1_000_000i128, any::<u128>()).prop_map(|(secs, micros, id)| {
+                Position {
+                    created_at: OffsetDateTime::from_unix_timestamp_nanos(
+                        i128::from(secs) * 1_000_000_000 + micros * 1000,
+                    )
+                    .expect("in range"),
+                    id: Uuid::from_u128(id),
+                }
+            })
+        }
+
+        fn partner() -> impl Strategy<Value = PartnerId> {
+            "[A-Za-z0-9_-]{1,64}".prop_map(|s| PartnerId::parse(&s).expect("valid"))
+        }
+
+        proptest! {
+            /// Anything a client sends: no panic, and nothing verifies by chance.
+            #[test]
+            fn decode_never_panics_and_rejects_arbitrary_text(
+                text in prop_oneof![
+                    any::<String>(),
+                    "c1[0-9a-f]{80}",
+                    "c1[0-9a-fA-F\\-]{78,82}",
+                    "c1.{80}",
+                ],
+                p in partner(),
+            ) {
+                prop_assert_eq!(CursorKey::new(b"k").decode(&p, &text), None);
+            }
+
+            #[test]
+            fn cursors_round_trip(pos in position(), p in partner(), secret in any::<Vec<u8>>()) {
+                let key = CursorKey::new(&secret);
+                let text = key.encode(&p, pos);
+                prop_assert_eq!(text.len(), 2 + 2 * (PAYLOAD + MAC));
+                prop_assert_eq!(key.decode(&p, &text), Some(pos));
+            }
+
+            /// Any change to a cursor, or presenting it for another partner or under another
+            /// key, fails verification.
+            #[test]
+            fn tampering_is_rejected(
+                pos in position(),
+                p in partner(),
+                other in partner(),
+                at in any::<prop::sample::Index>(),
+                with in "[0-9a-f]|.",
+            ) {
+                let key = CursorKey::new(b"k");
+                let text = key.encode(&p, pos);
+                let i = at.index(text.len());
+                let mut tampered = text.clone();
+                tampered.replace_range(i..=i, &with);
+                if tampered != text {
+                    prop_assert_eq!(key.decode(&p, &tampered), None, "{}", tampered);
+                }
+                if other != p {
+                    prop_assert_eq!(key.decode(&other, &text), None);
+                }
+                prop_assert_eq!(CursorKey::new(b"k2").decode(&p, &text), None);
+            }
+        }
+    }
 }

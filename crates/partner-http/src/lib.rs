@@ -11,6 +11,7 @@ mod csv_export;
 mod error;
 mod extract;
 mod middleware;
+mod params;
 pub mod ratelimit;
 mod routes;
 

@@ -118,13 +118,7 @@ pub(super) async fn list(
         Some(_) => return Err(ApiError::invalid("format must be json or csv")),
     };
     let limit = parse_limit(q.get("limit"), if csv { 500 } else { 100 }, 500)?;
-    let offset = match q.get("offset") {
-        None => 0,
-        Some(s) if !s.is_empty() && s.len() <= 12 && s.bytes().all(|b| b.is_ascii_digit()) => s
-            .parse()
-            .map_err(|_| ApiError::invalid("offset must be an integer >= 0"))?,
-        Some(_) => return Err(ApiError::invalid("offset must be an integer >= 0")),
-    };
+    let offset = crate::params::offset(q.get("offset"))?;
     let page = state
         .coupons
         .list(&CouponQuery {
