@@ -552,6 +552,76 @@ async fn csv_export_format() {
     assert!(text.lines().count() <= 501);
 }
 
+/// extensions.md §7: a CSV cell that a spreadsheet would evaluate is written with a leading `'`,
+/// whoever supplied it (the patient's email at redemption, the operator's fields); JSON is
+/// unchanged.
+#[tokio::test]
+async fn csv_cells_that_look_like_formulas_are_neutralised_json_is_not() {
+    let app = TestApp::spawn().await;
+    let s = app.seed("acme", false).await;
+    let order = issue_ok(
+        &app,
+        &bulk(
+            "acme",
+            1,
+            json!({ "purchaserSource": "+1 call me", "notes": "@SUM(A1:A9)",
+                    "purchaserEmail": "-2+3@buyer.test" }),
+        ),
+    )
+    .await;
+    let code = order["coupons"][0]["code"]
+        .as_str()
+        .expect("code")
+        .to_owned();
+    let email = "=HYPERLINK(\"http://evil.test\")@x.co";
+    let res = app
+        .internal(Method::POST, "/care-services-coupons/redeem")
+        .json(
+            &json!({ "code": code, "productSlug": "primary", "months": 12, "email": email,
+                        "providerPrimaryExternalId": "-1+1" }),
+        )
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(res.status(), StatusCode::OK);
+
+    let json = app.get_ok(LIST, &s.token).await;
+    let row = &json["data"][0];
+    assert_eq!(row["redeemedEmail"], email, "JSON unchanged");
+    assert_eq!(row["redeemedProviderPrimaryExternalId"], "-1+1");
+    assert_eq!(row["purchaserSource"], "+1 call me");
+    assert_eq!(row["purchaserEmail"], "-2+3@buyer.test");
+    assert_eq!(row["notes"], "@SUM(A1:A9)");
+
+    let res = app
+        .api(Method::GET, &format!("{LIST}?format=csv"), &s.token)
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(res.status(), StatusCode::OK);
+    let text = res.text().await.expect("text");
+    assert!(
+        text.contains("\"'=HYPERLINK(\"\"http://evil.test\"\")@x.co\""),
+        "prefixed and still quoted: {text}"
+    );
+    let mut r = csv::Reader::from_reader(text.as_bytes());
+    let rows: Vec<csv::StringRecord> = r.records().map(|x| x.expect("record")).collect();
+    assert_eq!(rows.len(), 1);
+    let row = &rows[0];
+    assert_eq!(&row[0], code, "safe cells untouched");
+    assert_eq!(&row[8], "'-2+3@buyer.test");
+    assert_eq!(&row[9], "'+1 call me");
+    assert_eq!(&row[13], &format!("'{email}"));
+    assert_eq!(&row[14], "'-1+1");
+    assert_eq!(&row[15], "'@SUM(A1:A9)");
+    for cell in row {
+        assert!(
+            !cell.starts_with(['=', '+', '-', '@', '\t', '\r']),
+            "{cell:?}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn listing_scope_admin_and_non_admin() {
     let app = TestApp::spawn().await;

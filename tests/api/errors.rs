@@ -111,3 +111,119 @@ async fn readyz_is_503_when_the_database_is_gone() {
     assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(app.get_health().await, StatusCode::OK);
 }
+
+fn assert_no_store(res: &reqwest::Response, what: &str) {
+    assert_eq!(
+        res.headers()
+            .get("cache-control")
+            .and_then(|v| v.to_str().ok()),
+        Some("no-store"),
+        "{what}: {}",
+        res.status()
+    );
+}
+
+/// extensions.md §7: every answer of the partner and operator APIs, errors included, carries
+/// `Cache-Control: no-store`.
+#[tokio::test]
+async fn authenticated_answers_carry_cache_control_no_store() {
+    let app = TestApp::spawn_with(|c| {
+        c.rate_limit = partner_http::Quota {
+            limit: 3,
+            window_secs: 3600,
+        }
+    })
+    .await;
+    let s = app.seed("acme", false).await;
+    let idle = app.seed("idle", false).await;
+    let res = app
+        .put_partner("idle", &crate::helpers::partner_body(false))
+        .await;
+    assert_eq!(res.status(), StatusCode::OK);
+
+    // Partner API.
+    let cases = [
+        (app.api(Method::GET, "/api/v1/sub-accounts", &s.token), 200),
+        (app.request(Method::GET, "/api/v1/sub-accounts"), 401),
+        (app.api(Method::GET, "/api/v1/leads", "pk_live_nope"), 401),
+        (app.api(Method::GET, "/api/v1/nope", &s.token), 404),
+        (app.api(Method::GET, "/api/v1/leads?limit=0", &s.token), 400),
+        (app.api(Method::PUT, "/api/v1/leads", &s.token), 405),
+        (app.api(Method::GET, "/api/v1/leads", &s.token), 200),
+        (app.api(Method::GET, "/api/v1/leads", &s.token), 429),
+        (app.api(Method::GET, "/api/v1/orders", &idle.token), 403),
+    ];
+    for (req, status) in cases {
+        let res = req.send().await.expect("send");
+        assert_eq!(res.status().as_u16(), status);
+        assert_no_store(&res, "partner API");
+    }
+    let res = app
+        .api(
+            Method::GET,
+            "/api/v1/care-services-coupons?format=csv",
+            &s.token,
+        )
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(res.status(), StatusCode::OK);
+    assert_no_store(&res, "CSV export");
+
+    // Operator API.
+    let cases = [
+        (app.internal(Method::GET, "/partners/acme"), 200),
+        (app.request(Method::GET, "/internal/v1/partners/acme"), 401),
+        (
+            app.request(Method::GET, "/internal/v1/partners/acme")
+                .bearer_auth("wrong"),
+            401,
+        ),
+        (app.internal(Method::GET, "/partners/nobody"), 404),
+        (app.internal(Method::GET, "/nope"), 404),
+        (
+            app.internal(Method::POST, "/payouts").body("{not json"),
+            400,
+        ),
+    ];
+    for (req, status) in cases {
+        let res = req.send().await.expect("send");
+        assert_eq!(res.status().as_u16(), status);
+        assert_no_store(&res, "operator API");
+    }
+
+    // The public catalog keeps its own caching headers.
+    let res = app
+        .request(Method::GET, "/api/all-products?partner_id=acme")
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(res.status(), StatusCode::OK);
+    assert_eq!(
+        res.headers()["cache-control"],
+        "no-store, no-cache, must-revalidate, proxy-revalidate"
+    );
+    let res = app
+        .request(Method::GET, "/api/all-products")
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(res.status(), StatusCode::BAD_REQUEST);
+    assert_eq!(
+        res.headers()["cache-control"],
+        "no-store, no-cache, must-revalidate, proxy-revalidate"
+    );
+}
+
+/// With the operator API switched off, its 404s still carry `no-store`.
+#[tokio::test]
+async fn disabled_operator_api_404_carries_no_store() {
+    let app = TestApp::spawn_with(|c| c.internal_token = None).await;
+    let res = app
+        .request(Method::GET, "/internal/v1/partners/acme")
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(res.status(), StatusCode::NOT_FOUND);
+    assert_no_store(&res, "operator API off");
+}

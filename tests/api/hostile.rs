@@ -310,3 +310,84 @@ async fn ingest_and_catalog_endpoints_reject_control_characters_and_write_nothin
     );
     assert_eq!(app.get_health().await, StatusCode::OK);
 }
+
+/// Timestamps whose offset carries them past year 9999 or before year 0000 in UTC are 400
+/// `invalid_request` on every operator endpoint that takes one (they used to panic into a 500),
+/// nothing is written, and the extreme values that stay within the years are accepted.
+#[tokio::test]
+async fn out_of_range_timestamps_are_400_not_panics() {
+    let app = TestApp::spawn().await;
+    let s = app.seed("acme", false).await;
+    let bad = [
+        "9999-12-31T23:59:59-23:59",
+        "9999-12-31T23:59:59.999-00:01",
+        "0000-01-01T00:00:00+23:59",
+        "0000-01-01T00:00:00+00:01",
+    ];
+    for ts in bad {
+        let cases: [(&str, String, Value); 4] = [
+            (
+                "order createdDate",
+                "/orders".into(),
+                json!({ "orderId": "O-1", "partnerId": "acme", "createdDate": ts, "product": "P",
+                        "amount": 1, "commission": 0, "status": "shipped", "isTest": false,
+                        "source": "pharmacy" }),
+            ),
+            (
+                "analytics occurredAt",
+                "/analytics-events".into(),
+                json!({ "runId": "run-1", "partnerId": "acme", "event": "order_completed",
+                        "product": "P", "amount": 1, "occurredAt": ts, "testSource": "simulation" }),
+            ),
+            (
+                "coupon expiresAt",
+                "/care-services-coupons/bulk-orders".into(),
+                json!({ "partnerId": "acme", "productSlug": "primary", "months": 12, "quantity": 1,
+                        "unitPriceCents": 1, "purchaserEmail": "a@b.co", "purchaserSource": "portal",
+                        "expiresAt": ts }),
+            ),
+            (
+                "token expiresAt",
+                format!("/users/{}/tokens", s.user_id),
+                json!({ "expiresAt": ts }),
+            ),
+        ];
+        for (what, path, b) in cases {
+            let res = app
+                .internal(Method::POST, &path)
+                .json(&b)
+                .send()
+                .await
+                .expect("send");
+            let msg = crate::helpers::assert_error(res, 400, "invalid_request").await;
+            assert!(msg.contains("RFC 3339"), "{what} {ts}: {msg}");
+        }
+    }
+    assert_eq!(
+        app.get_ok("/api/v1/orders", &s.token).await["data"],
+        json!([])
+    );
+    assert_eq!(
+        app.get_ok("/api/v1/care-services-coupons", &s.token).await["total"],
+        0
+    );
+    // The last representable instant, reached through an offset, is fine and round-trips.
+    let res = app
+        .internal(Method::POST, "/care-services-coupons/bulk-orders")
+        .json(&json!({ "partnerId": "acme", "productSlug": "primary", "months": 12, "quantity": 1,
+                        "unitPriceCents": 1, "purchaserEmail": "a@b.co", "purchaserSource": "portal",
+                        "expiresAt": "9999-12-31T00:00:00.999-23:59" }))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(res.status(), StatusCode::CREATED);
+    assert_eq!(
+        body(res).await["data"]["coupons"][0]["expiresAt"],
+        "9999-12-31T23:59:00.999Z"
+    );
+    assert_eq!(
+        app.get_ok("/api/v1/care-services-coupons", &s.token).await["data"][0]["expiresAt"],
+        "9999-12-31T23:59:00.999Z"
+    );
+    assert_eq!(app.get_health().await, StatusCode::OK);
+}

@@ -1,6 +1,8 @@
 //! Integration tests: the real server on port 0 against a fresh database of the real
 //! PostgreSQL, driven over HTTP. One binary, one module per area.
 
+#![allow(clippy::expect_used, clippy::indexing_slicing)]
+
 mod helpers;
 
 mod auth;

@@ -101,11 +101,13 @@ impl Default for CareFlags {
 
 impl CareFlags {
     pub fn get(&self, s: CareService) -> bool {
-        self.0[Self::index(s)]
+        self.0.get(Self::index(s)).copied().unwrap_or(true)
     }
 
     pub fn set(&mut self, s: CareService, on: bool) {
-        self.0[Self::index(s)] = on;
+        if let Some(flag) = self.0.get_mut(Self::index(s)) {
+            *flag = on;
+        }
     }
 
     fn index(s: CareService) -> usize {

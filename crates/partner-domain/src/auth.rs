@@ -139,10 +139,10 @@ fn touch_due(last: Option<OffsetDateTime>, now: OffsetDateTime) -> bool {
 fn bearer(header: Option<&[u8]>) -> Option<&[u8]> {
     let h = header?;
     let h = h.trim_ascii();
-    if h.len() < 6 || !h[..6].eq_ignore_ascii_case(b"bearer") {
+    let (scheme, rest) = h.split_at_checked(6)?;
+    if !scheme.eq_ignore_ascii_case(b"bearer") {
         return None;
     }
-    let rest = &h[6..];
     if !rest.first().is_some_and(|b| *b == b' ' || *b == b'\t') {
         return None;
     }

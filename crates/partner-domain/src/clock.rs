@@ -18,12 +18,14 @@ impl Clock for SystemClock {
     }
 }
 
-/// Drops sub-millisecond precision (PostgreSQL keeps microseconds, the wire shows milliseconds).
+/// Drops sub-millisecond precision (PostgreSQL keeps microseconds, the wire shows milliseconds)
+/// and converts to UTC. Never panics: when the UTC conversion would leave the years `time` can
+/// hold, `t` keeps its offset (callers that take input convert with
+/// [`crate::wire::parse_timestamp`], which refuses such values first).
 pub fn truncate_to_millis(t: OffsetDateTime) -> OffsetDateTime {
     let ms = t.millisecond();
-    t.replace_millisecond(ms)
-        .unwrap_or(t)
-        .to_offset(time::UtcOffset::UTC)
+    let t = t.replace_millisecond(ms).unwrap_or(t);
+    t.checked_to_offset(time::UtcOffset::UTC).unwrap_or(t)
 }
 
 /// A clock stopped at a given instant, for tests and reproducible runs.

@@ -740,4 +740,61 @@ mod tests {
         assert_eq!(v["code"], "ABCDEFGH1234");
         assert!(v["subAccountId"].is_null());
     }
+
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// A code as a patient might type it: any case, with spaces and hyphens anywhere and
+        /// whitespace around.
+        fn typed() -> impl Strategy<Value = (String, String)> {
+            ("[A-Z0-9]{12}", any::<u64>(), "[ \t\n]{0,3}", "[ \t\n]{0,3}").prop_map(
+                |(code, noise, before, after)| {
+                    let mut typed = before;
+                    for (i, c) in code.chars().enumerate() {
+                        let bits = noise >> (i * 4);
+                        match bits & 3 {
+                            1 => typed.push(' '),
+                            2 => typed.push('-'),
+                            _ => {}
+                        }
+                        typed.push(if bits & 4 == 0 {
+                            c
+                        } else {
+                            c.to_ascii_lowercase()
+                        });
+                    }
+                    typed.push_str(&after);
+                    (typed, code)
+                },
+            )
+        }
+
+        proptest! {
+            /// Any text: no panic; a result is always 12 of A-Z 0-9, is a fixed point, and came
+            /// from text of only letters, digits, spaces and hyphens (after trimming).
+            #[test]
+            fn normalize_is_total_and_strict(s in prop_oneof![
+                any::<String>(),
+                "[A-Za-z0-9 \\-]{10,16}",
+                "[A-Za-z0-9 \\-_.!ÄßⅫ]{12,14}",
+            ]) {
+                if let Some(c) = CouponCode::normalize(&s) {
+                    prop_assert_eq!(c.as_str().len(), 12);
+                    prop_assert!(c.as_str().bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit()));
+                    prop_assert_eq!(CouponCode::normalize(c.as_str()), Some(c.clone()));
+                    prop_assert!(
+                        s.trim().chars().all(|ch| ch.is_ascii_alphanumeric() || ch == ' ' || ch == '-'),
+                        "{:?}", s
+                    );
+                }
+            }
+
+            #[test]
+            fn typed_codes_normalize_to_the_code((typed, code) in typed()) {
+                prop_assert_eq!(CouponCode::normalize(&typed).map(|c| c.0), Some(code));
+            }
+
+        }
+    }
 }

@@ -5,7 +5,7 @@
 //! so a client can neither forge a position nor replay another tenant's cursor; anything that
 //! does not verify is rejected before a query runs.
 
-use std::fmt;
+use std::fmt::{self, Write};
 
 use ring::hmac;
 use time::OffsetDateTime;
@@ -47,49 +47,72 @@ impl CursorKey {
         ctx.update(&[0]);
         ctx.update(payload);
         let tag = ctx.sign();
+        // The first MAC bytes of the 32-byte tag.
         let mut out = [0u8; MAC];
-        out.copy_from_slice(&tag.as_ref()[..MAC]);
+        for (o, t) in out.iter_mut().zip(tag.as_ref()) {
+            *o = *t;
+        }
         out
     }
 
     /// The cursor text for `pos`, valid only for `partner`.
     pub fn encode(&self, partner: &PartnerId, pos: Position) -> String {
-        let mut payload = [0u8; PAYLOAD];
-        payload[..16].copy_from_slice(pos.id.as_bytes());
         let micros =
             i64::try_from(pos.created_at.unix_timestamp_nanos() / 1000).unwrap_or(i64::MAX);
-        payload[16..].copy_from_slice(&micros.to_be_bytes());
+        let mut payload = [0u8; PAYLOAD];
+        for (p, b) in payload
+            .iter_mut()
+            .zip(pos.id.as_bytes().iter().chain(&micros.to_be_bytes()))
+        {
+            *p = *b;
+        }
         let mac = self.mac(partner, &payload);
         let mut out = String::with_capacity(VERSION.len() + 2 * (PAYLOAD + MAC));
         out.push_str(VERSION);
         for b in payload.iter().chain(mac.iter()) {
-            out.push_str(&format!("{b:02x}"));
+            let _ = write!(out, "{b:02x}");
         }
         out
     }
 
     /// The position in `text`, or `None` when it was not issued by this server to `partner`.
+    /// Total over arbitrary text: every slice is checked, nothing panics.
     pub fn decode(&self, partner: &PartnerId, text: &str) -> Option<Position> {
         let hex = text.strip_prefix(VERSION)?;
-        if hex.len() != 2 * (PAYLOAD + MAC)
-            || !hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-        {
+        if hex.len() != 2 * (PAYLOAD + MAC) {
             return None;
         }
-        let bytes: Vec<u8> = (0..hex.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16))
-            .collect::<Result<_, _>>()
-            .ok()?;
-        let (payload, mac) = bytes.split_at(PAYLOAD);
+        let bytes: Vec<u8> = hex
+            .as_bytes()
+            .chunks_exact(2)
+            .map(|pair| match pair {
+                [hi, lo] => Some(nibble(*hi)? << 4 | nibble(*lo)?),
+                _ => None,
+            })
+            .collect::<Option<_>>()?;
+        let (payload, mac) = bytes.split_at_checked(PAYLOAD)?;
         if !constant_time_eq(mac, &self.mac(partner, payload)) {
             return None;
         }
-        let id = Uuid::from_slice(&payload[..16]).ok()?;
-        let micros = i64::from_be_bytes(payload[16..].try_into().ok()?);
-        let created_at =
-            OffsetDateTime::from_unix_timestamp_nanos(i128::from(micros) * 1000).ok()?;
-        Some(Position { created_at, id })
+        let (id, micros) = payload.split_first_chunk::<16>()?;
+        let micros: [u8; 8] = micros.try_into().ok()?;
+        let created_at = OffsetDateTime::from_unix_timestamp_nanos(
+            i128::from(i64::from_be_bytes(micros)) * 1000,
+        )
+        .ok()?;
+        Some(Position {
+            created_at,
+            id: Uuid::from_bytes(*id),
+        })
+    }
+}
+
+/// The value of a lowercase hex digit.
+fn nibble(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        _ => None,
     }
 }
 
@@ -144,6 +167,78 @@ mod tests {
             "🦀🦀",
         ] {
             assert_eq!(key.decode(&acme(), junk), None);
+        }
+    }
+
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// Instants `time` can hold, at the microsecond precision PostgreSQL stores.
+        fn position() -> impl Strategy<Value = Position> {
+            let first = time::PrimitiveDateTime::MIN.assume_utc().unix_timestamp();
+            let last = time::PrimitiveDateTime::MAX.assume_utc().unix_timestamp();
+            (first..=last, 0..1_000_000i128, any::<u128>()).prop_map(|(secs, micros, id)| {
+                Position {
+                    created_at: OffsetDateTime::from_unix_timestamp_nanos(
+                        i128::from(secs) * 1_000_000_000 + micros * 1000,
+                    )
+                    .expect("in range"),
+                    id: Uuid::from_u128(id),
+                }
+            })
+        }
+
+        fn partner() -> impl Strategy<Value = PartnerId> {
+            "[A-Za-z0-9_-]{1,64}".prop_map(|s| PartnerId::parse(&s).expect("valid"))
+        }
+
+        proptest! {
+            /// Anything a client sends: no panic, and nothing verifies by chance.
+            #[test]
+            fn decode_never_panics_and_rejects_arbitrary_text(
+                text in prop_oneof![
+                    any::<String>(),
+                    "c1[0-9a-f]{80}",
+                    "c1[0-9a-fA-F\\-]{78,82}",
+                    "c1.{80}",
+                ],
+                p in partner(),
+            ) {
+                prop_assert_eq!(CursorKey::new(b"k").decode(&p, &text), None);
+            }
+
+            #[test]
+            fn cursors_round_trip(pos in position(), p in partner(), secret in any::<Vec<u8>>()) {
+                let key = CursorKey::new(&secret);
+                let text = key.encode(&p, pos);
+                prop_assert_eq!(text.len(), 2 + 2 * (PAYLOAD + MAC));
+                prop_assert_eq!(key.decode(&p, &text), Some(pos));
+            }
+
+            /// Any change to a cursor, or presenting it for another partner or under another
+            /// key, fails verification.
+            #[test]
+            fn tampering_is_rejected(
+                pos in position(),
+                p in partner(),
+                other in partner(),
+                at in any::<prop::sample::Index>(),
+                with in "[0-9a-f]|.",
+            ) {
+                let key = CursorKey::new(b"k");
+                let text = key.encode(&p, pos);
+                let i = at.index(text.len());
+                let mut tampered = text.clone();
+                tampered.replace_range(i..=i, &with);
+                if tampered != text {
+                    prop_assert_eq!(key.decode(&p, &tampered), None, "{}", tampered);
+                }
+                if other != p {
+                    prop_assert_eq!(key.decode(&other, &text), None);
+                }
+                prop_assert_eq!(CursorKey::new(b"k2").decode(&p, &text), None);
+            }
         }
     }
 }

@@ -639,4 +639,36 @@ mod tests {
             assert!(Origin::parse(bad).is_err(), "{bad}");
         }
     }
+
+    mod limit_properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        proptest! {
+            /// `limit`: never panics; accepted exactly when it is 1-5 ASCII digits whose value
+            /// is 1..=max (`0`, `201`, `abc`, `1.5`, empty, signs and spaces are refused).
+            #[test]
+            fn parse_limit_accepts_exactly_the_documented_range(
+                s in prop_oneof![
+                    any::<String>(),
+                    "[0-9]{0,7}",
+                    "[-+ 0-9.]{0,5}",
+                    (0u32..=70_000).prop_map(|n| n.to_string()),
+                ],
+                max in prop_oneof![Just(200u16), Just(500u16), 1..=u16::MAX],
+                default in any::<u16>(),
+            ) {
+                let value = (!s.is_empty() && s.len() <= 5 && s.bytes().all(|b| b.is_ascii_digit()))
+                    .then(|| s.parse::<u32>().ok())
+                    .flatten()
+                    .filter(|n| (1..=u32::from(max)).contains(n));
+                prop_assert_eq!(
+                    parse_limit(Some(&s), default, max).ok().map(u32::from),
+                    value,
+                    "{:?} max {}", s, max
+                );
+                prop_assert_eq!(parse_limit(None, default, max).ok(), Some(default));
+            }
+        }
+    }
 }

@@ -202,10 +202,9 @@ impl CommissionSummary {
                 s.excluded_test_orders += 1;
             } else {
                 s.order_count += 1;
-                s.commission_total = s
-                    .commission_total
-                    .checked_add(o.commission)
-                    .unwrap_or(s.commission_total);
+                // Saturates rather than dropping an order's commission (it never gets near
+                // i64 cents: each order is at most ten billion).
+                s.commission_total = s.commission_total.saturating_add(o.commission);
             }
             s
         })

@@ -24,16 +24,23 @@ pub fn new_id(rng: &dyn Random) -> Uuid {
 }
 
 /// Uniform characters of `alphabet`, by rejection sampling so no character is favoured.
+/// `alphabet` must hold 1-256 ASCII characters (callers pass constants); any other alphabet
+/// gives an empty string rather than a panic.
 pub fn random_string(rng: &dyn Random, alphabet: &[u8], len: usize) -> String {
-    debug_assert!(!alphabet.is_empty() && alphabet.len() <= 256);
+    if alphabet.is_empty() || alphabet.len() > 256 || !alphabet.is_ascii() {
+        return String::new();
+    }
     let limit = 256 - (256 % alphabet.len());
     let mut out = String::with_capacity(len);
     let mut buf = [0u8; 64];
     while out.len() < len {
         rng.fill(&mut buf);
         for &b in &buf {
-            if (b as usize) < limit {
-                out.push(alphabet[b as usize % alphabet.len()] as char);
+            if let Some(&c) = alphabet
+                .get(b as usize % alphabet.len())
+                .filter(|_| (b as usize) < limit)
+            {
+                out.push(c as char);
                 if out.len() == len {
                     break;
                 }

@@ -315,6 +315,11 @@ impl Money {
     pub fn checked_add(self, other: Money) -> Option<Money> {
         self.0.checked_add(other.0).map(Money)
     }
+
+    /// `self + other`, stopping at the largest (or smallest) amount instead of overflowing.
+    pub fn saturating_add(self, other: Money) -> Money {
+        Money(self.0.saturating_add(other.0))
+    }
 }
 
 impl Serialize for Money {
@@ -450,5 +455,26 @@ mod money_tests {
         assert_eq!(text("f", "", 0, 3), Ok(String::new()));
         assert!(text("f", "abcd", 0, 3).is_err());
         assert!(text("f", "a\u{0}", 0, 3).is_err());
+    }
+}
+
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// `sub`/`subId`: never panics; accepted exactly when the text is the canonical decimal
+        /// form of 1..=250.
+        #[test]
+        fn sub_id_accepts_exactly_the_canonical_1_to_250(s in prop_oneof![
+            any::<String>(),
+            "[0-9]{0,4}",
+            "[-+ 0٣]{0,1}[0-9]{1,3}",
+            (0u32..=1000).prop_map(|n| n.to_string()),
+        ]) {
+            let canonical = (1..=250u16).find(|n| n.to_string() == s);
+            prop_assert_eq!(SubId::parse(&s).ok().map(|v| u16::from(v.get())), canonical, "{:?}", s);
+        }
     }
 }

@@ -1,6 +1,8 @@
 //! `partner-domain` stays pure: no web framework, database, async runtime or HTTP client in
 //! its dependency tree (normal and build dependencies, with every feature on).
 
+#![allow(clippy::expect_used, clippy::indexing_slicing)]
+
 #[test]
 fn no_io_crates_in_the_dependency_tree() {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());

@@ -5,6 +5,7 @@ use std::borrow::Cow;
 use std::fmt;
 
 use actix_web::http::StatusCode;
+use actix_web::http::header::{self, HeaderValue};
 use actix_web::{HttpResponse, ResponseError};
 use partner_domain::RepoError;
 use partner_domain::auth::AuthError;
@@ -159,6 +160,9 @@ impl ResponseError for ApiError {
 
     fn error_response(&self) -> HttpResponse {
         let mut res = HttpResponse::build(self.status);
+        // An error answer is never worth caching, and on the authenticated APIs it must not be
+        // (extensions.md §7); routes with their own caching headers (the catalog) override it.
+        res.insert_header((header::CACHE_CONTROL, HeaderValue::from_static("no-store")));
         if let Some(secs) = self.retry_after {
             res.insert_header(("Retry-After", secs.to_string()));
         }
@@ -196,6 +200,30 @@ impl From<AuthError> for ApiError {
             AuthError::Forbidden => Self::forbidden("the partner account is inactive"),
             AuthError::KeysUnavailable => Self::keys_unavailable(),
             AuthError::Repo(e) => Self::internal(&e),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_error_body_is_no_store() {
+        for e in [
+            ApiError::generic_internal(),
+            ApiError::invalid("x"),
+            ApiError::rate_limited(3),
+            ApiError::for_status(StatusCode::METHOD_NOT_ALLOWED),
+        ] {
+            let res = e.error_response();
+            assert_eq!(
+                res.headers()
+                    .get(header::CACHE_CONTROL)
+                    .map(HeaderValue::as_bytes),
+                Some(&b"no-store"[..]),
+                "{e}"
+            );
         }
     }
 }

@@ -5,9 +5,13 @@
 //! failure (including actix's own 404/405/413 and panics), bearer authentication, per-token rate
 //! limits, and the operator API under `/internal/v1`. Everything is mounted by [`configure`].
 
+#![cfg_attr(test, allow(clippy::expect_used, clippy::indexing_slicing))]
+
+mod csv_export;
 mod error;
 mod extract;
 mod middleware;
+mod params;
 pub mod ratelimit;
 mod routes;
 

@@ -1,5 +1,6 @@
-//! Middleware: error-body normalisation and panic capture, the request-id header, the
-//! partner API's authentication + rate-limit guard, and the operator API's guard.
+//! Middleware: error-body normalisation and panic capture, the request-id header, `no-store` on
+//! the authenticated APIs, the partner API's authentication + rate-limit guard, and the operator
+//! API's guard.
 
 use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
@@ -68,6 +69,21 @@ pub async fn request_id_header(
         res.headers_mut()
             .insert(header::HeaderName::from_static("x-request-id"), v);
     }
+    Ok(res)
+}
+
+/// `Cache-Control: no-store` on every answer of the authenticated APIs (`/api/v1` and
+/// `/internal/v1`, extensions.md §7), successes and errors alike: they carry tenant data, and a
+/// shared cache or the browser's must keep none of it. Mounted once on each of the two scopes,
+/// outside their guards, so 401/403/404/429 answers get it too. (An error that escapes as an
+/// `Err`, such as a panic, is rendered by [`ApiError`], whose body always carries `no-store`.)
+pub async fn no_store(
+    req: ServiceRequest,
+    next: Next<BoxBody>,
+) -> Result<ServiceResponse<BoxBody>, Error> {
+    let mut res = next.call(req).await?;
+    res.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     Ok(res)
 }
 

@@ -5,6 +5,8 @@
 //! at start ([`migrate`]), after [`ensure_database`] has created the database when it is missing.
 //! Time always comes in from the domain's `Clock` as a bind parameter; no query calls `now()`.
 
+#![cfg_attr(test, allow(clippy::expect_used, clippy::indexing_slicing))]
+
 mod accounts;
 mod catalog;
 mod coupons;

@@ -154,8 +154,8 @@ async fn seed_activity(
                 TestFlag::parse(Some(true), Some("provider_test_mode"), &headless)?,
             ),
         };
-        let first = FIRST[i % FIRST.len()];
-        let last = LAST[i % LAST.len()];
+        let first = pick(&FIRST, i);
+        let last = pick(&LAST, i);
         leads
             .ingest(NewLead {
                 partner_id: partner.clone(),
@@ -192,12 +192,15 @@ async fn seed_activity(
                 partner_id: partner.clone(),
                 sub_id: SubId::new(u16::try_from(i % 3).unwrap_or(0)),
                 created_date: now - Duration::days(60 - 4 * i),
-                product: [
-                    "Semaglutide 1 month",
-                    "Tirzepatide 3 months",
-                    "Finasteride 6 months",
-                ][(i % 3) as usize]
-                    .into(),
+                product: pick(
+                    &[
+                        "Semaglutide 1 month",
+                        "Tirzepatide 3 months",
+                        "Finasteride 6 months",
+                    ],
+                    i as usize,
+                )
+                .into(),
                 amount: Money::from_cents(19_900 + 10_000 * (i % 3)),
                 commission: Money::from_cents(2_985 + 1_500 * (i % 3)),
                 status: "shipped".into(),
@@ -205,8 +208,8 @@ async fn seed_activity(
                 source: "pharmacy".into(),
                 customer_name: Some(format!(
                     "{} {}",
-                    FIRST[(i % 8) as usize],
-                    LAST[(i % 6) as usize]
+                    pick(&FIRST, i as usize),
+                    pick(&LAST, i as usize)
                 )),
                 customer_email: Some(format!("customer{i}@example.com")),
             })
@@ -458,4 +461,12 @@ pub fn banner(config: &Config, port: u16, access: &DemoAccess) -> String {
             "demo data already present"
         }
     )
+}
+
+/// The `i`-th of `names`, cycling (demo data).
+fn pick<'a>(names: &[&'a str], i: usize) -> &'a str {
+    i.checked_rem(names.len())
+        .and_then(|j| names.get(j))
+        .copied()
+        .unwrap_or_default()
 }

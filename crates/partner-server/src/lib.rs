@@ -1,6 +1,8 @@
 //! The `partner-server` binary's library half: configuration and the wiring of adapters to
 //! the domain's ports. Kept as a library so integration tests start the very same server.
 
+#![cfg_attr(test, allow(clippy::expect_used, clippy::indexing_slicing))]
+
 pub mod config;
 pub mod demo;
 pub mod startup;

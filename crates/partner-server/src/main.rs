@@ -1,5 +1,7 @@
 //! `partner-server`: runs the Partner Portal API, or applies its migrations.
 
+#![cfg_attr(test, allow(clippy::expect_used, clippy::indexing_slicing))]
+
 use clap::{Parser, Subcommand};
 use partner_server::config::{Config, Role};
 use partner_server::demo;

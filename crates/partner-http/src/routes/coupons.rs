@@ -61,38 +61,38 @@ const CSV_HEADER: [&str; 16] = [
     "notes",
 ];
 
-fn csv_body(rows: &[CouponRow]) -> std::result::Result<Vec<u8>, ApiError> {
-    let mut w = csv::WriterBuilder::new()
-        .quote_style(csv::QuoteStyle::Always)
-        .terminator(csv::Terminator::Any(b'\n'))
-        .from_writer(Vec::with_capacity(256 * (rows.len() + 1)));
-    let fail = |e: csv::Error| ApiError::internal(&e);
-    w.write_record(CSV_HEADER).map_err(fail)?;
+/// A coupon's CSV cells, in [`CSV_HEADER`]'s order, as stored (null is empty). Neutralising
+/// formula-like values is [`crate::csv_export::write`]'s job.
+fn csv_cells(r: &CouponRow) -> [String; 16] {
     let ts = |t: Option<time::OffsetDateTime>| t.map(format_timestamp).unwrap_or_default();
-    for r in rows {
-        w.write_record([
-            r.code.as_str(),
-            r.product_slug.as_str(),
-            &r.months.to_string(),
-            r.status.as_str(),
-            r.partner_id.as_str(),
-            r.sub_account_id.as_deref().unwrap_or_default(),
-            &r.unit_price_cents.to_string(),
-            &r.bulk_order_id.to_string(),
-            &r.purchaser_email,
-            &r.purchaser_source,
-            &format_timestamp(r.created_at),
-            &ts(r.expires_at),
-            &ts(r.redeemed_at),
-            r.redeemed_email.as_deref().unwrap_or_default(),
-            r.redeemed_provider_primary_external_id
-                .as_deref()
-                .unwrap_or_default(),
-            r.notes.as_deref().unwrap_or_default(),
-        ])
-        .map_err(fail)?;
-    }
-    w.into_inner().map_err(|e| ApiError::internal(&e.error()))
+    let opt = |v: &Option<String>| v.clone().unwrap_or_default();
+    [
+        r.code.as_str().to_owned(),
+        r.product_slug.as_str().to_owned(),
+        r.months.to_string(),
+        r.status.as_str().to_owned(),
+        r.partner_id.as_str().to_owned(),
+        opt(&r.sub_account_id),
+        r.unit_price_cents.to_string(),
+        r.bulk_order_id.to_string(),
+        r.purchaser_email.clone(),
+        r.purchaser_source.clone(),
+        format_timestamp(r.created_at),
+        ts(r.expires_at),
+        ts(r.redeemed_at),
+        opt(&r.redeemed_email),
+        opt(&r.redeemed_provider_primary_external_id),
+        opt(&r.notes),
+    ]
+}
+
+fn csv_body(rows: &[CouponRow]) -> std::result::Result<Vec<u8>, ApiError> {
+    crate::csv_export::write(
+        CSV_HEADER,
+        rows.iter().map(csv_cells),
+        256 * (rows.len() + 1),
+    )
+    .map_err(|e| ApiError::internal(&e))
 }
 
 pub(super) async fn list(
@@ -118,13 +118,7 @@ pub(super) async fn list(
         Some(_) => return Err(ApiError::invalid("format must be json or csv")),
     };
     let limit = parse_limit(q.get("limit"), if csv { 500 } else { 100 }, 500)?;
-    let offset = match q.get("offset") {
-        None => 0,
-        Some(s) if !s.is_empty() && s.len() <= 12 && s.bytes().all(|b| b.is_ascii_digit()) => s
-            .parse()
-            .map_err(|_| ApiError::invalid("offset must be an integer >= 0"))?,
-        Some(_) => return Err(ApiError::invalid("offset must be an integer >= 0")),
-    };
+    let offset = crate::params::offset(q.get("offset"))?;
     let page = state
         .coupons
         .list(&CouponQuery {
@@ -147,17 +141,14 @@ pub(super) async fn list(
         "care-services-coupons-{}.csv",
         format_date(state.coupons.now().date())
     );
-    let mut res = HttpResponse::Ok()
+    Ok(HttpResponse::Ok()
         .insert_header((header::CONTENT_TYPE, HeaderValue::from_static("text/csv")))
         .insert_header((
             header::CONTENT_DISPOSITION,
             format!("attachment; filename=\"{file}\""),
         ))
         .insert_header(("X-Total-Count", page.total.to_string()))
-        .body(csv_body(&page.items)?);
-    res.headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    Ok(res)
+        .body(csv_body(&page.items)?))
 }
 
 #[derive(Deserialize)]

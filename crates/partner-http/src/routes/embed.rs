@@ -29,15 +29,7 @@ pub(super) async fn care_services(state: web::Data<AppState>, req: HttpRequest) 
                 .ok_or_else(|| ApiError::invalid("service must be one of the five service keys"))
         })
         .transpose()?;
-    let months = q
-        .get("m")
-        .map(|m| match m {
-            "1" | "3" | "6" | "12" => m
-                .parse::<u8>()
-                .map_err(|_| ApiError::invalid("m must be 1, 3, 6 or 12")),
-            _ => Err(ApiError::invalid("m must be 1, 3, 6 or 12")),
-        })
-        .transpose()?;
+    let months = crate::params::months(q.get("m"), "m")?;
     let sub = q
         .get("sub")
         .map(|s| SubId::parse(s).map_err(|_| ApiError::invalid("sub must be 1-250")))

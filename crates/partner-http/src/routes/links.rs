@@ -89,13 +89,7 @@ pub(super) async fn care(
             })
             .transpose()?,
         sub: sub(&q)?,
-        duration: q
-            .get("duration")
-            .map(|d| match d {
-                "1" | "3" | "6" | "12" => d.parse::<u8>().map_err(|_| ApiError::invalid("duration must be 1, 3, 6 or 12")),
-                _ => Err(ApiError::invalid("duration must be 1, 3, 6 or 12")),
-            })
-            .transpose()?,
+        duration: crate::params::months(q.get("duration"), "duration")?,
         lang: q.get("lang").map(str::to_owned),
     };
     let links = state

@@ -18,7 +18,8 @@ use serde::Serialize;
 
 use crate::error::ApiError;
 use crate::middleware::{
-    Requirement, care_services_enabled, internal_guard, partner_guard, partner_guard_requiring,
+    Requirement, care_services_enabled, internal_guard, no_store, partner_guard,
+    partner_guard_requiring,
 };
 use crate::ratelimit::Group;
 
@@ -87,7 +88,8 @@ pub(crate) fn configure(cfg: &mut web::ServiceConfig) {
                         .route(web::delete().to(webhooks::delete))
                         .wrap(from_fn(partner_guard(Group::WebhookEndpoints))),
                 )
-                .default_service(web::to(no_route)),
+                .default_service(web::to(no_route))
+                .wrap(from_fn(no_store)),
         )
         .configure(catalog::configure)
         .service(
@@ -103,7 +105,8 @@ pub(crate) fn configure(cfg: &mut web::ServiceConfig) {
                 .configure(coupons::configure_internal)
                 .configure(webhooks::configure_internal)
                 .default_service(web::to(no_route))
-                .wrap(from_fn(internal_guard)),
+                .wrap(from_fn(internal_guard))
+                .wrap(from_fn(no_store)),
         );
 }
 
