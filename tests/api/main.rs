@@ -4,6 +4,7 @@
 mod helpers;
 
 mod auth;
+mod browser;
 mod coupons;
 mod errors;
 mod hostile;
