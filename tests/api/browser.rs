@@ -128,16 +128,18 @@ impl WebDriverCompatibleCommand for BrowserLog {
     }
 }
 
-/// Console errors and warnings, except the product images' failed loads (deliberate here).
-async fn console_problems(c: &Client) -> Vec<String> {
+/// Console errors and warnings, except the product images' failed loads (deliberate here), and
+/// how many of those image failures were logged (proof that the log is read at all).
+async fn console_problems(c: &Client) -> (Vec<String>, usize) {
     let log = c.issue_cmd(BrowserLog).await.expect("browser log");
-    log.as_array()
+    let (images, problems): (Vec<String>, Vec<String>) = log
+        .as_array()
         .into_iter()
         .flatten()
         .filter(|e| matches!(e["level"].as_str(), Some("SEVERE" | "WARNING")))
         .map(|e| e["message"].as_str().unwrap_or_default().to_owned())
-        .filter(|m| !(m.contains(IMAGE_HOST) && m.contains("Failed to load resource")))
-        .collect()
+        .partition(|m| m.contains(IMAGE_HOST) && m.contains("Failed to load resource"));
+    (problems, images.len())
 }
 
 async fn js(c: &Client, script: &str) -> Value {
@@ -410,7 +412,7 @@ async fn run(app: &TestApp, c: &Client) {
             .contains("Start with 3 months")
     );
     c.enter_parent_frame().await.expect("leave frame");
-    let problems = console_problems(c).await;
+    let (problems, _) = console_problems(c).await;
     assert!(problems.is_empty(), "console: {problems:?}");
 
     // Keyboard only: Tab reaches every link and button in order, each with a visible focus.
@@ -535,6 +537,7 @@ async fn run(app: &TestApp, c: &Client) {
     let path = screenshot(c, 390, "care-services-es-390.png").await;
     println!("screenshot: {}", path.display());
 
-    let problems = console_problems(c).await;
+    let (problems, failed_images) = console_problems(c).await;
     assert!(problems.is_empty(), "console: {problems:?}");
+    assert!(failed_images > 0, "the console log is read");
 }

@@ -136,7 +136,7 @@ fn dollars(cents: i64) -> String {
     let whole = (abs / 100).to_string();
     let mut grouped = String::with_capacity(whole.len() + whole.len() / 3);
     for (i, c) in whole.chars().enumerate() {
-        if i > 0 && (whole.len() - i) % 3 == 0 {
+        if i > 0 && (whole.len() - i).is_multiple_of(3) {
             grouped.push(',');
         }
         grouped.push(c);
@@ -339,7 +339,7 @@ impl View<'_> {
                     let monthly = if tier.months > 1 {
                         format!(
                             "<small>{} {}</small>",
-                            dollars(cents / i64::from(tier.months)),
+                            dollars((cents + i64::from(tier.months) / 2) / i64::from(tier.months)),
                             t.per_month
                         )
                     } else {
@@ -380,11 +380,12 @@ impl View<'_> {
             )
         };
         format!(
-            "<li class=\"card\" data-service=\"{service}\">\
+            "<li class=\"card{compact}\" data-service=\"{service}\">\
              <div class=\"media\"><span class=\"ph\" aria-hidden=\"true\"><span>{initial}</span></span>{image}</div>\
              <div class=\"body\"><div><{h} id=\"svc-{i}\">{name}</{h}><p class=\"desc\">{desc}</p></div>{tiers}\
              <a class=\"cta\" href=\"{href}\" target=\"_top\"><span class=\"cta-text\">{cta}</span>\
              <span class=\"sr-only\">, {name}</span><span class=\"arrow\" aria-hidden=\"true\">&rarr;</span></a></div></li>",
+            compact = if self.redeem { " compact" } else { "" },
             service = esc(l.service.as_str()),
             initial = esc(&initial),
             name = esc(&l.product_name),
