@@ -444,6 +444,24 @@ async fn run(app: &TestApp, c: &Client) {
     let buttons = js(c, "return document.querySelectorAll('a.cta').length;").await;
     assert_eq!(buttons, json!(5));
 
+    // From 320 px phones up: nothing wider than the viewport.
+    for q in ["&m=12", "&redeem=true&lang=es"] {
+        c.goto(&embed(q)).await.expect("view");
+        for width in [320, 390, 768, 1200] {
+            viewport(c, width, 800).await;
+            let overflow = js(
+                c,
+                "return document.documentElement.scrollWidth - window.innerWidth;",
+            )
+            .await;
+            assert_eq!(
+                overflow,
+                json!(0),
+                "horizontal overflow at {width} px ({q})"
+            );
+        }
+    }
+
     // Screenshots for review and for docs/embedding.md.
     c.goto(&embed("&m=12")).await.expect("view");
     until(
@@ -452,7 +470,7 @@ async fn run(app: &TestApp, c: &Client) {
         "document.querySelectorAll('.media img').length === 0",
     )
     .await;
-    for width in [390, 1200] {
+    for width in [320, 390, 1200] {
         let path = screenshot(c, width, &format!("care-services-{width}.png")).await;
         println!("screenshot: {}", path.display());
     }

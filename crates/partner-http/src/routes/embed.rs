@@ -156,6 +156,8 @@ struct Text {
     languages: &'static str,
     plan_length: &'static str,
     per_month: &'static str,
+    /// `/mo`: what the page shows; screen readers get `per_month`.
+    per_month_short: &'static str,
     get_started: &'static str,
     start_with: &'static str,
     empty: &'static str,
@@ -182,6 +184,7 @@ impl Text {
         languages: "Language",
         plan_length: "Choose a plan length",
         per_month: "a month",
+        per_month_short: "/mo",
         get_started: "Get started",
         start_with: "Start with",
         empty: "No Care Services are available here right now.",
@@ -206,6 +209,7 @@ impl Text {
         languages: "Idioma",
         plan_length: "Elija la duración del plan",
         per_month: "al mes",
+        per_month_short: "/mes",
         get_started: "Comenzar",
         start_with: "Comenzar con",
         empty: "En este momento no hay servicios de atención disponibles aquí.",
@@ -337,10 +341,11 @@ impl View<'_> {
                 .map(|tier| {
                     let cents = tier.user_price.cents();
                     let monthly = if tier.months > 1 {
+                        let m = dollars((cents + i64::from(tier.months) / 2) / i64::from(tier.months));
                         format!(
-                            "<small>{} {}</small>",
-                            dollars((cents + i64::from(tier.months) / 2) / i64::from(tier.months)),
-                            t.per_month
+                            "<small><span aria-hidden=\"true\">{m}{}</span>\
+                             <span class=\"sr-only\">{m} {}</span></small>",
+                            t.per_month_short, t.per_month
                         )
                     } else {
                         String::new()
