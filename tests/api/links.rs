@@ -915,7 +915,21 @@ async fn the_embedded_care_services_view() {
         html.contains("Pets &amp; &lt;Vets&gt;") && !html.contains("<Vets>"),
         "text is escaped"
     );
-    assert!(html.contains("href=\"https://care.test/primary-care?partner_id=acme&amp;m=12\""));
+    assert!(
+        html.contains("data-url=\"https://care.test/primary-care?partner_id=acme&amp;m=12\""),
+        "every tier carries its link"
+    );
+    assert!(
+        html.contains("href=\"https://care.test/primary-care?partner_id=acme\" target=\"_top\"><span class=\"cta-text\">Get started"),
+        "without m the button opens the product"
+    );
+    assert!(!html.contains(" checked"), "nothing preselected without m");
+    let csp = res_csp(&page("partner_id=acme").await.expect("send"));
+    assert!(
+        csp.contains("frame-ancestors *") && csp.contains("script-src 'sha256-"),
+        "{csp}"
+    );
+    assert!(!csp.contains("unsafe-inline"), "{csp}");
 
     let html = page("partner_id=acme&service=primary-care&m=12&sub=7")
         .await
@@ -928,10 +942,10 @@ async fn the_embedded_care_services_view() {
         "service filter"
     );
     assert!(
-        html.contains("class=\"selected\""),
+        html.contains("name=\"tier-0\" value=\"12\" data-url=\"https://care.test/primary-care?partner_id=acme&amp;sub=7&amp;m=12\" data-cta=\"Start with 12 months\" checked>"),
         "m preselects a duration"
     );
-    assert!(html.contains("href=\"https://care.test/primary-care?partner_id=acme&amp;sub=7&amp;m=12\" target=\"_top\">Start 12 months"));
+    assert!(html.contains("href=\"https://care.test/primary-care?partner_id=acme&amp;sub=7&amp;m=12\" target=\"_top\"><span class=\"cta-text\">Start with 12 months"));
 
     let html = page("partner_id=acme&redeem=true")
         .await
@@ -940,6 +954,14 @@ async fn the_embedded_care_services_view() {
         .await
         .expect("text");
     assert!(html.contains("redeem=true") && html.contains("Redeem a code"));
+    assert!(
+        html.contains("12 characters") && html.contains("Acme"),
+        "says what a code is and where it came from"
+    );
+    assert!(
+        !html.contains("name=\"tier-"),
+        "no tiers: the code fixes the duration"
+    );
     assert!(
         !html.contains("m=12"),
         "the redemption screen carries no duration"
@@ -953,6 +975,52 @@ async fn the_embedded_care_services_view() {
     ] {
         assert_error(page(q).await.expect("send"), status, code).await;
     }
+}
+
+fn res_csp(res: &reqwest::Response) -> String {
+    res.headers()["content-security-policy"]
+        .to_str()
+        .expect("ascii")
+        .to_owned()
+}
+
+#[tokio::test]
+async fn the_embedded_view_speaks_the_language_of_the_links() {
+    let (app, _s) = care_app(json!({ "subscriptionActive": true, "manualOverride": false, "yearlyBundle": true, "services": [] })).await;
+    let mut p = partner_body(true);
+    p["name"] = json!("Acme <Salud>");
+    p["defaultLang"] = json!("es");
+    p["enabledLangs"] = json!(["en", "es"]);
+    p["careServices"] = json!({ "subscriptionActive": true, "manualOverride": false, "yearlyBundle": true, "services": [] });
+    app.put_partner("acme", &p).await;
+    let page = |q: &str| {
+        let req = app.request(Method::GET, &format!("/embed/care-services?{q}"));
+        async move { req.send().await.expect("send").text().await.expect("text") }
+    };
+
+    let html = page("partner_id=acme&m=3").await;
+    assert!(html.contains("<html lang=\"es\">"), "partner default");
+    assert!(html.contains("Servicios de atención") && html.contains("Comenzar con 3 meses"));
+    assert!(html.contains("m=3&amp;lang=es"), "links carry the language");
+    assert!(
+        html.contains("href=\"?partner_id=acme&amp;m=3&amp;lang=en\" lang=\"en\""),
+        "a switch to English keeps the other parameters"
+    );
+    assert!(html.contains("lang=es\" lang=\"es\" hreflang=\"es\" aria-current=\"true\""));
+
+    let html = page("partner_id=acme&lang=en&redeem=true").await;
+    assert!(html.contains("<html lang=\"en\">") && html.contains("Redeem your Care Services code"));
+    assert!(
+        html.contains("Acme &lt;Salud&gt; buys codes") && !html.contains("<Salud>"),
+        "the partner's name is escaped"
+    );
+
+    p["defaultLang"] = json!("en");
+    p["enabledLangs"] = json!(["en"]);
+    app.put_partner("acme", &p).await;
+    let html = page("partner_id=acme&lang=es").await;
+    assert!(html.contains("<html lang=\"en\">"), "es is not enabled");
+    assert!(!html.contains("class=\"langs\""), "one language: no switch");
 }
 
 #[tokio::test]

@@ -6,6 +6,7 @@
 mod helpers;
 
 mod auth;
+mod browser;
 mod coupons;
 mod delivery_engine;
 mod errors;

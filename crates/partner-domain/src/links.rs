@@ -330,6 +330,32 @@ pub struct CareServiceLink {
     pub tiers: Vec<CareTierView>,
 }
 
+/// What the embedded Care Services view shows: the partner's accessible Care Services links, the
+/// language the page speaks and the languages it may switch to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CareEmbed {
+    pub partner_name: String,
+    /// The page's language: the links' `lang` rule (Care Services offer both), English when that
+    /// rule leaves none.
+    pub lang: Lang,
+    /// The languages a visitor may switch to: the partner's enabled ones and its default.
+    pub langs: Vec<Lang>,
+    pub links: Vec<CareServiceLink>,
+}
+
+/// The embedded view's language by the rule of the links' `lang` parameter.
+pub fn embed_lang(requested: Option<&str>, partner: &PartnerSettings) -> Lang {
+    lang_param(requested, partner, &Lang::ALL).unwrap_or(Lang::En)
+}
+
+/// The languages the embedded view offers: enabled or default, in `Lang::ALL` order.
+pub fn embed_langs(partner: &PartnerSettings) -> Vec<Lang> {
+    Lang::ALL
+        .into_iter()
+        .filter(|l| partner.enabled_langs.contains(l) || partner.default_lang == *l)
+        .collect()
+}
+
 /// The links of `product`, or `None` when a requested duration leaves it without a tier.
 pub fn care_link(
     bases: &LinkBases,
@@ -574,9 +600,15 @@ impl LinkService {
         &self,
         partner_id: &PartnerId,
         q: &CareQuery,
-    ) -> Result<Vec<CareServiceLink>, CatalogError> {
+    ) -> Result<CareEmbed, CatalogError> {
         let p = self.active_partner(partner_id).await?;
-        Ok(self.accessible_care_links(&p, q).await?)
+        let links = self.accessible_care_links(&p, q).await?;
+        Ok(CareEmbed {
+            partner_name: p.settings.name.clone(),
+            lang: embed_lang(q.lang.as_deref(), &p.settings),
+            langs: embed_langs(&p.settings),
+            links,
+        })
     }
 
     /// The public catalog of one category (or all) for an active partner. A sub-account code as
@@ -729,6 +761,21 @@ mod tests {
             "https://legacy.test/weight-loss/semaglutide?partner_id=acme.7"
         );
         assert_eq!(l.partner_id.as_str(), "acme");
+    }
+
+    #[test]
+    fn embed_language() {
+        let both = [Lang::En, Lang::Es];
+        let es_default = partner(true, Lang::Es, &both);
+        let en_only = partner(true, Lang::En, &[Lang::En]);
+        let es_only = partner(true, Lang::Es, &[Lang::Es]);
+        assert_eq!(embed_lang(None, &es_default.settings), Lang::Es);
+        assert_eq!(embed_lang(Some("en"), &es_default.settings), Lang::En);
+        assert_eq!(embed_lang(Some("es"), &en_only.settings), Lang::En);
+        assert_eq!(embed_lang(Some("fr"), &en_only.settings), Lang::En);
+        assert_eq!(embed_lang(Some("en"), &es_only.settings), Lang::Es);
+        assert_eq!(embed_langs(&es_default.settings), both);
+        assert_eq!(embed_langs(&en_only.settings), [Lang::En]);
     }
 
     #[test]
