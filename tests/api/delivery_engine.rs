@@ -120,7 +120,10 @@ async fn a_hanging_endpoint_never_delays_another_partners_delivery() {
     let slow_log = log(&app, "slow").await;
     assert_eq!(slow_log.len(), 30);
     let claimed = slow_log.iter().filter(|d| d["attempts"] != 0).count();
-    assert!(claimed <= 4, "{claimed} of the hanging endpoint's deliveries were claimed");
+    assert!(
+        claimed <= 4,
+        "{claimed} of the hanging endpoint's deliveries were claimed"
+    );
     assert!(slow_log.iter().all(|d| d["status"] == "pending"));
 }
 
@@ -166,7 +169,10 @@ async fn attempts_count_when_claimed_so_a_delivery_whose_worker_keeps_dying_ends
         ),
         (json!("failed"), json!(3), json!("interrupted"))
     );
-    assert!(rx.received().is_empty(), "nothing was sent by an API-only process");
+    assert!(
+        rx.received().is_empty(),
+        "nothing was sent by an API-only process"
+    );
 }
 
 #[tokio::test]

@@ -16,6 +16,7 @@ use crate::coupon::{Coupon, CouponCode, CouponQuery, ProductSlug, Redemption};
 use crate::cursor::Position;
 use crate::error::RepoError;
 use crate::events::DomainEvent;
+use crate::events::{Subject, SubjectKind};
 use crate::lead::{Lead, LeadPatch};
 use crate::order::{AnalyticsEvent, Order, OrderListing};
 use crate::payout::{NewPayout, Payout};
@@ -23,8 +24,9 @@ use crate::sub_account::SubAccount;
 use crate::token::TokenHash;
 use crate::values::Money;
 use crate::values::{CareService, Nickname, PartnerId, SubId};
-use crate::events::{Subject, SubjectKind};
-use crate::webhook::{AttemptOutcome, ClaimRequest, ClaimedDelivery, DeliveryInfo, WebhookEndpoint};
+use crate::webhook::{
+    AttemptOutcome, ClaimRequest, ClaimedDelivery, DeliveryInfo, WebhookEndpoint,
+};
 
 /// What the authentication step needs to know about a presented token, in one lookup.
 #[derive(Debug, Clone, PartialEq, Eq)]

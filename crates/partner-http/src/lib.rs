@@ -72,7 +72,11 @@ pub enum Surface {
 }
 
 /// As [`configure`], serving `surface`; every other path is the contract's 404.
-pub fn configure_surface(cfg: &mut web::ServiceConfig, state: web::Data<AppState>, surface: Surface) {
+pub fn configure_surface(
+    cfg: &mut web::ServiceConfig,
+    state: web::Data<AppState>,
+    surface: Surface,
+) {
     cfg.app_data(state)
         .app_data(web::PayloadConfig::new(MAX_BODY))
         .service(

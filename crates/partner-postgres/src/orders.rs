@@ -294,10 +294,11 @@ pub(crate) async fn orders_by_ids(
     conn: &mut AsyncPgConnection,
     order_ids: &[&str],
 ) -> Result<Vec<OrderListing>, RepoError> {
-    let rows: Vec<OrderRow> = diesel::sql_query(format!("{ORDER_SELECT} WHERE o.order_id = ANY($1)"))
-        .bind::<diesel::sql_types::Array<Text>, _>(order_ids)
-        .load(conn)
-        .await
-        .map_err(db)?;
+    let rows: Vec<OrderRow> =
+        diesel::sql_query(format!("{ORDER_SELECT} WHERE o.order_id = ANY($1)"))
+            .bind::<diesel::sql_types::Array<Text>, _>(order_ids)
+            .load(conn)
+            .await
+            .map_err(db)?;
     rows.into_iter().map(OrderRow::into_domain).collect()
 }

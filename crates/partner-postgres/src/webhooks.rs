@@ -6,9 +6,9 @@ use diesel::prelude::*;
 use diesel::sql_types::{Array, Integer, Nullable, Text, Timestamptz};
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use partner_domain::RepoError;
+use partner_domain::events::{Subject, SubjectKind};
 use partner_domain::ports::{DeliveryRepo, InsertEndpoint, WebhookRepo};
 use partner_domain::values::PartnerId;
-use partner_domain::events::{Subject, SubjectKind};
 use partner_domain::webhook::{
     AttemptOutcome, ClaimRequest, ClaimedDelivery, CustomHeader, DeliveryInfo, EventKind,
     LeadCreatedDelay, NextStep, WebhookEndpoint, WebhookSecret,

@@ -210,7 +210,10 @@ impl Config {
             webhook_retention: match get("PARTNER_WEBHOOK_RETENTION") {
                 None => Duration::from_secs(30 * 86_400),
                 Some(v) => parse_duration(&v).filter(|d| !d.is_zero()).ok_or_else(|| {
-                    bad("PARTNER_WEBHOOK_RETENTION", "expected a duration such as 30d")
+                    bad(
+                        "PARTNER_WEBHOOK_RETENTION",
+                        "expected a duration such as 30d",
+                    )
                 })?,
             },
             webhook_poll_interval: Duration::from_millis(500),

@@ -183,8 +183,7 @@ impl Application {
             Role::Worker => Surface::HealthOnly,
         };
         let server = HttpServer::new(move || {
-            App::new()
-                .configure(|cfg| partner_http::configure_surface(cfg, state.clone(), surface))
+            App::new().configure(|cfg| partner_http::configure_surface(cfg, state.clone(), surface))
         })
         .listen(listener)?
         .shutdown_timeout(10)

@@ -17,6 +17,7 @@
 //! over HTTPS on reused connections without following redirects; only a 2xx ends a delivery.
 //! Names resolve through a filter that refuses every address that is not global unicast, at
 //! connect time, unless allowed. Logs and `lastError` carry short reasons, never a URL's query.
+#![cfg_attr(test, allow(clippy::expect_used, clippy::indexing_slicing))]
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -314,8 +315,8 @@ impl Worker {
                 allow_private: config.allow_private,
             });
         if let Some(pem) = &config.extra_roots_pem {
-            let certs =
-                reqwest::Certificate::from_pem_bundle(pem).map_err(|e| WorkerError::Roots(Some(e)))?;
+            let certs = reqwest::Certificate::from_pem_bundle(pem)
+                .map_err(|e| WorkerError::Roots(Some(e)))?;
             if certs.is_empty() {
                 return Err(WorkerError::Roots(None));
             }
@@ -388,7 +389,8 @@ impl Worker {
     async fn claim_round(&self, tx: &mpsc::UnboundedSender<AttemptOutcome>) {
         let c = &self.inner.config;
         // An endpoint this worker holds nothing of yet: its in-flight share plus as many ready.
-        let per_endpoint = Lane::new(c.endpoint_concurrency).capacity(c.endpoint_concurrency, c.timeout);
+        let per_endpoint =
+            Lane::new(c.endpoint_concurrency).capacity(c.endpoint_concurrency, c.timeout);
         let ceiling = c.concurrency.saturating_mul(2);
         loop {
             let now_mono = Instant::now();
@@ -536,7 +538,9 @@ impl Worker {
         let at = self.inner.clock.now();
         let c = &self.inner.config;
         let (status_code, error, next) = match sent {
-            Sent::Answered(code) if (200..300).contains(&code) => (Some(code), None, NextStep::Delivered),
+            Sent::Answered(code) if (200..300).contains(&code) => {
+                (Some(code), None, NextStep::Delivered)
+            }
             Sent::Answered(code) => {
                 let error = if (300..400).contains(&code) {
                     "redirect".to_owned()
@@ -592,7 +596,12 @@ impl Worker {
                     lane.breaker.answered();
                     lane.observe(took);
                 }
-                Some((Sent::NoAnswer { timed_out: true, .. }, took)) => {
+                Some((
+                    Sent::NoAnswer {
+                        timed_out: true, ..
+                    },
+                    took,
+                )) => {
                     lane.breaker.timed_out(now);
                     lane.observe(took);
                 }
@@ -677,9 +686,17 @@ impl Worker {
         loop {
             tokio::time::sleep(c.maintenance_interval).await;
             let now = self.inner.clock.now();
-            match self.inner.repo.fail_exhausted(now, budget, INTERRUPTED).await {
+            match self
+                .inner
+                .repo
+                .fail_exhausted(now, budget, INTERRUPTED)
+                .await
+            {
                 Ok(0) => {}
-                Ok(n) => tracing::warn!(deliveries = n, "webhook deliveries ended failed: their last attempt never reported back"),
+                Ok(n) => tracing::warn!(
+                    deliveries = n,
+                    "webhook deliveries ended failed: their last attempt never reported back"
+                ),
                 Err(e) => tracing::warn!(error = %e, "ending exhausted webhook deliveries failed"),
             }
             let Some(before) = time::Duration::try_from(c.retention)
@@ -706,7 +723,9 @@ impl Worker {
 impl Inner {
     fn lanes(&self) -> MutexGuard<'_, Lanes> {
         // A panic while holding the lock leaves counts that are still usable.
-        self.lanes.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.lanes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
@@ -729,9 +748,14 @@ async fn record_loop(repo: Arc<dyn DeliveryRepo>, mut rx: mpsc::UnboundedReceive
         loop {
             match repo.record(&batch).await {
                 Ok(applied) => {
-                    let stale = u64::try_from(batch.len()).unwrap_or(u64::MAX).saturating_sub(applied);
+                    let stale = u64::try_from(batch.len())
+                        .unwrap_or(u64::MAX)
+                        .saturating_sub(applied);
                     if stale > 0 {
-                        tracing::info!(stale, "webhook outcomes dropped: their lease had passed to another worker");
+                        tracing::info!(
+                            stale,
+                            "webhook outcomes dropped: their lease had passed to another worker"
+                        );
                     }
                     break;
                 }
@@ -821,7 +845,11 @@ mod tests {
     #[tokio::test]
     async fn the_save_time_check_reports_internal_names() {
         assert!(SystemAddressCheck.resolves_internal("localhost", 443).await);
-        assert!(SystemAddressCheck.resolves_internal("localhost.", 443).await);
+        assert!(
+            SystemAddressCheck
+                .resolves_internal("localhost.", 443)
+                .await
+        );
         assert!(
             !SystemAddressCheck
                 .resolves_internal("name.invalid", 443)
