@@ -31,5 +31,14 @@ bench-leads:
 bench-coupons:
     bash bench/coupons.sh
 
+# Webhook delivery benchmark: nginx as the HTTPS receiver on loopback, 20,000 events (pre-filled
+# and live), latency at 200 events/s, a hanging endpoint among 10, a fresh delivery behind a backlog.
+bench-webhooks:
+    bash bench/webhooks.sh
+
+# Durability drill: SIGKILL the delivering process twice during 10,000 deliveries; 0 lost.
+drill-kill9:
+    bash bench/drill-kill9.sh
+
 # Every benchmark.
-bench: bench-leads bench-coupons
+bench: bench-leads bench-coupons bench-webhooks

@@ -125,8 +125,8 @@ wh_endpoints() {
 }
 
 # The outbox rows the server writes for a lead (lead, event, one delivery per subscribed
-# endpoint), for partner wh-P, as one statement; then, as the server does after such a commit,
-# a non-durable NOTIFY in a transaction of its own.
+# endpoint), for partner wh-P, as one statement. (pgbench runs wh_notify_sql beside it, as the
+# server's announcer does after such commits.)
 wh_event_sql() {
   cat <<'SQL'
 WITH l AS (
@@ -142,11 +142,12 @@ ev AS (
 INSERT INTO webhook_deliveries (id, endpoint_id, partner_id, event_id, kind, status, attempts, next_attempt_at, created_at)
 SELECT gen_random_uuid(), w.id, w.partner_id, ev.id, 'lead.created', 'pending', 0, ev.created_at, ev.created_at
 FROM ev JOIN webhook_endpoints w ON w.partner_id = ev.partner_id;
-BEGIN;
-SET LOCAL synchronous_commit = off;
-NOTIFY webhook_deliveries;
-COMMIT;
 SQL
+}
+
+# The server's announcer: a non-durable NOTIFY in a transaction of its own.
+wh_notify_sql() {
+  printf 'BEGIN;\nSET LOCAL synchronous_commit = off;\nNOTIFY webhook_deliveries;\nCOMMIT;\n'
 }
 
 # Live ingest through the server's own operator API (wrk, 32 connections, $1 long), leads
