@@ -447,3 +447,82 @@ async fn orders_and_payouts_are_isolated_and_authenticated() {
         .await;
     }
 }
+
+#[tokio::test]
+async fn long_histories_are_listed_whole_in_order_across_chunks() {
+    use futures_util::StreamExt;
+    let app = TestApp::spawn().await;
+    let s = app.seed("acme", false).await;
+    // 1,103 stored orders (more than two 500-row chunks), three to an instant so that ties are
+    // broken by order id across chunk boundaries, and simulated orders sharing those instants.
+    let at = |i: usize| {
+        format!(
+            "2026-11-{:02}T{:02}:{:02}:00.000Z",
+            1 + i / 1440 % 28,
+            i / 60 % 24,
+            i % 60
+        )
+    };
+    let bodies: Vec<Value> = (0..1103)
+        .map(|i| {
+            order(
+                &format!("ORD-{i:05}"),
+                "acme",
+                json!({ "createdDate": at(i / 3) }),
+            )
+        })
+        .collect();
+    futures_util::stream::iter(bodies.iter().map(|b| post_order(&app, b)))
+        .buffer_unordered(16)
+        .for_each(|res| async move { assert_eq!(res.status(), StatusCode::CREATED) })
+        .await;
+    for (run, i) in [("r1", 0), ("r2", 166), ("r3", 167), ("r4", 333)] {
+        let res = post_event(&app, &sim_event(run, "acme", &at(i))).await;
+        assert_eq!(res.status(), StatusCode::ACCEPTED);
+    }
+    let all = app.get_ok("/api/v1/orders", &s.token).await["data"]
+        .as_array()
+        .expect("data")
+        .clone();
+    assert_eq!(all.len(), 1107);
+    let keys: Vec<(String, String)> = all
+        .iter()
+        .map(|o| {
+            (
+                o["createdDate"].as_str().expect("date").to_owned(),
+                o["orderId"].as_str().expect("id").to_owned(),
+            )
+        })
+        .collect();
+    assert!(
+        keys.windows(2).all(|w| w[0] > w[1]),
+        "newest first, then order id descending, no repeats"
+    );
+    assert_eq!(all.iter().filter(|o| o["status"] == "Simulated").count(), 4);
+
+    // Payouts, likewise past a chunk.
+    let payouts: Vec<Value> = (0..503)
+        .map(|i| json!({ "partnerId": "acme", "payoutDate": format!("2026-{:02}-{:02}", 1 + i % 12, 1 + i % 28), "payoutAmount": i, "status": "paid" }))
+        .collect();
+    futures_util::stream::iter(
+        payouts
+            .iter()
+            .map(|b| app.internal(Method::POST, "/payouts").json(b).send()),
+    )
+    .buffer_unordered(16)
+    .for_each(|res| async move { assert_eq!(res.expect("send").status(), StatusCode::CREATED) })
+    .await;
+    let listed = app.get_ok("/api/v1/payouts", &s.token).await["data"]
+        .as_array()
+        .expect("data")
+        .clone();
+    assert_eq!(listed.len(), 503);
+    let dates: Vec<&str> = listed
+        .iter()
+        .map(|p| p["payoutDate"].as_str().expect("date"))
+        .collect();
+    assert!(
+        dates.windows(2).all(|w| w[0] >= w[1]),
+        "newest payout date first"
+    );
+}

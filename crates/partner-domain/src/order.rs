@@ -122,6 +122,30 @@ impl Order {
     }
 }
 
+/// Where a listing of orders stands: the last order listed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OrderKey {
+    pub created_date: OffsetDateTime,
+    pub order_id: String,
+}
+
+impl OrderKey {
+    pub fn of(order: &Order) -> Self {
+        Self {
+            created_date: order.created_date,
+            order_id: order.order_id.clone(),
+        }
+    }
+}
+
+/// One chunk of a listing read in chunks, and where the next one starts (`None`: this was the
+/// last).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Chunk<T, K> {
+    pub rows: Vec<T>,
+    pub next: Option<K>,
+}
+
 /// An order with the nickname of its sub-account, as listings read it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OrderListing {
@@ -326,12 +350,27 @@ impl OrderService {
     }
 
     /// Every order of the partner, stored and simulated, newest first.
-    pub async fn list(&self, partner: &PartnerId, admin: bool) -> Result<Vec<OrderRow>, RepoError> {
-        let orders = self.repo.orders_of(partner).await?;
-        Ok(orders
-            .iter()
-            .map(|l| l.order.render(&l.sub_account, admin))
-            .collect())
+    /// One chunk of the partner's orders, newest first, after `after`; the answer lists the
+    /// whole history chunk by chunk (`next` is `None` after the last one), so memory stays flat
+    /// however long it is.
+    pub async fn chunk(
+        &self,
+        partner: &PartnerId,
+        admin: bool,
+        after: Option<OrderKey>,
+        size: u16,
+    ) -> Result<Chunk<OrderRow, OrderKey>, RepoError> {
+        let orders = self.repo.orders_page(partner, after, size).await?;
+        let next = (orders.len() == usize::from(size))
+            .then(|| orders.last().map(|l| OrderKey::of(&l.order)))
+            .flatten();
+        Ok(Chunk {
+            rows: orders
+                .iter()
+                .map(|l| l.order.render(&l.sub_account, admin))
+                .collect(),
+            next,
+        })
     }
 
     /// Real orders and commission of the days `from..=to` (UTC, by `createdDate`).

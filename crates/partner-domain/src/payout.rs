@@ -9,9 +9,28 @@ use uuid::Uuid;
 use crate::clock::Clock;
 use crate::error::RepoError;
 use crate::events::DomainEvent;
+use crate::order::Chunk;
 use crate::ports::PayoutRepo;
 use crate::random::{Random, new_id};
 use crate::values::{Money, PartnerId};
+
+/// Where a listing of payouts stands: the last payout listed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PayoutKey {
+    pub payout_date: Date,
+    pub created_at: Date,
+    pub id: Uuid,
+}
+
+impl PayoutKey {
+    pub fn of(p: &Payout) -> Self {
+        Self {
+            payout_date: p.payout_date,
+            created_at: p.created_at,
+            id: p.id,
+        }
+    }
+}
 
 /// A stored payout. `receipt_url` and `note` are admin-only and never rendered.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -119,15 +138,22 @@ impl PayoutService {
         }
     }
 
-    /// The partner's payouts, newest payout date first.
-    pub async fn list(&self, partner: &PartnerId) -> Result<Vec<PayoutRow>, RepoError> {
-        Ok(self
-            .repo
-            .payouts_of(partner)
-            .await?
-            .iter()
-            .map(Payout::row)
-            .collect())
+    /// One chunk of the partner's payouts, newest payout date first, after `after` (see
+    /// [`crate::order::OrderService::chunk`]).
+    pub async fn chunk(
+        &self,
+        partner: &PartnerId,
+        after: Option<PayoutKey>,
+        size: u16,
+    ) -> Result<Chunk<PayoutRow, PayoutKey>, RepoError> {
+        let payouts = self.repo.payouts_page(partner, after, size).await?;
+        let next = (payouts.len() == usize::from(size))
+            .then(|| payouts.last().map(PayoutKey::of))
+            .flatten();
+        Ok(Chunk {
+            rows: payouts.iter().map(Payout::row).collect(),
+            next,
+        })
     }
 }
 

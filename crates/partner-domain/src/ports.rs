@@ -18,8 +18,8 @@ use crate::error::RepoError;
 use crate::events::DomainEvent;
 use crate::events::{Subject, SubjectKind};
 use crate::lead::{Lead, LeadPatch};
-use crate::order::{AnalyticsEvent, Order, OrderListing};
-use crate::payout::{NewPayout, Payout};
+use crate::order::{AnalyticsEvent, Order, OrderKey, OrderListing};
+use crate::payout::{NewPayout, Payout, PayoutKey};
 use crate::sub_account::SubAccount;
 use crate::token::TokenHash;
 use crate::values::Money;
@@ -196,9 +196,16 @@ pub trait OrderRepo: Send + Sync {
         ev: &AnalyticsEvent,
         now: OffsetDateTime,
     ) -> Result<bool, RepoError>;
-    /// Stored orders and simulated orders ([`Order::simulated`]), newest first, with the
-    /// sub-account nickname as of now.
-    async fn orders_of(&self, partner: &PartnerId) -> Result<Vec<OrderListing>, RepoError>;
+    /// At most `limit` of the partner's stored and simulated orders ([`Order::simulated`]) that
+    /// come after `after` in the listing order (`createdDate` descending, then `orderId`
+    /// descending byte-wise), with the sub-account nickname as of now. MUST read only the rows it
+    /// returns (keyset), so a partner's whole history is listed in chunks of flat memory.
+    async fn orders_page(
+        &self,
+        partner: &PartnerId,
+        after: Option<OrderKey>,
+        limit: u16,
+    ) -> Result<Vec<OrderListing>, RepoError>;
     /// Stored and simulated orders with `from <= createdDate < to`.
     async fn orders_between(
         &self,
@@ -221,7 +228,14 @@ pub trait PayoutRepo: Send + Sync {
         now: OffsetDateTime,
         events: &[DomainEvent],
     ) -> Result<Option<Payout>, RepoError>;
-    async fn payouts_of(&self, partner: &PartnerId) -> Result<Vec<Payout>, RepoError>;
+    /// At most `limit` of the partner's payouts after `after` in the listing order (payout date,
+    /// then creation date, then id, all descending); keyset, like [`OrderRepo::orders_page`].
+    async fn payouts_page(
+        &self,
+        partner: &PartnerId,
+        after: Option<PayoutKey>,
+        limit: u16,
+    ) -> Result<Vec<Payout>, RepoError>;
 }
 
 /// Storage of the product catalog and partners' prices.

@@ -7,7 +7,7 @@ use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use partner_domain::RepoError;
 use partner_domain::events::DomainEvent;
 use partner_domain::lead::TestSource;
-use partner_domain::order::{AnalyticsEvent, Order, OrderListing};
+use partner_domain::order::{AnalyticsEvent, Order, OrderKey, OrderListing, SIMULATED_PREFIX};
 use partner_domain::ports::{InsertOrder, OrderRepo};
 use partner_domain::values::{Money, PartnerId};
 use time::OffsetDateTime;
@@ -134,19 +134,77 @@ async fn listing(
         .optional()
 }
 
-/// Stored and simulated orders of `partner`, within `[from, to)` when a period is given,
-/// newest first.
+/// One keyset chunk of the listing: at most `limit` stored and `limit` simulated orders after
+/// `after`, each read in listing order (order ids compared byte-wise, `COLLATE "C"`, as the
+/// listing sorts them whatever the database's collation), merged, and cut to `limit`.
+async fn page(
+    conn: &mut AsyncPgConnection,
+    partner: &PartnerId,
+    after: Option<OrderKey>,
+    limit: u16,
+) -> Result<Vec<OrderListing>, RepoError> {
+    let limit_sql = i64::from(limit);
+    // The first chunk starts at the last instant PostgreSQL can compare. Both statements take
+    // the same parameters either way (`$3 = $3`), so each is prepared once per connection.
+    let first = after.is_none();
+    let key = after.unwrap_or(OrderKey {
+        created_date: time::macros::datetime!(9999-12-31 23:59:59.999999 UTC),
+        order_id: String::new(),
+    });
+    let stored_after = if first {
+        "o.created_date <= $2 AND $3 = $3"
+    } else {
+        "o.created_date <= $2 AND (o.created_date, o.order_id COLLATE \"C\") < ($2, $3 COLLATE \"C\")"
+    };
+    let stored: Vec<OrderRow> = diesel::sql_query(format!(
+        "{ORDER_SELECT} WHERE o.partner_id = $1 AND {stored_after} \
+         ORDER BY o.created_date DESC, o.order_id COLLATE \"C\" DESC LIMIT $4"
+    ))
+    .bind::<Text, _>(partner.as_str())
+    .bind::<Timestamptz, _>(key.created_date)
+    .bind::<Text, _>(&key.order_id)
+    .bind::<BigInt, _>(limit_sql)
+    .load(conn)
+    .await
+    .map_err(db)?;
+    let simulated_after = if first {
+        "e.occurred_at <= $2 AND $3 = $3 AND $5 = $5"
+    } else {
+        "e.occurred_at <= $2 AND (e.occurred_at, ($5 || e.run_id) COLLATE \"C\") < ($2, $3 COLLATE \"C\")"
+    };
+    let simulated: Vec<EventRow> = diesel::sql_query(format!(
+        "{EVENT_SELECT} WHERE e.partner_id = $1 AND e.event = 'order_completed' AND {simulated_after} \
+         ORDER BY e.occurred_at DESC, ($5 || e.run_id) COLLATE \"C\" DESC LIMIT $4"
+    ))
+    .bind::<Text, _>(partner.as_str())
+    .bind::<Timestamptz, _>(key.created_date)
+    .bind::<Text, _>(&key.order_id)
+    .bind::<BigInt, _>(limit_sql)
+    .bind::<Text, _>(SIMULATED_PREFIX)
+    .load(conn)
+    .await
+    .map_err(db)?;
+    let mut all = stored
+        .into_iter()
+        .map(OrderRow::into_domain)
+        .collect::<Result<Vec<_>, _>>()?;
+    for e in simulated {
+        all.push(e.into_listing()?);
+    }
+    all.sort_by(|a, b| {
+        (b.order.created_date, &b.order.order_id).cmp(&(a.order.created_date, &a.order.order_id))
+    });
+    all.truncate(usize::from(limit));
+    Ok(all)
+}
+
+/// Stored and simulated orders of `partner` with `from <= createdDate < to`, newest first.
 async fn load(
     conn: &mut AsyncPgConnection,
     partner: &PartnerId,
-    period: Option<(OffsetDateTime, OffsetDateTime)>,
+    (from, to): (OffsetDateTime, OffsetDateTime),
 ) -> Result<Vec<OrderListing>, RepoError> {
-    // An open period binds the widest instants PostgreSQL can compare, not `time`'s extremes.
-    let (from, to) = period.unwrap_or((
-        time::macros::datetime!(0001-01-01 0:00 UTC),
-        time::macros::datetime!(9999-12-31 23:59:59.999999 UTC),
-    ));
-    let end_op = if period.is_some() { "<" } else { "<=" };
+    let end_op = "<";
     let stored: Vec<OrderRow> = diesel::sql_query(format!(
         "{ORDER_SELECT} WHERE o.partner_id = $1 AND o.created_date >= $2 AND o.created_date {end_op} $3"
     ))
@@ -269,9 +327,14 @@ impl OrderRepo for PgStore {
         Ok(true)
     }
 
-    async fn orders_of(&self, partner: &PartnerId) -> Result<Vec<OrderListing>, RepoError> {
+    async fn orders_page(
+        &self,
+        partner: &PartnerId,
+        after: Option<OrderKey>,
+        limit: u16,
+    ) -> Result<Vec<OrderListing>, RepoError> {
         let mut conn = self.conn().await?;
-        load(&mut conn, partner, None).await
+        page(&mut conn, partner, after, limit).await
     }
 
     async fn orders_between(
@@ -281,7 +344,7 @@ impl OrderRepo for PgStore {
         to: OffsetDateTime,
     ) -> Result<Vec<Order>, RepoError> {
         let mut conn = self.conn().await?;
-        Ok(load(&mut conn, partner, Some((from, to)))
+        Ok(load(&mut conn, partner, (from, to))
             .await?
             .into_iter()
             .map(|l| l.order)

@@ -5,7 +5,7 @@ use diesel::sql_types::{BigInt, Date, Nullable, Text};
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use partner_domain::RepoError;
 use partner_domain::events::DomainEvent;
-use partner_domain::payout::{NewPayout, Payout};
+use partner_domain::payout::{NewPayout, Payout, PayoutKey};
 use partner_domain::ports::PayoutRepo;
 use partner_domain::values::{Money, PartnerId};
 use time::OffsetDateTime;
@@ -98,12 +98,34 @@ impl PayoutRepo for PgStore {
         row.map(Row::into_domain).transpose()
     }
 
-    async fn payouts_of(&self, partner: &PartnerId) -> Result<Vec<Payout>, RepoError> {
+    async fn payouts_page(
+        &self,
+        partner: &PartnerId,
+        after: Option<PayoutKey>,
+        limit: u16,
+    ) -> Result<Vec<Payout>, RepoError> {
         let mut conn = self.conn().await?;
+        // Keyset on the listing's order, which `payouts_partner_idx` holds.
+        let after_sql = if after.is_some() {
+            "AND (payout_date, created_on, id) < ($2, $3, $4)"
+        } else {
+            "AND $2 = $2 AND $3 = $3 AND $4 = $4"
+        };
+        // Unused on the first chunk; any date PostgreSQL accepts will do.
+        let key = after.unwrap_or(PayoutKey {
+            payout_date: time::macros::date!(2000 - 01 - 01),
+            created_at: time::macros::date!(2000 - 01 - 01),
+            id: Uuid::nil(),
+        });
         let rows: Vec<Row> = diesel::sql_query(format!(
-            "SELECT {COLUMNS} FROM payouts WHERE partner_id = $1 ORDER BY payout_date DESC, created_on DESC, id DESC"
+            "SELECT {COLUMNS} FROM payouts WHERE partner_id = $1 {after_sql} \
+             ORDER BY payout_date DESC, created_on DESC, id DESC LIMIT $5"
         ))
         .bind::<Text, _>(partner.as_str())
+        .bind::<Date, _>(key.payout_date)
+        .bind::<Date, _>(key.created_at)
+        .bind::<diesel::sql_types::Uuid, _>(key.id)
+        .bind::<diesel::sql_types::BigInt, _>(i64::from(limit))
         .load(&mut conn)
         .await
         .map_err(db)?;
