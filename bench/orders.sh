@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Memory while streaming a long order history (issue 14): 100,000 stored orders of one partner,
+# listed whole by GET /api/v1/orders (about 30 MB of JSON), four requests at once, while the
+# server's resident memory is sampled every 20 ms. Prints RSS before, the peak, and the growth.
+# Loopback only; stops by itself.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PGHOST=127.0.0.1 PGPORT=5432 PGUSER=postgres
+DB=${BENCH_DB:-pp_bench_orders}
+PORT=${BENCH_PORT:-18092}
+N=${BENCH_ORDERS:-100000}
+export DATABASE_URL="postgres://postgres@127.0.0.1:5432/$DB"
+export PARTNER_BIND="127.0.0.1:$PORT" PARTNER_TOKEN_PEPPER=bench-pepper
+export PARTNER_INTERNAL_TOKEN=bench-internal-token-0123456789abcdef RUST_LOG=warn
+export PARTNER_RATE_LIMIT=1000000000/1s
+cargo build --release -q -p partner-server
+BIN=target/release/partner-server
+
+psql -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" postgres
+$BIN migrate
+psql -q "$DB" -c "
+  INSERT INTO partners (partner_id, name, email, active, dna_access, headless_links, default_lang, enabled_langs,
+    cs_subscription_active, cs_manual_override, cs_yearly_bundle, cs_services, created_at, updated_at)
+  VALUES ('big', 'Big', 'ops@big.test', true, false, true, 'en', '{en}', false, false, false, '{}', now(), now());
+  INSERT INTO orders (order_id, partner_id, sub_id, created_date, product, amount_cents, commission_cents, status,
+    is_test, source, customer_name, customer_email, recorded_at)
+  SELECT 'ORD-' || lpad(g::text, 7, '0'), 'big', NULL, timestamptz '2026-11-01' - make_interval(mins => g),
+    'Semaglutide 1 month', 29900, 4550, 'shipped', false, 'pharmacy', 'Ann Lee', 'ann@example.com', now()
+  FROM generate_series(1, $N) g;" -c "VACUUM ANALYZE orders"
+
+$BIN serve --no-migrate --role api &
+SERVER=$!
+trap 'kill $SERVER 2>/dev/null || true; psql -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" postgres' EXIT
+for _ in $(seq 1 50); do curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null && break; sleep 0.2; done
+I="Authorization: Bearer $PARTNER_INTERNAL_TOKEN"
+USER_ID=$(curl -sf -X POST "http://127.0.0.1:$PORT/internal/v1/users" -H "$I" \
+  -d '{"email":"bench@big.test","partnerId":"big","admin":false}' | sed -E 's/.*"id":"([^"]+)".*/\1/')
+TOKEN=$(curl -sf -X POST "http://127.0.0.1:$PORT/internal/v1/users/$USER_ID/tokens" -H "$I" | sed -E 's/.*"token":"([^"]+)".*/\1/')
+rss() { awk '/VmRSS/ {print $2}' "/proc/$SERVER/status"; }
+
+# One warm-up request (pool, prepared statements, allocator arenas), then the measurement.
+curl -sf "http://127.0.0.1:$PORT/api/v1/orders" -H "Authorization: Bearer $TOKEN" -o /dev/null
+before=$(rss)
+peak=$before
+start=$(date +%s.%N)
+pids=()
+for i in 1 2 3 4; do
+  curl -sf "http://127.0.0.1:$PORT/api/v1/orders" -H "Authorization: Bearer $TOKEN" -o "/tmp/bench-orders-$i.json" &
+  pids+=($!)
+done
+running() { for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && return 0; done; return 1; }
+while running; do
+  r=$(rss); [ "$r" -gt "$peak" ] && peak=$r
+  sleep 0.02
+done
+for p in "${pids[@]}"; do wait "$p"; done
+end=$(date +%s.%N)
+rows=$(python3 -c 'import json; print(len(json.load(open("/tmp/bench-orders-1.json"))["data"]))')
+bytes=$(stat -c %s /tmp/bench-orders-1.json)
+echo "machine: $(nproc) cores; $N orders, $rows listed per response ($bytes bytes), 4 responses at once in $(awk -v s="$start" -v e="$end" 'BEGIN {printf "%.2f", e - s}') s"
+echo "server RSS: $((before / 1024)) MiB before, $((peak / 1024)) MiB at the peak: grew by $(( (peak - before) / 1024 )) MiB"
