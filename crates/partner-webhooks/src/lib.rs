@@ -411,9 +411,10 @@ impl Worker {
                 return;
             }
             let now = self.inner.clock.now();
-            // Long enough for a ready delivery to wait one attempt behind its endpoint's
-            // in-flight ones and then make its own; `attempt` gives up one whose lease would run
-            // out mid-send. Short enough that a dead worker's deliveries are soon due again.
+            // Long enough for a ready delivery to wait its turn (about half an attempt timeout at
+            // most, see `Lane::capacity`) and then make its own attempt; `attempt` gives up one
+            // whose lease would run out mid-send. Short enough that a dead worker's deliveries
+            // are soon due again.
             let lease_until = now + c.timeout * 2 + Duration::from_secs(5);
             let req = ClaimRequest {
                 now,
