@@ -204,6 +204,7 @@ async fn an_outcome_is_recorded_only_under_the_lease_that_claimed_it() {
         at: t1,
         status_code: Some(code),
         error: None,
+        duration_ms: Some(5),
         next,
     };
     assert_eq!(

@@ -566,6 +566,12 @@ pub enum EndpointError {
     NotFound,
     #[error("no partner with that partnerId")]
     UnknownPartner,
+    #[error("no such webhook delivery")]
+    DeliveryNotFound,
+    #[error("cursor is invalid")]
+    BadCursor,
+    #[error("since must be within the last 7 days and not in the future")]
+    BadSince,
     #[error(transparent)]
     Repo(#[from] crate::error::RepoError),
 }
@@ -578,15 +584,18 @@ pub struct WebhookService {
     clock: std::sync::Arc<dyn crate::clock::Clock>,
     rng: std::sync::Arc<dyn Random>,
     allow_private: bool,
+    cursors: crate::cursor::CursorKey,
 }
 
 impl WebhookService {
+    /// `cursors` signs the delivery listing's cursors (use a key of its own, not the leads').
     pub fn new(
         repo: std::sync::Arc<dyn crate::ports::WebhookRepo>,
         addresses: std::sync::Arc<dyn crate::ports::AddressCheck>,
         clock: std::sync::Arc<dyn crate::clock::Clock>,
         rng: std::sync::Arc<dyn Random>,
         allow_private: bool,
+        cursors: crate::cursor::CursorKey,
     ) -> Self {
         Self {
             repo,
@@ -594,6 +603,7 @@ impl WebhookService {
             clock,
             rng,
             allow_private,
+            cursors,
         }
     }
 
@@ -704,27 +714,118 @@ impl WebhookService {
         }
     }
 
+    /// A page of the partner's deliveries, newest first.
     pub async fn deliveries(
         &self,
         partner: &PartnerId,
-        limit: u16,
-    ) -> Result<Vec<DeliveryInfo>, EndpointError> {
-        Ok(self.repo.deliveries(partner, limit).await?)
+        q: &DeliveryQuery,
+    ) -> Result<crate::lead::Page<DeliveryInfo>, EndpointError> {
+        let after = match &q.cursor {
+            None => None,
+            Some(c) => Some(
+                self.cursors
+                    .decode(partner, c)
+                    .ok_or(EndpointError::BadCursor)?,
+            ),
+        };
+        let filter = DeliveryFilter {
+            endpoint_id: q.endpoint_id,
+            statuses: q.statuses.clone(),
+            event: q.event,
+            after,
+            limit: q.limit.saturating_add(1),
+        };
+        let mut rows = self.repo.deliveries(partner, &filter).await?;
+        let more = rows.len() > usize::from(q.limit);
+        rows.truncate(usize::from(q.limit));
+        let next_cursor = more.then(|| rows.last()).flatten().map(|d| {
+            self.cursors.encode(
+                partner,
+                crate::cursor::Position {
+                    created_at: d.created_at,
+                    id: d.id,
+                },
+            )
+        });
+        Ok(crate::lead::Page {
+            items: rows,
+            next_cursor,
+            limit: q.limit,
+        })
+    }
+
+    /// One delivery with its last [`ATTEMPT_LOG_LIMIT`] attempts.
+    pub async fn delivery(
+        &self,
+        partner: &PartnerId,
+        id: Uuid,
+    ) -> Result<DeliveryDetail, EndpointError> {
+        self.repo
+            .delivery(partner, id, ATTEMPT_LOG_LIMIT)
+            .await?
+            .ok_or(EndpointError::DeliveryNotFound)
+    }
+
+    /// Sends a delivery again: pending, due now, with a fresh retry budget; same id.
+    pub async fn resend(
+        &self,
+        partner: &PartnerId,
+        id: Uuid,
+    ) -> Result<DeliveryInfo, EndpointError> {
+        self.repo
+            .resend(partner, id, self.clock.now())
+            .await?
+            .ok_or(EndpointError::DeliveryNotFound)
+    }
+
+    /// Queues a `ping` delivery to the endpoint.
+    pub async fn ping(
+        &self,
+        partner: &PartnerId,
+        endpoint: Uuid,
+    ) -> Result<DeliveryInfo, EndpointError> {
+        let id = crate::random::new_id(self.rng.as_ref());
+        self.repo
+            .ping(partner, endpoint, id, self.clock.now())
+            .await?
+            .ok_or(EndpointError::NotFound)
+    }
+
+    /// Requeues the endpoint's failed deliveries created at or after `since` (at most 7 days
+    /// ago, not in the future). Returns how many.
+    pub async fn recover(
+        &self,
+        partner: &PartnerId,
+        endpoint: Uuid,
+        since: OffsetDateTime,
+    ) -> Result<u64, EndpointError> {
+        let now = self.clock.now();
+        if since > now || since < now - RECOVER_WINDOW {
+            return Err(EndpointError::BadSince);
+        }
+        self.repo
+            .recover(partner, endpoint, since, now)
+            .await?
+            .ok_or(EndpointError::NotFound)
     }
 }
 
-/// What the operator sees of a delivery.
+/// A delivery as partners and the operator see it (`WebhookDelivery`, extensions.md §1).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DeliveryInfo {
+    /// The `X-Partner-Delivery` value.
     pub id: Uuid,
     pub endpoint_id: Uuid,
     pub event: String,
     /// `pending`, `delivered` or `failed` (retries exhausted).
     pub status: String,
+    /// Attempts made so far (all of them, across resends).
     pub attempts: i32,
     #[serde(serialize_with = "wire::ts_opt")]
     pub next_attempt_at: Option<OffsetDateTime>,
+    #[serde(serialize_with = "wire::ts_opt")]
+    pub last_attempt_at: Option<OffsetDateTime>,
     pub last_status_code: Option<i32>,
     pub last_error: Option<String>,
     #[serde(serialize_with = "wire::ts")]
@@ -732,6 +833,84 @@ pub struct DeliveryInfo {
     #[serde(serialize_with = "wire::ts_opt")]
     pub delivered_at: Option<OffsetDateTime>,
 }
+
+/// One attempt of a delivery, as its log shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AttemptLogEntry {
+    #[serde(serialize_with = "wire::ts")]
+    pub attempted_at: OffsetDateTime,
+    /// `null` when the receiver did not answer.
+    pub status_code: Option<i32>,
+    /// `null` when no request was made (the event's record was gone).
+    pub duration_ms: Option<i32>,
+    pub error: Option<String>,
+}
+
+/// How many attempts a delivery's log shows at most (the last ones).
+pub const ATTEMPT_LOG_LIMIT: u16 = 20;
+
+/// A delivery with its attempt log, oldest attempt first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeliveryDetail {
+    #[serde(flatten)]
+    pub delivery: DeliveryInfo,
+    pub attempt_log: Vec<AttemptLogEntry>,
+}
+
+/// The statuses a delivery can have.
+pub const DELIVERY_STATUSES: [&str; 3] = ["pending", "delivered", "failed"];
+
+/// What a delivery listing asks for (already validated, see [`parse_statuses`]).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct DeliveryQuery {
+    pub endpoint_id: Option<Uuid>,
+    /// Empty: any status.
+    pub statuses: Vec<&'static str>,
+    pub event: Option<EventKind>,
+    pub limit: u16,
+    pub cursor: Option<String>,
+}
+
+/// What the store is asked for: `limit` rows after `after` (newest first).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeliveryFilter {
+    pub endpoint_id: Option<Uuid>,
+    pub statuses: Vec<&'static str>,
+    pub event: Option<EventKind>,
+    pub after: Option<crate::cursor::Position>,
+    pub limit: u16,
+}
+
+/// `status`: a comma-separated, non-empty subset of `pending`, `delivered`, `failed`.
+pub fn parse_statuses(s: &str) -> Result<Vec<&'static str>, ValueError> {
+    let mut out = Vec::new();
+    for part in s.split(',') {
+        let st = DELIVERY_STATUSES
+            .into_iter()
+            .find(|x| *x == part)
+            .ok_or(ValueError::invalid(
+                "status",
+                "a comma-separated list of pending, delivered and failed",
+            ))?;
+        if !out.contains(&st) {
+            out.push(st);
+        }
+    }
+    Ok(out)
+}
+
+/// `event`: one of the four kinds or `ping`.
+pub fn parse_event_filter(s: &str) -> Result<EventKind, ValueError> {
+    EventKind::parse_delivered(s).ok_or(ValueError::invalid(
+        "event",
+        "one of lead.created, lead.enriched, order.created, payout.created or ping",
+    ))
+}
+
+/// How far back `recover` reaches.
+pub const RECOVER_WINDOW: time::Duration = time::Duration::days(7);
 
 /// What a worker asks for when it claims due deliveries. Fairness is decided here, not by the
 /// store: no endpoint gets more than its room, so one endpoint's backlog never takes every slot.
@@ -790,6 +969,8 @@ pub struct AttemptOutcome {
     pub status_code: Option<u16>,
     /// A short reason (`timeout`, `status 500`…), never a URL, secret or receiver body.
     pub error: Option<String>,
+    /// How long the request took; `None` when none was made (the event's record was gone).
+    pub duration_ms: Option<u32>,
     pub next: NextStep,
 }
 

@@ -10,8 +10,9 @@ use partner_domain::events::{Subject, SubjectKind};
 use partner_domain::ports::{DeliveryRepo, InsertEndpoint, WebhookRepo};
 use partner_domain::values::PartnerId;
 use partner_domain::webhook::{
-    AttemptOutcome, ClaimRequest, ClaimedDelivery, CustomHeader, DeliveryInfo, EventKind,
-    LeadCreatedDelay, NextStep, WebhookEndpoint, WebhookSecret,
+    AttemptLogEntry, AttemptOutcome, ClaimRequest, ClaimedDelivery, CustomHeader, DeliveryDetail,
+    DeliveryFilter, DeliveryInfo, EventKind, LeadCreatedDelay, NextStep, WebhookEndpoint,
+    WebhookSecret,
 };
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -102,6 +103,8 @@ struct DeliveryRow {
     attempts: i32,
     #[diesel(sql_type = Nullable<Timestamptz>)]
     next_attempt_at: Option<OffsetDateTime>,
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    last_attempt_at: Option<OffsetDateTime>,
     #[diesel(sql_type = Nullable<Integer>)]
     last_status_code: Option<i32>,
     #[diesel(sql_type = Nullable<Text>)]
@@ -110,6 +113,39 @@ struct DeliveryRow {
     created_at: OffsetDateTime,
     #[diesel(sql_type = Nullable<Timestamptz>)]
     delivered_at: Option<OffsetDateTime>,
+}
+
+const DELIVERY_COLUMNS: &str = "id, endpoint_id, kind, status, attempts, next_attempt_at, last_attempt_at, \
+    last_status_code, last_error, created_at, delivered_at";
+
+impl DeliveryRow {
+    fn into_domain(self) -> DeliveryInfo {
+        DeliveryInfo {
+            id: self.id,
+            endpoint_id: self.endpoint_id,
+            event: self.kind,
+            status: self.status,
+            attempts: self.attempts,
+            next_attempt_at: self.next_attempt_at,
+            last_attempt_at: self.last_attempt_at,
+            last_status_code: self.last_status_code,
+            last_error: self.last_error,
+            created_at: self.created_at,
+            delivered_at: self.delivered_at,
+        }
+    }
+}
+
+#[derive(QueryableByName)]
+struct AttemptRow {
+    #[diesel(sql_type = Timestamptz)]
+    attempted_at: OffsetDateTime,
+    #[diesel(sql_type = Nullable<Integer>)]
+    status_code: Option<i32>,
+    #[diesel(sql_type = Nullable<Integer>)]
+    duration_ms: Option<i32>,
+    #[diesel(sql_type = Nullable<Text>)]
+    error: Option<String>,
 }
 
 #[derive(QueryableByName)]
@@ -147,7 +183,7 @@ impl ClaimRow {
             endpoint_id: self.endpoint_id,
             lease: self.lease_token,
             attempt: u32::try_from(self.attempts).map_err(|_| corrupt("attempt count"))?,
-            kind: EventKind::parse(&self.kind).ok_or_else(|| corrupt("event kind"))?,
+            kind: EventKind::parse_delivered(&self.kind).ok_or_else(|| corrupt("event kind"))?,
             event_created_at: self.event_created_at,
             subject: self.subject,
             extra: serde_json::from_str(&self.extra).map_err(|_| corrupt("event extra"))?,
@@ -162,7 +198,8 @@ impl ClaimRow {
 /// clause). `ep`: every endpoint with room, in random order so that no endpoint is always served
 /// first when `$7` (the batch limit) binds; `picked`: each endpoint's oldest due rows, at most its
 /// room, skipping rows another worker holds; `claimed`: counts the attempt, leases the row until
-/// `$2` under a fresh fencing token. Then what sending needs, from the event and the endpoint.
+/// `$2` under a fresh fencing token. The budget (`$6`) counts attempts since the last resend or
+/// recover (`attempts - attempt_base`), and so does the attempt number returned. Then what sending needs, from the event and the endpoint.
 const CLAIM_SQL: &str = "\
 WITH busy AS ( \
   SELECT * FROM unnest($4::uuid[], $5::int4[]) AS b(endpoint_id, room)), \
@@ -174,7 +211,7 @@ ep AS ( \
 picked AS ( \
   SELECT p.id FROM ep CROSS JOIN LATERAL ( \
     SELECT d.id FROM webhook_deliveries d \
-    WHERE d.endpoint_id = ep.id AND d.status = 'pending' AND d.next_attempt_at <= $1 AND d.attempts < $6 \
+    WHERE d.endpoint_id = ep.id AND d.status = 'pending' AND d.next_attempt_at <= $1 AND d.attempts - d.attempt_base < $6 \
     ORDER BY d.next_attempt_at LIMIT ep.room \
     FOR UPDATE SKIP LOCKED) p \
   LIMIT $7), \
@@ -182,7 +219,7 @@ claimed AS ( \
   UPDATE webhook_deliveries d \
   SET attempts = d.attempts + 1, next_attempt_at = $2, lease_token = gen_random_uuid() \
   FROM picked WHERE d.id = picked.id \
-  RETURNING d.id, d.endpoint_id, d.lease_token, d.attempts, d.kind, d.event_id) \
+  RETURNING d.id, d.endpoint_id, d.lease_token, d.attempts - d.attempt_base AS attempts, d.kind, d.event_id) \
 SELECT c.id, c.endpoint_id, c.lease_token, c.attempts, c.kind, ev.created_at AS event_created_at, \
   ev.subject, ev.extra::text AS extra, w.url, w.secret, w.custom_header_name, w.custom_header_value \
 FROM claimed c JOIN domain_events ev ON ev.id = c.event_id JOIN webhook_endpoints w ON w.id = c.endpoint_id";
@@ -190,16 +227,36 @@ FROM claimed c JOIN domain_events ev ON ev.id = c.event_id JOIN webhook_endpoint
 /// Outcomes of a batch in one statement, fenced by the lease token: a row reclaimed by another
 /// worker after this one's lease ran out (new token) or already finished is left alone. The
 /// `ANY($1)` restates the join so the primary key is used whatever the planner guesses of
-/// `unnest`.
+/// `unnest`. Each applied outcome also goes into the attempt log (`webhook_attempts`), stamped
+/// with the time the request started.
 const RECORD_SQL: &str = "\
-UPDATE webhook_deliveries d SET \
-  status = CASE u.next WHEN 'delivered' THEN 'delivered' WHEN 'retry' THEN 'pending' ELSE 'failed' END, \
-  delivered_at = CASE WHEN u.next = 'delivered' THEN u.at END, \
-  next_attempt_at = CASE WHEN u.next = 'retry' THEN u.retry_at END, \
-  last_status_code = u.status_code, last_error = u.error, lease_token = NULL \
-FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::timestamptz[], $5::timestamptz[], $6::int4[], $7::text[]) \
-  AS u(id, lease, next, at, retry_at, status_code, error) \
-WHERE d.id = ANY($1::uuid[]) AND d.id = u.id AND d.lease_token = u.lease AND d.status = 'pending'";
+WITH u AS ( \
+  SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::timestamptz[], $5::timestamptz[], $6::int4[], \
+    $7::text[], $8::int4[]) AS u(id, lease, next, at, retry_at, status_code, error, duration_ms)), \
+done AS ( \
+  UPDATE webhook_deliveries d SET \
+    status = CASE u.next WHEN 'delivered' THEN 'delivered' WHEN 'retry' THEN 'pending' ELSE 'failed' END, \
+    delivered_at = CASE WHEN u.next = 'delivered' THEN u.at END, \
+    next_attempt_at = CASE WHEN u.next = 'retry' THEN u.retry_at END, \
+    last_attempt_at = u.at - make_interval(secs => COALESCE(u.duration_ms, 0) / 1000.0::float8), \
+    last_status_code = u.status_code, last_error = u.error, lease_token = NULL \
+  FROM u \
+  WHERE d.id = ANY($1::uuid[]) AND d.id = u.id AND d.lease_token = u.lease AND d.status = 'pending' \
+  RETURNING d.id, d.last_attempt_at, u.status_code, u.duration_ms, u.error) \
+INSERT INTO webhook_attempts (delivery_id, attempted_at, status_code, duration_ms, error) \
+SELECT id, last_attempt_at, status_code, duration_ms, error FROM done";
+
+/// The partner's deliveries, newest first, filtered; `$5`/`$6` the cursor's position.
+const LIST_SQL: &str = "\
+SELECT id, endpoint_id, kind, status, attempts, next_attempt_at, last_attempt_at, last_status_code, last_error, \
+  created_at, delivered_at \
+FROM webhook_deliveries \
+WHERE partner_id = $1 \
+  AND ($2::uuid IS NULL OR endpoint_id = $2) \
+  AND (cardinality($3::text[]) = 0 OR status = ANY ($3::text[])) \
+  AND ($4::text IS NULL OR kind = $4) \
+  AND ($5::timestamptz IS NULL OR (created_at, id) < ($5, $6::uuid)) \
+ORDER BY created_at DESC, id DESC LIMIT $7";
 
 #[async_trait::async_trait]
 impl WebhookRepo for PgStore {
@@ -323,34 +380,165 @@ impl WebhookRepo for PgStore {
     async fn deliveries(
         &self,
         partner: &PartnerId,
-        limit: u16,
+        filter: &DeliveryFilter,
     ) -> Result<Vec<DeliveryInfo>, RepoError> {
         let mut conn = self.conn().await?;
-        let rows: Vec<DeliveryRow> = diesel::sql_query(
-            "SELECT id, endpoint_id, kind, status, attempts, next_attempt_at, last_status_code, last_error, \
-               created_at, delivered_at \
-             FROM webhook_deliveries WHERE partner_id = $1 ORDER BY created_at DESC, id LIMIT $2",
-        )
+        let rows: Vec<DeliveryRow> = diesel::sql_query(LIST_SQL)
+            .bind::<Text, _>(partner.as_str())
+            .bind::<Nullable<diesel::sql_types::Uuid>, _>(filter.endpoint_id)
+            .bind::<Array<Text>, _>(&filter.statuses)
+            .bind::<Nullable<Text>, _>(filter.event.map(EventKind::as_str))
+            .bind::<Nullable<Timestamptz>, _>(filter.after.map(|p| p.created_at))
+            .bind::<Nullable<diesel::sql_types::Uuid>, _>(filter.after.map(|p| p.id))
+            .bind::<diesel::sql_types::BigInt, _>(i64::from(filter.limit))
+            .load(&mut conn)
+            .await
+            .map_err(db)?;
+        Ok(rows.into_iter().map(DeliveryRow::into_domain).collect())
+    }
+
+    async fn delivery(
+        &self,
+        partner: &PartnerId,
+        id: Uuid,
+        log_limit: u16,
+    ) -> Result<Option<DeliveryDetail>, RepoError> {
+        let mut conn = self.conn().await?;
+        let row: Option<DeliveryRow> = diesel::sql_query(format!(
+            "SELECT {DELIVERY_COLUMNS} FROM webhook_deliveries WHERE partner_id = $1 AND id = $2"
+        ))
         .bind::<Text, _>(partner.as_str())
-        .bind::<diesel::sql_types::BigInt, _>(i64::from(limit))
+        .bind::<diesel::sql_types::Uuid, _>(id)
+        .get_result(&mut conn)
+        .await
+        .optional()
+        .map_err(db)?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let attempts: Vec<AttemptRow> = diesel::sql_query(
+            "SELECT * FROM ( \
+               SELECT attempted_at, status_code, duration_ms, error FROM webhook_attempts \
+               WHERE delivery_id = $1 ORDER BY attempted_at DESC LIMIT $2) a \
+             ORDER BY attempted_at",
+        )
+        .bind::<diesel::sql_types::Uuid, _>(id)
+        .bind::<diesel::sql_types::BigInt, _>(i64::from(log_limit))
         .load(&mut conn)
         .await
         .map_err(db)?;
-        Ok(rows
-            .into_iter()
-            .map(|r| DeliveryInfo {
-                id: r.id,
-                endpoint_id: r.endpoint_id,
-                event: r.kind,
-                status: r.status,
-                attempts: r.attempts,
-                next_attempt_at: r.next_attempt_at,
-                last_status_code: r.last_status_code,
-                last_error: r.last_error,
-                created_at: r.created_at,
-                delivered_at: r.delivered_at,
-            })
-            .collect())
+        Ok(Some(DeliveryDetail {
+            delivery: row.into_domain(),
+            attempt_log: attempts
+                .into_iter()
+                .map(|a| AttemptLogEntry {
+                    attempted_at: a.attempted_at,
+                    status_code: a.status_code,
+                    duration_ms: a.duration_ms,
+                    error: a.error,
+                })
+                .collect(),
+        }))
+    }
+
+    async fn resend(
+        &self,
+        partner: &PartnerId,
+        id: Uuid,
+        now: OffsetDateTime,
+    ) -> Result<Option<DeliveryInfo>, RepoError> {
+        let mut conn = self.conn().await?;
+        // A fresh budget: the count since `attempt_base` starts again. Clearing the lease fences
+        // off the outcome of an attempt in flight now.
+        let row: Option<DeliveryRow> = diesel::sql_query(format!(
+            "UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = $3, attempt_base = attempts, \
+               lease_token = NULL, delivered_at = NULL \
+             WHERE partner_id = $1 AND id = $2 RETURNING {DELIVERY_COLUMNS}"
+        ))
+        .bind::<Text, _>(partner.as_str())
+        .bind::<diesel::sql_types::Uuid, _>(id)
+        .bind::<Timestamptz, _>(now)
+        .get_result(&mut conn)
+        .await
+        .optional()
+        .map_err(db)?;
+        if row.is_some() {
+            self.deliveries_committed(1);
+        }
+        Ok(row.map(DeliveryRow::into_domain))
+    }
+
+    async fn ping(
+        &self,
+        partner: &PartnerId,
+        endpoint: Uuid,
+        delivery_id: Uuid,
+        now: OffsetDateTime,
+    ) -> Result<Option<DeliveryInfo>, RepoError> {
+        let mut conn = self.conn().await?;
+        // The event is written only when the endpoint is the partner's, and with it its one
+        // delivery; the event's subject is the endpoint.
+        let row: Option<DeliveryRow> = diesel::sql_query(format!(
+            "WITH ev AS ( \
+               INSERT INTO domain_events (id, partner_id, kind, subject, extra, created_at) \
+               SELECT gen_random_uuid(), w.partner_id, 'ping', w.id::text, '{{}}'::jsonb, $4 \
+               FROM webhook_endpoints w WHERE w.partner_id = $1 AND w.id = $2 RETURNING id) \
+             INSERT INTO webhook_deliveries (id, endpoint_id, partner_id, event_id, kind, status, attempts, \
+               next_attempt_at, created_at) \
+             SELECT $3, $2, $1, ev.id, 'ping', 'pending', 0, $4, $4 FROM ev \
+             RETURNING {DELIVERY_COLUMNS}"
+        ))
+        .bind::<Text, _>(partner.as_str())
+        .bind::<diesel::sql_types::Uuid, _>(endpoint)
+        .bind::<diesel::sql_types::Uuid, _>(delivery_id)
+        .bind::<Timestamptz, _>(now)
+        .get_result(&mut conn)
+        .await
+        .optional()
+        .map_err(db)?;
+        if row.is_some() {
+            self.deliveries_committed(1);
+        }
+        Ok(row.map(DeliveryRow::into_domain))
+    }
+
+    async fn recover(
+        &self,
+        partner: &PartnerId,
+        endpoint: Uuid,
+        since: OffsetDateTime,
+        now: OffsetDateTime,
+    ) -> Result<Option<u64>, RepoError> {
+        #[derive(QueryableByName)]
+        struct Recovered {
+            #[diesel(sql_type = diesel::sql_types::BigInt)]
+            found: i64,
+            #[diesel(sql_type = diesel::sql_types::BigInt)]
+            requeued: i64,
+        }
+        let mut conn = self.conn().await?;
+        let r: Recovered = diesel::sql_query(
+            "WITH ep AS (SELECT id FROM webhook_endpoints WHERE partner_id = $1 AND id = $2), \
+             upd AS ( \
+               UPDATE webhook_deliveries d SET status = 'pending', next_attempt_at = $4, \
+                 attempt_base = d.attempts, lease_token = NULL \
+               FROM ep WHERE d.endpoint_id = ep.id AND d.status = 'failed' AND d.created_at >= $3 \
+               RETURNING d.id) \
+             SELECT (SELECT count(*) FROM ep) AS found, (SELECT count(*) FROM upd) AS requeued",
+        )
+        .bind::<Text, _>(partner.as_str())
+        .bind::<diesel::sql_types::Uuid, _>(endpoint)
+        .bind::<Timestamptz, _>(since)
+        .bind::<Timestamptz, _>(now)
+        .get_result(&mut conn)
+        .await
+        .map_err(db)?;
+        if r.found == 0 {
+            return Ok(None);
+        }
+        let requeued = u64::try_from(r.requeued).unwrap_or(0);
+        self.deliveries_committed(usize::try_from(requeued).unwrap_or(usize::MAX));
+        Ok(Some(requeued))
     }
 }
 
@@ -412,6 +600,13 @@ impl DeliveryRepo for PgStore {
                 out.insert((SubjectKind::Payout, p.id.to_string()), Subject::Payout(p));
             }
         }
+        // A `ping` is about its endpoint, which the claim just read: nothing to look up.
+        for id in ids(SubjectKind::Endpoint) {
+            out.insert(
+                (SubjectKind::Endpoint, id.to_string()),
+                Subject::Endpoint(id),
+            );
+        }
         Ok(out)
     }
 
@@ -421,6 +616,7 @@ impl DeliveryRepo for PgStore {
         }
         let mut conn = self.conn().await?;
         let n = outcomes.len();
+        let mut durations = Vec::with_capacity(n);
         let (mut ids, mut leases, mut next, mut at, mut retry_at, mut codes, mut errors) = (
             Vec::with_capacity(n),
             Vec::with_capacity(n),
@@ -442,6 +638,7 @@ impl DeliveryRepo for PgStore {
             at.push(o.at);
             retry_at.push(when);
             codes.push(o.status_code.map(i32::from));
+            durations.push(o.duration_ms.map(|d| i32::try_from(d).unwrap_or(i32::MAX)));
             errors.push(o.error.as_deref().map(|e| {
                 e.chars()
                     .filter(|c| !c.is_control())
@@ -457,6 +654,7 @@ impl DeliveryRepo for PgStore {
             .bind::<Array<Nullable<Timestamptz>>, _>(&retry_at)
             .bind::<Array<Nullable<Integer>>, _>(&codes)
             .bind::<Array<Nullable<Text>>, _>(&errors)
+            .bind::<Array<Nullable<Integer>>, _>(&durations)
             .execute(&mut conn)
             .await
             .map_err(db)?;
@@ -473,7 +671,7 @@ impl DeliveryRepo for PgStore {
         let n = diesel::sql_query(
             "UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, lease_token = NULL, \
                last_status_code = NULL, last_error = $3 \
-             WHERE status = 'pending' AND next_attempt_at <= $1 AND attempts >= $2",
+             WHERE status = 'pending' AND next_attempt_at <= $1 AND attempts - attempt_base >= $2",
         )
         .bind::<Timestamptz, _>(now)
         .bind::<Integer, _>(i32::try_from(max_attempts).unwrap_or(i32::MAX))

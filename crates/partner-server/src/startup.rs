@@ -83,6 +83,16 @@ impl Application {
                 CursorKey::new(&k)
             }
         };
+        // The delivery log's cursors have a key of their own, so a leads cursor is no position
+        // in it.
+        let delivery_cursor_key = match &pepper {
+            Some(p) => CursorKey::new(&p.derive("webhook-delivery-cursor")),
+            None => {
+                let mut k = [0u8; 32];
+                rng.fill(&mut k);
+                CursorKey::new(&k)
+            }
+        };
         let state = web::Data::new(AppState {
             auth: AuthService::new(store.clone(), pepper.clone(), clock.clone()),
             accounts: AccountService::new(store.clone(), pepper, clock.clone(), rng.clone()),
@@ -114,6 +124,7 @@ impl Application {
                 clock.clone(),
                 rng.clone(),
                 config.webhook_allow_private,
+                delivery_cursor_key,
             ),
             care_services_enabled: config.care_services_enabled,
             readiness: store.clone(),

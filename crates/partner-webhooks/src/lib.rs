@@ -493,6 +493,7 @@ impl Worker {
                         at: self.inner.clock.now(),
                         status_code: None,
                         error: Some("subject not found".into()),
+                        duration_ms: None,
                         next: NextStep::GiveUp,
                     });
                     me.finish(d.endpoint_id, None);
@@ -574,6 +575,7 @@ impl Worker {
             at,
             status_code,
             error,
+            duration_ms: Some(u32::try_from(started.elapsed().as_millis()).unwrap_or(u32::MAX)),
             next,
         });
         self.finish(d.endpoint_id, Some((&sent, started.elapsed())));

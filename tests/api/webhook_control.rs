@@ -1,0 +1,500 @@
+//! Webhook deliveries that partners can see and steer (extensions.md §1-§3).
+
+use std::time::Duration;
+
+use partner_domain::webhook::verify_signature;
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+
+use crate::helpers::{TestApp, assert_error, body, lead_body};
+use crate::receiver::Receiver;
+
+const ENDPOINTS: &str = "/api/v1/webhook-endpoints";
+const DELIVERIES: &str = "/api/v1/webhook-deliveries";
+
+async fn app_with(receiver: &Receiver, tweak: impl FnOnce(&mut partner_server::Config)) -> TestApp {
+    let ca = receiver.ca_file.clone();
+    TestApp::spawn_with(move |c| {
+        c.webhook_allow_private = true;
+        c.webhook_ca_file = Some(ca);
+        c.webhook_retry_schedule = vec![Duration::from_millis(100), Duration::from_millis(100)];
+        c.webhook_timeout = Duration::from_secs(3);
+        c.webhook_poll_interval = Duration::from_millis(25);
+        tweak(c);
+    })
+    .await
+}
+
+async fn endpoint(app: &TestApp, token: &str, b: Value) -> Value {
+    let res = app
+        .api(Method::POST, ENDPOINTS, token)
+        .json(&b)
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(res.status(), StatusCode::CREATED);
+    body(res).await["data"].clone()
+}
+
+async fn call(
+    app: &TestApp,
+    method: Method,
+    path: &str,
+    token: &str,
+    b: Option<Value>,
+) -> (StatusCode, Value) {
+    let mut req = app.api(method, path, token);
+    if let Some(b) = b {
+        req = req.json(&b);
+    }
+    let res = req.send().await.expect("send");
+    let status = res.status();
+    (status, body(res).await)
+}
+
+/// Polls the partner's delivery listing until `pred` holds (at most 10 s).
+async fn wait_list(app: &TestApp, token: &str, pred: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+    let mut last = Vec::new();
+    for _ in 0..200 {
+        let (_, b) = call(app, Method::GET, DELIVERIES, token, None).await;
+        last = b["data"].as_array().cloned().unwrap_or_default();
+        if pred(&last) {
+            return last;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("delivery listing never matched: {last:?}");
+}
+
+fn now() -> i64 {
+    OffsetDateTime::now_utc().unix_timestamp()
+}
+
+fn ts(t: OffsetDateTime) -> String {
+    t.format(&Rfc3339).expect("format")
+}
+
+#[tokio::test]
+async fn webhook_deliveries_are_listed_newest_first_in_pages_filtered_and_validated() {
+    let rx = Receiver::start().await;
+    let app = app_with(&rx, |_| {}).await;
+    let s = app.seed("acme", false).await;
+    let other = app.seed("beta", false).await;
+    let ep = endpoint(
+        &app,
+        &s.token,
+        json!({ "url": rx.url, "events": ["lead.created"] }),
+    )
+    .await;
+    let ep_id = ep["id"].as_str().expect("id").to_owned();
+    for _ in 0..3 {
+        app.ingest_lead(&lead_body("acme", json!({}))).await;
+    }
+    let all = wait_list(&app, &s.token, |d| {
+        d.len() == 3 && d.iter().all(|x| x["status"] == "delivered")
+    })
+    .await;
+    let mut keys: Vec<&String> = all[0].as_object().expect("obj").keys().collect();
+    keys.sort();
+    assert_eq!(
+        keys,
+        [
+            "attempts",
+            "createdAt",
+            "deliveredAt",
+            "endpointId",
+            "event",
+            "id",
+            "lastAttemptAt",
+            "lastError",
+            "lastStatusCode",
+            "nextAttemptAt",
+            "status"
+        ]
+    );
+    assert_eq!(all[0]["endpointId"], ep_id.as_str());
+    assert_eq!(all[0]["lastStatusCode"], 200);
+    assert!(all[0]["lastAttemptAt"].is_string());
+    let created: Vec<&str> = all.iter().filter_map(|d| d["createdAt"].as_str()).collect();
+    let mut sorted = created.clone();
+    sorted.sort_by(|a, b| b.cmp(a));
+    assert_eq!(created, sorted, "newest first");
+
+    // Pages of two, then the rest, with the same rows in the same order.
+    let (st, p1) = call(
+        &app,
+        Method::GET,
+        &format!("{DELIVERIES}?limit=2"),
+        &s.token,
+        None,
+    )
+    .await;
+    assert_eq!(st, StatusCode::OK);
+    assert_eq!(p1["page"]["limit"], 2);
+    let cursor = p1["page"]["nextCursor"].as_str().expect("more").to_owned();
+    let (_, p2) = call(
+        &app,
+        Method::GET,
+        &format!("{DELIVERIES}?limit=2&cursor={cursor}"),
+        &s.token,
+        None,
+    )
+    .await;
+    assert!(p2["page"]["nextCursor"].is_null());
+    let ids: Vec<Value> = p1["data"]
+        .as_array()
+        .expect("a")
+        .iter()
+        .chain(p2["data"].as_array().expect("a"))
+        .map(|d| d["id"].clone())
+        .collect();
+    assert_eq!(ids, all.iter().map(|d| d["id"].clone()).collect::<Vec<_>>());
+
+    // Filters.
+    for (q, n) in [
+        (format!("status=delivered&endpointId={ep_id}"), 3),
+        ("status=pending,failed".to_owned(), 0),
+        ("event=lead.created".to_owned(), 3),
+        ("event=ping".to_owned(), 0),
+        (format!("endpointId={}", uuid::Uuid::new_v4()), 0),
+    ] {
+        let (st, b) = call(
+            &app,
+            Method::GET,
+            &format!("{DELIVERIES}?{q}"),
+            &s.token,
+            None,
+        )
+        .await;
+        assert_eq!(st, StatusCode::OK, "{q}");
+        assert_eq!(b["data"].as_array().map(Vec::len), Some(n), "{q}");
+    }
+    for q in [
+        "status=done",
+        "status=",
+        "event=lead.deleted",
+        "limit=0",
+        "limit=201",
+        "cursor=zzz",
+        "endpointId=x",
+    ] {
+        let res = app
+            .api(Method::GET, &format!("{DELIVERIES}?{q}"), &s.token)
+            .send()
+            .await
+            .expect("send");
+        assert_error(res, 400, "invalid_request").await;
+    }
+    // Another partner sees none of them, and their ids are 404 to it.
+    let (_, b) = call(&app, Method::GET, DELIVERIES, &other.token, None).await;
+    assert_eq!(b["data"], json!([]));
+    let id = all[0]["id"].as_str().expect("id");
+    for (m, path) in [
+        (Method::GET, format!("{DELIVERIES}/{id}")),
+        (Method::POST, format!("{DELIVERIES}/{id}/resend")),
+        (Method::POST, format!("{ENDPOINTS}/{ep_id}/test")),
+    ] {
+        let res = app.api(m, &path, &other.token).send().await.expect("send");
+        assert_error(res, 404, "not_found").await;
+    }
+    let res = app
+        .api(
+            Method::POST,
+            &format!("{ENDPOINTS}/{ep_id}/recover"),
+            &other.token,
+        )
+        .json(&json!({ "since": ts(OffsetDateTime::now_utc() - time::Duration::hours(1)) }))
+        .send()
+        .await
+        .expect("send");
+    assert_error(res, 404, "not_found").await;
+    // The rate-limit group is the endpoints'.
+    let res = app
+        .api(Method::GET, DELIVERIES, &s.token)
+        .send()
+        .await
+        .expect("send");
+    assert!(res.headers().contains_key("x-ratelimit-limit"));
+    // The operator's mirror answers the same shapes.
+    let res = app
+        .internal(
+            Method::GET,
+            &format!("/partners/acme/webhook-deliveries/{id}"),
+        )
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(res.status(), StatusCode::OK);
+    assert_eq!(body(res).await["data"]["id"], id);
+}
+
+#[tokio::test]
+async fn webhook_attempt_log_and_resend_with_the_same_delivery_id() {
+    let rx = Receiver::start().await;
+    let app = app_with(&rx, |_| {}).await;
+    let s = app.seed("acme", false).await;
+    let ep = endpoint(
+        &app,
+        &s.token,
+        json!({ "url": rx.url, "events": ["lead.created"], "secret": true }),
+    )
+    .await;
+    let secret = ep["secret"].as_str().expect("secret").to_owned();
+    rx.answer_with(&[500]);
+    app.ingest_lead(&lead_body("acme", json!({}))).await;
+    let d = wait_list(&app, &s.token, |d| {
+        d.len() == 1 && d[0]["status"] == "delivered"
+    })
+    .await;
+    let id = d[0]["id"].as_str().expect("id").to_owned();
+    let (st, detail) = call(
+        &app,
+        Method::GET,
+        &format!("{DELIVERIES}/{id}"),
+        &s.token,
+        None,
+    )
+    .await;
+    assert_eq!(st, StatusCode::OK);
+    let detail = &detail["data"];
+    assert_eq!(detail["attempts"], 2);
+    let log = detail["attemptLog"].as_array().expect("log");
+    assert_eq!(log.len(), 2);
+    assert_eq!(
+        (log[0]["statusCode"].clone(), log[0]["error"].clone()),
+        (json!(500), json!("status 500"))
+    );
+    assert_eq!(
+        (log[1]["statusCode"].clone(), log[1]["error"].clone()),
+        (json!(200), Value::Null)
+    );
+    assert!(
+        log.iter()
+            .all(|a| a["durationMs"].is_i64() && a["attemptedAt"].is_string())
+    );
+    assert!(
+        log[0]["attemptedAt"].as_str() <= log[1]["attemptedAt"].as_str(),
+        "oldest first"
+    );
+
+    // Resend: pending, due now, the same id and body, signed afresh.
+    let (st, r) = call(
+        &app,
+        Method::POST,
+        &format!("{DELIVERIES}/{id}/resend"),
+        &s.token,
+        None,
+    )
+    .await;
+    assert_eq!(st, StatusCode::ACCEPTED);
+    assert_eq!(
+        (r["data"]["id"].as_str(), r["data"]["status"].as_str()),
+        (Some(id.as_str()), Some("pending"))
+    );
+    let got = rx.wait_for(3).await;
+    assert_eq!(got[2].header("x-partner-delivery"), Some(id.as_str()));
+    assert_eq!(got[2].body, got[1].body, "the same body bytes");
+    let sig = got[2].header("x-partner-signature").expect("signed");
+    assert_eq!(verify_signature(sig, &got[2].body, &secret, now()), Ok(()));
+    let d = wait_list(&app, &s.token, |d| {
+        d[0]["status"] == "delivered" && d[0]["attempts"] == 3
+    })
+    .await;
+    assert_eq!(d.len(), 1, "no new delivery");
+
+    // A resend after the budget was spent gets a fresh budget of 1 + schedule attempts.
+    rx.answer_with(&[500, 500, 500, 500]);
+    call(
+        &app,
+        Method::POST,
+        &format!("{DELIVERIES}/{id}/resend"),
+        &s.token,
+        None,
+    )
+    .await;
+    let d = wait_list(&app, &s.token, |d| d[0]["status"] == "failed").await;
+    assert_eq!(d[0]["attempts"], 6, "3 before, then 1 + 2 retries");
+    call(
+        &app,
+        Method::POST,
+        &format!("{DELIVERIES}/{id}/resend"),
+        &s.token,
+        None,
+    )
+    .await;
+    let d = wait_list(&app, &s.token, |d| d[0]["status"] == "delivered").await;
+    assert_eq!(
+        d[0]["attempts"], 8,
+        "one more 500 from the script, then 200"
+    );
+    let (_, detail) = call(
+        &app,
+        Method::GET,
+        &format!("{DELIVERIES}/{id}"),
+        &s.token,
+        None,
+    )
+    .await;
+    assert_eq!(
+        detail["data"]["attemptLog"].as_array().map(Vec::len),
+        Some(8)
+    );
+}
+
+#[tokio::test]
+async fn webhook_test_sends_a_signed_ping_that_no_endpoint_subscribes_to() {
+    let rx = Receiver::start().await;
+    let app = app_with(&rx, |_| {}).await;
+    let s = app.seed("acme", false).await;
+    let ep = endpoint(
+        &app,
+        &s.token,
+        json!({ "url": rx.url, "events": ["payout.created"], "secret": true }),
+    )
+    .await;
+    let (ep_id, secret) = (
+        ep["id"].as_str().expect("id").to_owned(),
+        ep["secret"].as_str().expect("s").to_owned(),
+    );
+    let (st, r) = call(
+        &app,
+        Method::POST,
+        &format!("{ENDPOINTS}/{ep_id}/test"),
+        &s.token,
+        None,
+    )
+    .await;
+    assert_eq!(st, StatusCode::ACCEPTED);
+    assert_eq!(
+        (r["data"]["event"].as_str(), r["data"]["status"].as_str()),
+        (Some("ping"), Some("pending"))
+    );
+    let got = rx.wait_for(1).await;
+    let b = got[0].json();
+    assert_eq!(got[0].header("x-partner-event"), Some("ping"));
+    assert_eq!(
+        got[0].header("x-partner-delivery"),
+        r["data"]["id"].as_str()
+    );
+    assert_eq!(b["id"], r["data"]["id"]);
+    assert_eq!(b["event"], "ping");
+    assert_eq!(b["data"], json!({ "endpointId": ep_id }));
+    assert_eq!(b["created_at"].as_str().map(str::len), Some(24));
+    let sig = got[0].header("x-partner-signature").expect("signed");
+    assert_eq!(verify_signature(sig, &got[0].body, &secret, now()), Ok(()));
+    wait_list(&app, &s.token, |d| {
+        d.len() == 1 && d[0]["status"] == "delivered"
+    })
+    .await;
+    // `ping` is no event an endpoint can subscribe to.
+    let res = app
+        .api(Method::POST, ENDPOINTS, &s.token)
+        .json(&json!({ "url": rx.url, "events": ["ping"] }))
+        .send()
+        .await
+        .expect("send");
+    assert_error(res, 400, "invalid_request").await;
+    let res = app
+        .api(
+            Method::POST,
+            &format!("{ENDPOINTS}/{}/test", uuid::Uuid::new_v4()),
+            &s.token,
+        )
+        .send()
+        .await
+        .expect("send");
+    assert_error(res, 404, "not_found").await;
+}
+
+#[tokio::test]
+async fn webhook_recover_requeues_exactly_the_failed_deliveries_since_the_given_time() {
+    let rx = Receiver::start().await;
+    let app = app_with(&rx, |_| {}).await;
+    let s = app.seed("acme", false).await;
+    let ep = endpoint(
+        &app,
+        &s.token,
+        json!({ "url": rx.url, "events": ["lead.created"] }),
+    )
+    .await;
+    let ep_id = ep["id"].as_str().expect("id").to_owned();
+    let recover = format!("{ENDPOINTS}/{ep_id}/recover");
+    // A fails before `since`; B fails at `since`; C is delivered after it.
+    rx.answer_with(&[500, 500, 500]);
+    app.ingest_lead(&lead_body("acme", json!({}))).await;
+    wait_list(&app, &s.token, |d| {
+        d.len() == 1 && d[0]["status"] == "failed"
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    rx.answer_with(&[500, 500, 500]);
+    app.ingest_lead(&lead_body("acme", json!({}))).await;
+    let d = wait_list(&app, &s.token, |d| {
+        d.len() == 2 && d[0]["status"] == "failed"
+    })
+    .await;
+    let (b_id, since) = (
+        d[0]["id"].clone(),
+        d[0]["createdAt"].as_str().expect("t").to_owned(),
+    );
+    let a_id = d[1]["id"].clone();
+    app.ingest_lead(&lead_body("acme", json!({}))).await;
+    wait_list(&app, &s.token, |d| {
+        d.len() == 3 && d[0]["status"] == "delivered"
+    })
+    .await;
+    let sent = rx.received().len();
+
+    let (st, r) = call(
+        &app,
+        Method::POST,
+        &recover,
+        &s.token,
+        Some(json!({ "since": since })),
+    )
+    .await;
+    assert_eq!(st, StatusCode::ACCEPTED);
+    assert_eq!(r, json!({ "data": { "requeued": 1 } }));
+    let got = rx.wait_for(sent + 1).await;
+    assert_eq!(got[sent].header("x-partner-delivery"), b_id.as_str());
+    let d = wait_list(&app, &s.token, |d| {
+        d.iter().filter(|x| x["status"] == "delivered").count() == 2
+    })
+    .await;
+    let a = d.iter().find(|x| x["id"] == a_id).expect("A");
+    assert_eq!(a["status"], "failed", "created before since: left alone");
+    let b = d.iter().find(|x| x["id"] == b_id).expect("B");
+    assert_eq!(b["attempts"], 4);
+
+    // `since`: at most 7 days back, not in the future, required.
+    let t = OffsetDateTime::now_utc();
+    for bad in [
+        json!({ "since": ts(t - time::Duration::days(8)) }),
+        json!({ "since": ts(t + time::Duration::hours(1)) }),
+        json!({ "since": "yesterday" }),
+        json!({}),
+    ] {
+        let res = app
+            .api(Method::POST, &recover, &s.token)
+            .json(&bad)
+            .send()
+            .await
+            .expect("send");
+        assert_error(res, 400, "invalid_request").await;
+    }
+    let (st, r) = call(
+        &app,
+        Method::POST,
+        &recover,
+        &s.token,
+        Some(json!({ "since": ts(t - time::Duration::days(6)) })),
+    )
+    .await;
+    assert_eq!(
+        (st, r),
+        (StatusCode::ACCEPTED, json!({ "data": { "requeued": 1 } })),
+        "A"
+    );
+}
