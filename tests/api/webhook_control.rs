@@ -498,3 +498,238 @@ async fn webhook_recover_requeues_exactly_the_failed_deliveries_since_the_given_
         "A"
     );
 }
+
+async fn get_endpoint(app: &TestApp, token: &str, id: &str) -> Value {
+    let (_, b) = call(app, Method::GET, ENDPOINTS, token, None).await;
+    b["data"]
+        .as_array()
+        .expect("list")
+        .iter()
+        .find(|e| e["id"] == id)
+        .cloned()
+        .expect("endpoint")
+}
+
+async fn wait_endpoint(
+    app: &TestApp,
+    token: &str,
+    id: &str,
+    pred: impl Fn(&Value) -> bool,
+) -> Value {
+    let mut last = Value::Null;
+    for _ in 0..200 {
+        last = get_endpoint(app, token, id).await;
+        if pred(&last) {
+            return last;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("endpoint never matched: {last}");
+}
+
+#[tokio::test]
+async fn webhook_410_disables_the_endpoint_at_once_and_nothing_more_is_queued() {
+    let rx = Receiver::start().await;
+    let app = app_with(&rx, |_| {}).await;
+    let s = app.seed("acme", false).await;
+    let ep = endpoint(
+        &app,
+        &s.token,
+        json!({ "url": rx.url, "events": ["lead.created"] }),
+    )
+    .await;
+    assert_eq!(
+        (
+            ep["status"].as_str(),
+            ep["disabledReason"].clone(),
+            ep["disabledAt"].clone()
+        ),
+        (Some("enabled"), Value::Null, Value::Null)
+    );
+    let id = ep["id"].as_str().expect("id").to_owned();
+    rx.answer_with(&[410]);
+    app.ingest_lead(&lead_body("acme", json!({}))).await;
+    let e = wait_endpoint(&app, &s.token, &id, |e| e["status"] == "disabled").await;
+    assert_eq!(e["disabledReason"], "gone");
+    assert!(e["disabledAt"].is_string());
+    let d = wait_list(&app, &s.token, |d| {
+        d.len() == 1 && d[0]["status"] == "failed"
+    })
+    .await;
+    assert_eq!(
+        (
+            d[0]["attempts"].clone(),
+            d[0]["lastStatusCode"].clone(),
+            d[0]["lastError"].clone()
+        ),
+        (json!(1), json!(410), json!("endpoint disabled"))
+    );
+    // While disabled: nothing is queued, and nothing can be sent by hand.
+    app.ingest_lead(&lead_body("acme", json!({}))).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (_, b) = call(&app, Method::GET, DELIVERIES, &s.token, None).await;
+    assert_eq!(
+        b["data"].as_array().map(Vec::len),
+        Some(1),
+        "no delivery queued"
+    );
+    assert_eq!(rx.received().len(), 1);
+    let res = app
+        .api(Method::POST, &format!("{ENDPOINTS}/{id}/test"), &s.token)
+        .send()
+        .await
+        .expect("send");
+    assert_error(res, 400, "invalid_request").await;
+    // Re-enabled, then recovered: the failed delivery is sent again.
+    let (st, r) = call(
+        &app,
+        Method::PATCH,
+        &format!("{ENDPOINTS}/{id}"),
+        &s.token,
+        Some(json!({ "enabled": true })),
+    )
+    .await;
+    assert_eq!(st, StatusCode::OK);
+    assert_eq!(
+        (
+            r["data"]["status"].as_str(),
+            r["data"]["disabledReason"].clone(),
+            r["data"]["disabledAt"].clone()
+        ),
+        (Some("enabled"), Value::Null, Value::Null)
+    );
+    let since = d[0]["createdAt"].as_str().expect("t").to_owned();
+    let (_, r) = call(
+        &app,
+        Method::POST,
+        &format!("{ENDPOINTS}/{id}/recover"),
+        &s.token,
+        Some(json!({ "since": since })),
+    )
+    .await;
+    assert_eq!(r["data"]["requeued"], 1);
+    wait_list(&app, &s.token, |d| {
+        d.len() == 1 && d[0]["status"] == "delivered"
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn webhook_endpoints_can_be_disabled_and_their_pending_deliveries_end_failed() {
+    let rx = Receiver::start().await;
+    let app = app_with(&rx, |_| {}).await;
+    let s = app.seed("acme", false).await;
+    let ep = endpoint(
+        &app,
+        &s.token,
+        json!({ "url": rx.url, "events": ["lead.created"], "leadCreatedDelay": "1h" }),
+    )
+    .await;
+    let id = ep["id"].as_str().expect("id").to_owned();
+    app.ingest_lead(&lead_body("acme", json!({}))).await;
+    wait_list(&app, &s.token, |d| {
+        d.len() == 1 && d[0]["status"] == "pending"
+    })
+    .await;
+    let (st, r) = call(
+        &app,
+        Method::PATCH,
+        &format!("{ENDPOINTS}/{id}"),
+        &s.token,
+        Some(json!({ "enabled": false })),
+    )
+    .await;
+    assert_eq!(st, StatusCode::OK);
+    assert_eq!(
+        (
+            r["data"]["status"].as_str(),
+            r["data"]["disabledReason"].clone()
+        ),
+        (Some("disabled"), Value::Null)
+    );
+    assert!(r["data"]["disabledAt"].is_string());
+    let d = wait_list(&app, &s.token, |d| d[0]["status"] == "failed").await;
+    assert_eq!(d[0]["lastError"], "endpoint disabled");
+    assert!(d[0]["nextAttemptAt"].is_null());
+    let res = app
+        .api(Method::PATCH, &format!("{ENDPOINTS}/{id}"), &s.token)
+        .json(&json!({ "enabled": "yes" }))
+        .send()
+        .await
+        .expect("send");
+    assert_error(res, 400, "invalid_request").await;
+    assert!(rx.received().is_empty());
+}
+
+#[tokio::test]
+async fn webhook_endpoints_failing_for_the_disable_after_period_are_disabled() {
+    let rx = Receiver::start().await;
+    let app = app_with(&rx, |c| {
+        c.webhook_retry_schedule = vec![Duration::from_millis(250); 4];
+        c.webhook_disable_after = Some(Duration::from_millis(600));
+    })
+    .await;
+    let s = app.seed("acme", false).await;
+    let ep = endpoint(
+        &app,
+        &s.token,
+        json!({ "url": rx.url, "events": ["lead.created"] }),
+    )
+    .await;
+    let id = ep["id"].as_str().expect("id").to_owned();
+    rx.answer_with(&[500; 10]);
+    app.ingest_lead(&lead_body("acme", json!({}))).await;
+    let e = wait_endpoint(&app, &s.token, &id, |e| e["status"] == "disabled").await;
+    assert_eq!(e["disabledReason"], "failing");
+    let d = wait_list(&app, &s.token, |d| d[0]["status"] == "failed").await;
+    assert_eq!(d[0]["lastError"], "endpoint disabled");
+    let n = rx.received().len();
+    assert!(
+        (3..=5).contains(&n),
+        "disabled after about 600 ms of failures, not at the end of the budget: {n}"
+    );
+}
+
+#[tokio::test]
+async fn webhook_retry_after_on_503_defers_the_next_attempt() {
+    let rx = Receiver::start().await;
+    let app = app_with(&rx, |_| {}).await;
+    let s = app.seed("acme", false).await;
+    endpoint(
+        &app,
+        &s.token,
+        json!({ "url": rx.url, "events": ["lead.created"] }),
+    )
+    .await;
+    rx.answer_retry_after(503, "2");
+    app.ingest_lead(&lead_body("acme", json!({}))).await;
+    let d = wait_list(&app, &s.token, |d| {
+        d.len() == 1 && d[0]["lastStatusCode"] == 503
+    })
+    .await;
+    let parse = |v: &Value| OffsetDateTime::parse(v.as_str().expect("t"), &Rfc3339).expect("ts");
+    let wait = parse(&d[0]["nextAttemptAt"]) - parse(&d[0]["lastAttemptAt"]);
+    assert!(wait >= time::Duration::milliseconds(1900), "{wait}");
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    assert_eq!(
+        rx.received().len(),
+        1,
+        "not retried after the schedule's 100 ms"
+    );
+    rx.wait_for(2).await;
+    wait_list(&app, &s.token, |d| d[0]["status"] == "delivered").await;
+    // A 429 with an HTTP date.
+    let at = OffsetDateTime::now_utc() + time::Duration::seconds(2);
+    let date = at
+        .format(&time::format_description::parse_borrowed::<1>(
+            "[weekday repr:short], [day] [month repr:short] [year] [hour]:[minute]:[second] GMT",
+        ).expect("fd"))
+        .expect("format");
+    rx.answer_retry_after(429, &date);
+    app.ingest_lead(&lead_body("acme", json!({}))).await;
+    let d = wait_list(&app, &s.token, |d| {
+        d.len() == 2 && d[0]["lastStatusCode"] == 429
+    })
+    .await;
+    assert!(parse(&d[0]["nextAttemptAt"]) >= at - time::Duration::seconds(1));
+}

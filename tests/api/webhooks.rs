@@ -106,10 +106,13 @@ async fn endpoints_crud_and_validation() {
         [
             "createdAt",
             "customHeader",
+            "disabledAt",
+            "disabledReason",
             "events",
             "hasSecret",
             "id",
             "leadCreatedDelay",
+            "status",
             "url"
         ]
     );

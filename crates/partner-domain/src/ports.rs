@@ -410,8 +410,15 @@ pub trait DeliveryRepo: Send + Sync {
     ) -> Result<HashMap<(SubjectKind, String), Subject>, RepoError>;
     /// Records outcomes in one statement. MUST apply an outcome only while its delivery is still
     /// `pending` under the same lease token (fencing: a worker whose lease ran out and was
-    /// reclaimed cannot overwrite the newer attempt). Returns how many were applied.
-    async fn record(&self, outcomes: &[AttemptOutcome]) -> Result<u64, RepoError>;
+    /// reclaimed cannot overwrite the newer attempt). Returns how many were applied. Then updates
+    /// the health of the endpoints concerned: an attempt answered `410` disables its endpoint
+    /// (reason `gone`), and so does a run of failed attempts lasting `disable_after` (reason
+    /// `failing`; `None`: never); a disabled endpoint's pending deliveries end `failed`.
+    async fn record(
+        &self,
+        outcomes: &[AttemptOutcome],
+        disable_after: Option<std::time::Duration>,
+    ) -> Result<u64, RepoError>;
     /// Ends as `failed` (with `error`) the pending deliveries due at `now` that already made
     /// `max_attempts` attempts: their last worker died before recording an outcome.
     async fn fail_exhausted(

@@ -291,6 +291,41 @@ pub fn next_retry(schedule: &[Duration], attempts: u32, jitter: f64) -> Option<D
     Some(base.mul_f64(factor))
 }
 
+/// Why an endpoint was disabled by the service (`None` when a partner disabled it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DisabledReason {
+    /// An attempt was answered `410 Gone`.
+    Gone,
+    /// Every attempt failed for `PARTNER_WEBHOOK_DISABLE_AFTER`.
+    Failing,
+}
+
+impl DisabledReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Gone => "gone",
+            Self::Failing => "failing",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "gone" => Some(Self::Gone),
+            "failing" => Some(Self::Failing),
+            _ => None,
+        }
+    }
+}
+
+impl Serialize for DisabledReason {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+/// The `lastError` of deliveries ended because their endpoint was disabled.
+pub const ENDPOINT_DISABLED: &str = "endpoint disabled";
+
 /// A configured endpoint.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WebhookEndpoint {
@@ -301,6 +336,9 @@ pub struct WebhookEndpoint {
     pub lead_created_delay: Option<LeadCreatedDelay>,
     pub custom_header: Option<CustomHeader>,
     pub secret: Option<WebhookSecret>,
+    /// Set while the endpoint is disabled: no deliveries are queued for it.
+    pub disabled_at: Option<OffsetDateTime>,
+    pub disabled_reason: Option<DisabledReason>,
     pub created_at: OffsetDateTime,
     pub updated_at: OffsetDateTime,
 }
@@ -317,6 +355,11 @@ pub struct EndpointRow {
     pub has_secret: bool,
     #[serde(serialize_with = "wire::ts")]
     pub created_at: OffsetDateTime,
+    /// `enabled` or `disabled`.
+    pub status: &'static str,
+    pub disabled_reason: Option<DisabledReason>,
+    #[serde(serialize_with = "wire::ts_opt")]
+    pub disabled_at: Option<OffsetDateTime>,
     /// Present only in the answer that generated it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub secret: Option<String>,
@@ -332,6 +375,13 @@ impl WebhookEndpoint {
             custom_header: self.custom_header.clone(),
             has_secret: self.secret.is_some(),
             created_at: self.created_at,
+            status: if self.disabled_at.is_some() {
+                "disabled"
+            } else {
+                "enabled"
+            },
+            disabled_reason: self.disabled_reason,
+            disabled_at: self.disabled_at,
             secret: None,
         }
     }
@@ -523,6 +573,40 @@ mod tests {
     }
 
     #[test]
+    fn retry_after_in_seconds_or_as_an_http_date_capped_at_a_day() {
+        let now = OffsetDateTime::from_unix_timestamp(784_111_777).expect("t"); // Sun, 06 Nov 1994 08:49:37 GMT
+        assert_eq!(
+            parse_retry_after("120", now),
+            Some(time::Duration::seconds(120))
+        );
+        assert_eq!(
+            parse_retry_after("Sun, 06 Nov 1994 08:50:37 GMT", now),
+            Some(time::Duration::seconds(60))
+        );
+        assert_eq!(
+            parse_retry_after("Sun, 06 Nov 1994 08:00:00 GMT", now),
+            Some(time::Duration::ZERO),
+            "a date in the past: no wait"
+        );
+        assert_eq!(parse_retry_after("999999", now), Some(RETRY_AFTER_CAP));
+        assert_eq!(parse_retry_after("soon", now), None);
+        let schedule = NextStep::RetryAt(now + time::Duration::seconds(10));
+        assert_eq!(
+            honour_retry_after(schedule, now, Some(time::Duration::seconds(60))),
+            NextStep::RetryAt(now + time::Duration::seconds(60))
+        );
+        assert_eq!(
+            honour_retry_after(schedule, now, Some(time::Duration::seconds(5))),
+            schedule,
+            "the schedule's later time stands"
+        );
+        assert_eq!(
+            honour_retry_after(NextStep::GiveUp, now, Some(time::Duration::seconds(5))),
+            NextStep::GiveUp
+        );
+    }
+
+    #[test]
     fn events_lists() {
         assert_eq!(
             parse_events(&["order.created".into(), "order.created".into()]),
@@ -553,6 +637,8 @@ pub struct EndpointPatch {
     pub lead_created_delay: Option<Option<LeadCreatedDelay>>,
     pub custom_header: Option<Option<CustomHeader>>,
     pub secret: Option<bool>,
+    /// `Some(true)` re-enables the endpoint; `Some(false)` disables it (reason `null`).
+    pub enabled: Option<bool>,
 }
 
 /// Errors of the endpoint calls of [`WebhookService`].
@@ -572,6 +658,8 @@ pub enum EndpointError {
     BadCursor,
     #[error("since must be within the last 7 days and not in the future")]
     BadSince,
+    #[error("the webhook endpoint is disabled; re-enable it first")]
+    Disabled,
     #[error(transparent)]
     Repo(#[from] crate::error::RepoError),
 }
@@ -655,6 +743,8 @@ impl WebhookService {
             secret: new
                 .secret
                 .then(|| WebhookSecret::generate(self.rng.as_ref())),
+            disabled_at: None,
+            disabled_reason: None,
             created_at: now,
             updated_at: now,
         };
@@ -694,6 +784,14 @@ impl WebhookService {
             Some(true) => e.secret = Some(WebhookSecret::generate(self.rng.as_ref())),
             Some(false) => e.secret = None,
             None => {}
+        }
+        match (patch.enabled, e.disabled_at) {
+            (Some(true), Some(_)) => {
+                e.disabled_at = None;
+                e.disabled_reason = None;
+            }
+            (Some(false), None) => e.disabled_at = Some(self.clock.now()),
+            _ => {}
         }
         e.updated_at = self.clock.now();
         if !self.repo.update_endpoint(&e).await? {
@@ -754,6 +852,23 @@ impl WebhookService {
         })
     }
 
+    /// The partner's endpoint, which must be enabled for anything to be sent to it.
+    async fn enabled_endpoint(
+        &self,
+        partner: &PartnerId,
+        id: Uuid,
+    ) -> Result<WebhookEndpoint, EndpointError> {
+        let e = self
+            .repo
+            .endpoint(partner, id)
+            .await?
+            .ok_or(EndpointError::NotFound)?;
+        if e.disabled_at.is_some() {
+            return Err(EndpointError::Disabled);
+        }
+        Ok(e)
+    }
+
     /// One delivery with its last [`ATTEMPT_LOG_LIMIT`] attempts.
     pub async fn delivery(
         &self,
@@ -784,6 +899,7 @@ impl WebhookService {
         partner: &PartnerId,
         endpoint: Uuid,
     ) -> Result<DeliveryInfo, EndpointError> {
+        self.enabled_endpoint(partner, endpoint).await?;
         let id = crate::random::new_id(self.rng.as_ref());
         self.repo
             .ping(partner, endpoint, id, self.clock.now())
@@ -803,6 +919,7 @@ impl WebhookService {
         if since > now || since < now - RECOVER_WINDOW {
             return Err(EndpointError::BadSince);
         }
+        self.enabled_endpoint(partner, endpoint).await?;
         self.repo
             .recover(partner, endpoint, since, now)
             .await?
@@ -972,6 +1089,41 @@ pub struct AttemptOutcome {
     /// How long the request took; `None` when none was made (the event's record was gone).
     pub duration_ms: Option<u32>,
     pub next: NextStep,
+}
+
+/// The longest wait a receiver's `Retry-After` can impose.
+pub const RETRY_AFTER_CAP: time::Duration = time::Duration::hours(24);
+
+/// The wait a `Retry-After` value asks for (delay in seconds, or an HTTP date), at most
+/// [`RETRY_AFTER_CAP`]; `None` when the value is malformed.
+pub fn parse_retry_after(value: &str, now: OffsetDateTime) -> Option<time::Duration> {
+    let value = value.trim();
+    let wait = if let Ok(secs) = value.parse::<u64>() {
+        time::Duration::seconds(i64::try_from(secs).unwrap_or(i64::MAX))
+    } else {
+        let format = time::format_description::parse_borrowed::<1>(
+            "[weekday repr:short], [day] [month repr:short] [year] [hour]:[minute]:[second] GMT",
+        )
+        .ok()?;
+        let at = time::PrimitiveDateTime::parse(value, &format)
+            .ok()?
+            .assume_utc();
+        (at - now).max(time::Duration::ZERO)
+    };
+    Some(wait.min(RETRY_AFTER_CAP))
+}
+
+/// The step after a failed attempt that asked to wait `retry_after`: no earlier than that, unless
+/// the schedule already waits longer or gives up.
+pub fn honour_retry_after(
+    next: NextStep,
+    at: OffsetDateTime,
+    retry_after: Option<time::Duration>,
+) -> NextStep {
+    match (next, retry_after) {
+        (NextStep::RetryAt(t), Some(wait)) => NextStep::RetryAt(t.max(at + wait)),
+        (next, _) => next,
+    }
 }
 
 /// Attempts a delivery may make: the first, and one per delay of the schedule.

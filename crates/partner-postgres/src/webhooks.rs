@@ -11,8 +11,8 @@ use partner_domain::ports::{DeliveryRepo, InsertEndpoint, WebhookRepo};
 use partner_domain::values::PartnerId;
 use partner_domain::webhook::{
     AttemptLogEntry, AttemptOutcome, ClaimRequest, ClaimedDelivery, CustomHeader, DeliveryDetail,
-    DeliveryFilter, DeliveryInfo, EventKind, LeadCreatedDelay, NextStep, WebhookEndpoint,
-    WebhookSecret,
+    DeliveryFilter, DeliveryInfo, DisabledReason, ENDPOINT_DISABLED, EventKind, LeadCreatedDelay,
+    NextStep, WebhookEndpoint, WebhookSecret,
 };
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -20,7 +20,7 @@ use uuid::Uuid;
 use crate::{PgStore, corrupt, db};
 
 const ENDPOINT_COLUMNS: &str = "id, partner_id, url, events, lead_created_delay_seconds, custom_header_name, \
-    custom_header_value, secret, created_at, updated_at";
+    custom_header_value, secret, created_at, updated_at, disabled_at, disabled_reason";
 
 #[derive(QueryableByName)]
 struct EndpointRow {
@@ -44,6 +44,10 @@ struct EndpointRow {
     created_at: OffsetDateTime,
     #[diesel(sql_type = Timestamptz)]
     updated_at: OffsetDateTime,
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    disabled_at: Option<OffsetDateTime>,
+    #[diesel(sql_type = Nullable<Text>)]
+    disabled_reason: Option<String>,
 }
 
 fn delay_seconds(d: Option<LeadCreatedDelay>) -> Option<i32> {
@@ -83,6 +87,11 @@ impl EndpointRow {
             lead_created_delay: delay_from_seconds(self.lead_created_delay_seconds)?,
             custom_header: header(self.custom_header_name, self.custom_header_value),
             secret: self.secret.map(WebhookSecret::from_stored),
+            disabled_at: self.disabled_at,
+            disabled_reason: self
+                .disabled_reason
+                .map(|r| DisabledReason::parse(&r).ok_or_else(|| corrupt("disabled reason")))
+                .transpose()?,
             created_at: self.created_at,
             updated_at: self.updated_at,
         })
@@ -206,7 +215,7 @@ WITH busy AS ( \
 ep AS ( \
   SELECT e.id, COALESCE(b.room, $3) AS room \
   FROM webhook_endpoints e LEFT JOIN busy b ON b.endpoint_id = e.id \
-  WHERE COALESCE(b.room, $3) > 0 \
+  WHERE COALESCE(b.room, $3) > 0 AND e.disabled_at IS NULL \
   ORDER BY random()), \
 picked AS ( \
   SELECT p.id FROM ep CROSS JOIN LATERAL ( \
@@ -245,6 +254,38 @@ done AS ( \
   RETURNING d.id, d.last_attempt_at, u.status_code, u.duration_ms, u.error) \
 INSERT INTO webhook_attempts (delivery_id, attempted_at, status_code, duration_ms, error) \
 SELECT id, last_attempt_at, status_code, duration_ms, error FROM done";
+
+/// Ends the pending deliveries of the endpoints `$1` (disabled) as `failed` with `$2`. Clearing
+/// the lease fences off the outcome of an attempt in flight.
+const FAIL_DISABLED_SQL: &str = "\
+UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, lease_token = NULL, last_error = $2 \
+WHERE endpoint_id = ANY ($1::uuid[]) AND status = 'pending'";
+
+/// Endpoint health after a batch of attempts (`$2`: delivered; `$3`: the status answered; `$4`:
+/// when). A delivered attempt ends an endpoint's run of failures; a `410` disables it (`gone`);
+/// a run of failures that began `$5` seconds or more before the batch's last attempt disables it
+/// (`failing`; `$5` <= 0: never). Returns the endpoints that are disabled now.
+const HEALTH_SQL: &str = "\
+WITH o AS ( \
+  SELECT * FROM unnest($1::uuid[], $2::bool[], $3::int4[], $4::timestamptz[]) AS o(id, ok, code, at)), \
+per AS ( \
+  SELECT d.endpoint_id, bool_or(o.ok) AS any_ok, COALESCE(bool_or(o.code = 410), false) AS gone, \
+    min(o.at) FILTER (WHERE NOT o.ok) AS first_fail, max(o.at) AS last_at \
+  FROM o JOIN webhook_deliveries d ON d.id = o.id GROUP BY d.endpoint_id), \
+judged AS ( \
+  SELECT per.endpoint_id, per.any_ok, per.last_at, \
+    CASE WHEN per.any_ok THEN NULL ELSE COALESCE(e.failing_since, per.first_fail) END AS failing_since, \
+    CASE WHEN e.disabled_at IS NOT NULL THEN NULL \
+         WHEN per.gone THEN 'gone' \
+         WHEN NOT per.any_ok AND $5::float8 > 0 \
+              AND COALESCE(e.failing_since, per.first_fail) <= per.last_at - make_interval(secs => $5::float8) \
+           THEN 'failing' END AS disable \
+  FROM per JOIN webhook_endpoints e ON e.id = per.endpoint_id) \
+UPDATE webhook_endpoints e SET failing_since = j.failing_since, \
+  disabled_at = CASE WHEN j.disable IS NOT NULL THEN j.last_at ELSE e.disabled_at END, \
+  disabled_reason = CASE WHEN j.disable IS NOT NULL THEN j.disable ELSE e.disabled_reason END \
+FROM judged j WHERE e.id = j.endpoint_id AND j.disable IS NOT NULL OR e.id = j.endpoint_id \
+RETURNING e.id, e.disabled_at IS NOT NULL AS disabled";
 
 /// The partner's deliveries, newest first, filtered; `$5`/`$6` the cursor's position.
 const LIST_SQL: &str = "\
@@ -323,7 +364,7 @@ impl WebhookRepo for PgStore {
             }
             let kinds: Vec<&str> = e.events.iter().map(|k| k.as_str()).collect();
             diesel::sql_query(format!(
-                "INSERT INTO webhook_endpoints ({ENDPOINT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)"
+                "INSERT INTO webhook_endpoints ({ENDPOINT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, NULL, NULL)"
             ))
             .bind::<diesel::sql_types::Uuid, _>(e.id)
             .bind::<Text, _>(e.partner_id.as_str())
@@ -344,25 +385,42 @@ impl WebhookRepo for PgStore {
 
     async fn update_endpoint(&self, e: &WebhookEndpoint) -> Result<bool, RepoError> {
         let mut conn = self.conn().await?;
-        let kinds: Vec<&str> = e.events.iter().map(|k| k.as_str()).collect();
-        let n = diesel::sql_query(
-            "UPDATE webhook_endpoints SET url = $3, events = $4, lead_created_delay_seconds = $5, \
-               custom_header_name = $6, custom_header_value = $7, secret = $8, updated_at = $9 \
-             WHERE partner_id = $1 AND id = $2",
-        )
-        .bind::<Text, _>(e.partner_id.as_str())
-        .bind::<diesel::sql_types::Uuid, _>(e.id)
-        .bind::<Text, _>(&e.url)
-        .bind::<Array<Text>, _>(&kinds)
-        .bind::<Nullable<Integer>, _>(delay_seconds(e.lead_created_delay))
-        .bind::<Nullable<Text>, _>(e.custom_header.as_ref().map(|h| h.name.as_str()))
-        .bind::<Nullable<Text>, _>(e.custom_header.as_ref().map(|h| h.value.as_str()))
-        .bind::<Nullable<Text>, _>(e.secret.as_ref().map(|s| s.expose()))
-        .bind::<Timestamptz, _>(e.updated_at)
-        .execute(&mut conn)
+        let e = e.clone();
+        conn.transaction(async |conn| {
+            let kinds: Vec<&str> = e.events.iter().map(|k| k.as_str()).collect();
+            // Re-enabling starts the health count afresh.
+            let n = diesel::sql_query(
+                "UPDATE webhook_endpoints SET url = $3, events = $4, lead_created_delay_seconds = $5, \
+                   custom_header_name = $6, custom_header_value = $7, secret = $8, updated_at = $9, \
+                   failing_since = CASE WHEN $10::timestamptz IS NULL AND disabled_at IS NOT NULL \
+                                        THEN NULL ELSE failing_since END, \
+                   disabled_at = $10, disabled_reason = $11 \
+                 WHERE partner_id = $1 AND id = $2",
+            )
+            .bind::<Text, _>(e.partner_id.as_str())
+            .bind::<diesel::sql_types::Uuid, _>(e.id)
+            .bind::<Text, _>(&e.url)
+            .bind::<Array<Text>, _>(&kinds)
+            .bind::<Nullable<Integer>, _>(delay_seconds(e.lead_created_delay))
+            .bind::<Nullable<Text>, _>(e.custom_header.as_ref().map(|h| h.name.as_str()))
+            .bind::<Nullable<Text>, _>(e.custom_header.as_ref().map(|h| h.value.as_str()))
+            .bind::<Nullable<Text>, _>(e.secret.as_ref().map(|s| s.expose()))
+            .bind::<Timestamptz, _>(e.updated_at)
+            .bind::<Nullable<Timestamptz>, _>(e.disabled_at)
+            .bind::<Nullable<Text>, _>(e.disabled_reason.map(DisabledReason::as_str))
+            .execute(conn)
+            .await?;
+            if n == 1 && e.disabled_at.is_some() {
+                diesel::sql_query(FAIL_DISABLED_SQL)
+                    .bind::<Array<diesel::sql_types::Uuid>, _>(vec![e.id])
+                    .bind::<Text, _>(ENDPOINT_DISABLED)
+                    .execute(conn)
+                    .await?;
+            }
+            Ok::<_, diesel::result::Error>(n == 1)
+        })
         .await
-        .map_err(db)?;
-        Ok(n == 1)
+        .map_err(db)
     }
 
     async fn delete_endpoint(&self, partner: &PartnerId, id: Uuid) -> Result<bool, RepoError> {
@@ -610,7 +668,11 @@ impl DeliveryRepo for PgStore {
         Ok(out)
     }
 
-    async fn record(&self, outcomes: &[AttemptOutcome]) -> Result<u64, RepoError> {
+    async fn record(
+        &self,
+        outcomes: &[AttemptOutcome],
+        disable_after: Option<std::time::Duration>,
+    ) -> Result<u64, RepoError> {
         if outcomes.is_empty() {
             return Ok(0);
         }
@@ -658,6 +720,52 @@ impl DeliveryRepo for PgStore {
             .execute(&mut conn)
             .await
             .map_err(db)?;
+        // Endpoint health, from the attempts that made a request.
+        let attempted: Vec<&AttemptOutcome> = outcomes
+            .iter()
+            .filter(|o| o.duration_ms.is_some())
+            .collect();
+        if !attempted.is_empty() {
+            #[derive(QueryableByName)]
+            struct Health {
+                #[diesel(sql_type = diesel::sql_types::Uuid)]
+                id: Uuid,
+                #[diesel(sql_type = diesel::sql_types::Bool)]
+                disabled: bool,
+            }
+            let rows: Vec<Health> = diesel::sql_query(HEALTH_SQL)
+                .bind::<Array<diesel::sql_types::Uuid>, _>(
+                    attempted.iter().map(|o| o.id).collect::<Vec<_>>(),
+                )
+                .bind::<Array<diesel::sql_types::Bool>, _>(
+                    attempted
+                        .iter()
+                        .map(|o| o.next == NextStep::Delivered)
+                        .collect::<Vec<_>>(),
+                )
+                .bind::<Array<Nullable<Integer>>, _>(
+                    attempted
+                        .iter()
+                        .map(|o| o.status_code.map(i32::from))
+                        .collect::<Vec<_>>(),
+                )
+                .bind::<Array<Timestamptz>, _>(attempted.iter().map(|o| o.at).collect::<Vec<_>>())
+                .bind::<diesel::sql_types::Double, _>(
+                    disable_after.map_or(0.0, |d| d.as_secs_f64()),
+                )
+                .load(&mut conn)
+                .await
+                .map_err(db)?;
+            let disabled: Vec<Uuid> = rows.iter().filter(|r| r.disabled).map(|r| r.id).collect();
+            if !disabled.is_empty() {
+                diesel::sql_query(FAIL_DISABLED_SQL)
+                    .bind::<Array<diesel::sql_types::Uuid>, _>(&disabled)
+                    .bind::<Text, _>(ENDPOINT_DISABLED)
+                    .execute(&mut conn)
+                    .await
+                    .map_err(db)?;
+            }
+        }
         Ok(u64::try_from(applied).unwrap_or(0))
     }
 

@@ -160,6 +160,7 @@ impl Application {
                         endpoint_concurrency: config.webhook_endpoint_concurrency,
                         retention: config.webhook_retention,
                         maintenance_interval: config.webhook_maintenance_interval,
+                        disable_after: config.webhook_disable_after,
                     },
                 )?;
                 // New deliveries wake the worker as soon as their transaction commits: this

@@ -66,6 +66,9 @@ fn endpoint_error(e: EndpointError) -> ApiError {
         EndpointError::BadCursor => {
             ApiError::invalid("cursor is invalid: pass the nextCursor of a previous page unchanged")
         }
+        EndpointError::Disabled => ApiError::invalid(
+            "the webhook endpoint is disabled; re-enable it with PATCH { \"enabled\": true } first",
+        ),
         EndpointError::BadSince => {
             ApiError::invalid("since must be within the last 7 days and not in the future")
         }
@@ -110,6 +113,7 @@ pub(super) struct PatchBody {
     #[serde(default, deserialize_with = "nullable")]
     custom_header: Option<Option<HeaderBody>>,
     secret: Option<bool>,
+    enabled: Option<bool>,
 }
 
 async fn create(state: &AppState, partner: &PartnerId, b: CreateBody) -> Result {
@@ -146,6 +150,7 @@ async fn update(state: &AppState, partner: &PartnerId, id: &str, b: PatchBody) -
             .map(|h| h.map(header).transpose())
             .transpose()?,
         secret: b.secret,
+        enabled: b.enabled,
     };
     Ok(ok(state
         .webhooks
