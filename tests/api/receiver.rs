@@ -31,11 +31,14 @@ impl Received {
     }
 }
 
+/// A scripted answer: the status and an optional `Retry-After` value.
+type Answer = (u16, Option<String>);
+
 pub struct Receiver {
     pub url: String,
     pub ca_file: PathBuf,
     received: Arc<Mutex<Vec<Received>>>,
-    script: Arc<Mutex<VecDeque<(u16, Option<String>)>>>,
+    script: Arc<Mutex<VecDeque<Answer>>>,
 }
 
 impl Receiver {

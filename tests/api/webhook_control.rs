@@ -733,3 +733,180 @@ async fn webhook_retry_after_on_503_defers_the_next_attempt() {
     .await;
     assert!(parse(&d[0]["nextAttemptAt"]) >= at - time::Duration::seconds(1));
 }
+
+/// `t=<digits>` then `n` times `,v1=<64 lowercase hex>`: the shape Stripe's `verify_header` parses.
+fn assert_stripe_shape(header: &str, n: usize) {
+    let mut parts = header.split(',');
+    let t = parts
+        .next()
+        .and_then(|p| p.strip_prefix("t="))
+        .expect("t first");
+    assert!(
+        !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()),
+        "{header}"
+    );
+    let v1: Vec<&str> = parts.map(|p| p.strip_prefix("v1=").expect("v1")).collect();
+    assert_eq!(v1.len(), n, "{header}");
+    assert!(
+        v1.iter().all(|v| v.len() == 64
+            && v.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))),
+        "{header}"
+    );
+}
+
+async fn ping(app: &TestApp, token: &str, rx: &Receiver, ep: &str) -> crate::receiver::Received {
+    let n = rx.received().len();
+    let (st, _) = call(
+        app,
+        Method::POST,
+        &format!("{ENDPOINTS}/{ep}/test"),
+        token,
+        None,
+    )
+    .await;
+    assert_eq!(st, StatusCode::ACCEPTED);
+    rx.wait_for(n + 1).await.remove(n)
+}
+
+#[tokio::test]
+async fn webhook_secret_rotation_signs_with_both_secrets_during_the_overlap_only() {
+    let rx = Receiver::start().await;
+    let app = app_with(&rx, |c| {
+        c.webhook_secret_overlap = Duration::from_millis(1500)
+    })
+    .await;
+    let s = app.seed("acme", false).await;
+    let ep = endpoint(
+        &app,
+        &s.token,
+        json!({ "url": rx.url, "events": ["lead.created"], "secret": true }),
+    )
+    .await;
+    let (id, old) = (
+        ep["id"].as_str().expect("id").to_owned(),
+        ep["secret"].as_str().expect("s").to_owned(),
+    );
+    assert!(ep["previousSecretExpiresAt"].is_null());
+    // Without a rotation: exactly one v1.
+    let r = ping(&app, &s.token, &rx, &id).await;
+    assert_stripe_shape(r.header("x-partner-signature").expect("sig"), 1);
+
+    let before = OffsetDateTime::now_utc();
+    let (st, b) = call(
+        &app,
+        Method::PATCH,
+        &format!("{ENDPOINTS}/{id}"),
+        &s.token,
+        Some(json!({ "secret": true })),
+    )
+    .await;
+    assert_eq!(st, StatusCode::OK);
+    let new = b["data"]["secret"]
+        .as_str()
+        .expect("new secret shown once")
+        .to_owned();
+    assert_ne!(new, old);
+    let until = OffsetDateTime::parse(
+        b["data"]["previousSecretExpiresAt"]
+            .as_str()
+            .expect("overlap"),
+        &Rfc3339,
+    )
+    .expect("ts");
+    assert!(until > before && until <= before + time::Duration::seconds(3));
+    assert_eq!(
+        get_endpoint(&app, &s.token, &id).await["previousSecretExpiresAt"],
+        b["data"]["previousSecretExpiresAt"]
+    );
+    let r = ping(&app, &s.token, &rx, &id).await;
+    let sig = r.header("x-partner-signature").expect("sig");
+    assert_stripe_shape(sig, 2);
+    assert_eq!(
+        verify_signature(sig, &r.body, &old, now()),
+        Ok(()),
+        "the old secret verifies"
+    );
+    assert_eq!(
+        verify_signature(sig, &r.body, &new, now()),
+        Ok(()),
+        "the new secret verifies"
+    );
+
+    // After the overlap: only the new secret.
+    tokio::time::sleep(Duration::from_millis(1600)).await;
+    assert!(get_endpoint(&app, &s.token, &id).await["previousSecretExpiresAt"].is_null());
+    let r = ping(&app, &s.token, &rx, &id).await;
+    let sig = r.header("x-partner-signature").expect("sig");
+    assert_stripe_shape(sig, 1);
+    assert_eq!(verify_signature(sig, &r.body, &new, now()), Ok(()));
+    assert!(verify_signature(sig, &r.body, &old, now()).is_err());
+
+    // `expirePrevious` ends a fresh overlap at once.
+    let (_, b) = call(
+        &app,
+        Method::PATCH,
+        &format!("{ENDPOINTS}/{id}"),
+        &s.token,
+        Some(json!({ "secret": true })),
+    )
+    .await;
+    let newest = b["data"]["secret"].as_str().expect("s").to_owned();
+    assert!(b["data"]["previousSecretExpiresAt"].is_string());
+    let (_, b) = call(
+        &app,
+        Method::PATCH,
+        &format!("{ENDPOINTS}/{id}"),
+        &s.token,
+        Some(json!({ "expirePrevious": true })),
+    )
+    .await;
+    assert!(b["data"]["previousSecretExpiresAt"].is_null());
+    assert!(b["data"].get("secret").is_none());
+    let r = ping(&app, &s.token, &rx, &id).await;
+    let sig = r.header("x-partner-signature").expect("sig");
+    assert_stripe_shape(sig, 1);
+    assert_eq!(verify_signature(sig, &r.body, &newest, now()), Ok(()));
+    assert!(verify_signature(sig, &r.body, &new, now()).is_err());
+    let (_, b) = call(
+        &app,
+        Method::PATCH,
+        &format!("{ENDPOINTS}/{id}"),
+        &s.token,
+        Some(json!({ "secret": true, "expirePrevious": true })),
+    )
+    .await;
+    assert!(b["data"]["previousSecretExpiresAt"].is_null());
+}
+
+#[tokio::test]
+async fn webhook_secret_overlap_of_zero_ends_the_old_secret_at_once() {
+    let rx = Receiver::start().await;
+    let app = app_with(&rx, |c| c.webhook_secret_overlap = Duration::ZERO).await;
+    let s = app.seed("acme", false).await;
+    let ep = endpoint(
+        &app,
+        &s.token,
+        json!({ "url": rx.url, "events": ["lead.created"], "secret": true }),
+    )
+    .await;
+    let (id, old) = (
+        ep["id"].as_str().expect("id").to_owned(),
+        ep["secret"].as_str().expect("s").to_owned(),
+    );
+    let (_, b) = call(
+        &app,
+        Method::PATCH,
+        &format!("{ENDPOINTS}/{id}"),
+        &s.token,
+        Some(json!({ "secret": true })),
+    )
+    .await;
+    assert!(b["data"]["previousSecretExpiresAt"].is_null());
+    let new = b["data"]["secret"].as_str().expect("s").to_owned();
+    let r = ping(&app, &s.token, &rx, &id).await;
+    let sig = r.header("x-partner-signature").expect("sig");
+    assert_stripe_shape(sig, 1);
+    assert_eq!(verify_signature(sig, &r.body, &new, now()), Ok(()));
+    assert!(verify_signature(sig, &r.body, &old, now()).is_err());
+}

@@ -112,6 +112,7 @@ async fn endpoints_crud_and_validation() {
             "hasSecret",
             "id",
             "leadCreatedDelay",
+            "previousSecretExpiresAt",
             "status",
             "url"
         ]

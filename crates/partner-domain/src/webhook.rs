@@ -217,10 +217,19 @@ impl std::fmt::Debug for WebhookSecret {
 
 /// `t=<t>,v1=<hex HMAC-SHA256 of "<t>.<body>">`.
 pub fn signature_header(secret: &WebhookSecret, t: i64, body: &[u8]) -> String {
-    format!(
-        "t={t},v1={}",
-        hex(&sign(secret.expose().as_bytes(), t, body))
-    )
+    signature_header_with(&[secret], t, body)
+}
+
+/// `t=<t>,v1=<hex>,v1=<hex>…`: one `v1` per secret, in the order given (the current secret first,
+/// then the one a rotation replaced, while it overlaps). Lowercase hex, integer seconds, no
+/// spaces: what Stripe's `verify_header` parses.
+pub fn signature_header_with(secrets: &[&WebhookSecret], t: i64, body: &[u8]) -> String {
+    let mut h = format!("t={t}");
+    for s in secrets {
+        h.push_str(",v1=");
+        h.push_str(&hex(&sign(s.expose().as_bytes(), t, body)));
+    }
+    h
 }
 
 fn sign(key: &[u8], t: i64, body: &[u8]) -> Vec<u8> {
@@ -247,13 +256,52 @@ pub enum SignatureError {
     Mismatch,
 }
 
-/// What a receiver does: parse the header, reject stale timestamps, compare every `v1` in
-/// constant time against the HMAC of the raw body.
+/// What a receiver does, with the default tolerance of [`SIGNATURE_TOLERANCE`] and one secret.
 pub fn verify_signature(
     header: &str,
     body: &[u8],
     secret: &str,
     now_unix: i64,
+) -> Result<(), SignatureError> {
+    let now = OffsetDateTime::from_unix_timestamp(now_unix).map_err(|_| SignatureError::TooOld)?;
+    verify(header, body, &[secret], now, SIGNATURE_TOLERANCE)
+}
+
+/// Verifies an `X-Partner-Signature` header as a receiver does: parses `t` and every `v1`,
+/// rejects a `t` more than `tolerance` away from `now`, and accepts when any `v1` equals the
+/// HMAC-SHA256 of `"<t>.<raw_body>"` under any of `secrets` (compared in constant time). Several
+/// secrets serve a rotation: during the overlap a receiver may hold the old secret, the new one,
+/// or both.
+///
+/// ```
+/// use partner_domain::webhook::{signature_header_with, verify, SignatureError, WebhookSecret};
+/// use std::time::Duration;
+/// use time::OffsetDateTime;
+///
+/// let (new, old) = (
+///     WebhookSecret::from_stored("whsec_new".into()),
+///     WebhookSecret::from_stored("whsec_old".into()),
+/// );
+/// let body = br#"{"id":"6c1f","event":"ping","created_at":"2026-11-23T10:00:00.000Z","data":{}}"#;
+/// let now = OffsetDateTime::from_unix_timestamp(1_795_000_000).unwrap();
+/// // During a rotation's overlap a delivery carries both signatures.
+/// let header = signature_header_with(&[&new, &old], now.unix_timestamp(), body);
+/// let five_minutes = Duration::from_secs(300);
+/// assert_eq!(verify(&header, body, &["whsec_old"], now, five_minutes), Ok(()));
+/// assert_eq!(verify(&header, body, &["whsec_new", "whsec_old"], now, five_minutes), Ok(()));
+/// assert_eq!(
+///     verify(&header, b"{}", &["whsec_new"], now, five_minutes),
+///     Err(SignatureError::Mismatch)
+/// );
+/// let later = now + time::Duration::minutes(6);
+/// assert_eq!(verify(&header, body, &["whsec_new"], later, five_minutes), Err(SignatureError::TooOld));
+/// ```
+pub fn verify(
+    header: &str,
+    raw_body: &[u8],
+    secrets: &[&str],
+    now: OffsetDateTime,
+    tolerance: Duration,
 ) -> Result<(), SignatureError> {
     let mut t = None;
     let mut v1 = Vec::new();
@@ -268,14 +316,15 @@ pub fn verify_signature(
     if v1.is_empty() {
         return Err(SignatureError::Malformed);
     }
-    if (now_unix - t).unsigned_abs() > SIGNATURE_TOLERANCE.as_secs() {
+    if (now.unix_timestamp() - t).unsigned_abs() > tolerance.as_secs() {
         return Err(SignatureError::TooOld);
     }
-    let expected = hex(&sign(secret.as_bytes(), t, body));
-    if v1
-        .iter()
-        .any(|v| constant_time_eq(v.as_bytes(), expected.as_bytes()))
-    {
+    let matched = secrets.iter().any(|secret| {
+        let expected = hex(&sign(secret.as_bytes(), t, raw_body));
+        v1.iter()
+            .any(|v| constant_time_eq(v.as_bytes(), expected.as_bytes()))
+    });
+    if matched {
         Ok(())
     } else {
         Err(SignatureError::Mismatch)
@@ -336,6 +385,9 @@ pub struct WebhookEndpoint {
     pub lead_created_delay: Option<LeadCreatedDelay>,
     pub custom_header: Option<CustomHeader>,
     pub secret: Option<WebhookSecret>,
+    /// The secret a rotation replaced, still signing until `previous_secret_expires_at`.
+    pub previous_secret: Option<WebhookSecret>,
+    pub previous_secret_expires_at: Option<OffsetDateTime>,
     /// Set while the endpoint is disabled: no deliveries are queued for it.
     pub disabled_at: Option<OffsetDateTime>,
     pub disabled_reason: Option<DisabledReason>,
@@ -360,13 +412,25 @@ pub struct EndpointRow {
     pub disabled_reason: Option<DisabledReason>,
     #[serde(serialize_with = "wire::ts_opt")]
     pub disabled_at: Option<OffsetDateTime>,
+    /// Until when the secret a rotation replaced still signs (`null`: no overlap).
+    #[serde(serialize_with = "wire::ts_opt")]
+    pub previous_secret_expires_at: Option<OffsetDateTime>,
     /// Present only in the answer that generated it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub secret: Option<String>,
 }
 
 impl WebhookEndpoint {
-    pub fn row(&self) -> EndpointRow {
+    /// The previous secret, while its overlap lasts at `now`.
+    pub fn previous_secret_at(&self, now: OffsetDateTime) -> Option<&WebhookSecret> {
+        match self.previous_secret_expires_at {
+            Some(until) if until > now => self.previous_secret.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// The endpoint as shown at `now`.
+    pub fn row(&self, now: OffsetDateTime) -> EndpointRow {
         EndpointRow {
             id: self.id,
             url: self.url.clone(),
@@ -382,15 +446,18 @@ impl WebhookEndpoint {
             },
             disabled_reason: self.disabled_reason,
             disabled_at: self.disabled_at,
+            previous_secret_expires_at: self
+                .previous_secret_at(now)
+                .and(self.previous_secret_expires_at),
             secret: None,
         }
     }
 
     /// The row with the secret shown (once, after generating it).
-    pub fn row_with_secret(&self) -> EndpointRow {
+    pub fn row_with_secret(&self, now: OffsetDateTime) -> EndpointRow {
         EndpointRow {
             secret: self.secret.as_ref().map(|s| s.expose().to_owned()),
-            ..self.row()
+            ..self.row(now)
         }
     }
 }
@@ -639,6 +706,8 @@ pub struct EndpointPatch {
     pub secret: Option<bool>,
     /// `Some(true)` re-enables the endpoint; `Some(false)` disables it (reason `null`).
     pub enabled: Option<bool>,
+    /// `Some(true)` ends the overlap of the previous secret at once.
+    pub expire_previous: Option<bool>,
 }
 
 /// Errors of the endpoint calls of [`WebhookService`].
@@ -673,6 +742,7 @@ pub struct WebhookService {
     rng: std::sync::Arc<dyn Random>,
     allow_private: bool,
     cursors: crate::cursor::CursorKey,
+    secret_overlap: time::Duration,
 }
 
 impl WebhookService {
@@ -692,7 +762,15 @@ impl WebhookService {
             rng,
             allow_private,
             cursors,
+            secret_overlap: time::Duration::hours(24),
         }
+    }
+
+    /// How long a rotated-out secret keeps signing (`PARTNER_WEBHOOK_SECRET_OVERLAP`; zero ends
+    /// it at once). 24 hours unless set.
+    pub fn with_secret_overlap(mut self, overlap: std::time::Duration) -> Self {
+        self.secret_overlap = time::Duration::try_from(overlap).unwrap_or(time::Duration::MAX);
+        self
     }
 
     pub fn allow_private(&self) -> bool {
@@ -717,12 +795,13 @@ impl WebhookService {
     }
 
     pub async fn list(&self, partner: &PartnerId) -> Result<Vec<EndpointRow>, EndpointError> {
+        let now = self.clock.now();
         Ok(self
             .repo
             .endpoints(partner)
             .await?
             .iter()
-            .map(WebhookEndpoint::row)
+            .map(|e| e.row(now))
             .collect())
     }
 
@@ -743,13 +822,15 @@ impl WebhookService {
             secret: new
                 .secret
                 .then(|| WebhookSecret::generate(self.rng.as_ref())),
+            previous_secret: None,
+            previous_secret_expires_at: None,
             disabled_at: None,
             disabled_reason: None,
             created_at: now,
             updated_at: now,
         };
         match self.repo.insert_endpoint(&e, MAX_ENDPOINTS).await? {
-            crate::ports::InsertEndpoint::Inserted => Ok(e.row_with_secret()),
+            crate::ports::InsertEndpoint::Inserted => Ok(e.row_with_secret(now)),
             crate::ports::InsertEndpoint::TooMany => Err(EndpointError::TooMany),
             crate::ports::InsertEndpoint::UnknownPartner => Err(EndpointError::UnknownPartner),
         }
@@ -779,11 +860,34 @@ impl WebhookService {
         if let Some(h) = patch.custom_header {
             e.custom_header = h;
         }
+        let now = self.clock.now();
         let new_secret = patch.secret == Some(true);
         match patch.secret {
-            Some(true) => e.secret = Some(WebhookSecret::generate(self.rng.as_ref())),
-            Some(false) => e.secret = None,
+            Some(true) => {
+                // The replaced secret keeps signing for the overlap, next to the new one.
+                let old = e.secret.take();
+                e.secret = Some(WebhookSecret::generate(self.rng.as_ref()));
+                match old {
+                    Some(old) if self.secret_overlap > time::Duration::ZERO => {
+                        e.previous_secret = Some(old);
+                        e.previous_secret_expires_at = now.checked_add(self.secret_overlap);
+                    }
+                    _ => {
+                        e.previous_secret = None;
+                        e.previous_secret_expires_at = None;
+                    }
+                }
+            }
+            Some(false) => {
+                e.secret = None;
+                e.previous_secret = None;
+                e.previous_secret_expires_at = None;
+            }
             None => {}
+        }
+        if patch.expire_previous == Some(true) || e.previous_secret_expires_at.is_none() {
+            e.previous_secret = None;
+            e.previous_secret_expires_at = None;
         }
         match (patch.enabled, e.disabled_at) {
             (Some(true), Some(_)) => {
@@ -798,9 +902,9 @@ impl WebhookService {
             return Err(EndpointError::NotFound);
         }
         Ok(if new_secret {
-            e.row_with_secret()
+            e.row_with_secret(now)
         } else {
-            e.row()
+            e.row(now)
         })
     }
 
@@ -1064,6 +1168,8 @@ pub struct ClaimedDelivery {
     pub extra: serde_json::Value,
     pub url: String,
     pub secret: Option<WebhookSecret>,
+    /// The secret a rotation replaced, while its overlap lasts: deliveries carry both signatures.
+    pub previous_secret: Option<WebhookSecret>,
     pub custom_header: Option<CustomHeader>,
 }
 

@@ -20,7 +20,8 @@ use uuid::Uuid;
 use crate::{PgStore, corrupt, db};
 
 const ENDPOINT_COLUMNS: &str = "id, partner_id, url, events, lead_created_delay_seconds, custom_header_name, \
-    custom_header_value, secret, created_at, updated_at, disabled_at, disabled_reason";
+    custom_header_value, secret, created_at, updated_at, disabled_at, disabled_reason, previous_secret, \
+    previous_secret_expires_at";
 
 #[derive(QueryableByName)]
 struct EndpointRow {
@@ -48,6 +49,10 @@ struct EndpointRow {
     disabled_at: Option<OffsetDateTime>,
     #[diesel(sql_type = Nullable<Text>)]
     disabled_reason: Option<String>,
+    #[diesel(sql_type = Nullable<Text>)]
+    previous_secret: Option<String>,
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    previous_secret_expires_at: Option<OffsetDateTime>,
 }
 
 fn delay_seconds(d: Option<LeadCreatedDelay>) -> Option<i32> {
@@ -87,6 +92,8 @@ impl EndpointRow {
             lead_created_delay: delay_from_seconds(self.lead_created_delay_seconds)?,
             custom_header: header(self.custom_header_name, self.custom_header_value),
             secret: self.secret.map(WebhookSecret::from_stored),
+            previous_secret: self.previous_secret.map(WebhookSecret::from_stored),
+            previous_secret_expires_at: self.previous_secret_expires_at,
             disabled_at: self.disabled_at,
             disabled_reason: self
                 .disabled_reason
@@ -180,6 +187,8 @@ struct ClaimRow {
     #[diesel(sql_type = Nullable<Text>)]
     secret: Option<String>,
     #[diesel(sql_type = Nullable<Text>)]
+    previous_secret: Option<String>,
+    #[diesel(sql_type = Nullable<Text>)]
     custom_header_name: Option<String>,
     #[diesel(sql_type = Nullable<Text>)]
     custom_header_value: Option<String>,
@@ -198,6 +207,7 @@ impl ClaimRow {
             extra: serde_json::from_str(&self.extra).map_err(|_| corrupt("event extra"))?,
             url: self.url,
             secret: self.secret.map(WebhookSecret::from_stored),
+            previous_secret: self.previous_secret.map(WebhookSecret::from_stored),
             custom_header: header(self.custom_header_name, self.custom_header_value),
         })
     }
@@ -230,7 +240,9 @@ claimed AS ( \
   FROM picked WHERE d.id = picked.id \
   RETURNING d.id, d.endpoint_id, d.lease_token, d.attempts - d.attempt_base AS attempts, d.kind, d.event_id) \
 SELECT c.id, c.endpoint_id, c.lease_token, c.attempts, c.kind, ev.created_at AS event_created_at, \
-  ev.subject, ev.extra::text AS extra, w.url, w.secret, w.custom_header_name, w.custom_header_value \
+  ev.subject, ev.extra::text AS extra, w.url, w.secret, \
+  CASE WHEN w.previous_secret_expires_at > $1 THEN w.previous_secret END AS previous_secret, \
+  w.custom_header_name, w.custom_header_value \
 FROM claimed c JOIN domain_events ev ON ev.id = c.event_id JOIN webhook_endpoints w ON w.id = c.endpoint_id";
 
 /// Outcomes of a batch in one statement, fenced by the lease token: a row reclaimed by another
@@ -364,7 +376,7 @@ impl WebhookRepo for PgStore {
             }
             let kinds: Vec<&str> = e.events.iter().map(|k| k.as_str()).collect();
             diesel::sql_query(format!(
-                "INSERT INTO webhook_endpoints ({ENDPOINT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, NULL, NULL)"
+                "INSERT INTO webhook_endpoints ({ENDPOINT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, NULL, NULL, NULL, NULL)"
             ))
             .bind::<diesel::sql_types::Uuid, _>(e.id)
             .bind::<Text, _>(e.partner_id.as_str())
@@ -394,7 +406,8 @@ impl WebhookRepo for PgStore {
                    custom_header_name = $6, custom_header_value = $7, secret = $8, updated_at = $9, \
                    failing_since = CASE WHEN $10::timestamptz IS NULL AND disabled_at IS NOT NULL \
                                         THEN NULL ELSE failing_since END, \
-                   disabled_at = $10, disabled_reason = $11 \
+                   disabled_at = $10, disabled_reason = $11, previous_secret = $12, \
+                   previous_secret_expires_at = $13 \
                  WHERE partner_id = $1 AND id = $2",
             )
             .bind::<Text, _>(e.partner_id.as_str())
@@ -408,6 +421,8 @@ impl WebhookRepo for PgStore {
             .bind::<Timestamptz, _>(e.updated_at)
             .bind::<Nullable<Timestamptz>, _>(e.disabled_at)
             .bind::<Nullable<Text>, _>(e.disabled_reason.map(DisabledReason::as_str))
+            .bind::<Nullable<Text>, _>(e.previous_secret.as_ref().map(|s| s.expose()))
+            .bind::<Nullable<Timestamptz>, _>(e.previous_secret_expires_at)
             .execute(conn)
             .await?;
             if n == 1 && e.disabled_at.is_some() {

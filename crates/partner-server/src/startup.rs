@@ -125,7 +125,8 @@ impl Application {
                 rng.clone(),
                 config.webhook_allow_private,
                 delivery_cursor_key,
-            ),
+            )
+            .with_secret_overlap(config.webhook_secret_overlap),
             care_services_enabled: config.care_services_enabled,
             readiness: store.clone(),
             clock: clock.clone(),

@@ -30,7 +30,7 @@ use partner_domain::ports::{AddressCheck, DeliveryRepo};
 use partner_domain::random::Random;
 use partner_domain::webhook::{
     AttemptOutcome, ClaimRequest, ClaimedDelivery, NextStep, after_failure, attempt_budget,
-    delivery_body, honour_retry_after, is_internal, parse_retry_after, signature_header,
+    delivery_body, honour_retry_after, is_internal, parse_retry_after, signature_header_with,
 };
 use tokio::sync::{Notify, Semaphore, mpsc};
 use uuid::Uuid;
@@ -666,9 +666,13 @@ impl Worker {
             .header("X-Partner-Event", d.kind.as_str())
             .header("X-Partner-Delivery", d.id.to_string());
         if let Some(secret) = &d.secret {
+            // During a rotation's overlap, a second `v1` under the previous secret.
+            let secrets: Vec<&partner_domain::webhook::WebhookSecret> = std::iter::once(secret)
+                .chain(d.previous_secret.as_ref())
+                .collect();
             req = req.header(
                 "X-Partner-Signature",
-                signature_header(secret, self.inner.clock.now().unix_timestamp(), &body),
+                signature_header_with(&secrets, self.inner.clock.now().unix_timestamp(), &body),
             );
         }
         if let Some(h) = &d.custom_header {

@@ -114,6 +114,7 @@ pub(super) struct PatchBody {
     custom_header: Option<Option<HeaderBody>>,
     secret: Option<bool>,
     enabled: Option<bool>,
+    expire_previous: Option<bool>,
 }
 
 async fn create(state: &AppState, partner: &PartnerId, b: CreateBody) -> Result {
@@ -151,6 +152,7 @@ async fn update(state: &AppState, partner: &PartnerId, id: &str, b: PatchBody) -
             .transpose()?,
         secret: b.secret,
         enabled: b.enabled,
+        expire_previous: b.expire_previous,
     };
     Ok(ok(state
         .webhooks
