@@ -910,3 +910,91 @@ async fn webhook_secret_overlap_of_zero_ends_the_old_secret_at_once() {
     assert_eq!(verify_signature(sig, &r.body, &new, now()), Ok(()));
     assert!(verify_signature(sig, &r.body, &old, now()).is_err());
 }
+
+#[tokio::test]
+async fn webhook_operator_mirrors_the_partner_calls() {
+    let rx = Receiver::start().await;
+    let app = app_with(&rx, |_| {}).await;
+    let s = app.seed("acme", false).await;
+    app.seed("beta", false).await;
+    let ep = endpoint(
+        &app,
+        &s.token,
+        json!({ "url": rx.url, "events": ["lead.created"] }),
+    )
+    .await;
+    let id = ep["id"].as_str().expect("id").to_owned();
+    let op = |m: Method, path: String| app.internal(m, &path);
+    let res = op(
+        Method::POST,
+        format!("/partners/acme/webhook-endpoints/{id}/test"),
+    )
+    .send()
+    .await
+    .expect("send");
+    assert_eq!(res.status(), StatusCode::ACCEPTED);
+    let d = body(res).await["data"].clone();
+    rx.wait_for(1).await;
+    let did = d["id"].as_str().expect("id").to_owned();
+    wait_list(&app, &s.token, |l| {
+        l.len() == 1 && l[0]["status"] == "delivered"
+    })
+    .await;
+    let res = op(
+        Method::GET,
+        "/partners/acme/webhook-deliveries?event=ping&limit=500".to_owned(),
+    )
+    .send()
+    .await
+    .expect("send");
+    let b = body(res).await;
+    assert_eq!(
+        (b["data"][0]["id"].as_str(), b["page"]["limit"].as_i64()),
+        (Some(did.as_str()), Some(500))
+    );
+    let res = op(
+        Method::POST,
+        format!("/partners/acme/webhook-deliveries/{did}/resend"),
+    )
+    .send()
+    .await
+    .expect("send");
+    assert_eq!(res.status(), StatusCode::ACCEPTED);
+    let got = rx.wait_for(2).await;
+    assert_eq!(got[1].header("x-partner-delivery"), Some(did.as_str()));
+    let res = op(
+        Method::GET,
+        format!("/partners/acme/webhook-deliveries/{did}"),
+    )
+    .send()
+    .await
+    .expect("send");
+    let b = body(res).await;
+    assert!(b["data"]["attemptLog"].is_array());
+    let res = op(
+        Method::POST,
+        format!("/partners/acme/webhook-endpoints/{id}/recover"),
+    )
+    .json(&json!({ "since": ts(OffsetDateTime::now_utc() - time::Duration::days(1)) }))
+    .send()
+    .await
+    .expect("send");
+    assert_eq!(res.status(), StatusCode::ACCEPTED);
+    assert_eq!(body(res).await, json!({ "data": { "requeued": 0 } }));
+    // Another partner's ids, and unknown partners: 404.
+    for path in [
+        format!("/partners/beta/webhook-deliveries/{did}"),
+        format!("/partners/nobody/webhook-deliveries/{did}"),
+    ] {
+        let res = op(Method::GET, path).send().await.expect("send");
+        assert_error(res, 404, "not_found").await;
+    }
+    let res = op(
+        Method::POST,
+        format!("/partners/beta/webhook-endpoints/{id}/test"),
+    )
+    .send()
+    .await
+    .expect("send");
+    assert_error(res, 404, "not_found").await;
+}

@@ -276,7 +276,8 @@ WHERE endpoint_id = ANY ($1::uuid[]) AND status = 'pending'";
 /// Endpoint health after a batch of attempts (`$2`: delivered; `$3`: the status answered; `$4`:
 /// when). A delivered attempt ends an endpoint's run of failures; a `410` disables it (`gone`);
 /// a run of failures that began `$5` seconds or more before the batch's last attempt disables it
-/// (`failing`; `$5` <= 0: never). Returns the endpoints that are disabled now.
+/// (`failing`; `$5` <= 0: never). Only rows whose health changes are written (a healthy
+/// endpoint's row is not touched per batch). Returns those endpoints and whether they are disabled.
 const HEALTH_SQL: &str = "\
 WITH o AS ( \
   SELECT * FROM unnest($1::uuid[], $2::bool[], $3::int4[], $4::timestamptz[]) AS o(id, ok, code, at)), \
@@ -296,7 +297,8 @@ judged AS ( \
 UPDATE webhook_endpoints e SET failing_since = j.failing_since, \
   disabled_at = CASE WHEN j.disable IS NOT NULL THEN j.last_at ELSE e.disabled_at END, \
   disabled_reason = CASE WHEN j.disable IS NOT NULL THEN j.disable ELSE e.disabled_reason END \
-FROM judged j WHERE e.id = j.endpoint_id AND j.disable IS NOT NULL OR e.id = j.endpoint_id \
+FROM judged j WHERE e.id = j.endpoint_id \
+  AND (j.disable IS NOT NULL OR j.failing_since IS DISTINCT FROM e.failing_since) \
 RETURNING e.id, e.disabled_at IS NOT NULL AS disabled";
 
 /// The partner's deliveries, newest first, filtered; `$5`/`$6` the cursor's position.
