@@ -204,10 +204,11 @@ async fn an_outcome_is_recorded_only_under_the_lease_that_claimed_it() {
         at: t1,
         status_code: Some(code),
         error: None,
+        duration_ms: Some(5),
         next,
     };
     assert_eq!(
-        repo.record(&[outcome(first.lease, NextStep::GiveUp, 500)])
+        repo.record(&[outcome(first.lease, NextStep::GiveUp, 500)], None)
             .await
             .expect("record"),
         0,
@@ -215,7 +216,7 @@ async fn an_outcome_is_recorded_only_under_the_lease_that_claimed_it() {
     );
     assert_eq!(log(&app, "acme").await[0]["status"], "pending");
     assert_eq!(
-        repo.record(&[outcome(second.lease, NextStep::Delivered, 200)])
+        repo.record(&[outcome(second.lease, NextStep::Delivered, 200)], None)
             .await
             .expect("record"),
         1
@@ -231,7 +232,7 @@ async fn an_outcome_is_recorded_only_under_the_lease_that_claimed_it() {
     );
     // Recording again under the same lease changes nothing: the delivery is finished.
     assert_eq!(
-        repo.record(&[outcome(second.lease, NextStep::GiveUp, 500)])
+        repo.record(&[outcome(second.lease, NextStep::GiveUp, 500)], None)
             .await
             .expect("record"),
         0

@@ -17,4 +17,5 @@ mod operator;
 mod orders;
 mod receiver;
 mod sub_accounts;
+mod webhook_control;
 mod webhooks;

@@ -31,11 +31,14 @@ impl Received {
     }
 }
 
+/// A scripted answer: the status and an optional `Retry-After` value.
+type Answer = (u16, Option<String>);
+
 pub struct Receiver {
     pub url: String,
     pub ca_file: PathBuf,
     received: Arc<Mutex<Vec<Received>>>,
-    script: Arc<Mutex<VecDeque<u16>>>,
+    script: Arc<Mutex<VecDeque<Answer>>>,
 }
 
 impl Receiver {
@@ -70,10 +73,14 @@ impl Receiver {
                     let Some(req) = read_request(&mut stream).await else {
                         return;
                     };
-                    let status = s.lock().expect("lock").pop_front().unwrap_or(200);
+                    let (status, retry_after) =
+                        s.lock().expect("lock").pop_front().unwrap_or((200, None));
                     r.lock().expect("lock").push(req);
+                    let extra = retry_after
+                        .map(|v| format!("Retry-After: {v}\r\n"))
+                        .unwrap_or_default();
                     let reply = format!(
-                        "HTTP/1.1 {status} X\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                        "HTTP/1.1 {status} X\r\n{extra}Content-Length: 0\r\nConnection: close\r\n\r\n"
                     );
                     let _ = stream.write_all(reply.as_bytes()).await;
                     let _ = stream.shutdown().await;
@@ -90,7 +97,18 @@ impl Receiver {
 
     /// The statuses of the next answers, in order (200 after that).
     pub fn answer_with(&self, statuses: &[u16]) {
-        self.script.lock().expect("lock").extend(statuses);
+        self.script
+            .lock()
+            .expect("lock")
+            .extend(statuses.iter().map(|s| (*s, None)));
+    }
+
+    /// The next answer: `status` with a `Retry-After: value` header.
+    pub fn answer_retry_after(&self, status: u16, value: &str) {
+        self.script
+            .lock()
+            .expect("lock")
+            .push_back((status, Some(value.to_owned())));
     }
 
     pub fn received(&self) -> Vec<Received> {

@@ -106,10 +106,14 @@ async fn endpoints_crud_and_validation() {
         [
             "createdAt",
             "customHeader",
+            "disabledAt",
+            "disabledReason",
             "events",
             "hasSecret",
             "id",
             "leadCreatedDelay",
+            "previousSecretExpiresAt",
+            "status",
             "url"
         ]
     );

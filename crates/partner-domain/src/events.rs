@@ -15,13 +15,15 @@ use crate::order::OrderListing;
 use crate::payout::Payout;
 use crate::values::PartnerId;
 
-/// The contract's event kinds.
+/// The contract's event kinds, and `ping`: a test delivery sent only when a partner asks for one
+/// (extensions.md §1), which no endpoint subscribes to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum EventKind {
     LeadCreated,
     LeadEnriched,
     OrderCreated,
     PayoutCreated,
+    Ping,
 }
 
 /// The kind of record an event is about: how its subject id is looked up.
@@ -30,6 +32,8 @@ pub enum SubjectKind {
     Lead,
     Order,
     Payout,
+    /// A `ping`'s subject: the endpoint it tests (nothing to look up).
+    Endpoint,
 }
 
 /// A subject as read when its delivery is sent.
@@ -38,6 +42,7 @@ pub enum Subject {
     Lead(Lead),
     Order(OrderListing),
     Payout(Payout),
+    Endpoint(uuid::Uuid),
 }
 
 impl EventKind {
@@ -48,8 +53,18 @@ impl EventKind {
         Self::PayoutCreated,
     ];
 
+    /// One of the four kinds an endpoint subscribes to (never `ping`).
     pub fn parse(s: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+
+    /// Any kind a delivery may carry: the four, or `ping`.
+    pub fn parse_delivered(s: &str) -> Option<Self> {
+        if s == Self::Ping.as_str() {
+            Some(Self::Ping)
+        } else {
+            Self::parse(s)
+        }
     }
 
     /// The name on the wire (`X-Partner-Event`, the body's `event`).
@@ -59,6 +74,7 @@ impl EventKind {
             Self::LeadEnriched => "lead.enriched",
             Self::OrderCreated => "order.created",
             Self::PayoutCreated => "payout.created",
+            Self::Ping => "ping",
         }
     }
 
@@ -67,6 +83,7 @@ impl EventKind {
             Self::LeadCreated | Self::LeadEnriched => SubjectKind::Lead,
             Self::OrderCreated => SubjectKind::Order,
             Self::PayoutCreated => SubjectKind::Payout,
+            Self::Ping => SubjectKind::Endpoint,
         }
     }
 
@@ -86,6 +103,7 @@ impl EventKind {
                 "order": o.order.render(&o.sub_account, false),
             }),
             (Self::PayoutCreated, Subject::Payout(p)) => json!({ "payout": p.row() }),
+            (Self::Ping, Subject::Endpoint(id)) => json!({ "endpointId": id }),
             _ => return None,
         })
     }
@@ -178,7 +196,16 @@ mod tests {
         for k in EventKind::ALL {
             assert_eq!(EventKind::parse(k.as_str()), Some(k));
         }
-        assert_eq!(EventKind::parse("ping"), None);
+        assert_eq!(
+            EventKind::parse("ping"),
+            None,
+            "no endpoint subscribes to ping"
+        );
+        assert_eq!(EventKind::parse_delivered("ping"), Some(EventKind::Ping));
+        assert_eq!(
+            EventKind::parse_delivered("order.created"),
+            Some(EventKind::OrderCreated)
+        );
         assert_eq!(EventKind::parse("Lead.Created"), None);
     }
 

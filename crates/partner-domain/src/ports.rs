@@ -25,7 +25,8 @@ use crate::token::TokenHash;
 use crate::values::Money;
 use crate::values::{CareService, Nickname, PartnerId, SubId};
 use crate::webhook::{
-    AttemptOutcome, ClaimRequest, ClaimedDelivery, DeliveryInfo, WebhookEndpoint,
+    AttemptOutcome, ClaimRequest, ClaimedDelivery, DeliveryDetail, DeliveryFilter, DeliveryInfo,
+    WebhookEndpoint,
 };
 
 /// What the authentication step needs to know about a presented token, in one lookup.
@@ -354,12 +355,46 @@ pub trait WebhookRepo: Send + Sync {
     /// Replaces the stored endpoint of the same partner and id; `false` when absent.
     async fn update_endpoint(&self, e: &WebhookEndpoint) -> Result<bool, RepoError>;
     async fn delete_endpoint(&self, partner: &PartnerId, id: Uuid) -> Result<bool, RepoError>;
-    /// Recent deliveries, newest first.
+    /// The partner's deliveries matching `filter`, newest first (`created_at` desc, `id` desc),
+    /// after `filter.after`, at most `filter.limit`.
     async fn deliveries(
         &self,
         partner: &PartnerId,
-        limit: u16,
+        filter: &DeliveryFilter,
     ) -> Result<Vec<DeliveryInfo>, RepoError>;
+    /// One of the partner's deliveries with its last `log_limit` attempts, oldest first.
+    async fn delivery(
+        &self,
+        partner: &PartnerId,
+        id: Uuid,
+        log_limit: u16,
+    ) -> Result<Option<DeliveryDetail>, RepoError>;
+    /// Makes one of the partner's deliveries pending, due at `now`, with a fresh retry budget
+    /// (`attempts` keeps counting). `None` when the partner has no such delivery.
+    async fn resend(
+        &self,
+        partner: &PartnerId,
+        id: Uuid,
+        now: OffsetDateTime,
+    ) -> Result<Option<DeliveryInfo>, RepoError>;
+    /// Writes a `ping` event and its one delivery `delivery_id` to the partner's endpoint, due at
+    /// `now`. `None` when the partner has no such endpoint.
+    async fn ping(
+        &self,
+        partner: &PartnerId,
+        endpoint: Uuid,
+        delivery_id: Uuid,
+        now: OffsetDateTime,
+    ) -> Result<Option<DeliveryInfo>, RepoError>;
+    /// Makes the endpoint's failed deliveries created at or after `since` pending, due at `now`,
+    /// with a fresh budget; returns how many. `None` when the partner has no such endpoint.
+    async fn recover(
+        &self,
+        partner: &PartnerId,
+        endpoint: Uuid,
+        since: OffsetDateTime,
+        now: OffsetDateTime,
+    ) -> Result<Option<u64>, RepoError>;
 }
 
 /// Whether a host name resolves to an internal address (resolution failures answer `false`).
@@ -389,8 +424,15 @@ pub trait DeliveryRepo: Send + Sync {
     ) -> Result<HashMap<(SubjectKind, String), Subject>, RepoError>;
     /// Records outcomes in one statement. MUST apply an outcome only while its delivery is still
     /// `pending` under the same lease token (fencing: a worker whose lease ran out and was
-    /// reclaimed cannot overwrite the newer attempt). Returns how many were applied.
-    async fn record(&self, outcomes: &[AttemptOutcome]) -> Result<u64, RepoError>;
+    /// reclaimed cannot overwrite the newer attempt). Returns how many were applied. Then updates
+    /// the health of the endpoints concerned: an attempt answered `410` disables its endpoint
+    /// (reason `gone`), and so does a run of failed attempts lasting `disable_after` (reason
+    /// `failing`; `None`: never); a disabled endpoint's pending deliveries end `failed`.
+    async fn record(
+        &self,
+        outcomes: &[AttemptOutcome],
+        disable_after: Option<std::time::Duration>,
+    ) -> Result<u64, RepoError>;
     /// Ends as `failed` (with `error`) the pending deliveries due at `now` that already made
     /// `max_attempts` attempts: their last worker died before recording an outcome.
     async fn fail_exhausted(

@@ -217,10 +217,19 @@ impl std::fmt::Debug for WebhookSecret {
 
 /// `t=<t>,v1=<hex HMAC-SHA256 of "<t>.<body>">`.
 pub fn signature_header(secret: &WebhookSecret, t: i64, body: &[u8]) -> String {
-    format!(
-        "t={t},v1={}",
-        hex(&sign(secret.expose().as_bytes(), t, body))
-    )
+    signature_header_with(&[secret], t, body)
+}
+
+/// `t=<t>,v1=<hex>,v1=<hex>…`: one `v1` per secret, in the order given (the current secret first,
+/// then the one a rotation replaced, while it overlaps). Lowercase hex, integer seconds, no
+/// spaces: what Stripe's `verify_header` parses.
+pub fn signature_header_with(secrets: &[&WebhookSecret], t: i64, body: &[u8]) -> String {
+    let mut h = format!("t={t}");
+    for s in secrets {
+        h.push_str(",v1=");
+        h.push_str(&hex(&sign(s.expose().as_bytes(), t, body)));
+    }
+    h
 }
 
 fn sign(key: &[u8], t: i64, body: &[u8]) -> Vec<u8> {
@@ -247,13 +256,52 @@ pub enum SignatureError {
     Mismatch,
 }
 
-/// What a receiver does: parse the header, reject stale timestamps, compare every `v1` in
-/// constant time against the HMAC of the raw body.
+/// What a receiver does, with the default tolerance of [`SIGNATURE_TOLERANCE`] and one secret.
 pub fn verify_signature(
     header: &str,
     body: &[u8],
     secret: &str,
     now_unix: i64,
+) -> Result<(), SignatureError> {
+    let now = OffsetDateTime::from_unix_timestamp(now_unix).map_err(|_| SignatureError::TooOld)?;
+    verify(header, body, &[secret], now, SIGNATURE_TOLERANCE)
+}
+
+/// Verifies an `X-Partner-Signature` header as a receiver does: parses `t` and every `v1`,
+/// rejects a `t` more than `tolerance` away from `now`, and accepts when any `v1` equals the
+/// HMAC-SHA256 of `"<t>.<raw_body>"` under any of `secrets` (compared in constant time). Several
+/// secrets serve a rotation: during the overlap a receiver may hold the old secret, the new one,
+/// or both.
+///
+/// ```
+/// use partner_domain::webhook::{signature_header_with, verify, SignatureError, WebhookSecret};
+/// use std::time::Duration;
+/// use time::OffsetDateTime;
+///
+/// let (new, old) = (
+///     WebhookSecret::from_stored("whsec_new".into()),
+///     WebhookSecret::from_stored("whsec_old".into()),
+/// );
+/// let body = br#"{"id":"6c1f","event":"ping","created_at":"2026-11-23T10:00:00.000Z","data":{}}"#;
+/// let now = OffsetDateTime::from_unix_timestamp(1_795_000_000).unwrap();
+/// // During a rotation's overlap a delivery carries both signatures.
+/// let header = signature_header_with(&[&new, &old], now.unix_timestamp(), body);
+/// let five_minutes = Duration::from_secs(300);
+/// assert_eq!(verify(&header, body, &["whsec_old"], now, five_minutes), Ok(()));
+/// assert_eq!(verify(&header, body, &["whsec_new", "whsec_old"], now, five_minutes), Ok(()));
+/// assert_eq!(
+///     verify(&header, b"{}", &["whsec_new"], now, five_minutes),
+///     Err(SignatureError::Mismatch)
+/// );
+/// let later = now + time::Duration::minutes(6);
+/// assert_eq!(verify(&header, body, &["whsec_new"], later, five_minutes), Err(SignatureError::TooOld));
+/// ```
+pub fn verify(
+    header: &str,
+    raw_body: &[u8],
+    secrets: &[&str],
+    now: OffsetDateTime,
+    tolerance: Duration,
 ) -> Result<(), SignatureError> {
     let mut t = None;
     let mut v1 = Vec::new();
@@ -268,14 +316,15 @@ pub fn verify_signature(
     if v1.is_empty() {
         return Err(SignatureError::Malformed);
     }
-    if (now_unix - t).unsigned_abs() > SIGNATURE_TOLERANCE.as_secs() {
+    if (now.unix_timestamp() - t).unsigned_abs() > tolerance.as_secs() {
         return Err(SignatureError::TooOld);
     }
-    let expected = hex(&sign(secret.as_bytes(), t, body));
-    if v1
-        .iter()
-        .any(|v| constant_time_eq(v.as_bytes(), expected.as_bytes()))
-    {
+    let matched = secrets.iter().any(|secret| {
+        let expected = hex(&sign(secret.as_bytes(), t, raw_body));
+        v1.iter()
+            .any(|v| constant_time_eq(v.as_bytes(), expected.as_bytes()))
+    });
+    if matched {
         Ok(())
     } else {
         Err(SignatureError::Mismatch)
@@ -291,6 +340,41 @@ pub fn next_retry(schedule: &[Duration], attempts: u32, jitter: f64) -> Option<D
     Some(base.mul_f64(factor))
 }
 
+/// Why an endpoint was disabled by the service (`None` when a partner disabled it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DisabledReason {
+    /// An attempt was answered `410 Gone`.
+    Gone,
+    /// Every attempt failed for `PARTNER_WEBHOOK_DISABLE_AFTER`.
+    Failing,
+}
+
+impl DisabledReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Gone => "gone",
+            Self::Failing => "failing",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "gone" => Some(Self::Gone),
+            "failing" => Some(Self::Failing),
+            _ => None,
+        }
+    }
+}
+
+impl Serialize for DisabledReason {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+/// The `lastError` of deliveries ended because their endpoint was disabled.
+pub const ENDPOINT_DISABLED: &str = "endpoint disabled";
+
 /// A configured endpoint.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WebhookEndpoint {
@@ -301,6 +385,12 @@ pub struct WebhookEndpoint {
     pub lead_created_delay: Option<LeadCreatedDelay>,
     pub custom_header: Option<CustomHeader>,
     pub secret: Option<WebhookSecret>,
+    /// The secret a rotation replaced, still signing until `previous_secret_expires_at`.
+    pub previous_secret: Option<WebhookSecret>,
+    pub previous_secret_expires_at: Option<OffsetDateTime>,
+    /// Set while the endpoint is disabled: no deliveries are queued for it.
+    pub disabled_at: Option<OffsetDateTime>,
+    pub disabled_reason: Option<DisabledReason>,
     pub created_at: OffsetDateTime,
     pub updated_at: OffsetDateTime,
 }
@@ -317,13 +407,30 @@ pub struct EndpointRow {
     pub has_secret: bool,
     #[serde(serialize_with = "wire::ts")]
     pub created_at: OffsetDateTime,
+    /// `enabled` or `disabled`.
+    pub status: &'static str,
+    pub disabled_reason: Option<DisabledReason>,
+    #[serde(serialize_with = "wire::ts_opt")]
+    pub disabled_at: Option<OffsetDateTime>,
+    /// Until when the secret a rotation replaced still signs (`null`: no overlap).
+    #[serde(serialize_with = "wire::ts_opt")]
+    pub previous_secret_expires_at: Option<OffsetDateTime>,
     /// Present only in the answer that generated it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub secret: Option<String>,
 }
 
 impl WebhookEndpoint {
-    pub fn row(&self) -> EndpointRow {
+    /// The previous secret, while its overlap lasts at `now`.
+    pub fn previous_secret_at(&self, now: OffsetDateTime) -> Option<&WebhookSecret> {
+        match self.previous_secret_expires_at {
+            Some(until) if until > now => self.previous_secret.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// The endpoint as shown at `now`.
+    pub fn row(&self, now: OffsetDateTime) -> EndpointRow {
         EndpointRow {
             id: self.id,
             url: self.url.clone(),
@@ -332,15 +439,25 @@ impl WebhookEndpoint {
             custom_header: self.custom_header.clone(),
             has_secret: self.secret.is_some(),
             created_at: self.created_at,
+            status: if self.disabled_at.is_some() {
+                "disabled"
+            } else {
+                "enabled"
+            },
+            disabled_reason: self.disabled_reason,
+            disabled_at: self.disabled_at,
+            previous_secret_expires_at: self
+                .previous_secret_at(now)
+                .and(self.previous_secret_expires_at),
             secret: None,
         }
     }
 
     /// The row with the secret shown (once, after generating it).
-    pub fn row_with_secret(&self) -> EndpointRow {
+    pub fn row_with_secret(&self, now: OffsetDateTime) -> EndpointRow {
         EndpointRow {
             secret: self.secret.as_ref().map(|s| s.expose().to_owned()),
-            ..self.row()
+            ..self.row(now)
         }
     }
 }
@@ -523,6 +640,40 @@ mod tests {
     }
 
     #[test]
+    fn retry_after_in_seconds_or_as_an_http_date_capped_at_a_day() {
+        let now = OffsetDateTime::from_unix_timestamp(784_111_777).expect("t"); // Sun, 06 Nov 1994 08:49:37 GMT
+        assert_eq!(
+            parse_retry_after("120", now),
+            Some(time::Duration::seconds(120))
+        );
+        assert_eq!(
+            parse_retry_after("Sun, 06 Nov 1994 08:50:37 GMT", now),
+            Some(time::Duration::seconds(60))
+        );
+        assert_eq!(
+            parse_retry_after("Sun, 06 Nov 1994 08:00:00 GMT", now),
+            Some(time::Duration::ZERO),
+            "a date in the past: no wait"
+        );
+        assert_eq!(parse_retry_after("999999", now), Some(RETRY_AFTER_CAP));
+        assert_eq!(parse_retry_after("soon", now), None);
+        let schedule = NextStep::RetryAt(now + time::Duration::seconds(10));
+        assert_eq!(
+            honour_retry_after(schedule, now, Some(time::Duration::seconds(60))),
+            NextStep::RetryAt(now + time::Duration::seconds(60))
+        );
+        assert_eq!(
+            honour_retry_after(schedule, now, Some(time::Duration::seconds(5))),
+            schedule,
+            "the schedule's later time stands"
+        );
+        assert_eq!(
+            honour_retry_after(NextStep::GiveUp, now, Some(time::Duration::seconds(5))),
+            NextStep::GiveUp
+        );
+    }
+
+    #[test]
     fn events_lists() {
         assert_eq!(
             parse_events(&["order.created".into(), "order.created".into()]),
@@ -553,6 +704,10 @@ pub struct EndpointPatch {
     pub lead_created_delay: Option<Option<LeadCreatedDelay>>,
     pub custom_header: Option<Option<CustomHeader>>,
     pub secret: Option<bool>,
+    /// `Some(true)` re-enables the endpoint; `Some(false)` disables it (reason `null`).
+    pub enabled: Option<bool>,
+    /// `Some(true)` ends the overlap of the previous secret at once.
+    pub expire_previous: Option<bool>,
 }
 
 /// Errors of the endpoint calls of [`WebhookService`].
@@ -566,6 +721,14 @@ pub enum EndpointError {
     NotFound,
     #[error("no partner with that partnerId")]
     UnknownPartner,
+    #[error("no such webhook delivery")]
+    DeliveryNotFound,
+    #[error("cursor is invalid")]
+    BadCursor,
+    #[error("since must be within the last 7 days and not in the future")]
+    BadSince,
+    #[error("the webhook endpoint is disabled; re-enable it first")]
+    Disabled,
     #[error(transparent)]
     Repo(#[from] crate::error::RepoError),
 }
@@ -578,15 +741,19 @@ pub struct WebhookService {
     clock: std::sync::Arc<dyn crate::clock::Clock>,
     rng: std::sync::Arc<dyn Random>,
     allow_private: bool,
+    cursors: crate::cursor::CursorKey,
+    secret_overlap: time::Duration,
 }
 
 impl WebhookService {
+    /// `cursors` signs the delivery listing's cursors (use a key of its own, not the leads').
     pub fn new(
         repo: std::sync::Arc<dyn crate::ports::WebhookRepo>,
         addresses: std::sync::Arc<dyn crate::ports::AddressCheck>,
         clock: std::sync::Arc<dyn crate::clock::Clock>,
         rng: std::sync::Arc<dyn Random>,
         allow_private: bool,
+        cursors: crate::cursor::CursorKey,
     ) -> Self {
         Self {
             repo,
@@ -594,7 +761,16 @@ impl WebhookService {
             clock,
             rng,
             allow_private,
+            cursors,
+            secret_overlap: time::Duration::hours(24),
         }
+    }
+
+    /// How long a rotated-out secret keeps signing (`PARTNER_WEBHOOK_SECRET_OVERLAP`; zero ends
+    /// it at once). 24 hours unless set.
+    pub fn with_secret_overlap(mut self, overlap: std::time::Duration) -> Self {
+        self.secret_overlap = time::Duration::try_from(overlap).unwrap_or(time::Duration::MAX);
+        self
     }
 
     pub fn allow_private(&self) -> bool {
@@ -619,12 +795,13 @@ impl WebhookService {
     }
 
     pub async fn list(&self, partner: &PartnerId) -> Result<Vec<EndpointRow>, EndpointError> {
+        let now = self.clock.now();
         Ok(self
             .repo
             .endpoints(partner)
             .await?
             .iter()
-            .map(WebhookEndpoint::row)
+            .map(|e| e.row(now))
             .collect())
     }
 
@@ -645,11 +822,15 @@ impl WebhookService {
             secret: new
                 .secret
                 .then(|| WebhookSecret::generate(self.rng.as_ref())),
+            previous_secret: None,
+            previous_secret_expires_at: None,
+            disabled_at: None,
+            disabled_reason: None,
             created_at: now,
             updated_at: now,
         };
         match self.repo.insert_endpoint(&e, MAX_ENDPOINTS).await? {
-            crate::ports::InsertEndpoint::Inserted => Ok(e.row_with_secret()),
+            crate::ports::InsertEndpoint::Inserted => Ok(e.row_with_secret(now)),
             crate::ports::InsertEndpoint::TooMany => Err(EndpointError::TooMany),
             crate::ports::InsertEndpoint::UnknownPartner => Err(EndpointError::UnknownPartner),
         }
@@ -679,20 +860,51 @@ impl WebhookService {
         if let Some(h) = patch.custom_header {
             e.custom_header = h;
         }
+        let now = self.clock.now();
         let new_secret = patch.secret == Some(true);
         match patch.secret {
-            Some(true) => e.secret = Some(WebhookSecret::generate(self.rng.as_ref())),
-            Some(false) => e.secret = None,
+            Some(true) => {
+                // The replaced secret keeps signing for the overlap, next to the new one.
+                let old = e.secret.take();
+                e.secret = Some(WebhookSecret::generate(self.rng.as_ref()));
+                match old {
+                    Some(old) if self.secret_overlap > time::Duration::ZERO => {
+                        e.previous_secret = Some(old);
+                        e.previous_secret_expires_at = now.checked_add(self.secret_overlap);
+                    }
+                    _ => {
+                        e.previous_secret = None;
+                        e.previous_secret_expires_at = None;
+                    }
+                }
+            }
+            Some(false) => {
+                e.secret = None;
+                e.previous_secret = None;
+                e.previous_secret_expires_at = None;
+            }
             None => {}
+        }
+        if patch.expire_previous == Some(true) || e.previous_secret_expires_at.is_none() {
+            e.previous_secret = None;
+            e.previous_secret_expires_at = None;
+        }
+        match (patch.enabled, e.disabled_at) {
+            (Some(true), Some(_)) => {
+                e.disabled_at = None;
+                e.disabled_reason = None;
+            }
+            (Some(false), None) => e.disabled_at = Some(self.clock.now()),
+            _ => {}
         }
         e.updated_at = self.clock.now();
         if !self.repo.update_endpoint(&e).await? {
             return Err(EndpointError::NotFound);
         }
         Ok(if new_secret {
-            e.row_with_secret()
+            e.row_with_secret(now)
         } else {
-            e.row()
+            e.row(now)
         })
     }
 
@@ -704,27 +916,137 @@ impl WebhookService {
         }
     }
 
+    /// A page of the partner's deliveries, newest first.
     pub async fn deliveries(
         &self,
         partner: &PartnerId,
-        limit: u16,
-    ) -> Result<Vec<DeliveryInfo>, EndpointError> {
-        Ok(self.repo.deliveries(partner, limit).await?)
+        q: &DeliveryQuery,
+    ) -> Result<crate::lead::Page<DeliveryInfo>, EndpointError> {
+        let after = match &q.cursor {
+            None => None,
+            Some(c) => Some(
+                self.cursors
+                    .decode(partner, c)
+                    .ok_or(EndpointError::BadCursor)?,
+            ),
+        };
+        let filter = DeliveryFilter {
+            endpoint_id: q.endpoint_id,
+            statuses: q.statuses.clone(),
+            event: q.event,
+            after,
+            limit: q.limit.saturating_add(1),
+        };
+        let mut rows = self.repo.deliveries(partner, &filter).await?;
+        let more = rows.len() > usize::from(q.limit);
+        rows.truncate(usize::from(q.limit));
+        let next_cursor = more.then(|| rows.last()).flatten().map(|d| {
+            self.cursors.encode(
+                partner,
+                crate::cursor::Position {
+                    created_at: d.created_at,
+                    id: d.id,
+                },
+            )
+        });
+        Ok(crate::lead::Page {
+            items: rows,
+            next_cursor,
+            limit: q.limit,
+        })
+    }
+
+    /// The partner's endpoint, which must be enabled for anything to be sent to it.
+    async fn enabled_endpoint(
+        &self,
+        partner: &PartnerId,
+        id: Uuid,
+    ) -> Result<WebhookEndpoint, EndpointError> {
+        let e = self
+            .repo
+            .endpoint(partner, id)
+            .await?
+            .ok_or(EndpointError::NotFound)?;
+        if e.disabled_at.is_some() {
+            return Err(EndpointError::Disabled);
+        }
+        Ok(e)
+    }
+
+    /// One delivery with its last [`ATTEMPT_LOG_LIMIT`] attempts.
+    pub async fn delivery(
+        &self,
+        partner: &PartnerId,
+        id: Uuid,
+    ) -> Result<DeliveryDetail, EndpointError> {
+        self.repo
+            .delivery(partner, id, ATTEMPT_LOG_LIMIT)
+            .await?
+            .ok_or(EndpointError::DeliveryNotFound)
+    }
+
+    /// Sends a delivery again: pending, due now, with a fresh retry budget; same id.
+    pub async fn resend(
+        &self,
+        partner: &PartnerId,
+        id: Uuid,
+    ) -> Result<DeliveryInfo, EndpointError> {
+        self.repo
+            .resend(partner, id, self.clock.now())
+            .await?
+            .ok_or(EndpointError::DeliveryNotFound)
+    }
+
+    /// Queues a `ping` delivery to the endpoint.
+    pub async fn ping(
+        &self,
+        partner: &PartnerId,
+        endpoint: Uuid,
+    ) -> Result<DeliveryInfo, EndpointError> {
+        self.enabled_endpoint(partner, endpoint).await?;
+        let id = crate::random::new_id(self.rng.as_ref());
+        self.repo
+            .ping(partner, endpoint, id, self.clock.now())
+            .await?
+            .ok_or(EndpointError::NotFound)
+    }
+
+    /// Requeues the endpoint's failed deliveries created at or after `since` (at most 7 days
+    /// ago, not in the future). Returns how many.
+    pub async fn recover(
+        &self,
+        partner: &PartnerId,
+        endpoint: Uuid,
+        since: OffsetDateTime,
+    ) -> Result<u64, EndpointError> {
+        let now = self.clock.now();
+        if since > now || since < now - RECOVER_WINDOW {
+            return Err(EndpointError::BadSince);
+        }
+        self.enabled_endpoint(partner, endpoint).await?;
+        self.repo
+            .recover(partner, endpoint, since, now)
+            .await?
+            .ok_or(EndpointError::NotFound)
     }
 }
 
-/// What the operator sees of a delivery.
+/// A delivery as partners and the operator see it (`WebhookDelivery`, extensions.md §1).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DeliveryInfo {
+    /// The `X-Partner-Delivery` value.
     pub id: Uuid,
     pub endpoint_id: Uuid,
     pub event: String,
     /// `pending`, `delivered` or `failed` (retries exhausted).
     pub status: String,
+    /// Attempts made so far (all of them, across resends).
     pub attempts: i32,
     #[serde(serialize_with = "wire::ts_opt")]
     pub next_attempt_at: Option<OffsetDateTime>,
+    #[serde(serialize_with = "wire::ts_opt")]
+    pub last_attempt_at: Option<OffsetDateTime>,
     pub last_status_code: Option<i32>,
     pub last_error: Option<String>,
     #[serde(serialize_with = "wire::ts")]
@@ -732,6 +1054,84 @@ pub struct DeliveryInfo {
     #[serde(serialize_with = "wire::ts_opt")]
     pub delivered_at: Option<OffsetDateTime>,
 }
+
+/// One attempt of a delivery, as its log shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AttemptLogEntry {
+    #[serde(serialize_with = "wire::ts")]
+    pub attempted_at: OffsetDateTime,
+    /// `null` when the receiver did not answer.
+    pub status_code: Option<i32>,
+    /// `null` when no request was made (the event's record was gone).
+    pub duration_ms: Option<i32>,
+    pub error: Option<String>,
+}
+
+/// How many attempts a delivery's log shows at most (the last ones).
+pub const ATTEMPT_LOG_LIMIT: u16 = 20;
+
+/// A delivery with its attempt log, oldest attempt first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeliveryDetail {
+    #[serde(flatten)]
+    pub delivery: DeliveryInfo,
+    pub attempt_log: Vec<AttemptLogEntry>,
+}
+
+/// The statuses a delivery can have.
+pub const DELIVERY_STATUSES: [&str; 3] = ["pending", "delivered", "failed"];
+
+/// What a delivery listing asks for (already validated, see [`parse_statuses`]).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct DeliveryQuery {
+    pub endpoint_id: Option<Uuid>,
+    /// Empty: any status.
+    pub statuses: Vec<&'static str>,
+    pub event: Option<EventKind>,
+    pub limit: u16,
+    pub cursor: Option<String>,
+}
+
+/// What the store is asked for: `limit` rows after `after` (newest first).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeliveryFilter {
+    pub endpoint_id: Option<Uuid>,
+    pub statuses: Vec<&'static str>,
+    pub event: Option<EventKind>,
+    pub after: Option<crate::cursor::Position>,
+    pub limit: u16,
+}
+
+/// `status`: a comma-separated, non-empty subset of `pending`, `delivered`, `failed`.
+pub fn parse_statuses(s: &str) -> Result<Vec<&'static str>, ValueError> {
+    let mut out = Vec::new();
+    for part in s.split(',') {
+        let st = DELIVERY_STATUSES
+            .into_iter()
+            .find(|x| *x == part)
+            .ok_or(ValueError::invalid(
+                "status",
+                "a comma-separated list of pending, delivered and failed",
+            ))?;
+        if !out.contains(&st) {
+            out.push(st);
+        }
+    }
+    Ok(out)
+}
+
+/// `event`: one of the four kinds or `ping`.
+pub fn parse_event_filter(s: &str) -> Result<EventKind, ValueError> {
+    EventKind::parse_delivered(s).ok_or(ValueError::invalid(
+        "event",
+        "one of lead.created, lead.enriched, order.created, payout.created or ping",
+    ))
+}
+
+/// How far back `recover` reaches.
+pub const RECOVER_WINDOW: time::Duration = time::Duration::days(7);
 
 /// What a worker asks for when it claims due deliveries. Fairness is decided here, not by the
 /// store: no endpoint gets more than its room, so one endpoint's backlog never takes every slot.
@@ -768,6 +1168,8 @@ pub struct ClaimedDelivery {
     pub extra: serde_json::Value,
     pub url: String,
     pub secret: Option<WebhookSecret>,
+    /// The secret a rotation replaced, while its overlap lasts: deliveries carry both signatures.
+    pub previous_secret: Option<WebhookSecret>,
     pub custom_header: Option<CustomHeader>,
 }
 
@@ -790,7 +1192,44 @@ pub struct AttemptOutcome {
     pub status_code: Option<u16>,
     /// A short reason (`timeout`, `status 500`…), never a URL, secret or receiver body.
     pub error: Option<String>,
+    /// How long the request took; `None` when none was made (the event's record was gone).
+    pub duration_ms: Option<u32>,
     pub next: NextStep,
+}
+
+/// The longest wait a receiver's `Retry-After` can impose.
+pub const RETRY_AFTER_CAP: time::Duration = time::Duration::hours(24);
+
+/// The wait a `Retry-After` value asks for (delay in seconds, or an HTTP date), at most
+/// [`RETRY_AFTER_CAP`]; `None` when the value is malformed.
+pub fn parse_retry_after(value: &str, now: OffsetDateTime) -> Option<time::Duration> {
+    let value = value.trim();
+    let wait = if let Ok(secs) = value.parse::<u64>() {
+        time::Duration::seconds(i64::try_from(secs).unwrap_or(i64::MAX))
+    } else {
+        let format = time::format_description::parse_borrowed::<1>(
+            "[weekday repr:short], [day] [month repr:short] [year] [hour]:[minute]:[second] GMT",
+        )
+        .ok()?;
+        let at = time::PrimitiveDateTime::parse(value, &format)
+            .ok()?
+            .assume_utc();
+        (at - now).max(time::Duration::ZERO)
+    };
+    Some(wait.min(RETRY_AFTER_CAP))
+}
+
+/// The step after a failed attempt that asked to wait `retry_after`: no earlier than that, unless
+/// the schedule already waits longer or gives up.
+pub fn honour_retry_after(
+    next: NextStep,
+    at: OffsetDateTime,
+    retry_after: Option<time::Duration>,
+) -> NextStep {
+    match (next, retry_after) {
+        (NextStep::RetryAt(t), Some(wait)) => NextStep::RetryAt(t.max(at + wait)),
+        (next, _) => next,
+    }
 }
 
 /// Attempts a delivery may make: the first, and one per delay of the schedule.

@@ -15,7 +15,7 @@ pub(crate) async fn write(
     let mut deliveries = 0;
     for e in events {
         // The event, and in the same statement one delivery per endpoint of the partner that
-        // subscribed to its kind; a `lead.created` waits for the endpoint's delay, if any.
+        // subscribed to its kind and is not disabled; a `lead.created` waits for the endpoint's delay, if any.
         let n = diesel::sql_query(
             "WITH ev AS ( \
                INSERT INTO domain_events (id, partner_id, kind, subject, extra, created_at) \
@@ -25,7 +25,7 @@ pub(crate) async fn write(
              SELECT gen_random_uuid(), w.id, w.partner_id, ev.id, $2, 'pending', 0, \
                $5 + make_interval(secs => CASE WHEN $2 = 'lead.created' \
                                           THEN COALESCE(w.lead_created_delay_seconds, 0) ELSE 0 END), $5 \
-             FROM webhook_endpoints w, ev WHERE w.partner_id = $1 AND $2 = ANY (w.events)",
+             FROM webhook_endpoints w, ev WHERE w.partner_id = $1 AND $2 = ANY (w.events) AND w.disabled_at IS NULL",
         )
         .bind::<Text, _>(e.partner_id().as_str())
         .bind::<Text, _>(e.kind().as_str())

@@ -10,8 +10,9 @@ use partner_domain::events::{Subject, SubjectKind};
 use partner_domain::ports::{DeliveryRepo, InsertEndpoint, WebhookRepo};
 use partner_domain::values::PartnerId;
 use partner_domain::webhook::{
-    AttemptOutcome, ClaimRequest, ClaimedDelivery, CustomHeader, DeliveryInfo, EventKind,
-    LeadCreatedDelay, NextStep, WebhookEndpoint, WebhookSecret,
+    AttemptLogEntry, AttemptOutcome, ClaimRequest, ClaimedDelivery, CustomHeader, DeliveryDetail,
+    DeliveryFilter, DeliveryInfo, DisabledReason, ENDPOINT_DISABLED, EventKind, LeadCreatedDelay,
+    NextStep, WebhookEndpoint, WebhookSecret,
 };
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -19,7 +20,8 @@ use uuid::Uuid;
 use crate::{PgStore, corrupt, db};
 
 const ENDPOINT_COLUMNS: &str = "id, partner_id, url, events, lead_created_delay_seconds, custom_header_name, \
-    custom_header_value, secret, created_at, updated_at";
+    custom_header_value, secret, created_at, updated_at, disabled_at, disabled_reason, previous_secret, \
+    previous_secret_expires_at";
 
 #[derive(QueryableByName)]
 struct EndpointRow {
@@ -43,6 +45,14 @@ struct EndpointRow {
     created_at: OffsetDateTime,
     #[diesel(sql_type = Timestamptz)]
     updated_at: OffsetDateTime,
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    disabled_at: Option<OffsetDateTime>,
+    #[diesel(sql_type = Nullable<Text>)]
+    disabled_reason: Option<String>,
+    #[diesel(sql_type = Nullable<Text>)]
+    previous_secret: Option<String>,
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    previous_secret_expires_at: Option<OffsetDateTime>,
 }
 
 fn delay_seconds(d: Option<LeadCreatedDelay>) -> Option<i32> {
@@ -82,6 +92,13 @@ impl EndpointRow {
             lead_created_delay: delay_from_seconds(self.lead_created_delay_seconds)?,
             custom_header: header(self.custom_header_name, self.custom_header_value),
             secret: self.secret.map(WebhookSecret::from_stored),
+            previous_secret: self.previous_secret.map(WebhookSecret::from_stored),
+            previous_secret_expires_at: self.previous_secret_expires_at,
+            disabled_at: self.disabled_at,
+            disabled_reason: self
+                .disabled_reason
+                .map(|r| DisabledReason::parse(&r).ok_or_else(|| corrupt("disabled reason")))
+                .transpose()?,
             created_at: self.created_at,
             updated_at: self.updated_at,
         })
@@ -102,6 +119,8 @@ struct DeliveryRow {
     attempts: i32,
     #[diesel(sql_type = Nullable<Timestamptz>)]
     next_attempt_at: Option<OffsetDateTime>,
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    last_attempt_at: Option<OffsetDateTime>,
     #[diesel(sql_type = Nullable<Integer>)]
     last_status_code: Option<i32>,
     #[diesel(sql_type = Nullable<Text>)]
@@ -110,6 +129,39 @@ struct DeliveryRow {
     created_at: OffsetDateTime,
     #[diesel(sql_type = Nullable<Timestamptz>)]
     delivered_at: Option<OffsetDateTime>,
+}
+
+const DELIVERY_COLUMNS: &str = "id, endpoint_id, kind, status, attempts, next_attempt_at, last_attempt_at, \
+    last_status_code, last_error, created_at, delivered_at";
+
+impl DeliveryRow {
+    fn into_domain(self) -> DeliveryInfo {
+        DeliveryInfo {
+            id: self.id,
+            endpoint_id: self.endpoint_id,
+            event: self.kind,
+            status: self.status,
+            attempts: self.attempts,
+            next_attempt_at: self.next_attempt_at,
+            last_attempt_at: self.last_attempt_at,
+            last_status_code: self.last_status_code,
+            last_error: self.last_error,
+            created_at: self.created_at,
+            delivered_at: self.delivered_at,
+        }
+    }
+}
+
+#[derive(QueryableByName)]
+struct AttemptRow {
+    #[diesel(sql_type = Timestamptz)]
+    attempted_at: OffsetDateTime,
+    #[diesel(sql_type = Nullable<Integer>)]
+    status_code: Option<i32>,
+    #[diesel(sql_type = Nullable<Integer>)]
+    duration_ms: Option<i32>,
+    #[diesel(sql_type = Nullable<Text>)]
+    error: Option<String>,
 }
 
 #[derive(QueryableByName)]
@@ -135,6 +187,8 @@ struct ClaimRow {
     #[diesel(sql_type = Nullable<Text>)]
     secret: Option<String>,
     #[diesel(sql_type = Nullable<Text>)]
+    previous_secret: Option<String>,
+    #[diesel(sql_type = Nullable<Text>)]
     custom_header_name: Option<String>,
     #[diesel(sql_type = Nullable<Text>)]
     custom_header_value: Option<String>,
@@ -147,12 +201,13 @@ impl ClaimRow {
             endpoint_id: self.endpoint_id,
             lease: self.lease_token,
             attempt: u32::try_from(self.attempts).map_err(|_| corrupt("attempt count"))?,
-            kind: EventKind::parse(&self.kind).ok_or_else(|| corrupt("event kind"))?,
+            kind: EventKind::parse_delivered(&self.kind).ok_or_else(|| corrupt("event kind"))?,
             event_created_at: self.event_created_at,
             subject: self.subject,
             extra: serde_json::from_str(&self.extra).map_err(|_| corrupt("event extra"))?,
             url: self.url,
             secret: self.secret.map(WebhookSecret::from_stored),
+            previous_secret: self.previous_secret.map(WebhookSecret::from_stored),
             custom_header: header(self.custom_header_name, self.custom_header_value),
         })
     }
@@ -162,19 +217,20 @@ impl ClaimRow {
 /// clause). `ep`: every endpoint with room, in random order so that no endpoint is always served
 /// first when `$7` (the batch limit) binds; `picked`: each endpoint's oldest due rows, at most its
 /// room, skipping rows another worker holds; `claimed`: counts the attempt, leases the row until
-/// `$2` under a fresh fencing token. Then what sending needs, from the event and the endpoint.
+/// `$2` under a fresh fencing token. The budget (`$6`) counts attempts since the last resend or
+/// recover (`attempts - attempt_base`), and so does the attempt number returned. Then what sending needs, from the event and the endpoint.
 const CLAIM_SQL: &str = "\
 WITH busy AS ( \
   SELECT * FROM unnest($4::uuid[], $5::int4[]) AS b(endpoint_id, room)), \
 ep AS ( \
   SELECT e.id, COALESCE(b.room, $3) AS room \
   FROM webhook_endpoints e LEFT JOIN busy b ON b.endpoint_id = e.id \
-  WHERE COALESCE(b.room, $3) > 0 \
+  WHERE COALESCE(b.room, $3) > 0 AND e.disabled_at IS NULL \
   ORDER BY random()), \
 picked AS ( \
   SELECT p.id FROM ep CROSS JOIN LATERAL ( \
     SELECT d.id FROM webhook_deliveries d \
-    WHERE d.endpoint_id = ep.id AND d.status = 'pending' AND d.next_attempt_at <= $1 AND d.attempts < $6 \
+    WHERE d.endpoint_id = ep.id AND d.status = 'pending' AND d.next_attempt_at <= $1 AND d.attempts - d.attempt_base < $6 \
     ORDER BY d.next_attempt_at LIMIT ep.room \
     FOR UPDATE SKIP LOCKED) p \
   LIMIT $7), \
@@ -182,24 +238,80 @@ claimed AS ( \
   UPDATE webhook_deliveries d \
   SET attempts = d.attempts + 1, next_attempt_at = $2, lease_token = gen_random_uuid() \
   FROM picked WHERE d.id = picked.id \
-  RETURNING d.id, d.endpoint_id, d.lease_token, d.attempts, d.kind, d.event_id) \
+  RETURNING d.id, d.endpoint_id, d.lease_token, d.attempts - d.attempt_base AS attempts, d.kind, d.event_id) \
 SELECT c.id, c.endpoint_id, c.lease_token, c.attempts, c.kind, ev.created_at AS event_created_at, \
-  ev.subject, ev.extra::text AS extra, w.url, w.secret, w.custom_header_name, w.custom_header_value \
+  ev.subject, ev.extra::text AS extra, w.url, w.secret, \
+  CASE WHEN w.previous_secret_expires_at > $1 THEN w.previous_secret END AS previous_secret, \
+  w.custom_header_name, w.custom_header_value \
 FROM claimed c JOIN domain_events ev ON ev.id = c.event_id JOIN webhook_endpoints w ON w.id = c.endpoint_id";
 
 /// Outcomes of a batch in one statement, fenced by the lease token: a row reclaimed by another
 /// worker after this one's lease ran out (new token) or already finished is left alone. The
 /// `ANY($1)` restates the join so the primary key is used whatever the planner guesses of
-/// `unnest`.
+/// `unnest`. Each applied outcome also goes into the attempt log (`webhook_attempts`), stamped
+/// with the time the request started.
 const RECORD_SQL: &str = "\
-UPDATE webhook_deliveries d SET \
-  status = CASE u.next WHEN 'delivered' THEN 'delivered' WHEN 'retry' THEN 'pending' ELSE 'failed' END, \
-  delivered_at = CASE WHEN u.next = 'delivered' THEN u.at END, \
-  next_attempt_at = CASE WHEN u.next = 'retry' THEN u.retry_at END, \
-  last_status_code = u.status_code, last_error = u.error, lease_token = NULL \
-FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::timestamptz[], $5::timestamptz[], $6::int4[], $7::text[]) \
-  AS u(id, lease, next, at, retry_at, status_code, error) \
-WHERE d.id = ANY($1::uuid[]) AND d.id = u.id AND d.lease_token = u.lease AND d.status = 'pending'";
+WITH u AS ( \
+  SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::timestamptz[], $5::timestamptz[], $6::int4[], \
+    $7::text[], $8::int4[]) AS u(id, lease, next, at, retry_at, status_code, error, duration_ms)), \
+done AS ( \
+  UPDATE webhook_deliveries d SET \
+    status = CASE u.next WHEN 'delivered' THEN 'delivered' WHEN 'retry' THEN 'pending' ELSE 'failed' END, \
+    delivered_at = CASE WHEN u.next = 'delivered' THEN u.at END, \
+    next_attempt_at = CASE WHEN u.next = 'retry' THEN u.retry_at END, \
+    last_attempt_at = u.at - make_interval(secs => COALESCE(u.duration_ms, 0) / 1000.0::float8), \
+    last_status_code = u.status_code, last_error = u.error, lease_token = NULL \
+  FROM u \
+  WHERE d.id = ANY($1::uuid[]) AND d.id = u.id AND d.lease_token = u.lease AND d.status = 'pending' \
+  RETURNING d.id, d.last_attempt_at, u.status_code, u.duration_ms, u.error) \
+INSERT INTO webhook_attempts (delivery_id, attempted_at, status_code, duration_ms, error) \
+SELECT id, last_attempt_at, status_code, duration_ms, error FROM done";
+
+/// Ends the pending deliveries of the endpoints `$1` (disabled) as `failed` with `$2`. Clearing
+/// the lease fences off the outcome of an attempt in flight.
+const FAIL_DISABLED_SQL: &str = "\
+UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, lease_token = NULL, last_error = $2 \
+WHERE endpoint_id = ANY ($1::uuid[]) AND status = 'pending'";
+
+/// Endpoint health after a batch of attempts (`$2`: delivered; `$3`: the status answered; `$4`:
+/// when). A delivered attempt ends an endpoint's run of failures; a `410` disables it (`gone`);
+/// a run of failures that began `$5` seconds or more before the batch's last attempt disables it
+/// (`failing`; `$5` <= 0: never). Only rows whose health changes are written (a healthy
+/// endpoint's row is not touched per batch). Returns those endpoints and whether they are disabled.
+const HEALTH_SQL: &str = "\
+WITH o AS ( \
+  SELECT * FROM unnest($1::uuid[], $2::bool[], $3::int4[], $4::timestamptz[]) AS o(id, ok, code, at)), \
+per AS ( \
+  SELECT d.endpoint_id, bool_or(o.ok) AS any_ok, COALESCE(bool_or(o.code = 410), false) AS gone, \
+    min(o.at) FILTER (WHERE NOT o.ok) AS first_fail, max(o.at) AS last_at \
+  FROM o JOIN webhook_deliveries d ON d.id = o.id GROUP BY d.endpoint_id), \
+judged AS ( \
+  SELECT per.endpoint_id, per.any_ok, per.last_at, \
+    CASE WHEN per.any_ok THEN NULL ELSE COALESCE(e.failing_since, per.first_fail) END AS failing_since, \
+    CASE WHEN e.disabled_at IS NOT NULL THEN NULL \
+         WHEN per.gone THEN 'gone' \
+         WHEN NOT per.any_ok AND $5::float8 > 0 \
+              AND COALESCE(e.failing_since, per.first_fail) <= per.last_at - make_interval(secs => $5::float8) \
+           THEN 'failing' END AS disable \
+  FROM per JOIN webhook_endpoints e ON e.id = per.endpoint_id) \
+UPDATE webhook_endpoints e SET failing_since = j.failing_since, \
+  disabled_at = CASE WHEN j.disable IS NOT NULL THEN j.last_at ELSE e.disabled_at END, \
+  disabled_reason = CASE WHEN j.disable IS NOT NULL THEN j.disable ELSE e.disabled_reason END \
+FROM judged j WHERE e.id = j.endpoint_id \
+  AND (j.disable IS NOT NULL OR j.failing_since IS DISTINCT FROM e.failing_since) \
+RETURNING e.id, e.disabled_at IS NOT NULL AS disabled";
+
+/// The partner's deliveries, newest first, filtered; `$5`/`$6` the cursor's position.
+const LIST_SQL: &str = "\
+SELECT id, endpoint_id, kind, status, attempts, next_attempt_at, last_attempt_at, last_status_code, last_error, \
+  created_at, delivered_at \
+FROM webhook_deliveries \
+WHERE partner_id = $1 \
+  AND ($2::uuid IS NULL OR endpoint_id = $2) \
+  AND (cardinality($3::text[]) = 0 OR status = ANY ($3::text[])) \
+  AND ($4::text IS NULL OR kind = $4) \
+  AND ($5::timestamptz IS NULL OR (created_at, id) < ($5, $6::uuid)) \
+ORDER BY created_at DESC, id DESC LIMIT $7";
 
 #[async_trait::async_trait]
 impl WebhookRepo for PgStore {
@@ -266,7 +378,7 @@ impl WebhookRepo for PgStore {
             }
             let kinds: Vec<&str> = e.events.iter().map(|k| k.as_str()).collect();
             diesel::sql_query(format!(
-                "INSERT INTO webhook_endpoints ({ENDPOINT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)"
+                "INSERT INTO webhook_endpoints ({ENDPOINT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, NULL, NULL, NULL, NULL)"
             ))
             .bind::<diesel::sql_types::Uuid, _>(e.id)
             .bind::<Text, _>(e.partner_id.as_str())
@@ -287,25 +399,45 @@ impl WebhookRepo for PgStore {
 
     async fn update_endpoint(&self, e: &WebhookEndpoint) -> Result<bool, RepoError> {
         let mut conn = self.conn().await?;
-        let kinds: Vec<&str> = e.events.iter().map(|k| k.as_str()).collect();
-        let n = diesel::sql_query(
-            "UPDATE webhook_endpoints SET url = $3, events = $4, lead_created_delay_seconds = $5, \
-               custom_header_name = $6, custom_header_value = $7, secret = $8, updated_at = $9 \
-             WHERE partner_id = $1 AND id = $2",
-        )
-        .bind::<Text, _>(e.partner_id.as_str())
-        .bind::<diesel::sql_types::Uuid, _>(e.id)
-        .bind::<Text, _>(&e.url)
-        .bind::<Array<Text>, _>(&kinds)
-        .bind::<Nullable<Integer>, _>(delay_seconds(e.lead_created_delay))
-        .bind::<Nullable<Text>, _>(e.custom_header.as_ref().map(|h| h.name.as_str()))
-        .bind::<Nullable<Text>, _>(e.custom_header.as_ref().map(|h| h.value.as_str()))
-        .bind::<Nullable<Text>, _>(e.secret.as_ref().map(|s| s.expose()))
-        .bind::<Timestamptz, _>(e.updated_at)
-        .execute(&mut conn)
+        let e = e.clone();
+        conn.transaction(async |conn| {
+            let kinds: Vec<&str> = e.events.iter().map(|k| k.as_str()).collect();
+            // Re-enabling starts the health count afresh.
+            let n = diesel::sql_query(
+                "UPDATE webhook_endpoints SET url = $3, events = $4, lead_created_delay_seconds = $5, \
+                   custom_header_name = $6, custom_header_value = $7, secret = $8, updated_at = $9, \
+                   failing_since = CASE WHEN $10::timestamptz IS NULL AND disabled_at IS NOT NULL \
+                                        THEN NULL ELSE failing_since END, \
+                   disabled_at = $10, disabled_reason = $11, previous_secret = $12, \
+                   previous_secret_expires_at = $13 \
+                 WHERE partner_id = $1 AND id = $2",
+            )
+            .bind::<Text, _>(e.partner_id.as_str())
+            .bind::<diesel::sql_types::Uuid, _>(e.id)
+            .bind::<Text, _>(&e.url)
+            .bind::<Array<Text>, _>(&kinds)
+            .bind::<Nullable<Integer>, _>(delay_seconds(e.lead_created_delay))
+            .bind::<Nullable<Text>, _>(e.custom_header.as_ref().map(|h| h.name.as_str()))
+            .bind::<Nullable<Text>, _>(e.custom_header.as_ref().map(|h| h.value.as_str()))
+            .bind::<Nullable<Text>, _>(e.secret.as_ref().map(|s| s.expose()))
+            .bind::<Timestamptz, _>(e.updated_at)
+            .bind::<Nullable<Timestamptz>, _>(e.disabled_at)
+            .bind::<Nullable<Text>, _>(e.disabled_reason.map(DisabledReason::as_str))
+            .bind::<Nullable<Text>, _>(e.previous_secret.as_ref().map(|s| s.expose()))
+            .bind::<Nullable<Timestamptz>, _>(e.previous_secret_expires_at)
+            .execute(conn)
+            .await?;
+            if n == 1 && e.disabled_at.is_some() {
+                diesel::sql_query(FAIL_DISABLED_SQL)
+                    .bind::<Array<diesel::sql_types::Uuid>, _>(vec![e.id])
+                    .bind::<Text, _>(ENDPOINT_DISABLED)
+                    .execute(conn)
+                    .await?;
+            }
+            Ok::<_, diesel::result::Error>(n == 1)
+        })
         .await
-        .map_err(db)?;
-        Ok(n == 1)
+        .map_err(db)
     }
 
     async fn delete_endpoint(&self, partner: &PartnerId, id: Uuid) -> Result<bool, RepoError> {
@@ -323,34 +455,165 @@ impl WebhookRepo for PgStore {
     async fn deliveries(
         &self,
         partner: &PartnerId,
-        limit: u16,
+        filter: &DeliveryFilter,
     ) -> Result<Vec<DeliveryInfo>, RepoError> {
         let mut conn = self.conn().await?;
-        let rows: Vec<DeliveryRow> = diesel::sql_query(
-            "SELECT id, endpoint_id, kind, status, attempts, next_attempt_at, last_status_code, last_error, \
-               created_at, delivered_at \
-             FROM webhook_deliveries WHERE partner_id = $1 ORDER BY created_at DESC, id LIMIT $2",
-        )
+        let rows: Vec<DeliveryRow> = diesel::sql_query(LIST_SQL)
+            .bind::<Text, _>(partner.as_str())
+            .bind::<Nullable<diesel::sql_types::Uuid>, _>(filter.endpoint_id)
+            .bind::<Array<Text>, _>(&filter.statuses)
+            .bind::<Nullable<Text>, _>(filter.event.map(EventKind::as_str))
+            .bind::<Nullable<Timestamptz>, _>(filter.after.map(|p| p.created_at))
+            .bind::<Nullable<diesel::sql_types::Uuid>, _>(filter.after.map(|p| p.id))
+            .bind::<diesel::sql_types::BigInt, _>(i64::from(filter.limit))
+            .load(&mut conn)
+            .await
+            .map_err(db)?;
+        Ok(rows.into_iter().map(DeliveryRow::into_domain).collect())
+    }
+
+    async fn delivery(
+        &self,
+        partner: &PartnerId,
+        id: Uuid,
+        log_limit: u16,
+    ) -> Result<Option<DeliveryDetail>, RepoError> {
+        let mut conn = self.conn().await?;
+        let row: Option<DeliveryRow> = diesel::sql_query(format!(
+            "SELECT {DELIVERY_COLUMNS} FROM webhook_deliveries WHERE partner_id = $1 AND id = $2"
+        ))
         .bind::<Text, _>(partner.as_str())
-        .bind::<diesel::sql_types::BigInt, _>(i64::from(limit))
+        .bind::<diesel::sql_types::Uuid, _>(id)
+        .get_result(&mut conn)
+        .await
+        .optional()
+        .map_err(db)?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let attempts: Vec<AttemptRow> = diesel::sql_query(
+            "SELECT * FROM ( \
+               SELECT attempted_at, status_code, duration_ms, error FROM webhook_attempts \
+               WHERE delivery_id = $1 ORDER BY attempted_at DESC LIMIT $2) a \
+             ORDER BY attempted_at",
+        )
+        .bind::<diesel::sql_types::Uuid, _>(id)
+        .bind::<diesel::sql_types::BigInt, _>(i64::from(log_limit))
         .load(&mut conn)
         .await
         .map_err(db)?;
-        Ok(rows
-            .into_iter()
-            .map(|r| DeliveryInfo {
-                id: r.id,
-                endpoint_id: r.endpoint_id,
-                event: r.kind,
-                status: r.status,
-                attempts: r.attempts,
-                next_attempt_at: r.next_attempt_at,
-                last_status_code: r.last_status_code,
-                last_error: r.last_error,
-                created_at: r.created_at,
-                delivered_at: r.delivered_at,
-            })
-            .collect())
+        Ok(Some(DeliveryDetail {
+            delivery: row.into_domain(),
+            attempt_log: attempts
+                .into_iter()
+                .map(|a| AttemptLogEntry {
+                    attempted_at: a.attempted_at,
+                    status_code: a.status_code,
+                    duration_ms: a.duration_ms,
+                    error: a.error,
+                })
+                .collect(),
+        }))
+    }
+
+    async fn resend(
+        &self,
+        partner: &PartnerId,
+        id: Uuid,
+        now: OffsetDateTime,
+    ) -> Result<Option<DeliveryInfo>, RepoError> {
+        let mut conn = self.conn().await?;
+        // A fresh budget: the count since `attempt_base` starts again. Clearing the lease fences
+        // off the outcome of an attempt in flight now.
+        let row: Option<DeliveryRow> = diesel::sql_query(format!(
+            "UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = $3, attempt_base = attempts, \
+               lease_token = NULL, delivered_at = NULL \
+             WHERE partner_id = $1 AND id = $2 RETURNING {DELIVERY_COLUMNS}"
+        ))
+        .bind::<Text, _>(partner.as_str())
+        .bind::<diesel::sql_types::Uuid, _>(id)
+        .bind::<Timestamptz, _>(now)
+        .get_result(&mut conn)
+        .await
+        .optional()
+        .map_err(db)?;
+        if row.is_some() {
+            self.deliveries_committed(1);
+        }
+        Ok(row.map(DeliveryRow::into_domain))
+    }
+
+    async fn ping(
+        &self,
+        partner: &PartnerId,
+        endpoint: Uuid,
+        delivery_id: Uuid,
+        now: OffsetDateTime,
+    ) -> Result<Option<DeliveryInfo>, RepoError> {
+        let mut conn = self.conn().await?;
+        // The event is written only when the endpoint is the partner's, and with it its one
+        // delivery; the event's subject is the endpoint.
+        let row: Option<DeliveryRow> = diesel::sql_query(format!(
+            "WITH ev AS ( \
+               INSERT INTO domain_events (id, partner_id, kind, subject, extra, created_at) \
+               SELECT gen_random_uuid(), w.partner_id, 'ping', w.id::text, '{{}}'::jsonb, $4 \
+               FROM webhook_endpoints w WHERE w.partner_id = $1 AND w.id = $2 RETURNING id) \
+             INSERT INTO webhook_deliveries (id, endpoint_id, partner_id, event_id, kind, status, attempts, \
+               next_attempt_at, created_at) \
+             SELECT $3, $2, $1, ev.id, 'ping', 'pending', 0, $4, $4 FROM ev \
+             RETURNING {DELIVERY_COLUMNS}"
+        ))
+        .bind::<Text, _>(partner.as_str())
+        .bind::<diesel::sql_types::Uuid, _>(endpoint)
+        .bind::<diesel::sql_types::Uuid, _>(delivery_id)
+        .bind::<Timestamptz, _>(now)
+        .get_result(&mut conn)
+        .await
+        .optional()
+        .map_err(db)?;
+        if row.is_some() {
+            self.deliveries_committed(1);
+        }
+        Ok(row.map(DeliveryRow::into_domain))
+    }
+
+    async fn recover(
+        &self,
+        partner: &PartnerId,
+        endpoint: Uuid,
+        since: OffsetDateTime,
+        now: OffsetDateTime,
+    ) -> Result<Option<u64>, RepoError> {
+        #[derive(QueryableByName)]
+        struct Recovered {
+            #[diesel(sql_type = diesel::sql_types::BigInt)]
+            found: i64,
+            #[diesel(sql_type = diesel::sql_types::BigInt)]
+            requeued: i64,
+        }
+        let mut conn = self.conn().await?;
+        let r: Recovered = diesel::sql_query(
+            "WITH ep AS (SELECT id FROM webhook_endpoints WHERE partner_id = $1 AND id = $2), \
+             upd AS ( \
+               UPDATE webhook_deliveries d SET status = 'pending', next_attempt_at = $4, \
+                 attempt_base = d.attempts, lease_token = NULL \
+               FROM ep WHERE d.endpoint_id = ep.id AND d.status = 'failed' AND d.created_at >= $3 \
+               RETURNING d.id) \
+             SELECT (SELECT count(*) FROM ep) AS found, (SELECT count(*) FROM upd) AS requeued",
+        )
+        .bind::<Text, _>(partner.as_str())
+        .bind::<diesel::sql_types::Uuid, _>(endpoint)
+        .bind::<Timestamptz, _>(since)
+        .bind::<Timestamptz, _>(now)
+        .get_result(&mut conn)
+        .await
+        .map_err(db)?;
+        if r.found == 0 {
+            return Ok(None);
+        }
+        let requeued = u64::try_from(r.requeued).unwrap_or(0);
+        self.deliveries_committed(usize::try_from(requeued).unwrap_or(usize::MAX));
+        Ok(Some(requeued))
     }
 }
 
@@ -412,15 +675,27 @@ impl DeliveryRepo for PgStore {
                 out.insert((SubjectKind::Payout, p.id.to_string()), Subject::Payout(p));
             }
         }
+        // A `ping` is about its endpoint, which the claim just read: nothing to look up.
+        for id in ids(SubjectKind::Endpoint) {
+            out.insert(
+                (SubjectKind::Endpoint, id.to_string()),
+                Subject::Endpoint(id),
+            );
+        }
         Ok(out)
     }
 
-    async fn record(&self, outcomes: &[AttemptOutcome]) -> Result<u64, RepoError> {
+    async fn record(
+        &self,
+        outcomes: &[AttemptOutcome],
+        disable_after: Option<std::time::Duration>,
+    ) -> Result<u64, RepoError> {
         if outcomes.is_empty() {
             return Ok(0);
         }
         let mut conn = self.conn().await?;
         let n = outcomes.len();
+        let mut durations = Vec::with_capacity(n);
         let (mut ids, mut leases, mut next, mut at, mut retry_at, mut codes, mut errors) = (
             Vec::with_capacity(n),
             Vec::with_capacity(n),
@@ -442,6 +717,7 @@ impl DeliveryRepo for PgStore {
             at.push(o.at);
             retry_at.push(when);
             codes.push(o.status_code.map(i32::from));
+            durations.push(o.duration_ms.map(|d| i32::try_from(d).unwrap_or(i32::MAX)));
             errors.push(o.error.as_deref().map(|e| {
                 e.chars()
                     .filter(|c| !c.is_control())
@@ -457,9 +733,56 @@ impl DeliveryRepo for PgStore {
             .bind::<Array<Nullable<Timestamptz>>, _>(&retry_at)
             .bind::<Array<Nullable<Integer>>, _>(&codes)
             .bind::<Array<Nullable<Text>>, _>(&errors)
+            .bind::<Array<Nullable<Integer>>, _>(&durations)
             .execute(&mut conn)
             .await
             .map_err(db)?;
+        // Endpoint health, from the attempts that made a request.
+        let attempted: Vec<&AttemptOutcome> = outcomes
+            .iter()
+            .filter(|o| o.duration_ms.is_some())
+            .collect();
+        if !attempted.is_empty() {
+            #[derive(QueryableByName)]
+            struct Health {
+                #[diesel(sql_type = diesel::sql_types::Uuid)]
+                id: Uuid,
+                #[diesel(sql_type = diesel::sql_types::Bool)]
+                disabled: bool,
+            }
+            let rows: Vec<Health> = diesel::sql_query(HEALTH_SQL)
+                .bind::<Array<diesel::sql_types::Uuid>, _>(
+                    attempted.iter().map(|o| o.id).collect::<Vec<_>>(),
+                )
+                .bind::<Array<diesel::sql_types::Bool>, _>(
+                    attempted
+                        .iter()
+                        .map(|o| o.next == NextStep::Delivered)
+                        .collect::<Vec<_>>(),
+                )
+                .bind::<Array<Nullable<Integer>>, _>(
+                    attempted
+                        .iter()
+                        .map(|o| o.status_code.map(i32::from))
+                        .collect::<Vec<_>>(),
+                )
+                .bind::<Array<Timestamptz>, _>(attempted.iter().map(|o| o.at).collect::<Vec<_>>())
+                .bind::<diesel::sql_types::Double, _>(
+                    disable_after.map_or(0.0, |d| d.as_secs_f64()),
+                )
+                .load(&mut conn)
+                .await
+                .map_err(db)?;
+            let disabled: Vec<Uuid> = rows.iter().filter(|r| r.disabled).map(|r| r.id).collect();
+            if !disabled.is_empty() {
+                diesel::sql_query(FAIL_DISABLED_SQL)
+                    .bind::<Array<diesel::sql_types::Uuid>, _>(&disabled)
+                    .bind::<Text, _>(ENDPOINT_DISABLED)
+                    .execute(&mut conn)
+                    .await
+                    .map_err(db)?;
+            }
+        }
         Ok(u64::try_from(applied).unwrap_or(0))
     }
 
@@ -473,7 +796,7 @@ impl DeliveryRepo for PgStore {
         let n = diesel::sql_query(
             "UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, lease_token = NULL, \
                last_status_code = NULL, last_error = $3 \
-             WHERE status = 'pending' AND next_attempt_at <= $1 AND attempts >= $2",
+             WHERE status = 'pending' AND next_attempt_at <= $1 AND attempts - attempt_base >= $2",
         )
         .bind::<Timestamptz, _>(now)
         .bind::<Integer, _>(i32::try_from(max_attempts).unwrap_or(i32::MAX))

@@ -49,6 +49,11 @@ pub struct Config {
     pub webhook_endpoint_concurrency: usize,
     /// Finished deliveries older than this are deleted (`PARTNER_WEBHOOK_RETENTION`).
     pub webhook_retention: Duration,
+    /// An endpoint whose attempts all failed for this long is disabled
+    /// (`PARTNER_WEBHOOK_DISABLE_AFTER`; `None`: never).
+    pub webhook_disable_after: Option<Duration>,
+    /// How long a rotated-out secret still signs (`PARTNER_WEBHOOK_SECRET_OVERLAP`).
+    pub webhook_secret_overlap: Duration,
     /// How often a webhook worker that nothing woke looks for due deliveries (retries falling
     /// due; new deliveries wake it at once). Not an environment setting.
     pub webhook_poll_interval: Duration,
@@ -216,6 +221,27 @@ impl Config {
                     )
                 })?,
             },
+            webhook_disable_after: match get("PARTNER_WEBHOOK_DISABLE_AFTER") {
+                None => Some(Duration::from_secs(5 * 86_400)),
+                Some(v) if v.trim() == "0" => None,
+                Some(v) => Some(parse_duration(v.trim()).ok_or_else(|| {
+                    bad(
+                        "PARTNER_WEBHOOK_DISABLE_AFTER",
+                        "expected a duration such as 5d, or 0 for never",
+                    )
+                })?)
+                .filter(|d| !d.is_zero()),
+            },
+            webhook_secret_overlap: match get("PARTNER_WEBHOOK_SECRET_OVERLAP") {
+                None => Duration::from_secs(86_400),
+                Some(v) if v.trim() == "0" => Duration::ZERO,
+                Some(v) => parse_duration(v.trim()).ok_or_else(|| {
+                    bad(
+                        "PARTNER_WEBHOOK_SECRET_OVERLAP",
+                        "expected a duration such as 24h, or 0",
+                    )
+                })?,
+            },
             webhook_poll_interval: Duration::from_millis(500),
             webhook_maintenance_interval: Duration::from_secs(30),
             role: Role::All,
@@ -307,6 +333,11 @@ mod tests {
             (256, 4)
         );
         assert_eq!(c.webhook_retention, Duration::from_secs(30 * 86_400));
+        assert_eq!(
+            c.webhook_disable_after,
+            Some(Duration::from_secs(5 * 86_400))
+        );
+        assert_eq!(c.webhook_secret_overlap, Duration::from_secs(86_400));
     }
 
     #[test]
@@ -328,6 +359,8 @@ mod tests {
             ("PARTNER_WEBHOOK_ENDPOINT_CONCURRENCY", "many"),
             ("PARTNER_WEBHOOK_RETENTION", "0d"),
             ("PARTNER_WEBHOOK_RETENTION", "month"),
+            ("PARTNER_WEBHOOK_DISABLE_AFTER", "soon"),
+            ("PARTNER_WEBHOOK_SECRET_OVERLAP", "1y"),
         ] {
             let err = with(&[(var, value)]).expect_err(var);
             assert_eq!(err.var, var);
@@ -346,6 +379,8 @@ mod tests {
             ("PARTNER_WEBHOOK_CONCURRENCY", "64"),
             ("PARTNER_WEBHOOK_ENDPOINT_CONCURRENCY", "2"),
             ("PARTNER_WEBHOOK_RETENTION", "7d"),
+            ("PARTNER_WEBHOOK_DISABLE_AFTER", "0"),
+            ("PARTNER_WEBHOOK_SECRET_OVERLAP", "90m"),
         ])
         .expect("parses");
         assert_eq!(
@@ -353,6 +388,8 @@ mod tests {
             (64, 2)
         );
         assert_eq!(c.webhook_retention, Duration::from_secs(7 * 86_400));
+        assert_eq!(c.webhook_disable_after, None);
+        assert_eq!(c.webhook_secret_overlap, Duration::from_secs(90 * 60));
         assert_eq!(
             c.rate_limit,
             Quota {

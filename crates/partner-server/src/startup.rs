@@ -83,6 +83,16 @@ impl Application {
                 CursorKey::new(&k)
             }
         };
+        // The delivery log's cursors have a key of their own, so a leads cursor is no position
+        // in it.
+        let delivery_cursor_key = match &pepper {
+            Some(p) => CursorKey::new(&p.derive("webhook-delivery-cursor")),
+            None => {
+                let mut k = [0u8; 32];
+                rng.fill(&mut k);
+                CursorKey::new(&k)
+            }
+        };
         let state = web::Data::new(AppState {
             auth: AuthService::new(store.clone(), pepper.clone(), clock.clone()),
             accounts: AccountService::new(store.clone(), pepper, clock.clone(), rng.clone()),
@@ -114,7 +124,9 @@ impl Application {
                 clock.clone(),
                 rng.clone(),
                 config.webhook_allow_private,
-            ),
+                delivery_cursor_key,
+            )
+            .with_secret_overlap(config.webhook_secret_overlap),
             care_services_enabled: config.care_services_enabled,
             readiness: store.clone(),
             clock: clock.clone(),
@@ -149,6 +161,7 @@ impl Application {
                         endpoint_concurrency: config.webhook_endpoint_concurrency,
                         retention: config.webhook_retention,
                         maintenance_interval: config.webhook_maintenance_interval,
+                        disable_after: config.webhook_disable_after,
                     },
                 )?;
                 // New deliveries wake the worker as soon as their transaction commits: this

@@ -30,7 +30,7 @@ use partner_domain::ports::{AddressCheck, DeliveryRepo};
 use partner_domain::random::Random;
 use partner_domain::webhook::{
     AttemptOutcome, ClaimRequest, ClaimedDelivery, NextStep, after_failure, attempt_budget,
-    delivery_body, is_internal, signature_header,
+    delivery_body, honour_retry_after, is_internal, parse_retry_after, signature_header_with,
 };
 use tokio::sync::{Notify, Semaphore, mpsc};
 use uuid::Uuid;
@@ -56,6 +56,8 @@ pub struct WorkerConfig {
     pub retention: Duration,
     /// How often exhausted deliveries are ended and old ones pruned.
     pub maintenance_interval: Duration,
+    /// An endpoint whose attempts all failed for this long is disabled (`None`: never).
+    pub disable_after: Option<Duration>,
 }
 
 /// Errors of building a worker.
@@ -283,7 +285,8 @@ impl std::fmt::Debug for Worker {
 
 /// How one send ended.
 enum Sent {
-    Answered(u16),
+    /// The status, and the wait a `429` or `503` asked for with `Retry-After`.
+    Answered(u16, Option<time::Duration>),
     /// No answer; `timed_out` feeds the circuit breaker.
     NoAnswer {
         error: &'static str,
@@ -353,7 +356,11 @@ impl Worker {
     /// abandoned to its lease and attempted again later.
     pub async fn run(self, shutdown: impl Future<Output = ()>) {
         let (tx, rx) = mpsc::unbounded_channel();
-        let recorder = tokio::spawn(record_loop(self.inner.repo.clone(), rx));
+        let recorder = tokio::spawn(record_loop(
+            self.inner.repo.clone(),
+            rx,
+            self.inner.config.disable_after,
+        ));
         let maintenance = tokio::spawn(self.clone().maintain());
         let mut shutdown = std::pin::pin!(shutdown);
         loop {
@@ -494,6 +501,7 @@ impl Worker {
                         at: self.inner.clock.now(),
                         status_code: None,
                         error: Some("subject not found".into()),
+                        duration_ms: None,
                         next: NextStep::GiveUp,
                     });
                     me.finish(d.endpoint_id, None);
@@ -539,16 +547,20 @@ impl Worker {
         let at = self.inner.clock.now();
         let c = &self.inner.config;
         let (status_code, error, next) = match sent {
-            Sent::Answered(code) if (200..300).contains(&code) => {
+            Sent::Answered(code, _) if (200..300).contains(&code) => {
                 (Some(code), None, NextStep::Delivered)
             }
-            Sent::Answered(code) => {
+            Sent::Answered(code, retry_after) => {
                 let error = if (300..400).contains(&code) {
                     "redirect".to_owned()
                 } else {
                     format!("status {code}")
                 };
-                let next = after_failure(&c.retry_schedule, d.attempt, self.jitter(), at);
+                let next = honour_retry_after(
+                    after_failure(&c.retry_schedule, d.attempt, self.jitter(), at),
+                    at,
+                    retry_after,
+                );
                 (Some(code), Some(error), next)
             }
             Sent::NoAnswer { error, .. } => {
@@ -575,6 +587,7 @@ impl Worker {
             at,
             status_code,
             error,
+            duration_ms: Some(u32::try_from(started.elapsed().as_millis()).unwrap_or(u32::MAX)),
             next,
         });
         self.finish(d.endpoint_id, Some((&sent, started.elapsed())));
@@ -593,7 +606,7 @@ impl Worker {
             let before = lane.room(c.endpoint_concurrency, c.timeout, now);
             lane.held = lane.held.saturating_sub(1);
             match sent {
-                Some((Sent::Answered(_), took)) => {
+                Some((Sent::Answered(..), took)) => {
                     lane.breaker.answered();
                     lane.observe(took);
                 }
@@ -654,9 +667,13 @@ impl Worker {
             .header("X-Partner-Event", d.kind.as_str())
             .header("X-Partner-Delivery", d.id.to_string());
         if let Some(secret) = &d.secret {
+            // During a rotation's overlap, a second `v1` under the previous secret.
+            let secrets: Vec<&partner_domain::webhook::WebhookSecret> = std::iter::once(secret)
+                .chain(d.previous_secret.as_ref())
+                .collect();
             req = req.header(
                 "X-Partner-Signature",
-                signature_header(secret, self.inner.clock.now().unix_timestamp(), &body),
+                signature_header_with(&secrets, self.inner.clock.now().unix_timestamp(), &body),
             );
         }
         if let Some(h) = &d.custom_header {
@@ -665,6 +682,14 @@ impl Worker {
         match req.body(body).send().await {
             Ok(mut res) => {
                 let code = res.status().as_u16();
+                let retry_after = if code == 429 || code == 503 {
+                    res.headers()
+                        .get(reqwest::header::RETRY_AFTER)
+                        .and_then(|v| v.to_str().ok())
+                        .and_then(|v| parse_retry_after(v, self.inner.clock.now()))
+                } else {
+                    None
+                };
                 // Read a little of the answer so the connection can be reused; a receiver that
                 // sends more gets its connection closed instead.
                 let mut read = 0usize;
@@ -674,7 +699,7 @@ impl Worker {
                         Ok(None) | Err(_) => break,
                     }
                 }
-                Sent::Answered(code)
+                Sent::Answered(code, retry_after)
             }
             Err(e) => classify(&e),
         }
@@ -733,7 +758,11 @@ impl Inner {
 /// Records outcomes in batches: whatever arrived while the previous batch was being written, and
 /// for a few milliseconds after the first (an outcome waits a little; the slot it held is free
 /// already, and the database writes one statement instead of many).
-async fn record_loop(repo: Arc<dyn DeliveryRepo>, mut rx: mpsc::UnboundedReceiver<AttemptOutcome>) {
+async fn record_loop(
+    repo: Arc<dyn DeliveryRepo>,
+    mut rx: mpsc::UnboundedReceiver<AttemptOutcome>,
+    disable_after: Option<Duration>,
+) {
     let mut batch = Vec::with_capacity(RECORD_BATCH);
     while rx.recv_many(&mut batch, RECORD_BATCH).await > 0 {
         if batch.len() < RECORD_BATCH {
@@ -747,7 +776,7 @@ async fn record_loop(repo: Arc<dyn DeliveryRepo>, mut rx: mpsc::UnboundedReceive
         }
         let mut tries = 0u32;
         loop {
-            match repo.record(&batch).await {
+            match repo.record(&batch, disable_after).await {
                 Ok(applied) => {
                     let stale = u64::try_from(batch.len())
                         .unwrap_or(u64::MAX)
@@ -904,7 +933,7 @@ mod tests {
                 assert_eq!(error, "connection refused");
                 assert!(!timed_out);
             }
-            Sent::Answered(_) => panic!("no answer expected"),
+            Sent::Answered(..) => panic!("no answer expected"),
         }
     }
 }

@@ -88,6 +88,31 @@ pub(crate) fn configure(cfg: &mut web::ServiceConfig) {
                     .route(web::delete().to(webhooks::delete))
                     .wrap(from_fn(partner_guard(Group::WebhookEndpoints))),
             )
+            .service(
+                resource("/webhook-endpoints/{id}/test")
+                    .route(web::post().to(webhooks::test))
+                    .wrap(from_fn(partner_guard(Group::WebhookEndpoints))),
+            )
+            .service(
+                resource("/webhook-endpoints/{id}/recover")
+                    .route(web::post().to(webhooks::recover))
+                    .wrap(from_fn(partner_guard(Group::WebhookEndpoints))),
+            )
+            .service(
+                resource("/webhook-deliveries")
+                    .route(web::get().to(webhooks::deliveries))
+                    .wrap(from_fn(partner_guard(Group::WebhookEndpoints))),
+            )
+            .service(
+                resource("/webhook-deliveries/{id}")
+                    .route(web::get().to(webhooks::delivery))
+                    .wrap(from_fn(partner_guard(Group::WebhookEndpoints))),
+            )
+            .service(
+                resource("/webhook-deliveries/{id}/resend")
+                    .route(web::post().to(webhooks::resend))
+                    .wrap(from_fn(partner_guard(Group::WebhookEndpoints))),
+            )
             .default_service(web::to(no_route))
             .wrap(from_fn(no_store)),
     )

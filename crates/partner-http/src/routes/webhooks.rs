@@ -1,15 +1,17 @@
 //! Webhook endpoints: `/api/v1/webhook-endpoints` for partners, and the same under
 //! `/internal/v1/partners/{partnerId}/` for the operator, with the delivery log.
 
-use actix_web::{HttpRequest, http::StatusCode, web};
+use actix_web::{HttpRequest, HttpResponse, http::StatusCode, web};
 use partner_domain::account::NotFoundOr;
 use partner_domain::lead::parse_limit;
 use partner_domain::values::PartnerId;
 use partner_domain::webhook::{
-    CustomHeader, EndpointError, EndpointPatch, LeadCreatedDelay, NewEndpoint, parse_endpoint_url,
-    parse_events,
+    CustomHeader, DeliveryQuery, EndpointError, EndpointPatch, LeadCreatedDelay, NewEndpoint,
+    parse_endpoint_url, parse_event_filter, parse_events, parse_statuses,
 };
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
 
 use super::{Result, data, ok, ok_true, resource};
 use crate::AppState;
@@ -29,7 +31,24 @@ pub(super) fn configure_internal(cfg: &mut web::ServiceConfig) {
             .route(web::delete().to(internal_delete)),
     )
     .service(
-        resource("/partners/{partner_id}/webhook-deliveries").route(web::get().to(deliveries)),
+        resource("/partners/{partner_id}/webhook-endpoints/{id}/test")
+            .route(web::post().to(internal_test)),
+    )
+    .service(
+        resource("/partners/{partner_id}/webhook-endpoints/{id}/recover")
+            .route(web::post().to(internal_recover)),
+    )
+    .service(
+        resource("/partners/{partner_id}/webhook-deliveries")
+            .route(web::get().to(internal_deliveries)),
+    )
+    .service(
+        resource("/partners/{partner_id}/webhook-deliveries/{id}")
+            .route(web::get().to(internal_delivery)),
+    )
+    .service(
+        resource("/partners/{partner_id}/webhook-deliveries/{id}/resend")
+            .route(web::post().to(internal_resend)),
     );
 }
 
@@ -43,6 +62,16 @@ fn endpoint_error(e: EndpointError) -> ApiError {
         }
         EndpointError::NotFound => ApiError::not_found("no such webhook endpoint"),
         EndpointError::UnknownPartner => ApiError::not_found("no partner with that partnerId"),
+        EndpointError::DeliveryNotFound => ApiError::not_found("no such webhook delivery"),
+        EndpointError::BadCursor => {
+            ApiError::invalid("cursor is invalid: pass the nextCursor of a previous page unchanged")
+        }
+        EndpointError::Disabled => ApiError::invalid(
+            "the webhook endpoint is disabled; re-enable it with PATCH { \"enabled\": true } first",
+        ),
+        EndpointError::BadSince => {
+            ApiError::invalid("since must be within the last 7 days and not in the future")
+        }
         EndpointError::Repo(e) => e.into(),
     }
 }
@@ -84,6 +113,8 @@ pub(super) struct PatchBody {
     #[serde(default, deserialize_with = "nullable")]
     custom_header: Option<Option<HeaderBody>>,
     secret: Option<bool>,
+    enabled: Option<bool>,
+    expire_previous: Option<bool>,
 }
 
 async fn create(state: &AppState, partner: &PartnerId, b: CreateBody) -> Result {
@@ -120,6 +151,8 @@ async fn update(state: &AppState, partner: &PartnerId, id: &str, b: PatchBody) -
             .map(|h| h.map(header).transpose())
             .transpose()?,
         secret: b.secret,
+        enabled: b.enabled,
+        expire_previous: b.expire_previous,
     };
     Ok(ok(state
         .webhooks
@@ -211,16 +244,187 @@ async fn internal_delete(state: web::Data<AppState>, path: web::Path<(String, St
     Ok(ok_true())
 }
 
-async fn deliveries(
+/// `{ data, page: { nextCursor, limit } }`.
+#[derive(Serialize)]
+struct PageBody<T> {
+    data: Vec<T>,
+    page: PageInfo,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct PageInfo {
+    next_cursor: Option<String>,
+    limit: u16,
+}
+
+/// The listing's query: `endpointId`, `status` (comma-separated), `event`, `limit` (1-`max`,
+/// default 50), `cursor`.
+fn delivery_query(req: &HttpRequest, max: u16) -> std::result::Result<DeliveryQuery, ApiError> {
+    let q = Query::of(req)?;
+    Ok(DeliveryQuery {
+        endpoint_id: q
+            .get("endpointId")
+            .map(|s| uuid(s, "endpointId"))
+            .transpose()?,
+        statuses: q
+            .get("status")
+            .map(parse_statuses)
+            .transpose()?
+            .unwrap_or_default(),
+        event: q.get("event").map(parse_event_filter).transpose()?,
+        limit: parse_limit(q.get("limit"), 50, max)?,
+        // An empty cursor is the first page, as if absent.
+        cursor: q.get("cursor").filter(|c| !c.is_empty()).map(str::to_owned),
+    })
+}
+
+async fn list_deliveries(state: &AppState, partner: &PartnerId, q: DeliveryQuery) -> Result {
+    let page = state
+        .webhooks
+        .deliveries(partner, &q)
+        .await
+        .map_err(endpoint_error)?;
+    Ok(HttpResponse::Ok().json(PageBody {
+        data: page.items,
+        page: PageInfo {
+            next_cursor: page.next_cursor,
+            limit: page.limit,
+        },
+    }))
+}
+
+async fn show_delivery(state: &AppState, partner: &PartnerId, id: &str) -> Result {
+    let id = uuid(id, "delivery id")?;
+    Ok(ok(state
+        .webhooks
+        .delivery(partner, id)
+        .await
+        .map_err(endpoint_error)?))
+}
+
+async fn resend_delivery(state: &AppState, partner: &PartnerId, id: &str) -> Result {
+    let id = uuid(id, "delivery id")?;
+    let d = state
+        .webhooks
+        .resend(partner, id)
+        .await
+        .map_err(endpoint_error)?;
+    Ok(data(StatusCode::ACCEPTED, d))
+}
+
+async fn test_endpoint(state: &AppState, partner: &PartnerId, id: &str) -> Result {
+    let id = uuid(id, "endpoint id")?;
+    let d = state
+        .webhooks
+        .ping(partner, id)
+        .await
+        .map_err(endpoint_error)?;
+    Ok(data(StatusCode::ACCEPTED, d))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RecoverBody {
+    since: String,
+}
+
+async fn recover_endpoint(
+    state: &AppState,
+    partner: &PartnerId,
+    id: &str,
+    b: RecoverBody,
+) -> Result {
+    let id = uuid(id, "endpoint id")?;
+    let since = OffsetDateTime::parse(&b.since, &Rfc3339)
+        .map_err(|_| ApiError::invalid("since must be an ISO 8601 timestamp"))?;
+    let requeued = state
+        .webhooks
+        .recover(partner, id, since)
+        .await
+        .map_err(endpoint_error)?;
+    Ok(data(
+        StatusCode::ACCEPTED,
+        serde_json::json!({ "requeued": requeued }),
+    ))
+}
+
+pub(super) async fn deliveries(
+    state: web::Data<AppState>,
+    Caller(me): Caller,
+    req: HttpRequest,
+) -> Result {
+    let q = delivery_query(&req, 200)?;
+    list_deliveries(&state, &me.partner_id, q).await
+}
+
+pub(super) async fn delivery(
+    state: web::Data<AppState>,
+    Caller(me): Caller,
+    path: web::Path<String>,
+) -> Result {
+    show_delivery(&state, &me.partner_id, &path).await
+}
+
+pub(super) async fn resend(
+    state: web::Data<AppState>,
+    Caller(me): Caller,
+    path: web::Path<String>,
+) -> Result {
+    resend_delivery(&state, &me.partner_id, &path).await
+}
+
+pub(super) async fn test(
+    state: web::Data<AppState>,
+    Caller(me): Caller,
+    path: web::Path<String>,
+) -> Result {
+    test_endpoint(&state, &me.partner_id, &path).await
+}
+
+pub(super) async fn recover(
+    state: web::Data<AppState>,
+    Caller(me): Caller,
+    path: web::Path<String>,
+    JsonBody(b): JsonBody<RecoverBody>,
+) -> Result {
+    recover_endpoint(&state, &me.partner_id, &path, b).await
+}
+
+/// The operator's log keeps its documented `?limit=` of up to 500.
+async fn internal_deliveries(
     state: web::Data<AppState>,
     path: web::Path<String>,
     req: HttpRequest,
 ) -> Result {
     let p = known_partner(&state, &path).await?;
-    let limit = parse_limit(Query::of(&req)?.get("limit"), 50, 500)?;
-    Ok(ok(state
-        .webhooks
-        .deliveries(&p, limit)
-        .await
-        .map_err(endpoint_error)?))
+    let q = delivery_query(&req, 500)?;
+    list_deliveries(&state, &p, q).await
+}
+
+async fn internal_delivery(
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+) -> Result {
+    let p = known_partner(&state, &path.0).await?;
+    show_delivery(&state, &p, &path.1).await
+}
+
+async fn internal_resend(state: web::Data<AppState>, path: web::Path<(String, String)>) -> Result {
+    let p = known_partner(&state, &path.0).await?;
+    resend_delivery(&state, &p, &path.1).await
+}
+
+async fn internal_test(state: web::Data<AppState>, path: web::Path<(String, String)>) -> Result {
+    let p = known_partner(&state, &path.0).await?;
+    test_endpoint(&state, &p, &path.1).await
+}
+
+async fn internal_recover(
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+    JsonBody(b): JsonBody<RecoverBody>,
+) -> Result {
+    let p = known_partner(&state, &path.0).await?;
+    recover_endpoint(&state, &p, &path.1, b).await
 }
