@@ -184,18 +184,14 @@ async fn page(
     .load(conn)
     .await
     .map_err(db)?;
-    let mut all = stored
-        .into_iter()
-        .map(OrderRow::into_domain)
-        .collect::<Result<Vec<_>, _>>()?;
-    for e in simulated {
-        all.push(e.into_listing()?);
-    }
-    all.sort_by(|a, b| {
-        (b.order.created_date, &b.order.order_id).cmp(&(a.order.created_date, &a.order.order_id))
-    });
+    let mut all = merged(stored, simulated)?;
     all.truncate(usize::from(limit));
     Ok(all)
+}
+
+/// Stored and simulated orders in the listing's order: newest first, then order id descending.
+fn merged(stored: Vec<OrderRow>, simulated: Vec<EventRow>) -> Result<Vec<OrderListing>, RepoError> {
+    merged(stored, simulated)
 }
 
 /// Stored and simulated orders of `partner` with `from <= createdDate < to`, newest first.
@@ -204,9 +200,8 @@ async fn load(
     partner: &PartnerId,
     (from, to): (OffsetDateTime, OffsetDateTime),
 ) -> Result<Vec<OrderListing>, RepoError> {
-    let end_op = "<";
     let stored: Vec<OrderRow> = diesel::sql_query(format!(
-        "{ORDER_SELECT} WHERE o.partner_id = $1 AND o.created_date >= $2 AND o.created_date {end_op} $3"
+        "{ORDER_SELECT} WHERE o.partner_id = $1 AND o.created_date >= $2 AND o.created_date < $3"
     ))
     .bind::<Text, _>(partner.as_str())
     .bind::<Timestamptz, _>(from)
@@ -216,7 +211,7 @@ async fn load(
     .map_err(db)?;
     let simulated: Vec<EventRow> = diesel::sql_query(format!(
         "{EVENT_SELECT} WHERE e.partner_id = $1 AND e.event = 'order_completed' \
-         AND e.occurred_at >= $2 AND e.occurred_at {end_op} $3"
+         AND e.occurred_at >= $2 AND e.occurred_at < $3"
     ))
     .bind::<Text, _>(partner.as_str())
     .bind::<Timestamptz, _>(from)
@@ -224,17 +219,7 @@ async fn load(
     .load(conn)
     .await
     .map_err(db)?;
-    let mut all = stored
-        .into_iter()
-        .map(OrderRow::into_domain)
-        .collect::<Result<Vec<_>, _>>()?;
-    for e in simulated {
-        all.push(e.into_listing()?);
-    }
-    all.sort_by(|a, b| {
-        (b.order.created_date, &b.order.order_id).cmp(&(a.order.created_date, &a.order.order_id))
-    });
-    Ok(all)
+    merged(stored, simulated)
 }
 
 #[async_trait::async_trait]
