@@ -191,7 +191,17 @@ async fn page(
 
 /// Stored and simulated orders in the listing's order: newest first, then order id descending.
 fn merged(stored: Vec<OrderRow>, simulated: Vec<EventRow>) -> Result<Vec<OrderListing>, RepoError> {
-    merged(stored, simulated)
+    let mut all = stored
+        .into_iter()
+        .map(OrderRow::into_domain)
+        .collect::<Result<Vec<_>, _>>()?;
+    for e in simulated {
+        all.push(e.into_listing()?);
+    }
+    all.sort_by(|a, b| {
+        (b.order.created_date, &b.order.order_id).cmp(&(a.order.created_date, &a.order.order_id))
+    });
+    Ok(all)
 }
 
 /// Stored and simulated orders of `partner` with `from <= createdDate < to`, newest first.
