@@ -40,22 +40,25 @@ rss() { awk '/VmRSS/ {print $2}' "/proc/$SERVER/status"; }
 
 # One warm-up request (pool, prepared statements, allocator arenas), then the measurement.
 curl -sf "http://127.0.0.1:$PORT/api/v1/orders" -H "Authorization: Bearer $TOKEN" -o /dev/null
-before=$(rss)
-peak=$before
-start=$(date +%s.%N)
-pids=()
-for i in 1 2 3 4; do
-  curl -sf "http://127.0.0.1:$PORT/api/v1/orders" -H "Authorization: Bearer $TOKEN" -o "/tmp/bench-orders-$i.json" &
-  pids+=($!)
-done
+measure() { # $1 concurrent requests
+  local before peak start end r
+  before=$(rss); peak=$before
+  start=$(date +%s.%N)
+  pids=()
+  for i in $(seq 1 "$1"); do
+    curl -sf "http://127.0.0.1:$PORT/api/v1/orders" -H "Authorization: Bearer $TOKEN" -o "/tmp/bench-orders-$i.json" &
+    pids+=($!)
+  done
+  while running; do
+    r=$(rss); [ "$r" -gt "$peak" ] && peak=$r
+    sleep 0.02
+  done
+  for p in "${pids[@]}"; do wait "$p"; done
+  end=$(date +%s.%N)
+  echo "$1 request(s) at once: $(awk -v s="$start" -v e="$end" 'BEGIN {printf "%.2f", e - s}') s; server RSS $((before / 1024)) MiB before, $((peak / 1024)) MiB at the peak: grew by $(( (peak - before) / 1024 )) MiB"
+}
 running() { for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && return 0; done; return 1; }
-while running; do
-  r=$(rss); [ "$r" -gt "$peak" ] && peak=$r
-  sleep 0.02
-done
-for p in "${pids[@]}"; do wait "$p"; done
-end=$(date +%s.%N)
+measure 1
 rows=$(python3 -c 'import json; print(len(json.load(open("/tmp/bench-orders-1.json"))["data"]))')
-bytes=$(stat -c %s /tmp/bench-orders-1.json)
-echo "machine: $(nproc) cores; $N orders, $rows listed per response ($bytes bytes), 4 responses at once in $(awk -v s="$start" -v e="$end" 'BEGIN {printf "%.2f", e - s}') s"
-echo "server RSS: $((before / 1024)) MiB before, $((peak / 1024)) MiB at the peak: grew by $(( (peak - before) / 1024 )) MiB"
+echo "machine: $(nproc) cores; $N orders, $rows listed per response ($(stat -c %s /tmp/bench-orders-1.json) bytes)"
+measure 4

@@ -57,7 +57,7 @@ pub(super) async fn leads(
 }
 
 /// Rows read from the database per chunk of a streamed listing.
-const CHUNK: u16 = 500;
+const CHUNK: u16 = 1000;
 
 /// `{ data: Order[] }`, the whole history, streamed chunk by chunk.
 pub(super) async fn orders(state: web::Data<AppState>, Caller(me): Caller) -> Result {
