@@ -114,7 +114,7 @@ wh_prepare_db() {
 wh_endpoints() {
   local n=$1 hanging=${2:-0}
   psql -q "$WH_DB" -c "
-    TRUNCATE webhook_deliveries, domain_events, leads, bench_arrivals;
+    TRUNCATE webhook_deliveries, domain_events, leads, bench_arrivals CASCADE;
     DELETE FROM webhook_endpoints;
     INSERT INTO webhook_endpoints (id, partner_id, url, events, secret, created_at, updated_at)
     SELECT gen_random_uuid(), 'wh-' || g,
