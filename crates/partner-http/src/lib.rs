@@ -33,7 +33,7 @@ use partner_domain::webhook::WebhookService;
 
 pub use error::ApiError;
 pub use extract::MAX_BODY;
-pub use ratelimit::{Quota, RateLimiter};
+pub use ratelimit::{Quota, RateLimitStore, RateLimiter};
 
 /// Everything the handlers need, built once by the server and shared by all workers.
 #[derive(Debug)]
@@ -50,7 +50,8 @@ pub struct AppState {
     pub webhooks: WebhookService,
     pub readiness: Arc<dyn Readiness>,
     pub clock: Arc<dyn Clock>,
-    pub limiter: RateLimiter,
+    /// Where rate-limit budgets live (in-process, or shared through Redis).
+    pub limiter: Arc<dyn RateLimitStore>,
     /// `CARE_SERVICES_API_ENABLED`: when false the Care Services endpoints answer 404.
     pub care_services_enabled: bool,
     /// Bearer of the operator API; `None` turns `/internal` into 404s.

@@ -152,7 +152,10 @@ async fn guard(
         return Ok(req.error_response(ApiError::forbidden(r.message)));
     }
     let now = st.clock.now().unix_timestamp();
-    let decision = st.limiter.charge(authed.principal.token_id, group, now);
+    let decision = st
+        .limiter
+        .charge(authed.principal.token_id, group, now)
+        .await;
     let mut res = if decision.allowed {
         req.extensions_mut().insert(authed.principal);
         next.call(req).await?

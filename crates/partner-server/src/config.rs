@@ -37,6 +37,11 @@ pub struct Config {
     pub care_services_url: Url,
     pub care_services_enabled: bool,
     pub rate_limit: Quota,
+    /// `PARTNER_REDIS_URL`: when set, rate-limit budgets are shared through this Redis.
+    pub redis_url: Option<String>,
+    /// Prefix of this deployment's Redis keys. Not an environment setting (tests give each
+    /// server group its own).
+    pub redis_key_prefix: String,
     pub webhook_retry_schedule: Vec<Duration>,
     pub webhook_timeout: Duration,
     pub webhook_allow_private: bool,
@@ -141,6 +146,21 @@ impl Config {
                     )
                 })?,
             },
+            redis_url: match get("PARTNER_REDIS_URL") {
+                None => None,
+                Some(v) => match Url::parse(v.trim()) {
+                    Ok(u) if u.scheme() == "redis" && u.host().is_some() => {
+                        Some(v.trim().to_owned())
+                    }
+                    _ => {
+                        return Err(bad(
+                            "PARTNER_REDIS_URL",
+                            "expected redis://[:password@]host:port[/db]",
+                        ));
+                    }
+                },
+            },
+            redis_key_prefix: "partner:".to_owned(),
             webhook_retry_schedule: match get("PARTNER_WEBHOOK_RETRY_SCHEDULE") {
                 None => ["10s", "1m", "6m", "36m", "216m", "1296m"]
                     .iter()
@@ -319,6 +339,8 @@ mod tests {
             ("CARE_SERVICES_API_ENABLED", "maybe"),
             ("PARTNER_RATE_LIMIT", "600"),
             ("PARTNER_RATE_LIMIT", "0/60s"),
+            ("PARTNER_REDIS_URL", "localhost:6379"),
+            ("PARTNER_REDIS_URL", "rediss://cache.internal:6379"),
             ("PARTNER_WEBHOOK_RETRY_SCHEDULE", "1s,soon"),
             ("PARTNER_WEBHOOK_TIMEOUT", "0s"),
             ("PARTNER_WEBHOOK_ALLOW_PRIVATE", "2"),
@@ -346,8 +368,10 @@ mod tests {
             ("PARTNER_WEBHOOK_CONCURRENCY", "64"),
             ("PARTNER_WEBHOOK_ENDPOINT_CONCURRENCY", "2"),
             ("PARTNER_WEBHOOK_RETENTION", "7d"),
+            ("PARTNER_REDIS_URL", "redis://127.0.0.1:6379/0"),
         ])
         .expect("parses");
+        assert_eq!(c.redis_url.as_deref(), Some("redis://127.0.0.1:6379/0"));
         assert_eq!(
             (c.webhook_concurrency, c.webhook_endpoint_concurrency),
             (64, 2)

@@ -19,11 +19,14 @@ use partner_domain::random::{Random, SystemRandom};
 use partner_domain::sub_account::SubAccountService;
 use partner_domain::token::TokenPepper;
 use partner_domain::webhook::WebhookService;
-use partner_http::{AppState, RateLimiter, Surface};
+use partner_http::{AppState, RateLimitStore, RateLimiter, Surface};
 use partner_postgres::PgStore;
 use partner_webhooks::{SystemAddressCheck, Worker, WorkerConfig};
 
 use crate::config::{Config, Role};
+
+/// The longest a rate-limit decision waits for Redis before the in-process budgets decide.
+const REDIS_DECISION_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(75);
 
 /// A bound, ready-to-run server.
 pub struct Application {
@@ -83,6 +86,18 @@ impl Application {
                 CursorKey::new(&k)
             }
         };
+        let limiter: Arc<dyn RateLimitStore> = match &config.redis_url {
+            None => Arc::new(RateLimiter::new(config.rate_limit)),
+            Some(url) => Arc::new(
+                partner_redis::RedisRateLimiter::new(
+                    url,
+                    &config.redis_key_prefix,
+                    config.rate_limit,
+                    REDIS_DECISION_TIMEOUT,
+                )
+                .map_err(|e| anyhow::anyhow!("PARTNER_REDIS_URL: {e}"))?,
+            ),
+        };
         let state = web::Data::new(AppState {
             auth: AuthService::new(store.clone(), pepper.clone(), clock.clone()),
             accounts: AccountService::new(store.clone(), pepper, clock.clone(), rng.clone()),
@@ -118,7 +133,7 @@ impl Application {
             care_services_enabled: config.care_services_enabled,
             readiness: store.clone(),
             clock: clock.clone(),
-            limiter: RateLimiter::new(config.rate_limit),
+            limiter,
             internal_token: config.internal_token.clone(),
         });
         let extra_roots_pem = match &config.webhook_ca_file {
