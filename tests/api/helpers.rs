@@ -19,6 +19,8 @@ fn base_url() -> String {
 /// A running server on its own throwaway database.
 pub struct TestApp {
     pub address: String,
+    /// `http://127.0.0.1:port` of the `/metrics` listener, when the config asked for one.
+    pub metrics_address: Option<String>,
     pub client: reqwest::Client,
     pub config: Config,
     owns_db: bool,
@@ -72,6 +74,7 @@ impl TestApp {
             .await
             .expect("server builds");
         let address = format!("http://127.0.0.1:{}", app.port());
+        let metrics_address = app.metrics_port().map(|p| format!("http://127.0.0.1:{p}"));
         tokio::spawn(app.run_until_stopped());
         let client = reqwest::Client::builder()
             .no_proxy()
@@ -80,6 +83,7 @@ impl TestApp {
             .expect("client");
         Self {
             address,
+            metrics_address,
             client,
             config,
             owns_db,

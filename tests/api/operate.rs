@@ -102,3 +102,125 @@ async fn an_unreachable_redis_fails_open_quickly() {
         started.elapsed()
     );
 }
+
+/// `GET /metrics`, checked line by line: comments, or `name{labels} value` with a number.
+async fn scrape(app: &TestApp) -> Vec<(String, f64)> {
+    let url = format!(
+        "{}/metrics",
+        app.metrics_address.as_deref().expect("metrics listener")
+    );
+    let res = app.client.get(url).send().await.expect("send");
+    assert_eq!(res.status(), StatusCode::OK);
+    let ct = res.headers()["content-type"]
+        .to_str()
+        .expect("ascii")
+        .to_owned();
+    assert!(ct.starts_with("text/plain"), "{ct}");
+    let text = res.text().await.expect("text");
+    let mut out = Vec::new();
+    for line in text
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+    {
+        let (series, value) = line.rsplit_once(' ').expect("name value");
+        let name_end = series.find('{').unwrap_or(series.len());
+        let name = &series[..name_end];
+        assert!(
+            !name.is_empty()
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':'),
+            "metric name in {line}"
+        );
+        if name_end < series.len() {
+            assert!(series.ends_with('}'), "labels in {line}");
+        }
+        let v: f64 = value.parse().expect("numeric value");
+        out.push((series.to_owned(), v));
+    }
+    out
+}
+
+fn value(metrics: &[(String, f64)], series: &str) -> f64 {
+    metrics
+        .iter()
+        .find(|(s, _)| s == series)
+        .map(|(_, v)| *v)
+        .unwrap_or(0.0)
+}
+
+#[tokio::test]
+async fn metrics_listener_serves_prometheus_text_and_counters_move() {
+    let app = TestApp::spawn_with(|c| {
+        c.metrics_bind = Some("127.0.0.1:0".into());
+        c.rate_limit = redis_quota(1);
+    })
+    .await;
+    let s = app.seed("acme", false).await;
+    let ok = r#"http_requests_total{route="/api/v1/leads",method="GET",status="200"}"#;
+    let limited = r#"http_requests_total{route="/api/v1/leads",method="GET",status="429"}"#;
+    let rejections = r#"rate_limit_rejections_total{group="leads"}"#;
+    let before = scrape(&app).await;
+    for _ in 0..3 {
+        app.api(Method::GET, LEADS, &s.token)
+            .send()
+            .await
+            .expect("send");
+    }
+    // A path that matches no route is labelled as such, never by its raw path.
+    app.request(Method::GET, "/no/such/place/123")
+        .send()
+        .await
+        .expect("send");
+    let after = scrape(&app).await;
+    assert!(value(&after, ok) >= value(&before, ok) + 1.0);
+    assert!(value(&after, limited) >= value(&before, limited) + 2.0);
+    assert!(value(&after, rejections) >= value(&before, rejections) + 2.0);
+    assert!(after.iter().any(|(s, _)| {
+        s.starts_with(r#"http_request_duration_seconds_bucket{route="/api/v1/leads",le="#)
+    }));
+    assert!(
+        after
+            .iter()
+            .any(|(s, _)| s.contains(r#"route="unmatched""#))
+    );
+    assert!(!after.iter().any(|(s, _)| s.contains("/no/such/place")));
+    for series in [
+        "webhook_deliveries_pending",
+        "webhook_oldest_pending_age_seconds",
+        r#"db_pool_connections{state="max"}"#,
+    ] {
+        assert!(
+            after.iter().any(|(s, _)| s == series),
+            "{series} is exported"
+        );
+    }
+    // The partner API is not served on the metrics listener, nor /metrics on the API's.
+    let res = app
+        .request(Method::GET, "/metrics")
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(res.status(), StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn an_unreachable_redis_is_counted_in_metrics() {
+    let app = TestApp::spawn_with(|c| {
+        c.metrics_bind = Some("127.0.0.1:0".into());
+        c.redis_url = Some(CLOSED_REDIS_URL.into());
+    })
+    .await;
+    let s = app.seed("acme", false).await;
+    let before = value(&scrape(&app).await, "rate_limiter_errors_total");
+    for _ in 0..3 {
+        let res = app
+            .api(Method::GET, LEADS, &s.token)
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(res.status(), StatusCode::OK);
+    }
+    let after = value(&scrape(&app).await, "rate_limiter_errors_total");
+    assert!(after >= before + 3.0, "{before} -> {after}");
+}

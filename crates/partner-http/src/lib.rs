@@ -91,6 +91,7 @@ pub fn configure_surface(
                 .wrap(actix_web::middleware::from_fn(
                     middleware::request_id_header,
                 ))
+                .wrap(actix_web::middleware::from_fn(middleware::observe))
                 .wrap(tracing_actix_web::TracingLogger::default()),
         );
 }

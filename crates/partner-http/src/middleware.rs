@@ -4,6 +4,7 @@
 
 use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::Method;
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::middleware::Next;
 use actix_web::{Error, HttpMessage, ResponseError, web};
@@ -54,6 +55,59 @@ pub async fn normalize_errors(
     }
     Ok(ServiceResponse::new(req, fresh))
 }
+
+/// Counts and times every request by route template (never the raw path: its segments carry
+/// ids), and writes one log line per request with its id, route, status and duration (never
+/// the query string, which may carry a token or a partner's data).
+pub async fn observe(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<impl MessageBody>, Error> {
+    let started = std::time::Instant::now();
+    let method = match *req.method() {
+        Method::GET => "GET",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::PATCH => "PATCH",
+        Method::DELETE => "DELETE",
+        Method::HEAD => "HEAD",
+        Method::OPTIONS => "OPTIONS",
+        _ => "other",
+    };
+    let request_id = req
+        .extensions()
+        .get::<tracing_actix_web::RequestId>()
+        .map(|id| id.to_string())
+        .unwrap_or_default();
+    let res = next.call(req).await;
+    let (status, route) = match &res {
+        Ok(r) => (r.status(), r.request().match_pattern()),
+        Err(e) => (e.as_response_error().status_code(), None),
+    };
+    let route = route.unwrap_or_else(|| UNMATCHED.to_owned());
+    let elapsed = started.elapsed();
+    metrics::counter!(
+        "http_requests_total",
+        "route" => route.clone(),
+        "method" => method,
+        "status" => status.as_str().to_owned()
+    )
+    .increment(1);
+    metrics::histogram!("http_request_duration_seconds", "route" => route.clone())
+        .record(elapsed.as_secs_f64());
+    tracing::info!(
+        request_id = %request_id,
+        method,
+        route = %route,
+        status = status.as_u16(),
+        duration_ms = u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
+        "request"
+    );
+    res
+}
+
+/// The route label of a request that matched no route.
+pub const UNMATCHED: &str = "unmatched";
 
 /// Echoes the request id that tracing gave this request, so a client can quote it.
 pub async fn request_id_header(
@@ -160,6 +214,7 @@ async fn guard(
         req.extensions_mut().insert(authed.principal);
         next.call(req).await?
     } else {
+        metrics::counter!("rate_limit_rejections_total", "group" => group.as_str()).increment(1);
         req.error_response(ApiError::rate_limited(decision.retry_after(now)))
     };
     let h = res.headers_mut();

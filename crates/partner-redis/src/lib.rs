@@ -8,7 +8,7 @@
 //! When Redis cannot be reached (refused, reset, or no answer within the decision timeout) the
 //! request is decided by this process's in-process budgets instead: requests are served (fail
 //! open) — the local count never exceeds what the shared count would have been, so nothing
-//! Redis would have allowed is refused. Each such decision is counted (see
+//! Redis would have allowed is refused. Each such decision is counted (`rate_limiter_errors_total`,
 //! [`RedisRateLimiter::errors`]) and logged at most once per [`LOG_INTERVAL`]. A lost
 //! connection is re-established on a later request, at most once per [`RECONNECT_AFTER`].
 
@@ -160,6 +160,7 @@ impl RedisRateLimiter {
 
     fn failed(&self, reason: &str) {
         self.errors.fetch_add(1, Ordering::Relaxed);
+        metrics::counter!("rate_limiter_errors_total").increment(1);
         let mut log = match self.log.lock() {
             Ok(g) => g,
             Err(p) => p.into_inner(),

@@ -28,6 +28,8 @@ fn bad(var: &'static str, reason: impl Into<String>) -> ConfigError {
 pub struct Config {
     pub database_url: String,
     pub bind: String,
+    /// `PARTNER_METRICS_BIND`: a second listener serving `GET /metrics`.
+    pub metrics_bind: Option<String>,
     pub token_pepper: Option<String>,
     pub internal_token: Option<String>,
     pub base_url: Url,
@@ -109,6 +111,16 @@ impl Config {
                 "expected host:port, e.g. 127.0.0.1:8080",
             ));
         }
+        let metrics_bind = match get("PARTNER_METRICS_BIND") {
+            None => None,
+            Some(v) if is_socket_addr(&v) => Some(v),
+            Some(_) => {
+                return Err(bad(
+                    "PARTNER_METRICS_BIND",
+                    "expected host:port, e.g. 127.0.0.1:9090",
+                ));
+            }
+        };
         let own = format!("http://{bind}");
         let url = |var: &'static str, default: &str| -> Result<Url, ConfigError> {
             let raw = get(var).unwrap_or_else(|| default.to_owned());
@@ -239,10 +251,15 @@ impl Config {
             webhook_poll_interval: Duration::from_millis(500),
             webhook_maintenance_interval: Duration::from_secs(30),
             role: Role::All,
+            metrics_bind,
             database_url,
             bind,
         })
     }
+}
+
+fn is_socket_addr(s: &str) -> bool {
+    s.to_socket_addrs().is_ok_and(|mut a| a.next().is_some())
 }
 
 /// A positive integer setting up to `max`.
@@ -334,6 +351,7 @@ mod tests {
         for (var, value) in [
             ("DATABASE_URL", "mysql://x"),
             ("PARTNER_BIND", "nowhere"),
+            ("PARTNER_METRICS_BIND", "9090"),
             ("PARTNER_BASE_URL", "not a url"),
             ("PARTNER_INTAKE_URL", "ftp://x.test"),
             ("CARE_SERVICES_API_ENABLED", "maybe"),

@@ -31,7 +31,9 @@ const REDIS_DECISION_TIMEOUT: std::time::Duration = std::time::Duration::from_mi
 /// A bound, ready-to-run server.
 pub struct Application {
     port: u16,
+    metrics_port: Option<u16>,
     server: actix_web::dev::Server,
+    metrics_server: Option<actix_web::dev::ServerHandle>,
     worker: Option<RunningWorker>,
 }
 
@@ -147,6 +149,7 @@ impl Application {
                 store.deliveries_written(),
             ));
         }
+        let gauge_clock = clock.clone();
         let worker = match config.role {
             Role::Api => None,
             Role::All | Role::Worker => {
@@ -190,6 +193,25 @@ impl Application {
                 })
             }
         };
+        let (metrics_port, metrics_server) = match &config.metrics_bind {
+            None => (None, None),
+            Some(bind) => {
+                let handle = crate::observability::handle()?;
+                let listener = TcpListener::bind(bind)
+                    .with_context(|| format!("PARTNER_METRICS_BIND: cannot bind {bind}"))?;
+                let port = listener.local_addr()?.port();
+                let server = crate::observability::serve(listener, handle.clone())?;
+                let server_handle = server.handle();
+                tokio::spawn(server);
+                crate::observability::refresh_once(&store, gauge_clock.as_ref()).await;
+                tokio::spawn(crate::observability::refresh_gauges(
+                    (*store).clone(),
+                    gauge_clock,
+                    handle,
+                ));
+                (Some(port), Some(server_handle))
+            }
+        };
         let listener = TcpListener::bind(&config.bind)
             .with_context(|| format!("cannot bind {}", config.bind))?;
         let port = listener.local_addr()?.port();
@@ -205,6 +227,8 @@ impl Application {
         .run();
         Ok(Self {
             port,
+            metrics_port,
+            metrics_server,
             server,
             worker,
         })
@@ -214,11 +238,19 @@ impl Application {
         self.port
     }
 
+    /// The port of the `/metrics` listener, when there is one.
+    pub fn metrics_port(&self) -> Option<u16> {
+        self.metrics_port
+    }
+
     /// Serves until SIGINT/SIGTERM, then drains in-flight requests (at most 10 s), then stops
     /// the delivery worker: it claims nothing more and finishes its in-flight attempts within the
     /// attempt timeout.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         let served = self.server.await;
+        if let Some(m) = self.metrics_server {
+            m.stop(true).await;
+        }
         if let Some(w) = self.worker {
             w.listener.abort();
             // `notify_one` keeps a permit, so the worker stops even if it is not waiting yet.
