@@ -92,6 +92,6 @@ pub fn configure_surface(
                     middleware::request_id_header,
                 ))
                 .wrap(actix_web::middleware::from_fn(middleware::observe))
-                .wrap(tracing_actix_web::TracingLogger::default()),
+                .wrap(tracing_actix_web::TracingLogger::<middleware::RequestSpan>::new()),
         );
 }

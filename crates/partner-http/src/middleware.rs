@@ -106,6 +106,40 @@ pub async fn observe(
     res
 }
 
+/// The root span of every request: its id, method and route template, then its status. Not the
+/// path or the query string (ids, coupon codes, filters), the client's address or user agent.
+#[derive(Debug)]
+pub struct RequestSpan;
+
+impl tracing_actix_web::RootSpanBuilder for RequestSpan {
+    fn on_request_start(req: &ServiceRequest) -> tracing::Span {
+        let request_id = req
+            .extensions()
+            .get::<tracing_actix_web::RequestId>()
+            .map(|id| id.to_string())
+            .unwrap_or_default();
+        let route = req.match_pattern().unwrap_or_else(|| UNMATCHED.to_owned());
+        tracing::info_span!(
+            "request",
+            request_id = %request_id,
+            method = %req.method(),
+            route = %route,
+            status = tracing::field::Empty,
+        )
+    }
+
+    fn on_request_end<B: MessageBody>(
+        span: tracing::Span,
+        outcome: &Result<ServiceResponse<B>, Error>,
+    ) {
+        let status = match outcome {
+            Ok(res) => res.status(),
+            Err(e) => e.as_response_error().status_code(),
+        };
+        span.record("status", status.as_u16());
+    }
+}
+
 /// The route label of a request that matched no route.
 pub const UNMATCHED: &str = "unmatched";
 

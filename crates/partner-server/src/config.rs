@@ -49,6 +49,8 @@ pub struct Config {
     pub webhook_allow_private: bool,
     pub webhook_ca_file: Option<PathBuf>,
     pub log_filter: String,
+    /// `PARTNER_LOG_FORMAT`: `json`, `text`, or unset (text on a terminal, else JSON).
+    pub log_format: Option<LogFormat>,
     pub db_pool_size: usize,
     /// Attempts in flight at once in this process (`PARTNER_WEBHOOK_CONCURRENCY`).
     pub webhook_concurrency: usize,
@@ -63,6 +65,15 @@ pub struct Config {
     pub webhook_maintenance_interval: Duration,
     /// What this process runs (`serve --role`). Not an environment setting.
     pub role: Role,
+}
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFormat {
+    /// One JSON object a line.
+    Json,
+    /// Human-readable lines.
+    Text,
 }
 
 /// What a `serve` process runs.
@@ -222,6 +233,12 @@ impl Config {
                 }
             },
             log_filter: get("RUST_LOG").unwrap_or_else(|| "info".to_owned()),
+            log_format: match get("PARTNER_LOG_FORMAT").map(|v| v.trim().to_ascii_lowercase()) {
+                None => None,
+                Some(v) if v == "json" => Some(LogFormat::Json),
+                Some(v) if v == "text" => Some(LogFormat::Text),
+                Some(_) => return Err(bad("PARTNER_LOG_FORMAT", "expected json or text")),
+            },
             db_pool_size: match get("PARTNER_DB_POOL_SIZE") {
                 None => 16,
                 Some(v) => v
@@ -352,6 +369,7 @@ mod tests {
             ("DATABASE_URL", "mysql://x"),
             ("PARTNER_BIND", "nowhere"),
             ("PARTNER_METRICS_BIND", "9090"),
+            ("PARTNER_LOG_FORMAT", "xml"),
             ("PARTNER_BASE_URL", "not a url"),
             ("PARTNER_INTAKE_URL", "ftp://x.test"),
             ("CARE_SERVICES_API_ENABLED", "maybe"),
@@ -387,9 +405,11 @@ mod tests {
             ("PARTNER_WEBHOOK_ENDPOINT_CONCURRENCY", "2"),
             ("PARTNER_WEBHOOK_RETENTION", "7d"),
             ("PARTNER_REDIS_URL", "redis://127.0.0.1:6379/0"),
+            ("PARTNER_LOG_FORMAT", "JSON"),
         ])
         .expect("parses");
         assert_eq!(c.redis_url.as_deref(), Some("redis://127.0.0.1:6379/0"));
+        assert_eq!(c.log_format, Some(LogFormat::Json));
         assert_eq!(
             (c.webhook_concurrency, c.webhook_endpoint_concurrency),
             (64, 2)

@@ -3,7 +3,7 @@
 #![cfg_attr(test, allow(clippy::expect_used, clippy::indexing_slicing))]
 
 use clap::{Parser, Subcommand};
-use partner_server::config::{Config, Role};
+use partner_server::config::{Config, LogFormat, Role};
 use partner_server::demo;
 use partner_server::startup::{Application, Migrations, prepare_database};
 use tracing_subscriber::EnvFilter;
@@ -51,12 +51,42 @@ async fn main() -> std::process::ExitCode {
     }
 }
 
+/// Log lines go to standard output, as text or one JSON object a line. HTTP client internals are
+/// capped at `info` unless `RUST_LOG` names them: at `debug` they print the URLs they connect to,
+/// and a webhook URL's query may carry a credential.
+fn init_logging(config: &Config) -> anyhow::Result<()> {
+    use std::io::IsTerminal;
+    let mut directives = config.log_filter.clone();
+    for noisy in ["reqwest", "hyper", "hyper_util", "h2", "rustls"] {
+        if !directives.split(',').any(|d| d.trim().starts_with(noisy)) {
+            directives.push_str(&format!(",{noisy}=info"));
+        }
+    }
+    let filter = EnvFilter::try_new(&directives)
+        .map_err(|e| anyhow::anyhow!("RUST_LOG: not a valid log filter ({e})"))?;
+    let json = match config.log_format {
+        Some(LogFormat::Json) => true,
+        Some(LogFormat::Text) => false,
+        None => !std::io::stdout().is_terminal(),
+    };
+    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    if json {
+        builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(true)
+            .with_span_list(false)
+            .init();
+    } else {
+        builder.init();
+    }
+    Ok(())
+}
+
 async fn run(cli: Cli) -> anyhow::Result<()> {
     let _ = dotenvy::dotenv();
     let mut config = Config::from_env()?;
-    let filter = EnvFilter::try_new(&config.log_filter)
-        .map_err(|e| anyhow::anyhow!("RUST_LOG: not a valid log filter ({e})"))?;
-    tracing_subscriber::fmt().with_env_filter(filter).init();
+    init_logging(&config)?;
     match cli.command {
         Command::Serve { no_migrate, role } => {
             config.role = role;
