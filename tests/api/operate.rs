@@ -224,3 +224,43 @@ async fn an_unreachable_redis_is_counted_in_metrics() {
     let after = value(&scrape(&app).await, "rate_limiter_errors_total");
     assert!(after >= before + 3.0, "{before} -> {after}");
 }
+
+#[tokio::test]
+async fn the_operator_api_can_have_a_listener_of_its_own() {
+    let app = TestApp::spawn_with(|c| c.internal_bind = Some("127.0.0.1:0".into())).await;
+    let internal = app.internal_address.clone().expect("internal listener");
+    // `seed` goes through the operator API, on its own listener.
+    let s = app.seed("acme", false).await;
+    // On PARTNER_BIND, the operator API does not exist.
+    let res = app
+        .request(Method::GET, "/internal/v1/partners/acme")
+        .bearer_auth(crate::helpers::INTERNAL_TOKEN)
+        .send()
+        .await
+        .expect("send");
+    assert_error(res, 404, "not_found").await;
+    // The partner API is served on PARTNER_BIND only.
+    let res = app
+        .api(Method::GET, LEADS, &s.token)
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(res.status(), StatusCode::OK);
+    let res = app
+        .client
+        .get(format!("{internal}{LEADS}"))
+        .bearer_auth(&s.token)
+        .send()
+        .await
+        .expect("send");
+    assert_error(res, 404, "not_found").await;
+    // The operator guard still applies there.
+    let res = app
+        .client
+        .get(format!("{internal}/internal/v1/partners/acme"))
+        .bearer_auth("internal-test-token-0123456789abcdeF")
+        .send()
+        .await
+        .expect("send");
+    assert_error(res, 401, "invalid_token").await;
+}

@@ -70,6 +70,10 @@ pub enum Surface {
     Full,
     /// Only `/healthz` and `/readyz` (a process that runs the delivery worker alone).
     HealthOnly,
+    /// [`Surface::Full`] without the operator API (it has a listener of its own).
+    Public,
+    /// The operator API and the health checks (the operator API's own listener).
+    Internal,
 }
 
 /// As [`configure`], serving `surface`; every other path is the contract's 404.
@@ -85,6 +89,11 @@ pub fn configure_surface(
                 .configure(|c| match surface {
                     Surface::Full => routes::configure(c),
                     Surface::HealthOnly => routes::configure_health(c),
+                    Surface::Public => routes::configure_public(c),
+                    Surface::Internal => {
+                        routes::configure_health(c);
+                        routes::configure_internal(c);
+                    }
                 })
                 .default_service(web::to(routes::no_route))
                 .wrap(actix_web::middleware::from_fn(middleware::normalize_errors))

@@ -300,11 +300,18 @@ pub async fn internal_guard(
         .filter(|t| !t.is_empty());
     match presented {
         None => Ok(req.error_response(ApiError::missing_bearer())),
-        Some(t) if !constant_time_eq(t.as_bytes(), expected.as_bytes()) => {
-            Ok(req.error_response(ApiError::invalid_token()))
-        }
+        Some(t) if !same_secret(t, expected) => Ok(req.error_response(ApiError::invalid_token())),
         Some(_) => next.call(req).await,
     }
+}
+
+/// Whether `presented` is `expected`, in time independent of both: the SHA-256 digests (always
+/// 32 bytes) are compared in constant time, so neither a length mismatch nor a common prefix
+/// answers sooner.
+fn same_secret(presented: &str, expected: &str) -> bool {
+    let a = ring::digest::digest(&ring::digest::SHA256, presented.as_bytes());
+    let b = ring::digest::digest(&ring::digest::SHA256, expected.as_bytes());
+    constant_time_eq(a.as_ref(), b.as_ref())
 }
 
 /// The authenticated caller, put in the request by [`partner_guard`].
@@ -333,7 +340,21 @@ mod tests {
     use actix_web::middleware::from_fn;
     use actix_web::{App, HttpResponse, test, web};
 
-    use super::normalize_errors;
+    use super::{normalize_errors, same_secret};
+
+    #[::core::prelude::v1::test]
+    fn secrets_compare_by_digest() {
+        assert!(same_secret(
+            "a-token-of-some-length",
+            "a-token-of-some-length"
+        ));
+        assert!(!same_secret(
+            "a-token-of-some-length",
+            "a-token-of-some-lengtH"
+        ));
+        assert!(!same_secret("a-token", "a-token-of-some-length"));
+        assert!(!same_secret("", "a-token-of-some-length"));
+    }
 
     async fn boom() -> HttpResponse {
         panic!("a bug");

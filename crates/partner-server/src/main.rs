@@ -8,8 +8,8 @@ use partner_server::demo;
 use partner_server::startup::{Application, Migrations, prepare_database};
 use tracing_subscriber::EnvFilter;
 
-/// Partner Portal API server. Settings come from the environment (a `.env` file is read when
-/// present); see the README for the variables.
+/// Partner Portal API server. Settings come from the environment (a `.env` file in the working
+/// directory is read when present); see the README for the variables.
 #[derive(Debug, Parser)]
 #[command(name = "partner-server", version, about)]
 struct Cli {
@@ -84,7 +84,12 @@ fn init_logging(config: &Config) -> anyhow::Result<()> {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
-    let _ = dotenvy::dotenv();
+    // The working directory's `.env` only: `dotenv()` would also search the parent directories.
+    match dotenvy::from_path("./.env") {
+        Ok(()) => {}
+        Err(e) if e.not_found() => {}
+        Err(e) => anyhow::bail!(".env: {e}"),
+    }
     let mut config = Config::from_env()?;
     init_logging(&config)?;
     match cli.command {
@@ -101,7 +106,14 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                     "PARTNER_TOKEN_PEPPER is unset: authenticated calls answer 503 api_keys_unavailable"
                 );
             }
-            tracing::info!(bind = %config.bind, port = app.port(), role = ?config.role, "listening");
+            tracing::info!(
+                bind = %config.bind,
+                port = app.port(),
+                internal_port = app.internal_port(),
+                metrics_port = app.metrics_port(),
+                role = ?config.role,
+                "listening"
+            );
             app.run_until_stopped().await?;
         }
         Command::Migrate => prepare_database(&config, Migrations::Apply).await?,

@@ -34,6 +34,8 @@ pub struct Application {
     metrics_port: Option<u16>,
     server: actix_web::dev::Server,
     metrics_server: Option<actix_web::dev::ServerHandle>,
+    internal_port: Option<u16>,
+    internal_server: Option<actix_web::dev::ServerHandle>,
     worker: Option<RunningWorker>,
 }
 
@@ -215,7 +217,31 @@ impl Application {
         let listener = TcpListener::bind(&config.bind)
             .with_context(|| format!("cannot bind {}", config.bind))?;
         let port = listener.local_addr()?.port();
+        // The operator API gets a listener of its own when asked (a worker serves none).
+        let (internal_port, internal_server) = match (&config.internal_bind, config.role) {
+            (Some(bind), Role::All | Role::Api) => {
+                let listener = TcpListener::bind(bind)
+                    .with_context(|| format!("PARTNER_INTERNAL_BIND: cannot bind {bind}"))?;
+                let port = listener.local_addr()?.port();
+                let state = state.clone();
+                let server = HttpServer::new(move || {
+                    App::new().configure(|cfg| {
+                        partner_http::configure_surface(cfg, state.clone(), Surface::Internal)
+                    })
+                })
+                .workers(2)
+                .disable_signals()
+                .listen(listener)?
+                .shutdown_timeout(10)
+                .run();
+                let handle = server.handle();
+                tokio::spawn(server);
+                (Some(port), Some(handle))
+            }
+            _ => (None, None),
+        };
         let surface = match config.role {
+            Role::All | Role::Api if internal_port.is_some() => Surface::Public,
             Role::All | Role::Api => Surface::Full,
             Role::Worker => Surface::HealthOnly,
         };
@@ -229,6 +255,8 @@ impl Application {
             port,
             metrics_port,
             metrics_server,
+            internal_port,
+            internal_server,
             server,
             worker,
         })
@@ -236,6 +264,11 @@ impl Application {
 
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// The port of the operator API's own listener, when there is one.
+    pub fn internal_port(&self) -> Option<u16> {
+        self.internal_port
     }
 
     /// The port of the `/metrics` listener, when there is one.
@@ -248,6 +281,9 @@ impl Application {
     /// attempt timeout.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         let served = self.server.await;
+        if let Some(i) = self.internal_server {
+            i.stop(true).await;
+        }
         if let Some(m) = self.metrics_server {
             m.stop(true).await;
         }
