@@ -264,3 +264,39 @@ async fn the_operator_api_can_have_a_listener_of_its_own() {
         .expect("send");
     assert_error(res, 401, "invalid_token").await;
 }
+
+#[tokio::test]
+async fn webhook_attempts_are_counted() {
+    let rx = crate::receiver::Receiver::start().await;
+    let ca = rx.ca_file.clone();
+    let app = TestApp::spawn_with(move |c| {
+        c.metrics_bind = Some("127.0.0.1:0".into());
+        c.webhook_allow_private = true;
+        c.webhook_ca_file = Some(ca);
+        c.webhook_poll_interval = std::time::Duration::from_millis(25);
+    })
+    .await;
+    let delivered = r#"webhook_attempts_total{outcome="delivered"}"#;
+    let before = value(&scrape(&app).await, delivered);
+    let s = app.seed("acme", false).await;
+    let res = app
+        .api(Method::POST, "/api/v1/webhook-endpoints", &s.token)
+        .json(&serde_json::json!({ "url": rx.url, "events": ["lead.created"] }))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(res.status(), StatusCode::CREATED);
+    app.ingest_lead(&crate::helpers::lead_body("acme", serde_json::json!({})))
+        .await;
+    rx.wait_for(1).await;
+    // The attempt is counted once its answer is in, just after the receiver saw it.
+    for _ in 0..100 {
+        let m = scrape(&app).await;
+        if value(&m, delivered) > before {
+            assert!(value(&m, "webhook_attempt_duration_seconds_count") >= 1.0);
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("webhook_attempts_total{{outcome=\"delivered\"}} did not move");
+}
