@@ -31,5 +31,9 @@ bench-leads:
 bench-coupons:
     bash bench/coupons.sh
 
+# Rate-limiter overhead: in-process vs Redis on GET /api/v1/leads. Needs PostgreSQL, Redis, wrk.
+bench-ratelimit:
+    bash bench/ratelimit.sh
+
 # Every benchmark.
 bench: bench-leads bench-coupons

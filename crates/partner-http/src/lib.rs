@@ -55,7 +55,27 @@ pub struct AppState {
     /// `CARE_SERVICES_API_ENABLED`: when false the Care Services endpoints answer 404.
     pub care_services_enabled: bool,
     /// Bearer of the operator API; `None` turns `/internal` into 404s.
-    pub internal_token: Option<String>,
+    pub internal_token: Option<OperatorToken>,
+}
+
+/// The operator API's bearer; its `Debug` does not show it.
+#[derive(Clone)]
+pub struct OperatorToken(String);
+
+impl OperatorToken {
+    pub fn new(token: String) -> Self {
+        Self(token)
+    }
+
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for OperatorToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OperatorToken(..)")
+    }
 }
 
 /// Mounts every route, the error-body normalisation and request tracing on `cfg`.

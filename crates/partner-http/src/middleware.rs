@@ -285,7 +285,7 @@ pub async fn internal_guard(
     next: Next<BoxBody>,
 ) -> Result<ServiceResponse<BoxBody>, Error> {
     let st = state(&req)?;
-    let Some(expected) = st.internal_token.as_deref() else {
+    let Some(expected) = st.internal_token.as_ref().map(crate::OperatorToken::expose) else {
         return Ok(req.error_response(ApiError::not_found("no such resource")));
     };
     let presented = req

@@ -99,6 +99,18 @@ impl RedisRateLimiter {
         })
     }
 
+    /// Connects now, so the first requests find a connection (without this, the requests that
+    /// arrive while the first one connects are decided in-process). A Redis that cannot be
+    /// reached is logged, not an error: requests will be served, and it is retried later.
+    pub async fn warm_up(&self) {
+        if let Err(reason) = self.connection().await {
+            tracing::warn!(
+                error = %reason,
+                "rate limiter: Redis unavailable at start, using in-process budgets until it answers"
+            );
+        }
+    }
+
     /// Decisions so far that could not use Redis.
     pub fn errors(&self) -> u64 {
         self.errors.load(Ordering::Relaxed)

@@ -92,15 +92,17 @@ impl Application {
         };
         let limiter: Arc<dyn RateLimitStore> = match &config.redis_url {
             None => Arc::new(RateLimiter::new(config.rate_limit)),
-            Some(url) => Arc::new(
-                partner_redis::RedisRateLimiter::new(
+            Some(url) => {
+                let limiter = partner_redis::RedisRateLimiter::new(
                     url,
                     &config.redis_key_prefix,
                     config.rate_limit,
                     REDIS_DECISION_TIMEOUT,
                 )
-                .map_err(|e| anyhow::anyhow!("PARTNER_REDIS_URL: {e}"))?,
-            ),
+                .map_err(|e| anyhow::anyhow!("PARTNER_REDIS_URL: {e}"))?;
+                limiter.warm_up().await;
+                Arc::new(limiter)
+            }
         };
         let state = web::Data::new(AppState {
             auth: AuthService::new(store.clone(), pepper.clone(), clock.clone()),
@@ -138,7 +140,10 @@ impl Application {
             readiness: store.clone(),
             clock: clock.clone(),
             limiter,
-            internal_token: config.internal_token.clone(),
+            internal_token: config
+                .internal_token
+                .clone()
+                .map(partner_http::OperatorToken::new),
         });
         let extra_roots_pem = match &config.webhook_ca_file {
             Some(p) => Some(std::fs::read(p).with_context(|| format!("reading {}", p.display()))?),
