@@ -40,5 +40,9 @@ bench-webhooks:
 drill-kill9:
     bash bench/drill-kill9.sh
 
+# Rate-limiter overhead: in-process vs Redis on GET /api/v1/leads. Needs PostgreSQL, Redis, wrk.
+bench-ratelimit:
+    bash bench/ratelimit.sh
+
 # Every benchmark.
 bench: bench-leads bench-coupons bench-webhooks

@@ -8,7 +8,7 @@ DB=${BENCH_DB:-pp_bench_coupons}
 PORT=${BENCH_PORT:-18091}
 RUNS=${BENCH_RUNS:-5}
 export DATABASE_URL="postgres://postgres@127.0.0.1:5432/$DB"
-export PARTNER_BIND="127.0.0.1:$PORT" PARTNER_TOKEN_PEPPER=bench-pepper PARTNER_INTERNAL_TOKEN=bench-internal
+export PARTNER_BIND="127.0.0.1:$PORT" PARTNER_TOKEN_PEPPER=bench-pepper PARTNER_INTERNAL_TOKEN=bench-internal-token-0123456789abcdef
 export PARTNER_RATE_LIMIT=1000000000/1s RUST_LOG=warn
 
 cargo build --release -q -p partner-server
@@ -20,7 +20,7 @@ trap 'kill $SERVER 2>/dev/null || true' EXIT
 for _ in $(seq 1 50); do curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null && break; sleep 0.2; done
 
 BASE="http://127.0.0.1:$PORT"
-I="Authorization: Bearer bench-internal"
+I="Authorization: Bearer $PARTNER_INTERNAL_TOKEN"
 curl -sf -X PUT "$BASE/internal/v1/partners/bench" -H "$I" -d '{"name":"Bench","email":"ops@bench.test","active":true,
   "dnaAccess":false,"headlessLinks":false,"defaultLang":"en","enabledLangs":["en"],
   "careServices":{"subscriptionActive":true,"manualOverride":false,"yearlyBundle":true,"services":[]}}' >/dev/null

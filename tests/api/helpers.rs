@@ -8,7 +8,7 @@ use partner_server::startup::{Application, Migrations};
 use reqwest::{Method, RequestBuilder, Response, StatusCode};
 use serde_json::{Value, json};
 
-pub const INTERNAL_TOKEN: &str = "internal-test-token";
+pub const INTERNAL_TOKEN: &str = "internal-test-token-0123456789abcdef";
 pub const PEPPER: &str = "test-pepper-0123456789abcdef0123456789";
 
 fn base_url() -> String {
@@ -19,6 +19,10 @@ fn base_url() -> String {
 /// A running server on its own throwaway database.
 pub struct TestApp {
     pub address: String,
+    /// `http://127.0.0.1:port` of the `/metrics` listener, when the config asked for one.
+    pub metrics_address: Option<String>,
+    /// `http://127.0.0.1:port` of the operator API's own listener, when the config asked for one.
+    pub internal_address: Option<String>,
     pub client: reqwest::Client,
     pub config: Config,
     owns_db: bool,
@@ -72,6 +76,8 @@ impl TestApp {
             .await
             .expect("server builds");
         let address = format!("http://127.0.0.1:{}", app.port());
+        let internal_address = app.internal_port().map(|p| format!("http://127.0.0.1:{p}"));
+        let metrics_address = app.metrics_port().map(|p| format!("http://127.0.0.1:{p}"));
         tokio::spawn(app.run_until_stopped());
         let client = reqwest::Client::builder()
             .no_proxy()
@@ -80,6 +86,8 @@ impl TestApp {
             .expect("client");
         Self {
             address,
+            metrics_address,
+            internal_address,
             client,
             config,
             owns_db,
@@ -117,7 +125,9 @@ impl TestApp {
 
     /// An operator API request.
     pub fn internal(&self, method: Method, path: &str) -> RequestBuilder {
-        self.request(method, &format!("/internal/v1{path}"))
+        let base = self.internal_address.as_deref().unwrap_or(&self.address);
+        self.client
+            .request(method, format!("{base}/internal/v1{path}"))
             .bearer_auth(INTERNAL_TOKEN)
     }
 

@@ -27,6 +27,7 @@ pub mod order;
 pub mod payout;
 pub mod ports;
 pub mod random;
+pub mod rate_limit;
 pub mod sub_account;
 pub mod token;
 pub mod values;

@@ -33,7 +33,7 @@ use partner_domain::webhook::WebhookService;
 
 pub use error::ApiError;
 pub use extract::MAX_BODY;
-pub use ratelimit::{Quota, RateLimiter};
+pub use ratelimit::{Quota, RateLimitStore, RateLimiter};
 
 /// Everything the handlers need, built once by the server and shared by all workers.
 #[derive(Debug)]
@@ -50,11 +50,32 @@ pub struct AppState {
     pub webhooks: WebhookService,
     pub readiness: Arc<dyn Readiness>,
     pub clock: Arc<dyn Clock>,
-    pub limiter: RateLimiter,
+    /// Where rate-limit budgets live (in-process, or shared through Redis).
+    pub limiter: Arc<dyn RateLimitStore>,
     /// `CARE_SERVICES_API_ENABLED`: when false the Care Services endpoints answer 404.
     pub care_services_enabled: bool,
     /// Bearer of the operator API; `None` turns `/internal` into 404s.
-    pub internal_token: Option<String>,
+    pub internal_token: Option<OperatorToken>,
+}
+
+/// The operator API's bearer; its `Debug` does not show it.
+#[derive(Clone)]
+pub struct OperatorToken(String);
+
+impl OperatorToken {
+    pub fn new(token: String) -> Self {
+        Self(token)
+    }
+
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for OperatorToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OperatorToken(..)")
+    }
 }
 
 /// Mounts every route, the error-body normalisation and request tracing on `cfg`.
@@ -69,6 +90,10 @@ pub enum Surface {
     Full,
     /// Only `/healthz` and `/readyz` (a process that runs the delivery worker alone).
     HealthOnly,
+    /// [`Surface::Full`] without the operator API (it has a listener of its own).
+    Public,
+    /// The operator API and the health checks (the operator API's own listener).
+    Internal,
 }
 
 /// As [`configure`], serving `surface`; every other path is the contract's 404.
@@ -84,12 +109,18 @@ pub fn configure_surface(
                 .configure(|c| match surface {
                     Surface::Full => routes::configure(c),
                     Surface::HealthOnly => routes::configure_health(c),
+                    Surface::Public => routes::configure_public(c),
+                    Surface::Internal => {
+                        routes::configure_health(c);
+                        routes::configure_internal(c);
+                    }
                 })
                 .default_service(web::to(routes::no_route))
                 .wrap(actix_web::middleware::from_fn(middleware::normalize_errors))
                 .wrap(actix_web::middleware::from_fn(
                     middleware::request_id_header,
                 ))
-                .wrap(tracing_actix_web::TracingLogger::default()),
+                .wrap(actix_web::middleware::from_fn(middleware::observe))
+                .wrap(tracing_actix_web::TracingLogger::<middleware::RequestSpan>::new()),
         );
 }

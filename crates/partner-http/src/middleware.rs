@@ -4,6 +4,7 @@
 
 use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::Method;
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::middleware::Next;
 use actix_web::{Error, HttpMessage, ResponseError, web};
@@ -54,6 +55,93 @@ pub async fn normalize_errors(
     }
     Ok(ServiceResponse::new(req, fresh))
 }
+
+/// Counts and times every request by route template (never the raw path: its segments carry
+/// ids), and writes one log line per request with its id, route, status and duration (never
+/// the query string, which may carry a token or a partner's data).
+pub async fn observe(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<impl MessageBody>, Error> {
+    let started = std::time::Instant::now();
+    let method = match *req.method() {
+        Method::GET => "GET",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::PATCH => "PATCH",
+        Method::DELETE => "DELETE",
+        Method::HEAD => "HEAD",
+        Method::OPTIONS => "OPTIONS",
+        _ => "other",
+    };
+    let request_id = req
+        .extensions()
+        .get::<tracing_actix_web::RequestId>()
+        .map(|id| id.to_string())
+        .unwrap_or_default();
+    let res = next.call(req).await;
+    let (status, route) = match &res {
+        Ok(r) => (r.status(), r.request().match_pattern()),
+        Err(e) => (e.as_response_error().status_code(), None),
+    };
+    let route = route.unwrap_or_else(|| UNMATCHED.to_owned());
+    let elapsed = started.elapsed();
+    metrics::counter!(
+        "http_requests_total",
+        "route" => route.clone(),
+        "method" => method,
+        "status" => status.as_str().to_owned()
+    )
+    .increment(1);
+    metrics::histogram!("http_request_duration_seconds", "route" => route.clone())
+        .record(elapsed.as_secs_f64());
+    tracing::info!(
+        request_id = %request_id,
+        method,
+        route = %route,
+        status = status.as_u16(),
+        duration_ms = u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
+        "request"
+    );
+    res
+}
+
+/// The root span of every request: its id, method and route template, then its status. Not the
+/// path or the query string (ids, coupon codes, filters), the client's address or user agent.
+#[derive(Debug)]
+pub struct RequestSpan;
+
+impl tracing_actix_web::RootSpanBuilder for RequestSpan {
+    fn on_request_start(req: &ServiceRequest) -> tracing::Span {
+        let request_id = req
+            .extensions()
+            .get::<tracing_actix_web::RequestId>()
+            .map(|id| id.to_string())
+            .unwrap_or_default();
+        let route = req.match_pattern().unwrap_or_else(|| UNMATCHED.to_owned());
+        tracing::info_span!(
+            "request",
+            request_id = %request_id,
+            method = %req.method(),
+            route = %route,
+            status = tracing::field::Empty,
+        )
+    }
+
+    fn on_request_end<B: MessageBody>(
+        span: tracing::Span,
+        outcome: &Result<ServiceResponse<B>, Error>,
+    ) {
+        let status = match outcome {
+            Ok(res) => res.status(),
+            Err(e) => e.as_response_error().status_code(),
+        };
+        span.record("status", status.as_u16());
+    }
+}
+
+/// The route label of a request that matched no route.
+pub const UNMATCHED: &str = "unmatched";
 
 /// Echoes the request id that tracing gave this request, so a client can quote it.
 pub async fn request_id_header(
@@ -152,11 +240,15 @@ async fn guard(
         return Ok(req.error_response(ApiError::forbidden(r.message)));
     }
     let now = st.clock.now().unix_timestamp();
-    let decision = st.limiter.charge(authed.principal.token_id, group, now);
+    let decision = st
+        .limiter
+        .charge(authed.principal.token_id, group, now)
+        .await;
     let mut res = if decision.allowed {
         req.extensions_mut().insert(authed.principal);
         next.call(req).await?
     } else {
+        metrics::counter!("rate_limit_rejections_total", "group" => group.as_str()).increment(1);
         req.error_response(ApiError::rate_limited(decision.retry_after(now)))
     };
     let h = res.headers_mut();
@@ -193,7 +285,7 @@ pub async fn internal_guard(
     next: Next<BoxBody>,
 ) -> Result<ServiceResponse<BoxBody>, Error> {
     let st = state(&req)?;
-    let Some(expected) = st.internal_token.as_deref() else {
+    let Some(expected) = st.internal_token.as_ref().map(crate::OperatorToken::expose) else {
         return Ok(req.error_response(ApiError::not_found("no such resource")));
     };
     let presented = req
@@ -208,11 +300,18 @@ pub async fn internal_guard(
         .filter(|t| !t.is_empty());
     match presented {
         None => Ok(req.error_response(ApiError::missing_bearer())),
-        Some(t) if !constant_time_eq(t.as_bytes(), expected.as_bytes()) => {
-            Ok(req.error_response(ApiError::invalid_token()))
-        }
+        Some(t) if !same_secret(t, expected) => Ok(req.error_response(ApiError::invalid_token())),
         Some(_) => next.call(req).await,
     }
+}
+
+/// Whether `presented` is `expected`, in time independent of both: the SHA-256 digests (always
+/// 32 bytes) are compared in constant time, so neither a length mismatch nor a common prefix
+/// answers sooner.
+fn same_secret(presented: &str, expected: &str) -> bool {
+    let a = ring::digest::digest(&ring::digest::SHA256, presented.as_bytes());
+    let b = ring::digest::digest(&ring::digest::SHA256, expected.as_bytes());
+    constant_time_eq(a.as_ref(), b.as_ref())
 }
 
 /// The authenticated caller, put in the request by [`partner_guard`].
@@ -241,7 +340,21 @@ mod tests {
     use actix_web::middleware::from_fn;
     use actix_web::{App, HttpResponse, test, web};
 
-    use super::normalize_errors;
+    use super::{normalize_errors, same_secret};
+
+    #[::core::prelude::v1::test]
+    fn secrets_compare_by_digest() {
+        assert!(same_secret(
+            "a-token-of-some-length",
+            "a-token-of-some-length"
+        ));
+        assert!(!same_secret(
+            "a-token-of-some-length",
+            "a-token-of-some-lengtH"
+        ));
+        assert!(!same_secret("a-token", "a-token-of-some-length"));
+        assert!(!same_secret("", "a-token-of-some-length"));
+    }
 
     async fn boom() -> HttpResponse {
         panic!("a bug");

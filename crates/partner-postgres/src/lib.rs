@@ -11,6 +11,7 @@ mod accounts;
 mod catalog;
 mod coupons;
 mod leads;
+mod ops;
 mod orders;
 mod outbox;
 mod payouts;
@@ -19,6 +20,7 @@ mod sub_accounts;
 mod tokens;
 mod webhooks;
 
+pub use ops::{Backlog, PoolState};
 pub use webhooks::{announce_deliveries, listen_for_deliveries};
 
 use std::sync::Arc;

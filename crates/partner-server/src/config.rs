@@ -23,13 +23,18 @@ fn bad(var: &'static str, reason: impl Into<String>) -> ConfigError {
     }
 }
 
-/// The server's settings.
-#[derive(Debug, Clone)]
+/// The server's settings. `Debug` shows neither the pepper nor the operator token, nor the
+/// passwords of the database and Redis URLs.
+#[derive(Clone)]
 pub struct Config {
     pub database_url: String,
     pub bind: String,
+    /// `PARTNER_METRICS_BIND`: a second listener serving `GET /metrics`.
+    pub metrics_bind: Option<String>,
     pub token_pepper: Option<String>,
     pub internal_token: Option<String>,
+    /// `PARTNER_INTERNAL_BIND`: when set, the operator API listens only there.
+    pub internal_bind: Option<String>,
     pub base_url: Url,
     pub catalog_url: Url,
     pub intake_url: Url,
@@ -37,11 +42,18 @@ pub struct Config {
     pub care_services_url: Url,
     pub care_services_enabled: bool,
     pub rate_limit: Quota,
+    /// `PARTNER_REDIS_URL`: when set, rate-limit budgets are shared through this Redis.
+    pub redis_url: Option<String>,
+    /// Prefix of this deployment's Redis keys. Not an environment setting (tests give each
+    /// server group its own).
+    pub redis_key_prefix: String,
     pub webhook_retry_schedule: Vec<Duration>,
     pub webhook_timeout: Duration,
     pub webhook_allow_private: bool,
     pub webhook_ca_file: Option<PathBuf>,
     pub log_filter: String,
+    /// `PARTNER_LOG_FORMAT`: `json`, `text`, or unset (text on a terminal, else JSON).
+    pub log_format: Option<LogFormat>,
     pub db_pool_size: usize,
     /// Attempts in flight at once in this process (`PARTNER_WEBHOOK_CONCURRENCY`).
     pub webhook_concurrency: usize,
@@ -63,6 +75,15 @@ pub struct Config {
     pub role: Role,
 }
 
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFormat {
+    /// One JSON object a line.
+    Json,
+    /// Human-readable lines.
+    Text,
+}
+
 /// What a `serve` process runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum Role {
@@ -73,6 +94,63 @@ pub enum Role {
     Api,
     /// The delivery worker, with only `/healthz` and `/readyz` served.
     Worker,
+}
+
+/// The shortest `PARTNER_INTERNAL_TOKEN` accepted.
+pub const MIN_INTERNAL_TOKEN: usize = 32;
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let secret = |s: &Option<String>| s.as_ref().map(|_| "<redacted>");
+        f.debug_struct("Config")
+            .field("database_url", &redact_url(&self.database_url))
+            .field("bind", &self.bind)
+            .field("metrics_bind", &self.metrics_bind)
+            .field("internal_bind", &self.internal_bind)
+            .field("token_pepper", &secret(&self.token_pepper))
+            .field("internal_token", &secret(&self.internal_token))
+            .field("base_url", &self.base_url.as_str())
+            .field("catalog_url", &self.catalog_url.as_str())
+            .field("intake_url", &self.intake_url.as_str())
+            .field("legacy_intake_url", &self.legacy_intake_url.as_str())
+            .field("care_services_url", &self.care_services_url.as_str())
+            .field("care_services_enabled", &self.care_services_enabled)
+            .field("rate_limit", &self.rate_limit)
+            .field("redis_url", &self.redis_url.as_deref().map(redact_url))
+            .field("redis_key_prefix", &self.redis_key_prefix)
+            .field("webhook_retry_schedule", &self.webhook_retry_schedule)
+            .field("webhook_timeout", &self.webhook_timeout)
+            .field("webhook_allow_private", &self.webhook_allow_private)
+            .field("webhook_ca_file", &self.webhook_ca_file)
+            .field("log_filter", &self.log_filter)
+            .field("log_format", &self.log_format)
+            .field("db_pool_size", &self.db_pool_size)
+            .field("webhook_concurrency", &self.webhook_concurrency)
+            .field(
+                "webhook_endpoint_concurrency",
+                &self.webhook_endpoint_concurrency,
+            )
+            .field("webhook_retention", &self.webhook_retention)
+            .field("webhook_poll_interval", &self.webhook_poll_interval)
+            .field(
+                "webhook_maintenance_interval",
+                &self.webhook_maintenance_interval,
+            )
+            .field("role", &self.role)
+            .finish()
+    }
+}
+
+/// `url` with its password, if any, replaced.
+fn redact_url(url: &str) -> String {
+    match Url::parse(url) {
+        Ok(mut u) if u.password().is_some() => {
+            let _ = u.set_password(Some("redacted"));
+            u.to_string()
+        }
+        Ok(u) => u.to_string(),
+        Err(_) => "<unparsable>".to_owned(),
+    }
 }
 
 pub const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/partner_portal";
@@ -109,6 +187,16 @@ impl Config {
                 "expected host:port, e.g. 127.0.0.1:8080",
             ));
         }
+        let metrics_bind = match get("PARTNER_METRICS_BIND") {
+            None => None,
+            Some(v) if is_socket_addr(&v) => Some(v),
+            Some(_) => {
+                return Err(bad(
+                    "PARTNER_METRICS_BIND",
+                    "expected host:port, e.g. 127.0.0.1:9090",
+                ));
+            }
+        };
         let own = format!("http://{bind}");
         let url = |var: &'static str, default: &str| -> Result<Url, ConfigError> {
             let raw = get(var).unwrap_or_else(|| default.to_owned());
@@ -120,7 +208,25 @@ impl Config {
         };
         Ok(Self {
             token_pepper: get("PARTNER_TOKEN_PEPPER"),
-            internal_token: get("PARTNER_INTERNAL_TOKEN"),
+            internal_token: match get("PARTNER_INTERNAL_TOKEN") {
+                Some(t) if t.chars().count() < MIN_INTERNAL_TOKEN => {
+                    return Err(bad(
+                        "PARTNER_INTERNAL_TOKEN",
+                        format!("must be at least {MIN_INTERNAL_TOKEN} characters"),
+                    ));
+                }
+                t => t,
+            },
+            internal_bind: match get("PARTNER_INTERNAL_BIND") {
+                None => None,
+                Some(v) if is_socket_addr(&v) => Some(v),
+                Some(_) => {
+                    return Err(bad(
+                        "PARTNER_INTERNAL_BIND",
+                        "expected host:port, e.g. 10.0.0.5:8081",
+                    ));
+                }
+            },
             base_url: url("PARTNER_BASE_URL", &own)?,
             catalog_url: url("PARTNER_CATALOG_URL", &own)?,
             intake_url: url("PARTNER_INTAKE_URL", "https://intake.example.com")?,
@@ -146,6 +252,21 @@ impl Config {
                     )
                 })?,
             },
+            redis_url: match get("PARTNER_REDIS_URL") {
+                None => None,
+                Some(v) => match Url::parse(v.trim()) {
+                    Ok(u) if u.scheme() == "redis" && u.host().is_some() => {
+                        Some(v.trim().to_owned())
+                    }
+                    _ => {
+                        return Err(bad(
+                            "PARTNER_REDIS_URL",
+                            "expected redis://[:password@]host:port[/db]",
+                        ));
+                    }
+                },
+            },
+            redis_key_prefix: "partner:".to_owned(),
             webhook_retry_schedule: match get("PARTNER_WEBHOOK_RETRY_SCHEDULE") {
                 None => ["10s", "1m", "6m", "36m", "216m", "1296m"]
                     .iter()
@@ -195,6 +316,12 @@ impl Config {
                 }
             },
             log_filter: get("RUST_LOG").unwrap_or_else(|| "info".to_owned()),
+            log_format: match get("PARTNER_LOG_FORMAT").map(|v| v.trim().to_ascii_lowercase()) {
+                None => None,
+                Some(v) if v == "json" => Some(LogFormat::Json),
+                Some(v) if v == "text" => Some(LogFormat::Text),
+                Some(_) => return Err(bad("PARTNER_LOG_FORMAT", "expected json or text")),
+            },
             db_pool_size: match get("PARTNER_DB_POOL_SIZE") {
                 None => 16,
                 Some(v) => v
@@ -245,10 +372,15 @@ impl Config {
             webhook_poll_interval: Duration::from_millis(500),
             webhook_maintenance_interval: Duration::from_secs(30),
             role: Role::All,
+            metrics_bind,
             database_url,
             bind,
         })
     }
+}
+
+fn is_socket_addr(s: &str) -> bool {
+    s.to_socket_addrs().is_ok_and(|mut a| a.next().is_some())
 }
 
 /// A positive integer setting up to `max`.
@@ -345,11 +477,17 @@ mod tests {
         for (var, value) in [
             ("DATABASE_URL", "mysql://x"),
             ("PARTNER_BIND", "nowhere"),
+            ("PARTNER_METRICS_BIND", "9090"),
+            ("PARTNER_LOG_FORMAT", "xml"),
+            ("PARTNER_INTERNAL_TOKEN", "short-operator-token"),
+            ("PARTNER_INTERNAL_BIND", "internal"),
             ("PARTNER_BASE_URL", "not a url"),
             ("PARTNER_INTAKE_URL", "ftp://x.test"),
             ("CARE_SERVICES_API_ENABLED", "maybe"),
             ("PARTNER_RATE_LIMIT", "600"),
             ("PARTNER_RATE_LIMIT", "0/60s"),
+            ("PARTNER_REDIS_URL", "localhost:6379"),
+            ("PARTNER_REDIS_URL", "rediss://cache.internal:6379"),
             ("PARTNER_WEBHOOK_RETRY_SCHEDULE", "1s,soon"),
             ("PARTNER_WEBHOOK_TIMEOUT", "0s"),
             ("PARTNER_WEBHOOK_ALLOW_PRIVATE", "2"),
@@ -369,6 +507,30 @@ mod tests {
     }
 
     #[test]
+    fn debug_shows_no_secret() {
+        let c = with(&[
+            ("PARTNER_TOKEN_PEPPER", "pepper-secret-value"),
+            (
+                "PARTNER_INTERNAL_TOKEN",
+                "operator-secret-value-0123456789abcdef",
+            ),
+            ("DATABASE_URL", "postgres://app:db-secret-pw@db:5432/pp"),
+            ("PARTNER_REDIS_URL", "redis://:redis-secret-pw@cache:6379"),
+        ])
+        .expect("parses");
+        let shown = format!("{c:?}");
+        for secret in [
+            "pepper-secret-value",
+            "operator-secret-value",
+            "db-secret-pw",
+            "redis-secret-pw",
+        ] {
+            assert!(!shown.contains(secret), "{secret} in {shown}");
+        }
+        assert!(shown.contains("<redacted>") && shown.contains("db:5432"));
+    }
+
+    #[test]
     fn values_parse() {
         let c = with(&[
             ("PARTNER_RATE_LIMIT", "5/2s"),
@@ -381,8 +543,16 @@ mod tests {
             ("PARTNER_WEBHOOK_RETENTION", "7d"),
             ("PARTNER_WEBHOOK_DISABLE_AFTER", "0"),
             ("PARTNER_WEBHOOK_SECRET_OVERLAP", "90m"),
+            ("PARTNER_REDIS_URL", "redis://127.0.0.1:6379/0"),
+            ("PARTNER_LOG_FORMAT", "JSON"),
+            ("PARTNER_INTERNAL_TOKEN", "an-operator-token-of-32-chars-xx"),
+            ("PARTNER_INTERNAL_BIND", "127.0.0.1:0"),
         ])
         .expect("parses");
+        assert_eq!(c.redis_url.as_deref(), Some("redis://127.0.0.1:6379/0"));
+        assert_eq!(c.log_format, Some(LogFormat::Json));
+        assert_eq!(c.internal_bind.as_deref(), Some("127.0.0.1:0"));
+        assert!(c.internal_token.is_some());
         assert_eq!(
             (c.webhook_concurrency, c.webhook_endpoint_concurrency),
             (64, 2)

@@ -5,6 +5,7 @@
 
 pub mod config;
 pub mod demo;
+pub mod observability;
 pub mod startup;
 
 pub use config::Config;

@@ -3,13 +3,13 @@
 #![cfg_attr(test, allow(clippy::expect_used, clippy::indexing_slicing))]
 
 use clap::{Parser, Subcommand};
-use partner_server::config::{Config, Role};
+use partner_server::config::{Config, LogFormat, Role};
 use partner_server::demo;
 use partner_server::startup::{Application, Migrations, prepare_database};
 use tracing_subscriber::EnvFilter;
 
-/// Partner Portal API server. Settings come from the environment (a `.env` file is read when
-/// present); see the README for the variables.
+/// Partner Portal API server. Settings come from the environment (a `.env` file in the working
+/// directory is read when present); see the README for the variables.
 #[derive(Debug, Parser)]
 #[command(name = "partner-server", version, about)]
 struct Cli {
@@ -51,12 +51,47 @@ async fn main() -> std::process::ExitCode {
     }
 }
 
-async fn run(cli: Cli) -> anyhow::Result<()> {
-    let _ = dotenvy::dotenv();
-    let mut config = Config::from_env()?;
-    let filter = EnvFilter::try_new(&config.log_filter)
+/// Log lines go to standard output, as text or one JSON object a line. HTTP client internals are
+/// capped at `info` unless `RUST_LOG` names them: at `debug` they print the URLs they connect to,
+/// and a webhook URL's query may carry a credential.
+fn init_logging(config: &Config) -> anyhow::Result<()> {
+    use std::io::IsTerminal;
+    let mut directives = config.log_filter.clone();
+    for noisy in ["reqwest", "hyper", "hyper_util", "h2", "rustls"] {
+        if !directives.split(',').any(|d| d.trim().starts_with(noisy)) {
+            directives.push_str(&format!(",{noisy}=info"));
+        }
+    }
+    let filter = EnvFilter::try_new(&directives)
         .map_err(|e| anyhow::anyhow!("RUST_LOG: not a valid log filter ({e})"))?;
-    tracing_subscriber::fmt().with_env_filter(filter).init();
+    let json = match config.log_format {
+        Some(LogFormat::Json) => true,
+        Some(LogFormat::Text) => false,
+        None => !std::io::stdout().is_terminal(),
+    };
+    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    if json {
+        builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(true)
+            .with_span_list(false)
+            .init();
+    } else {
+        builder.init();
+    }
+    Ok(())
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
+    // The working directory's `.env` only: `dotenv()` would also search the parent directories.
+    match dotenvy::from_path("./.env") {
+        Ok(()) => {}
+        Err(e) if e.not_found() => {}
+        Err(e) => anyhow::bail!(".env: {e}"),
+    }
+    let mut config = Config::from_env()?;
+    init_logging(&config)?;
     match cli.command {
         Command::Serve { no_migrate, role } => {
             config.role = role;
@@ -71,7 +106,14 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                     "PARTNER_TOKEN_PEPPER is unset: authenticated calls answer 503 api_keys_unavailable"
                 );
             }
-            tracing::info!(bind = %config.bind, port = app.port(), role = ?config.role, "listening");
+            tracing::info!(
+                bind = %config.bind,
+                port = app.port(),
+                internal_port = app.internal_port(),
+                metrics_port = app.metrics_port(),
+                role = ?config.role,
+                "listening"
+            );
             app.run_until_stopped().await?;
         }
         Command::Migrate => prepare_database(&config, Migrations::Apply).await?,

@@ -19,16 +19,23 @@ use partner_domain::random::{Random, SystemRandom};
 use partner_domain::sub_account::SubAccountService;
 use partner_domain::token::TokenPepper;
 use partner_domain::webhook::WebhookService;
-use partner_http::{AppState, RateLimiter, Surface};
+use partner_http::{AppState, RateLimitStore, RateLimiter, Surface};
 use partner_postgres::PgStore;
 use partner_webhooks::{SystemAddressCheck, Worker, WorkerConfig};
 
 use crate::config::{Config, Role};
 
+/// The longest a rate-limit decision waits for Redis before the in-process budgets decide.
+const REDIS_DECISION_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(75);
+
 /// A bound, ready-to-run server.
 pub struct Application {
     port: u16,
+    metrics_port: Option<u16>,
     server: actix_web::dev::Server,
+    metrics_server: Option<actix_web::dev::ServerHandle>,
+    internal_port: Option<u16>,
+    internal_server: Option<actix_web::dev::ServerHandle>,
     worker: Option<RunningWorker>,
 }
 
@@ -93,6 +100,20 @@ impl Application {
                 CursorKey::new(&k)
             }
         };
+        let limiter: Arc<dyn RateLimitStore> = match &config.redis_url {
+            None => Arc::new(RateLimiter::new(config.rate_limit)),
+            Some(url) => {
+                let limiter = partner_redis::RedisRateLimiter::new(
+                    url,
+                    &config.redis_key_prefix,
+                    config.rate_limit,
+                    REDIS_DECISION_TIMEOUT,
+                )
+                .map_err(|e| anyhow::anyhow!("PARTNER_REDIS_URL: {e}"))?;
+                limiter.warm_up().await;
+                Arc::new(limiter)
+            }
+        };
         let state = web::Data::new(AppState {
             auth: AuthService::new(store.clone(), pepper.clone(), clock.clone()),
             accounts: AccountService::new(store.clone(), pepper, clock.clone(), rng.clone()),
@@ -130,8 +151,11 @@ impl Application {
             care_services_enabled: config.care_services_enabled,
             readiness: store.clone(),
             clock: clock.clone(),
-            limiter: RateLimiter::new(config.rate_limit),
-            internal_token: config.internal_token.clone(),
+            limiter,
+            internal_token: config
+                .internal_token
+                .clone()
+                .map(partner_http::OperatorToken::new),
         });
         let extra_roots_pem = match &config.webhook_ca_file {
             Some(p) => Some(std::fs::read(p).with_context(|| format!("reading {}", p.display()))?),
@@ -144,6 +168,7 @@ impl Application {
                 store.deliveries_written(),
             ));
         }
+        let gauge_clock = clock.clone();
         let worker = match config.role {
             Role::Api => None,
             Role::All | Role::Worker => {
@@ -188,10 +213,53 @@ impl Application {
                 })
             }
         };
+        let (metrics_port, metrics_server) = match &config.metrics_bind {
+            None => (None, None),
+            Some(bind) => {
+                let handle = crate::observability::handle()?;
+                let listener = TcpListener::bind(bind)
+                    .with_context(|| format!("PARTNER_METRICS_BIND: cannot bind {bind}"))?;
+                let port = listener.local_addr()?.port();
+                let server = crate::observability::serve(listener, handle.clone())?;
+                let server_handle = server.handle();
+                tokio::spawn(server);
+                crate::observability::refresh_once(&store, gauge_clock.as_ref()).await;
+                tokio::spawn(crate::observability::refresh_gauges(
+                    (*store).clone(),
+                    gauge_clock,
+                    handle,
+                ));
+                (Some(port), Some(server_handle))
+            }
+        };
         let listener = TcpListener::bind(&config.bind)
             .with_context(|| format!("cannot bind {}", config.bind))?;
         let port = listener.local_addr()?.port();
+        // The operator API gets a listener of its own when asked (a worker serves none).
+        let (internal_port, internal_server) = match (&config.internal_bind, config.role) {
+            (Some(bind), Role::All | Role::Api) => {
+                let listener = TcpListener::bind(bind)
+                    .with_context(|| format!("PARTNER_INTERNAL_BIND: cannot bind {bind}"))?;
+                let port = listener.local_addr()?.port();
+                let state = state.clone();
+                let server = HttpServer::new(move || {
+                    App::new().configure(|cfg| {
+                        partner_http::configure_surface(cfg, state.clone(), Surface::Internal)
+                    })
+                })
+                .workers(2)
+                .disable_signals()
+                .listen(listener)?
+                .shutdown_timeout(10)
+                .run();
+                let handle = server.handle();
+                tokio::spawn(server);
+                (Some(port), Some(handle))
+            }
+            _ => (None, None),
+        };
         let surface = match config.role {
+            Role::All | Role::Api if internal_port.is_some() => Surface::Public,
             Role::All | Role::Api => Surface::Full,
             Role::Worker => Surface::HealthOnly,
         };
@@ -203,6 +271,10 @@ impl Application {
         .run();
         Ok(Self {
             port,
+            metrics_port,
+            metrics_server,
+            internal_port,
+            internal_server,
             server,
             worker,
         })
@@ -212,11 +284,27 @@ impl Application {
         self.port
     }
 
+    /// The port of the operator API's own listener, when there is one.
+    pub fn internal_port(&self) -> Option<u16> {
+        self.internal_port
+    }
+
+    /// The port of the `/metrics` listener, when there is one.
+    pub fn metrics_port(&self) -> Option<u16> {
+        self.metrics_port
+    }
+
     /// Serves until SIGINT/SIGTERM, then drains in-flight requests (at most 10 s), then stops
     /// the delivery worker: it claims nothing more and finishes its in-flight attempts within the
     /// attempt timeout.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         let served = self.server.await;
+        if let Some(i) = self.internal_server {
+            i.stop(true).await;
+        }
+        if let Some(m) = self.metrics_server {
+            m.stop(true).await;
+        }
         if let Some(w) = self.worker {
             w.listener.abort();
             // `notify_one` keeps a permit, so the worker stops even if it is not waiting yet.

@@ -568,6 +568,14 @@ impl Worker {
                 (None, Some(error.to_owned()), next)
             }
         };
+        let outcome = match (&error, status_code) {
+            (None, _) => "delivered",
+            (Some(_), Some(_)) => "rejected",
+            (Some(_), None) => "no_answer",
+        };
+        metrics::counter!("webhook_attempts_total", "outcome" => outcome).increment(1);
+        metrics::histogram!("webhook_attempt_duration_seconds")
+            .record(started.elapsed().as_secs_f64());
         if let Some(error) = &error {
             // The endpoint is named by id, never by URL (its query may carry a credential).
             tracing::info!(

@@ -28,7 +28,14 @@ pub(crate) fn configure_health(cfg: &mut web::ServiceConfig) {
         .service(resource("/readyz").route(web::get().to(health::readyz)));
 }
 
+/// Everything: the public routes and the operator API.
 pub(crate) fn configure(cfg: &mut web::ServiceConfig) {
+    configure_public(cfg);
+    configure_internal(cfg);
+}
+
+/// The health checks, the partner API, the public catalog and the embedded view.
+pub(crate) fn configure_public(cfg: &mut web::ServiceConfig) {
     configure_health(cfg);
     cfg.service(
         web::scope("/api/v1")
@@ -121,8 +128,12 @@ pub(crate) fn configure(cfg: &mut web::ServiceConfig) {
         resource("/embed/care-services")
             .route(web::get().to(embed::care_services))
             .wrap(from_fn(care_services_enabled)),
-    )
-    .service(
+    );
+}
+
+/// The operator API under `/internal/v1`.
+pub(crate) fn configure_internal(cfg: &mut web::ServiceConfig) {
+    cfg.service(
         web::scope("/internal/v1")
             .configure(internal::configure)
             .configure(ingest::configure)

@@ -1,0 +1,223 @@
+//! Redis adapter of the rate-limit port ([`RateLimitStore`]): every server instance charges
+//! the same budgets, so a token gets one budget per window behind any number of instances.
+//!
+//! One decision is one atomic script (`INCR`, and `PEXPIRE` on the window's first call) on a
+//! key named after the token, the group and the start of the aligned window, so
+//! `X-RateLimit-Reset` is the same as with the in-process limiter.
+//!
+//! When Redis cannot be reached (refused, reset, or no answer within the decision timeout) the
+//! request is decided by this process's in-process budgets instead: requests are served (fail
+//! open) — the local count never exceeds what the shared count would have been, so nothing
+//! Redis would have allowed is refused. Each such decision is counted (`rate_limiter_errors_total`,
+//! [`RedisRateLimiter::errors`]) and logged at most once per [`LOG_INTERVAL`]. A lost
+//! connection is re-established on a later request, at most once per [`RECONNECT_AFTER`].
+
+#![cfg_attr(test, allow(clippy::expect_used, clippy::indexing_slicing))]
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use partner_domain::rate_limit::{Decision, Group, Quota, RateLimitStore, RateLimiter, window};
+use redis::AsyncConnectionConfig;
+use redis::aio::MultiplexedConnection;
+use uuid::Uuid;
+
+/// Errors are logged at most this often (the count is always kept).
+pub const LOG_INTERVAL: Duration = Duration::from_secs(10);
+/// After a failed connection attempt, the next is tried no sooner than this.
+pub const RECONNECT_AFTER: Duration = Duration::from_secs(1);
+
+const SCRIPT: &str = r"
+local n = redis.call('INCR', KEYS[1])
+if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+return n
+";
+
+/// A `PARTNER_REDIS_URL` that the driver does not accept.
+#[derive(Debug)]
+pub struct BadUrl(pub String);
+
+impl std::error::Error for BadUrl {}
+
+impl std::fmt::Display for BadUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// The Redis-backed limiter.
+pub struct RedisRateLimiter {
+    client: redis::Client,
+    quota: Quota,
+    prefix: String,
+    timeout: Duration,
+    script: redis::Script,
+    fallback: RateLimiter,
+    conn: Mutex<Option<MultiplexedConnection>>,
+    connecting: tokio::sync::Mutex<Option<Instant>>,
+    errors: AtomicU64,
+    log: Mutex<LogState>,
+}
+
+#[derive(Debug, Default)]
+struct LogState {
+    last: Option<Instant>,
+    suppressed: u64,
+}
+
+impl std::fmt::Debug for RedisRateLimiter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The URL may carry a password: it is not shown.
+        f.debug_struct("RedisRateLimiter")
+            .field("quota", &self.quota)
+            .field("prefix", &self.prefix)
+            .field("timeout", &self.timeout)
+            .field("errors", &self.errors.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+impl RedisRateLimiter {
+    /// A limiter on the Redis at `url` (`redis://[:password@]host:port[/db]`), with keys
+    /// starting with `prefix`, giving Redis at most `timeout` per decision. Connects lazily: a
+    /// Redis that is down at start is not an error.
+    pub fn new(url: &str, prefix: &str, quota: Quota, timeout: Duration) -> Result<Self, BadUrl> {
+        let client = redis::Client::open(url).map_err(|e| BadUrl(e.to_string()))?;
+        Ok(Self {
+            client,
+            quota,
+            prefix: prefix.to_owned(),
+            timeout,
+            script: redis::Script::new(SCRIPT),
+            fallback: RateLimiter::new(quota),
+            conn: Mutex::new(None),
+            connecting: tokio::sync::Mutex::new(None),
+            errors: AtomicU64::new(0),
+            log: Mutex::new(LogState::default()),
+        })
+    }
+
+    /// Connects now, so the first requests find a connection (without this, the requests that
+    /// arrive while the first one connects are decided in-process). A Redis that cannot be
+    /// reached is logged, not an error: requests will be served, and it is retried later.
+    pub async fn warm_up(&self) {
+        if let Err(reason) = self.connection().await {
+            tracing::warn!(
+                error = %reason,
+                "rate limiter: Redis unavailable at start, using in-process budgets until it answers"
+            );
+        }
+    }
+
+    /// Decisions so far that could not use Redis.
+    pub fn errors(&self) -> u64 {
+        self.errors.load(Ordering::Relaxed)
+    }
+
+    fn slot(&self) -> std::sync::MutexGuard<'_, Option<MultiplexedConnection>> {
+        match self.conn.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        }
+    }
+
+    /// The shared connection, connecting when there is none (one request at a time, at most
+    /// once per [`RECONNECT_AFTER`]; the others do not wait).
+    async fn connection(&self) -> Result<MultiplexedConnection, String> {
+        if let Some(c) = self.slot().clone() {
+            return Ok(c);
+        }
+        let Ok(mut last_try) = self.connecting.try_lock() else {
+            return Err("connecting to Redis".to_owned());
+        };
+        if let Some(c) = self.slot().clone() {
+            return Ok(c);
+        }
+        if last_try.is_some_and(|t| t.elapsed() < RECONNECT_AFTER) {
+            return Err("Redis unreachable (waiting to reconnect)".to_owned());
+        }
+        *last_try = Some(Instant::now());
+        let config = AsyncConnectionConfig::new()
+            .set_connection_timeout(self.timeout)
+            .set_response_timeout(self.timeout);
+        let conn = tokio::time::timeout(
+            self.timeout,
+            self.client
+                .get_multiplexed_async_connection_with_config(&config),
+        )
+        .await
+        .map_err(|_| "timed out connecting to Redis".to_owned())?
+        .map_err(|e| format!("cannot connect to Redis: {e}"))?;
+        *self.slot() = Some(conn.clone());
+        Ok(conn)
+    }
+
+    async fn shared(&self, key: String, ttl_ms: i64) -> Result<i64, String> {
+        let mut conn = self.connection().await?;
+        let mut call = self.script.key(key);
+        call.arg(ttl_ms);
+        match tokio::time::timeout(self.timeout, call.invoke_async::<i64>(&mut conn)).await {
+            Ok(Ok(n)) => Ok(n),
+            Ok(Err(e)) => {
+                if e.is_io_error() || e.is_connection_dropped() || e.is_connection_refusal() {
+                    *self.slot() = None;
+                }
+                Err(format!("Redis error: {e}"))
+            }
+            Err(_) => Err("Redis did not answer in time".to_owned()),
+        }
+    }
+
+    fn failed(&self, reason: &str) {
+        self.errors.fetch_add(1, Ordering::Relaxed);
+        metrics::counter!("rate_limiter_errors_total").increment(1);
+        let mut log = match self.log.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        if log.last.is_none_or(|t| t.elapsed() >= LOG_INTERVAL) {
+            tracing::warn!(
+                error = reason,
+                suppressed = log.suppressed,
+                "rate limiter: Redis unavailable, using in-process budgets"
+            );
+            log.last = Some(Instant::now());
+            log.suppressed = 0;
+        } else {
+            log.suppressed += 1;
+        }
+    }
+}
+
+#[async_trait]
+impl RateLimitStore for RedisRateLimiter {
+    async fn charge(&self, token: Uuid, group: Group, now_unix: i64) -> Decision {
+        let (start, reset) = window(self.quota, now_unix);
+        let key = format!(
+            "{}rl:{}:{}:{start}",
+            self.prefix,
+            group.as_str(),
+            token.simple()
+        );
+        // Outlives the window by a second, whatever the clocks of the instances.
+        let ttl_ms = (reset - now_unix + 1).max(1).saturating_mul(1000);
+        match self.shared(key, ttl_ms).await {
+            Ok(n) => {
+                let limit = self.quota.limit;
+                let used = u32::try_from(n.max(0)).unwrap_or(u32::MAX);
+                Decision {
+                    allowed: used <= limit,
+                    limit,
+                    remaining: limit.saturating_sub(used),
+                    reset,
+                }
+            }
+            Err(reason) => {
+                self.failed(&reason);
+                self.fallback.charge(token, group, now_unix)
+            }
+        }
+    }
+}

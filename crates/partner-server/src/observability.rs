@@ -1,0 +1,155 @@
+//! The Prometheus registry of this process, the `/metrics` listener, and the gauges refreshed
+//! from the database.
+
+use std::net::TcpListener;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use actix_web::{App, HttpResponse, HttpServer, web};
+use anyhow::Context;
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+use partner_domain::clock::Clock;
+use partner_postgres::PgStore;
+
+/// How often the database gauges are refreshed.
+pub const REFRESH_EVERY: Duration = Duration::from_secs(15);
+
+const LATENCY_BUCKETS: &[f64] = &[
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
+
+static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+
+/// The process-wide registry, installed as the `metrics` recorder on first use (several servers
+/// in one process, as in the tests, share it).
+pub fn handle() -> anyhow::Result<PrometheusHandle> {
+    if let Some(h) = HANDLE.get() {
+        return Ok(h.clone());
+    }
+    let recorder = PrometheusBuilder::new()
+        .set_buckets_for_metric(Matcher::Suffix("duration_seconds".into()), LATENCY_BUCKETS)
+        .context("metric buckets")?
+        .build_recorder();
+    let h = recorder.handle();
+    if HANDLE.set(h.clone()).is_ok() {
+        // Only the first caller gets here; a recorder installed by someone else stays.
+        if metrics::set_global_recorder(recorder).is_err() {
+            tracing::warn!("a metrics recorder was already installed; /metrics may be empty");
+        }
+        describe();
+        Ok(h)
+    } else {
+        HANDLE
+            .get()
+            .cloned()
+            .ok_or_else(|| anyhow::anyhow!("metrics registry missing"))
+    }
+}
+
+fn describe() {
+    use metrics::{Unit, describe_counter, describe_gauge, describe_histogram};
+    describe_counter!(
+        "http_requests_total",
+        "HTTP requests answered, by route template, method and status"
+    );
+    describe_histogram!(
+        "http_request_duration_seconds",
+        Unit::Seconds,
+        "Time to answer, by route template"
+    );
+    describe_counter!(
+        "webhook_attempts_total",
+        "Webhook delivery attempts by outcome (delivered, rejected, no_answer)"
+    );
+    describe_histogram!(
+        "webhook_attempt_duration_seconds",
+        Unit::Seconds,
+        "Time of one webhook attempt"
+    );
+    describe_gauge!(
+        "webhook_deliveries_pending",
+        "Deliveries not yet delivered or failed (whole database)"
+    );
+    describe_gauge!(
+        "webhook_oldest_pending_age_seconds",
+        Unit::Seconds,
+        "Age of the oldest pending delivery (0 when none)"
+    );
+    describe_gauge!(
+        "db_pool_connections",
+        "Connections of this process's pool by state (idle, in_use, waiting, max)"
+    );
+    describe_counter!(
+        "rate_limit_rejections_total",
+        "Requests answered 429, by endpoint group"
+    );
+    describe_counter!(
+        "rate_limiter_errors_total",
+        "Rate-limit decisions that could not use Redis (decided in-process)"
+    );
+}
+
+/// Serves `GET /metrics` on `listener`.
+pub fn serve(
+    listener: TcpListener,
+    handle: PrometheusHandle,
+) -> std::io::Result<actix_web::dev::Server> {
+    Ok(HttpServer::new(move || {
+        let handle = handle.clone();
+        App::new().route(
+            "/metrics",
+            web::get().to(move || {
+                let body = handle.render();
+                async move {
+                    HttpResponse::Ok()
+                        .content_type("text/plain; version=0.0.4; charset=utf-8")
+                        .body(body)
+                }
+            }),
+        )
+    })
+    .workers(1)
+    .disable_signals()
+    .listen(listener)?
+    .shutdown_timeout(1)
+    .run())
+}
+
+/// Refreshes the pool and backlog gauges every [`REFRESH_EVERY`], forever.
+pub async fn refresh_gauges(
+    store: PgStore,
+    clock: std::sync::Arc<dyn Clock>,
+    handle: PrometheusHandle,
+) {
+    let mut tick = tokio::time::interval(REFRESH_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        refresh_once(&store, clock.as_ref()).await;
+        handle.run_upkeep();
+    }
+}
+
+/// One refresh of the database gauges.
+pub async fn refresh_once(store: &PgStore, clock: &dyn Clock) {
+    let p = store.pool_state();
+    for (state, n) in [
+        ("idle", p.idle),
+        ("in_use", p.in_use),
+        ("waiting", p.waiting),
+        ("max", p.max),
+    ] {
+        metrics::gauge!("db_pool_connections", "state" => state).set(n as f64);
+    }
+    match store.webhook_backlog().await {
+        Ok(b) => {
+            metrics::gauge!("webhook_deliveries_pending").set(b.pending as f64);
+            let age = b
+                .oldest
+                .map(|t| (clock.now() - t).as_seconds_f64().max(0.0))
+                .unwrap_or(0.0);
+            metrics::gauge!("webhook_oldest_pending_age_seconds").set(age);
+        }
+        Err(e) => tracing::warn!(error = %e, "could not read the webhook backlog for metrics"),
+    }
+}

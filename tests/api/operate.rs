@@ -1,0 +1,302 @@
+//! Operating the service (extensions.md §5): shared rate limits through Redis, fail-open when
+//! Redis is unreachable.
+
+use reqwest::{Method, Response, StatusCode};
+use time::OffsetDateTime;
+
+use crate::helpers::{TestApp, assert_error};
+
+const LEADS: &str = "/api/v1/leads";
+pub const REDIS_URL: &str = "redis://127.0.0.1:6379";
+/// Nothing listens there (port 1 is privileged and unused).
+pub const CLOSED_REDIS_URL: &str = "redis://127.0.0.1:1";
+
+fn redis_quota(limit: u32) -> partner_http::Quota {
+    partner_http::Quota {
+        limit,
+        window_secs: 3600,
+    }
+}
+
+fn header(res: &Response, name: &str) -> i64 {
+    res.headers()[name]
+        .to_str()
+        .expect("ascii")
+        .parse()
+        .expect("integer")
+}
+
+#[tokio::test]
+async fn two_instances_on_one_redis_share_a_tokens_budget() {
+    // Keys of this test only, so tests running in parallel on the same Redis do not collide.
+    let prefix = format!("test:{}:", uuid::Uuid::new_v4().simple());
+    let a = TestApp::spawn_with(|c| {
+        c.rate_limit = redis_quota(5);
+        c.redis_url = Some(REDIS_URL.into());
+        c.redis_key_prefix = prefix.clone();
+    })
+    .await;
+    let b = a.sibling().await;
+    let s = a.seed("acme", false).await;
+    let now = OffsetDateTime::now_utc().unix_timestamp();
+    for (i, app) in [&a, &b, &a, &b, &b].into_iter().enumerate() {
+        let res = app
+            .api(Method::GET, LEADS, &s.token)
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(res.status(), StatusCode::OK, "call {}", i + 1);
+        assert_eq!(header(&res, "x-ratelimit-limit"), 5);
+        assert_eq!(
+            header(&res, "x-ratelimit-remaining"),
+            4 - i64::try_from(i).expect("small"),
+            "one budget across instances"
+        );
+        // The window is aligned as with the in-process limiter.
+        let reset = header(&res, "x-ratelimit-reset");
+        assert_eq!(reset % 3600, 0);
+        assert!(reset > now && reset <= now + 3600 + 1);
+    }
+    for app in [&a, &b] {
+        let res = app
+            .api(Method::GET, LEADS, &s.token)
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(header(&res, "x-ratelimit-remaining"), 0);
+        assert!(header(&res, "retry-after") >= 1);
+        assert_error(res, 429, "rate_limited").await;
+    }
+    // Another group's budget is whole.
+    let res = b
+        .api(Method::GET, "/api/v1/sub-accounts", &s.token)
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(res.status(), StatusCode::OK);
+    assert_eq!(header(&res, "x-ratelimit-remaining"), 4);
+}
+
+#[tokio::test]
+async fn an_unreachable_redis_fails_open_quickly() {
+    let app = TestApp::spawn_with(|c| {
+        c.rate_limit = redis_quota(100);
+        c.redis_url = Some(CLOSED_REDIS_URL.into());
+    })
+    .await;
+    let s = app.seed("acme", false).await;
+    let started = std::time::Instant::now();
+    for _ in 0..10 {
+        let res = app
+            .api(Method::GET, LEADS, &s.token)
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(res.status(), StatusCode::OK);
+        assert_eq!(header(&res, "x-ratelimit-limit"), 100);
+        assert!(header(&res, "x-ratelimit-remaining") < 100);
+    }
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(5),
+        "no stall on the limiter: {:?}",
+        started.elapsed()
+    );
+}
+
+/// `GET /metrics`, checked line by line: comments, or `name{labels} value` with a number.
+async fn scrape(app: &TestApp) -> Vec<(String, f64)> {
+    let url = format!(
+        "{}/metrics",
+        app.metrics_address.as_deref().expect("metrics listener")
+    );
+    let res = app.client.get(url).send().await.expect("send");
+    assert_eq!(res.status(), StatusCode::OK);
+    let ct = res.headers()["content-type"]
+        .to_str()
+        .expect("ascii")
+        .to_owned();
+    assert!(ct.starts_with("text/plain"), "{ct}");
+    let text = res.text().await.expect("text");
+    let mut out = Vec::new();
+    for line in text
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+    {
+        let (series, value) = line.rsplit_once(' ').expect("name value");
+        let name_end = series.find('{').unwrap_or(series.len());
+        let name = &series[..name_end];
+        assert!(
+            !name.is_empty()
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':'),
+            "metric name in {line}"
+        );
+        if name_end < series.len() {
+            assert!(series.ends_with('}'), "labels in {line}");
+        }
+        let v: f64 = value.parse().expect("numeric value");
+        out.push((series.to_owned(), v));
+    }
+    out
+}
+
+fn value(metrics: &[(String, f64)], series: &str) -> f64 {
+    metrics
+        .iter()
+        .find(|(s, _)| s == series)
+        .map(|(_, v)| *v)
+        .unwrap_or(0.0)
+}
+
+#[tokio::test]
+async fn metrics_listener_serves_prometheus_text_and_counters_move() {
+    let app = TestApp::spawn_with(|c| {
+        c.metrics_bind = Some("127.0.0.1:0".into());
+        c.rate_limit = redis_quota(1);
+    })
+    .await;
+    let s = app.seed("acme", false).await;
+    let ok = r#"http_requests_total{route="/api/v1/leads",method="GET",status="200"}"#;
+    let limited = r#"http_requests_total{route="/api/v1/leads",method="GET",status="429"}"#;
+    let rejections = r#"rate_limit_rejections_total{group="leads"}"#;
+    let before = scrape(&app).await;
+    for _ in 0..3 {
+        app.api(Method::GET, LEADS, &s.token)
+            .send()
+            .await
+            .expect("send");
+    }
+    // A path that matches no route is labelled as such, never by its raw path.
+    app.request(Method::GET, "/no/such/place/123")
+        .send()
+        .await
+        .expect("send");
+    let after = scrape(&app).await;
+    assert!(value(&after, ok) >= value(&before, ok) + 1.0);
+    assert!(value(&after, limited) >= value(&before, limited) + 2.0);
+    assert!(value(&after, rejections) >= value(&before, rejections) + 2.0);
+    assert!(after.iter().any(|(s, _)| {
+        s.starts_with(r#"http_request_duration_seconds_bucket{route="/api/v1/leads",le="#)
+    }));
+    assert!(
+        after
+            .iter()
+            .any(|(s, _)| s.contains(r#"route="unmatched""#))
+    );
+    assert!(!after.iter().any(|(s, _)| s.contains("/no/such/place")));
+    for series in [
+        "webhook_deliveries_pending",
+        "webhook_oldest_pending_age_seconds",
+        r#"db_pool_connections{state="max"}"#,
+    ] {
+        assert!(
+            after.iter().any(|(s, _)| s == series),
+            "{series} is exported"
+        );
+    }
+    // The partner API is not served on the metrics listener, nor /metrics on the API's.
+    let res = app
+        .request(Method::GET, "/metrics")
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(res.status(), StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn an_unreachable_redis_is_counted_in_metrics() {
+    let app = TestApp::spawn_with(|c| {
+        c.metrics_bind = Some("127.0.0.1:0".into());
+        c.redis_url = Some(CLOSED_REDIS_URL.into());
+    })
+    .await;
+    let s = app.seed("acme", false).await;
+    let before = value(&scrape(&app).await, "rate_limiter_errors_total");
+    for _ in 0..3 {
+        let res = app
+            .api(Method::GET, LEADS, &s.token)
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(res.status(), StatusCode::OK);
+    }
+    let after = value(&scrape(&app).await, "rate_limiter_errors_total");
+    assert!(after >= before + 3.0, "{before} -> {after}");
+}
+
+#[tokio::test]
+async fn the_operator_api_can_have_a_listener_of_its_own() {
+    let app = TestApp::spawn_with(|c| c.internal_bind = Some("127.0.0.1:0".into())).await;
+    let internal = app.internal_address.clone().expect("internal listener");
+    // `seed` goes through the operator API, on its own listener.
+    let s = app.seed("acme", false).await;
+    // On PARTNER_BIND, the operator API does not exist.
+    let res = app
+        .request(Method::GET, "/internal/v1/partners/acme")
+        .bearer_auth(crate::helpers::INTERNAL_TOKEN)
+        .send()
+        .await
+        .expect("send");
+    assert_error(res, 404, "not_found").await;
+    // The partner API is served on PARTNER_BIND only.
+    let res = app
+        .api(Method::GET, LEADS, &s.token)
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(res.status(), StatusCode::OK);
+    let res = app
+        .client
+        .get(format!("{internal}{LEADS}"))
+        .bearer_auth(&s.token)
+        .send()
+        .await
+        .expect("send");
+    assert_error(res, 404, "not_found").await;
+    // The operator guard still applies there.
+    let res = app
+        .client
+        .get(format!("{internal}/internal/v1/partners/acme"))
+        .bearer_auth("internal-test-token-0123456789abcdeF")
+        .send()
+        .await
+        .expect("send");
+    assert_error(res, 401, "invalid_token").await;
+}
+
+#[tokio::test]
+async fn webhook_attempts_are_counted() {
+    let rx = crate::receiver::Receiver::start().await;
+    let ca = rx.ca_file.clone();
+    let app = TestApp::spawn_with(move |c| {
+        c.metrics_bind = Some("127.0.0.1:0".into());
+        c.webhook_allow_private = true;
+        c.webhook_ca_file = Some(ca);
+        c.webhook_poll_interval = std::time::Duration::from_millis(25);
+    })
+    .await;
+    let delivered = r#"webhook_attempts_total{outcome="delivered"}"#;
+    let before = value(&scrape(&app).await, delivered);
+    let s = app.seed("acme", false).await;
+    let res = app
+        .api(Method::POST, "/api/v1/webhook-endpoints", &s.token)
+        .json(&serde_json::json!({ "url": rx.url, "events": ["lead.created"] }))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(res.status(), StatusCode::CREATED);
+    app.ingest_lead(&crate::helpers::lead_body("acme", serde_json::json!({})))
+        .await;
+    rx.wait_for(1).await;
+    // The attempt is counted once its answer is in, just after the receiver saw it.
+    for _ in 0..100 {
+        let m = scrape(&app).await;
+        if value(&m, delivered) > before {
+            assert!(value(&m, "webhook_attempt_duration_seconds_count") >= 1.0);
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("webhook_attempts_total{{outcome=\"delivered\"}} did not move");
+}
