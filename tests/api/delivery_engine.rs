@@ -18,19 +18,6 @@ use crate::receiver::Receiver;
 
 const ENDPOINTS: &str = "/api/v1/webhook-endpoints";
 
-async fn app_with(receiver: &Receiver, tweak: impl FnOnce(&mut partner_server::Config)) -> TestApp {
-    let ca = receiver.ca_file.clone();
-    TestApp::spawn_with(move |c| {
-        c.webhook_allow_private = true;
-        c.webhook_ca_file = Some(ca);
-        c.webhook_retry_schedule = vec![Duration::from_millis(100), Duration::from_millis(100)];
-        c.webhook_timeout = Duration::from_secs(3);
-        c.webhook_poll_interval = Duration::from_millis(50);
-        tweak(c);
-    })
-    .await
-}
-
 async fn endpoint(app: &TestApp, token: &str, url: &str) -> String {
     let res = app
         .api(Method::POST, ENDPOINTS, token)
@@ -97,12 +84,13 @@ async fn a_hanging_endpoint_never_delays_another_partners_delivery() {
     let rx = Receiver::start().await;
     // Few slots and a long timeout: with a first-come claim the hanging endpoint's backlog would
     // hold every slot for 30 s.
-    let app = app_with(&rx, |c| {
-        c.webhook_timeout = Duration::from_secs(30);
-        c.webhook_concurrency = 4;
-        c.webhook_endpoint_concurrency = 2;
-    })
-    .await;
+    let app = rx
+        .app(|c| {
+            c.webhook_timeout = Duration::from_secs(30);
+            c.webhook_concurrency = 4;
+            c.webhook_endpoint_concurrency = 2;
+        })
+        .await;
     let slow = app.seed("slow", false).await;
     let fast = app.seed("fast", false).await;
     let (hang_url, _hang) = hanging_endpoint().await;
@@ -131,7 +119,7 @@ async fn a_hanging_endpoint_never_delays_another_partners_delivery() {
 async fn attempts_count_when_claimed_so_a_delivery_whose_worker_keeps_dying_ends_failed() {
     let rx = Receiver::start().await;
     // No worker in this process: the test plays the workers that die.
-    let app = app_with(&rx, |c| c.role = Role::Api).await;
+    let app = rx.app(|c| c.role = Role::Api).await;
     let s = app.seed("acme", false).await;
     endpoint(&app, &s.token, &rx.url).await;
     app.ingest_lead(&lead_body("acme", json!({}))).await;
@@ -178,7 +166,7 @@ async fn attempts_count_when_claimed_so_a_delivery_whose_worker_keeps_dying_ends
 #[tokio::test]
 async fn an_outcome_is_recorded_only_under_the_lease_that_claimed_it() {
     let rx = Receiver::start().await;
-    let app = app_with(&rx, |c| c.role = Role::Api).await;
+    let app = rx.app(|c| c.role = Role::Api).await;
     let s = app.seed("acme", false).await;
     endpoint(&app, &s.token, &rx.url).await;
     app.ingest_lead(&lead_body("acme", json!({}))).await;
@@ -242,7 +230,7 @@ async fn an_outcome_is_recorded_only_under_the_lease_that_claimed_it() {
 #[tokio::test]
 async fn finished_deliveries_and_their_events_are_pruned_after_the_retention() {
     let rx = Receiver::start().await;
-    let app = app_with(&rx, |_| {}).await;
+    let app = rx.app(|_| {}).await;
     let s = app.seed("acme", false).await;
     endpoint(&app, &s.token, &rx.url).await;
     app.ingest_lead(&lead_body("acme", json!({}))).await;
@@ -304,10 +292,11 @@ async fn endpoint_addresses_must_be_global_unicast() {
 #[tokio::test]
 async fn a_failed_attempt_reports_a_short_reason_without_the_urls_query() {
     let rx = Receiver::start().await;
-    let app = app_with(&rx, |c| {
-        c.webhook_retry_schedule = vec![Duration::from_millis(100)];
-    })
-    .await;
+    let app = rx
+        .app(|c| {
+            c.webhook_retry_schedule = vec![Duration::from_millis(100)];
+        })
+        .await;
     let s = app.seed("acme", false).await;
     let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let port = closed.local_addr().expect("addr").port();
@@ -336,7 +325,7 @@ async fn a_failed_attempt_reports_a_short_reason_without_the_urls_query() {
 #[tokio::test]
 async fn an_api_process_sends_nothing_and_a_worker_process_serves_no_api() {
     let rx = Receiver::start().await;
-    let api = app_with(&rx, |c| c.role = Role::Api).await;
+    let api = rx.app(|c| c.role = Role::Api).await;
     let s = api.seed("acme", false).await;
     endpoint(&api, &s.token, &rx.url).await;
     api.ingest_lead(&lead_body("acme", json!({}))).await;

@@ -95,6 +95,29 @@ impl Receiver {
         }
     }
 
+    /// Settings that let a test server deliver here quickly: this receiver's certificate
+    /// trusted, private addresses allowed, a 100 ms/100 ms retry schedule, a 3 s attempt timeout
+    /// and a fast fallback poll.
+    pub fn configure(&self, c: &mut partner_server::Config) {
+        c.webhook_allow_private = true;
+        c.webhook_ca_file = Some(self.ca_file.clone());
+        c.webhook_retry_schedule = vec![Duration::from_millis(100), Duration::from_millis(100)];
+        c.webhook_timeout = Duration::from_secs(3);
+        c.webhook_poll_interval = Duration::from_millis(25);
+    }
+
+    /// A test server that delivers here ([`Receiver::configure`]), with `tweak` applied after.
+    pub async fn app(
+        &self,
+        tweak: impl FnOnce(&mut partner_server::Config),
+    ) -> crate::helpers::TestApp {
+        crate::helpers::TestApp::spawn_with(|c| {
+            self.configure(c);
+            tweak(c);
+        })
+        .await
+    }
+
     /// The statuses of the next answers, in order (200 after that).
     pub fn answer_with(&self, statuses: &[u16]) {
         self.script

@@ -14,19 +14,6 @@ use crate::receiver::Receiver;
 const ENDPOINTS: &str = "/api/v1/webhook-endpoints";
 const DELIVERIES: &str = "/api/v1/webhook-deliveries";
 
-async fn app_with(receiver: &Receiver, tweak: impl FnOnce(&mut partner_server::Config)) -> TestApp {
-    let ca = receiver.ca_file.clone();
-    TestApp::spawn_with(move |c| {
-        c.webhook_allow_private = true;
-        c.webhook_ca_file = Some(ca);
-        c.webhook_retry_schedule = vec![Duration::from_millis(100), Duration::from_millis(100)];
-        c.webhook_timeout = Duration::from_secs(3);
-        c.webhook_poll_interval = Duration::from_millis(25);
-        tweak(c);
-    })
-    .await
-}
-
 async fn endpoint(app: &TestApp, token: &str, b: Value) -> Value {
     let res = app
         .api(Method::POST, ENDPOINTS, token)
@@ -79,7 +66,7 @@ fn ts(t: OffsetDateTime) -> String {
 #[tokio::test]
 async fn webhook_deliveries_are_listed_newest_first_in_pages_filtered_and_validated() {
     let rx = Receiver::start().await;
-    let app = app_with(&rx, |_| {}).await;
+    let app = rx.app(|_| {}).await;
     let s = app.seed("acme", false).await;
     let other = app.seed("beta", false).await;
     let ep = endpoint(
@@ -233,7 +220,7 @@ async fn webhook_deliveries_are_listed_newest_first_in_pages_filtered_and_valida
 #[tokio::test]
 async fn webhook_attempt_log_and_resend_with_the_same_delivery_id() {
     let rx = Receiver::start().await;
-    let app = app_with(&rx, |_| {}).await;
+    let app = rx.app(|_| {}).await;
     let s = app.seed("acme", false).await;
     let ep = endpoint(
         &app,
@@ -346,7 +333,7 @@ async fn webhook_attempt_log_and_resend_with_the_same_delivery_id() {
 #[tokio::test]
 async fn webhook_test_sends_a_signed_ping_that_no_endpoint_subscribes_to() {
     let rx = Receiver::start().await;
-    let app = app_with(&rx, |_| {}).await;
+    let app = rx.app(|_| {}).await;
     let s = app.seed("acme", false).await;
     let ep = endpoint(
         &app,
@@ -411,7 +398,7 @@ async fn webhook_test_sends_a_signed_ping_that_no_endpoint_subscribes_to() {
 #[tokio::test]
 async fn webhook_recover_requeues_exactly_the_failed_deliveries_since_the_given_time() {
     let rx = Receiver::start().await;
-    let app = app_with(&rx, |_| {}).await;
+    let app = rx.app(|_| {}).await;
     let s = app.seed("acme", false).await;
     let ep = endpoint(
         &app,
@@ -530,7 +517,7 @@ async fn wait_endpoint(
 #[tokio::test]
 async fn webhook_410_disables_the_endpoint_at_once_and_nothing_more_is_queued() {
     let rx = Receiver::start().await;
-    let app = app_with(&rx, |_| {}).await;
+    let app = rx.app(|_| {}).await;
     let s = app.seed("acme", false).await;
     let ep = endpoint(
         &app,
@@ -617,7 +604,7 @@ async fn webhook_410_disables_the_endpoint_at_once_and_nothing_more_is_queued() 
 #[tokio::test]
 async fn webhook_endpoints_can_be_disabled_and_their_pending_deliveries_end_failed() {
     let rx = Receiver::start().await;
-    let app = app_with(&rx, |_| {}).await;
+    let app = rx.app(|_| {}).await;
     let s = app.seed("acme", false).await;
     let ep = endpoint(
         &app,
@@ -664,11 +651,12 @@ async fn webhook_endpoints_can_be_disabled_and_their_pending_deliveries_end_fail
 #[tokio::test]
 async fn webhook_endpoints_failing_for_the_disable_after_period_are_disabled() {
     let rx = Receiver::start().await;
-    let app = app_with(&rx, |c| {
-        c.webhook_retry_schedule = vec![Duration::from_millis(250); 4];
-        c.webhook_disable_after = Some(Duration::from_millis(600));
-    })
-    .await;
+    let app = rx
+        .app(|c| {
+            c.webhook_retry_schedule = vec![Duration::from_millis(250); 4];
+            c.webhook_disable_after = Some(Duration::from_millis(600));
+        })
+        .await;
     let s = app.seed("acme", false).await;
     let ep = endpoint(
         &app,
@@ -693,7 +681,7 @@ async fn webhook_endpoints_failing_for_the_disable_after_period_are_disabled() {
 #[tokio::test]
 async fn webhook_retry_after_on_503_defers_the_next_attempt() {
     let rx = Receiver::start().await;
-    let app = app_with(&rx, |_| {}).await;
+    let app = rx.app(|_| {}).await;
     let s = app.seed("acme", false).await;
     endpoint(
         &app,
@@ -772,10 +760,9 @@ async fn ping(app: &TestApp, token: &str, rx: &Receiver, ep: &str) -> crate::rec
 #[tokio::test]
 async fn webhook_secret_rotation_signs_with_both_secrets_during_the_overlap_only() {
     let rx = Receiver::start().await;
-    let app = app_with(&rx, |c| {
-        c.webhook_secret_overlap = Duration::from_millis(1500)
-    })
-    .await;
+    let app = rx
+        .app(|c| c.webhook_secret_overlap = Duration::from_millis(1500))
+        .await;
     let s = app.seed("acme", false).await;
     let ep = endpoint(
         &app,
@@ -882,7 +869,7 @@ async fn webhook_secret_rotation_signs_with_both_secrets_during_the_overlap_only
 #[tokio::test]
 async fn webhook_secret_overlap_of_zero_ends_the_old_secret_at_once() {
     let rx = Receiver::start().await;
-    let app = app_with(&rx, |c| c.webhook_secret_overlap = Duration::ZERO).await;
+    let app = rx.app(|c| c.webhook_secret_overlap = Duration::ZERO).await;
     let s = app.seed("acme", false).await;
     let ep = endpoint(
         &app,
@@ -914,7 +901,7 @@ async fn webhook_secret_overlap_of_zero_ends_the_old_secret_at_once() {
 #[tokio::test]
 async fn webhook_operator_mirrors_the_partner_calls() {
     let rx = Receiver::start().await;
-    let app = app_with(&rx, |_| {}).await;
+    let app = rx.app(|_| {}).await;
     let s = app.seed("acme", false).await;
     app.seed("beta", false).await;
     let ep = endpoint(

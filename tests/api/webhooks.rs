@@ -15,17 +15,9 @@ use crate::receiver::Receiver;
 const ENDPOINTS: &str = "/api/v1/webhook-endpoints";
 
 async fn app_for(receiver: &Receiver, clock: Option<Arc<FixedClock>>) -> TestApp {
-    let ca = receiver.ca_file.clone();
-    let tweak = move |c: &mut partner_server::Config| {
-        c.webhook_allow_private = true;
-        c.webhook_ca_file = Some(ca);
-        c.webhook_retry_schedule = vec![Duration::from_millis(100), Duration::from_millis(100)];
-        c.webhook_timeout = Duration::from_secs(3);
-        c.webhook_poll_interval = Duration::from_millis(25);
-    };
     match clock {
-        Some(c) => TestApp::spawn_full(tweak, c).await,
-        None => TestApp::spawn_with(tweak).await,
+        Some(c) => TestApp::spawn_full(|cfg| receiver.configure(cfg), c).await,
+        None => receiver.app(|_| {}).await,
     }
 }
 
