@@ -9,25 +9,11 @@ use std::future::Future;
 use partner_domain::RepoError;
 use partner_domain::order::Chunk;
 
-use super::Result;
+use super::{PageBody, PageInfo, Result};
 use crate::AppState;
 use crate::error::ApiError;
 use crate::extract::Query;
 use crate::middleware::Caller;
-
-/// `{ data, page: { nextCursor, limit } }`.
-#[derive(Serialize)]
-struct PageBody<T> {
-    data: Vec<T>,
-    page: PageInfo,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct PageInfo {
-    next_cursor: Option<String>,
-    limit: u16,
-}
 
 pub(super) async fn leads(
     state: web::Data<AppState>,

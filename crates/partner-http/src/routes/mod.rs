@@ -181,4 +181,18 @@ pub(crate) fn ok_true() -> HttpResponse {
     ok(serde_json::json!({ "ok": true }))
 }
 
+/// `{ data, page: { nextCursor, limit } }`.
+#[derive(Serialize)]
+pub(crate) struct PageBody<T> {
+    pub(crate) data: Vec<T>,
+    pub(crate) page: PageInfo,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct PageInfo {
+    pub(crate) next_cursor: Option<String>,
+    pub(crate) limit: u16,
+}
+
 type Result<T = HttpResponse> = std::result::Result<T, ApiError>;

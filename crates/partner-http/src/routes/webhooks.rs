@@ -9,11 +9,11 @@ use partner_domain::webhook::{
     CustomHeader, DeliveryQuery, EndpointError, EndpointPatch, LeadCreatedDelay, NewEndpoint,
     parse_endpoint_url, parse_event_filter, parse_events, parse_statuses,
 };
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
-use super::{Result, data, ok, ok_true, resource};
+use super::{PageBody, PageInfo, Result, data, ok, ok_true, resource};
 use crate::AppState;
 use crate::error::ApiError;
 use crate::extract::{JsonBody, Query, nullable, uuid};
@@ -242,20 +242,6 @@ async fn internal_delete(state: web::Data<AppState>, path: web::Path<(String, St
         .await
         .map_err(endpoint_error)?;
     Ok(ok_true())
-}
-
-/// `{ data, page: { nextCursor, limit } }`.
-#[derive(Serialize)]
-struct PageBody<T> {
-    data: Vec<T>,
-    page: PageInfo,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct PageInfo {
-    next_cursor: Option<String>,
-    limit: u16,
 }
 
 /// The listing's query: `endpointId`, `status` (comma-separated), `event`, `limit` (1-`max`,
