@@ -19,14 +19,8 @@ use crate::receiver::Receiver;
 const ENDPOINTS: &str = "/api/v1/webhook-endpoints";
 
 async fn endpoint(app: &TestApp, token: &str, url: &str) -> String {
-    let res = app
-        .api(Method::POST, ENDPOINTS, token)
-        .json(&json!({ "url": url, "events": ["lead.created"] }))
-        .send()
-        .await
-        .expect("send");
-    assert_eq!(res.status(), StatusCode::CREATED);
-    body(res).await["data"]["id"]
+    app.create_webhook_endpoint(token, &json!({ "url": url, "events": ["lead.created"] }))
+        .await["id"]
         .as_str()
         .expect("id")
         .to_owned()

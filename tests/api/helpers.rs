@@ -292,6 +292,18 @@ impl TestApp {
         body(res).await["data"].clone()
     }
 
+    /// `POST /api/v1/webhook-endpoints` with `b`, asserting 201; the created endpoint.
+    pub async fn create_webhook_endpoint(&self, token: &str, b: &Value) -> Value {
+        let res = self
+            .api(Method::POST, "/api/v1/webhook-endpoints", token)
+            .json(b)
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(res.status(), StatusCode::CREATED, "endpoint creation");
+        body(res).await["data"].clone()
+    }
+
     /// `GET path` with `token`, asserting 200; the parsed body.
     pub async fn get_ok(&self, path: &str, token: &str) -> Value {
         let res = self

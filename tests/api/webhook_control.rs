@@ -14,17 +14,6 @@ use crate::receiver::Receiver;
 const ENDPOINTS: &str = "/api/v1/webhook-endpoints";
 const DELIVERIES: &str = "/api/v1/webhook-deliveries";
 
-async fn endpoint(app: &TestApp, token: &str, b: Value) -> Value {
-    let res = app
-        .api(Method::POST, ENDPOINTS, token)
-        .json(&b)
-        .send()
-        .await
-        .expect("send");
-    assert_eq!(res.status(), StatusCode::CREATED);
-    body(res).await["data"].clone()
-}
-
 async fn call(
     app: &TestApp,
     method: Method,
@@ -69,12 +58,12 @@ async fn webhook_deliveries_are_listed_newest_first_in_pages_filtered_and_valida
     let app = rx.app(|_| {}).await;
     let s = app.seed("acme", false).await;
     let other = app.seed("beta", false).await;
-    let ep = endpoint(
-        &app,
-        &s.token,
-        json!({ "url": rx.url, "events": ["lead.created"] }),
-    )
-    .await;
+    let ep = app
+        .create_webhook_endpoint(
+            &s.token,
+            &json!({ "url": rx.url, "events": ["lead.created"] }),
+        )
+        .await;
     let ep_id = ep["id"].as_str().expect("id").to_owned();
     for _ in 0..3 {
         app.ingest_lead(&lead_body("acme", json!({}))).await;
@@ -222,12 +211,12 @@ async fn webhook_attempt_log_and_resend_with_the_same_delivery_id() {
     let rx = Receiver::start().await;
     let app = rx.app(|_| {}).await;
     let s = app.seed("acme", false).await;
-    let ep = endpoint(
-        &app,
-        &s.token,
-        json!({ "url": rx.url, "events": ["lead.created"], "secret": true }),
-    )
-    .await;
+    let ep = app
+        .create_webhook_endpoint(
+            &s.token,
+            &json!({ "url": rx.url, "events": ["lead.created"], "secret": true }),
+        )
+        .await;
     let secret = ep["secret"].as_str().expect("secret").to_owned();
     rx.answer_with(&[500]);
     app.ingest_lead(&lead_body("acme", json!({}))).await;
@@ -335,12 +324,12 @@ async fn webhook_test_sends_a_signed_ping_that_no_endpoint_subscribes_to() {
     let rx = Receiver::start().await;
     let app = rx.app(|_| {}).await;
     let s = app.seed("acme", false).await;
-    let ep = endpoint(
-        &app,
-        &s.token,
-        json!({ "url": rx.url, "events": ["payout.created"], "secret": true }),
-    )
-    .await;
+    let ep = app
+        .create_webhook_endpoint(
+            &s.token,
+            &json!({ "url": rx.url, "events": ["payout.created"], "secret": true }),
+        )
+        .await;
     let (ep_id, secret) = (
         ep["id"].as_str().expect("id").to_owned(),
         ep["secret"].as_str().expect("s").to_owned(),
@@ -400,12 +389,12 @@ async fn webhook_recover_requeues_exactly_the_failed_deliveries_since_the_given_
     let rx = Receiver::start().await;
     let app = rx.app(|_| {}).await;
     let s = app.seed("acme", false).await;
-    let ep = endpoint(
-        &app,
-        &s.token,
-        json!({ "url": rx.url, "events": ["lead.created"] }),
-    )
-    .await;
+    let ep = app
+        .create_webhook_endpoint(
+            &s.token,
+            &json!({ "url": rx.url, "events": ["lead.created"] }),
+        )
+        .await;
     let ep_id = ep["id"].as_str().expect("id").to_owned();
     let recover = format!("{ENDPOINTS}/{ep_id}/recover");
     // A fails before `since`; B fails at `since`; C is delivered after it.
@@ -519,12 +508,12 @@ async fn webhook_410_disables_the_endpoint_at_once_and_nothing_more_is_queued() 
     let rx = Receiver::start().await;
     let app = rx.app(|_| {}).await;
     let s = app.seed("acme", false).await;
-    let ep = endpoint(
-        &app,
-        &s.token,
-        json!({ "url": rx.url, "events": ["lead.created"] }),
-    )
-    .await;
+    let ep = app
+        .create_webhook_endpoint(
+            &s.token,
+            &json!({ "url": rx.url, "events": ["lead.created"] }),
+        )
+        .await;
     assert_eq!(
         (
             ep["status"].as_str(),
@@ -606,12 +595,12 @@ async fn webhook_endpoints_can_be_disabled_and_their_pending_deliveries_end_fail
     let rx = Receiver::start().await;
     let app = rx.app(|_| {}).await;
     let s = app.seed("acme", false).await;
-    let ep = endpoint(
-        &app,
-        &s.token,
-        json!({ "url": rx.url, "events": ["lead.created"], "leadCreatedDelay": "1h" }),
-    )
-    .await;
+    let ep = app
+        .create_webhook_endpoint(
+            &s.token,
+            &json!({ "url": rx.url, "events": ["lead.created"], "leadCreatedDelay": "1h" }),
+        )
+        .await;
     let id = ep["id"].as_str().expect("id").to_owned();
     app.ingest_lead(&lead_body("acme", json!({}))).await;
     wait_list(&app, &s.token, |d| {
@@ -658,12 +647,12 @@ async fn webhook_endpoints_failing_for_the_disable_after_period_are_disabled() {
         })
         .await;
     let s = app.seed("acme", false).await;
-    let ep = endpoint(
-        &app,
-        &s.token,
-        json!({ "url": rx.url, "events": ["lead.created"] }),
-    )
-    .await;
+    let ep = app
+        .create_webhook_endpoint(
+            &s.token,
+            &json!({ "url": rx.url, "events": ["lead.created"] }),
+        )
+        .await;
     let id = ep["id"].as_str().expect("id").to_owned();
     rx.answer_with(&[500; 10]);
     app.ingest_lead(&lead_body("acme", json!({}))).await;
@@ -683,10 +672,9 @@ async fn webhook_retry_after_on_503_defers_the_next_attempt() {
     let rx = Receiver::start().await;
     let app = rx.app(|_| {}).await;
     let s = app.seed("acme", false).await;
-    endpoint(
-        &app,
+    app.create_webhook_endpoint(
         &s.token,
-        json!({ "url": rx.url, "events": ["lead.created"] }),
+        &json!({ "url": rx.url, "events": ["lead.created"] }),
     )
     .await;
     rx.answer_retry_after(503, "2");
@@ -764,12 +752,12 @@ async fn webhook_secret_rotation_signs_with_both_secrets_during_the_overlap_only
         .app(|c| c.webhook_secret_overlap = Duration::from_millis(1500))
         .await;
     let s = app.seed("acme", false).await;
-    let ep = endpoint(
-        &app,
-        &s.token,
-        json!({ "url": rx.url, "events": ["lead.created"], "secret": true }),
-    )
-    .await;
+    let ep = app
+        .create_webhook_endpoint(
+            &s.token,
+            &json!({ "url": rx.url, "events": ["lead.created"], "secret": true }),
+        )
+        .await;
     let (id, old) = (
         ep["id"].as_str().expect("id").to_owned(),
         ep["secret"].as_str().expect("s").to_owned(),
@@ -871,12 +859,12 @@ async fn webhook_secret_overlap_of_zero_ends_the_old_secret_at_once() {
     let rx = Receiver::start().await;
     let app = rx.app(|c| c.webhook_secret_overlap = Duration::ZERO).await;
     let s = app.seed("acme", false).await;
-    let ep = endpoint(
-        &app,
-        &s.token,
-        json!({ "url": rx.url, "events": ["lead.created"], "secret": true }),
-    )
-    .await;
+    let ep = app
+        .create_webhook_endpoint(
+            &s.token,
+            &json!({ "url": rx.url, "events": ["lead.created"], "secret": true }),
+        )
+        .await;
     let (id, old) = (
         ep["id"].as_str().expect("id").to_owned(),
         ep["secret"].as_str().expect("s").to_owned(),
@@ -904,12 +892,12 @@ async fn webhook_operator_mirrors_the_partner_calls() {
     let app = rx.app(|_| {}).await;
     let s = app.seed("acme", false).await;
     app.seed("beta", false).await;
-    let ep = endpoint(
-        &app,
-        &s.token,
-        json!({ "url": rx.url, "events": ["lead.created"] }),
-    )
-    .await;
+    let ep = app
+        .create_webhook_endpoint(
+            &s.token,
+            &json!({ "url": rx.url, "events": ["lead.created"] }),
+        )
+        .await;
     let id = ep["id"].as_str().expect("id").to_owned();
     let op = |m: Method, path: String| app.internal(m, &path);
     let res = op(

@@ -21,17 +21,6 @@ async fn app_for(receiver: &Receiver, clock: Option<Arc<FixedClock>>) -> TestApp
     }
 }
 
-async fn create_endpoint(app: &TestApp, token: &str, b: Value) -> Value {
-    let res = app
-        .api(Method::POST, ENDPOINTS, token)
-        .json(&b)
-        .send()
-        .await
-        .expect("send");
-    assert_eq!(res.status(), StatusCode::CREATED);
-    body(res).await["data"].clone()
-}
-
 async fn deliveries(app: &TestApp, partner: &str) -> Vec<Value> {
     let b = body(
         app.internal(
@@ -66,10 +55,7 @@ async fn endpoints_crud_and_validation() {
     let app = TestApp::spawn().await;
     let s = app.seed("acme", false).await;
     let other = app.seed("beta", false).await;
-    let created = create_endpoint(
-        &app,
-        &s.token,
-        json!({ "url": "https://hooks.example.com/in", "events": ["lead.created", "order.created"], "secret": true,
+    let created = app.create_webhook_endpoint(&s.token, &json!({ "url": "https://hooks.example.com/in", "events": ["lead.created", "order.created"], "secret": true,
                 "leadCreatedDelay": "5m", "customHeader": { "name": "X-Api-Key", "value": "k 1" } }),
     )
     .await;
@@ -153,10 +139,9 @@ async fn endpoints_crud_and_validation() {
     }
     // At most ten.
     for i in 1..10 {
-        create_endpoint(
-            &app,
+        app.create_webhook_endpoint(
             &s.token,
-            json!({ "url": format!("https://hooks.example.com/{i}"), "events": ["lead.created"] }),
+            &json!({ "url": format!("https://hooks.example.com/{i}"), "events": ["lead.created"] }),
         )
         .await;
     }
@@ -232,13 +217,13 @@ async fn a_signed_lead_created_delivery_over_https() {
     let rx = Receiver::start().await;
     let app = app_for(&rx, None).await;
     let s = app.seed("acme", false).await;
-    let ep = create_endpoint(
-        &app,
-        &s.token,
-        json!({ "url": rx.url, "events": ["lead.created", "lead.enriched"], "secret": true,
+    let ep = app
+        .create_webhook_endpoint(
+            &s.token,
+            &json!({ "url": rx.url, "events": ["lead.created", "lead.enriched"], "secret": true,
                 "customHeader": { "name": "X-Api-Key", "value": "partner-key" } }),
-    )
-    .await;
+        )
+        .await;
     let secret = ep["secret"].as_str().expect("secret").to_owned();
     // A headless intake lead dispatches nothing; a managed-website lead does.
     app.ingest_lead(&lead_body(
@@ -317,10 +302,9 @@ async fn orders_and_payouts_and_unsigned_endpoints() {
     let rx = Receiver::start().await;
     let app = app_for(&rx, None).await;
     let s = app.seed("acme", false).await;
-    create_endpoint(
-        &app,
+    app.create_webhook_endpoint(
         &s.token,
-        json!({ "url": rx.url, "events": ["order.created", "payout.created"] }),
+        &json!({ "url": rx.url, "events": ["order.created", "payout.created"] }),
     )
     .await;
     let order = json!({ "orderId": "W-1", "partnerId": "acme", "createdDate": "2026-11-20T10:00:00.000Z", "product": "P",
@@ -368,10 +352,9 @@ async fn failed_attempts_are_retried_until_a_2xx_or_the_schedule_ends() {
     let rx = Receiver::start().await;
     let app = app_for(&rx, None).await;
     let s = app.seed("acme", false).await;
-    create_endpoint(
-        &app,
+    app.create_webhook_endpoint(
         &s.token,
-        json!({ "url": rx.url, "events": ["payout.created"] }),
+        &json!({ "url": rx.url, "events": ["payout.created"] }),
     )
     .await;
     rx.answer_with(&[500, 503]);
@@ -421,10 +404,9 @@ async fn a_delayed_lead_created_carries_the_phone_supplied_during_the_delay() {
     let clock = Arc::new(FixedClock::new(OffsetDateTime::now_utc()));
     let app = app_for(&rx, Some(clock.clone())).await;
     let s = app.seed("acme", false).await;
-    create_endpoint(
-        &app,
+    app.create_webhook_endpoint(
         &s.token,
-        json!({ "url": rx.url, "events": ["lead.created"], "leadCreatedDelay": "1m" }),
+        &json!({ "url": rx.url, "events": ["lead.created"], "leadCreatedDelay": "1m" }),
     )
     .await;
     let lead = app
