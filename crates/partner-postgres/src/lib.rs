@@ -18,6 +18,7 @@ mod payouts;
 mod schema;
 mod sub_accounts;
 mod tokens;
+mod uow;
 mod webhooks;
 
 pub use ops::{Backlog, PoolState};
@@ -38,26 +39,29 @@ const MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations");
 /// Serialises concurrent migrators (several instances starting together).
 const MIGRATION_LOCK: i64 = 0x0070_6172_746e_6572;
 
-/// Errors of start-up: reaching PostgreSQL, creating the database, migrating.
+/// Errors of start-up: reaching PostgreSQL, creating the database, migrating. Each keeps its
+/// cause as `source()`.
 #[derive(Debug, thiserror::Error)]
 pub enum SetupError {
     #[error("DATABASE_URL is not a valid PostgreSQL URL: {0}")]
-    BadUrl(String),
+    BadUrl(#[source] url::ParseError),
     #[error("cannot connect to PostgreSQL: {0}")]
     Connect(#[from] diesel::ConnectionError),
     #[error("database error during setup: {0}")]
     Query(#[from] DieselError),
     #[error("migration failed: {0}")]
-    Migration(String),
+    Migration(#[source] Box<dyn std::error::Error + Send + Sync>),
+    #[error("the migration task did not finish: {0}")]
+    MigrationTask(#[source] tokio::task::JoinError),
     #[error("cannot build the connection pool: {0}")]
-    Pool(String),
+    Pool(#[source] deadpool::managed::BuildError),
 }
 
 /// Creates the database named in `url` when it does not exist, through the server's
 /// `postgres` maintenance database.
 pub async fn ensure_database(url: &str) -> Result<(), SetupError> {
     use diesel_async::AsyncConnection;
-    let mut parsed = url::Url::parse(url).map_err(|e| SetupError::BadUrl(e.to_string()))?;
+    let mut parsed = url::Url::parse(url).map_err(SetupError::BadUrl)?;
     let name = parsed.path().trim_start_matches('/').to_owned();
     if name.is_empty() || name == "postgres" {
         return Ok(());
@@ -95,7 +99,7 @@ pub async fn ensure_database(url: &str) -> Result<(), SetupError> {
 /// operators tearing down throwaway environments.
 pub async fn drop_database(url: &str) -> Result<(), SetupError> {
     use diesel_async::AsyncConnection;
-    let mut parsed = url::Url::parse(url).map_err(|e| SetupError::BadUrl(e.to_string()))?;
+    let mut parsed = url::Url::parse(url).map_err(SetupError::BadUrl)?;
     let name = parsed.path().trim_start_matches('/').to_owned();
     parsed.set_path("/postgres");
     let mut conn = <AsyncPgConnection as AsyncConnection>::establish(parsed.as_str()).await?;
@@ -125,7 +129,7 @@ pub async fn migrate(url: &str) -> Result<Vec<String>, SetupError> {
         let applied = conn
             .run_pending_migrations(MIGRATIONS)
             .map(|v| v.iter().map(ToString::to_string).collect())
-            .map_err(|e| SetupError::Migration(e.to_string()));
+            .map_err(SetupError::Migration);
         lock(
             format!("SELECT pg_advisory_unlock({MIGRATION_LOCK})"),
             &mut conn,
@@ -133,7 +137,7 @@ pub async fn migrate(url: &str) -> Result<Vec<String>, SetupError> {
         applied
     })
     .await
-    .map_err(|e| SetupError::Migration(e.to_string()))?
+    .map_err(SetupError::MigrationTask)?
 }
 
 /// The store: one pool shared by every repository implementation.
@@ -171,7 +175,7 @@ impl PgStore {
             .create_timeout(Some(Duration::from_secs(5)))
             .recycle_timeout(Some(Duration::from_secs(5)))
             .build()
-            .map_err(|e| SetupError::Pool(e.to_string()))?;
+            .map_err(SetupError::Pool)?;
         Ok(Self {
             pool,
             written: Arc::new(tokio::sync::watch::Sender::new(0)),

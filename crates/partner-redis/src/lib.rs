@@ -35,17 +35,10 @@ if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 return n
 ";
 
-/// A `PARTNER_REDIS_URL` that the driver does not accept.
-#[derive(Debug)]
-pub struct BadUrl(pub String);
-
-impl std::error::Error for BadUrl {}
-
-impl std::fmt::Display for BadUrl {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
+/// A `PARTNER_REDIS_URL` that the driver does not accept; the driver's error is the source.
+#[derive(Debug, thiserror::Error)]
+#[error("not a Redis URL the driver accepts: {0}")]
+pub struct BadUrl(#[source] redis::RedisError);
 
 /// The Redis-backed limiter.
 pub struct RedisRateLimiter {
@@ -84,7 +77,7 @@ impl RedisRateLimiter {
     /// starting with `prefix`, giving Redis at most `timeout` per decision. Connects lazily: a
     /// Redis that is down at start is not an error.
     pub fn new(url: &str, prefix: &str, quota: Quota, timeout: Duration) -> Result<Self, BadUrl> {
-        let client = redis::Client::open(url).map_err(|e| BadUrl(e.to_string()))?;
+        let client = redis::Client::open(url).map_err(BadUrl)?;
         Ok(Self {
             client,
             quota,
