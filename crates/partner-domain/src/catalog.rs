@@ -204,6 +204,11 @@ fn unique<T: PartialEq>(
 }
 
 impl MedicalProduct {
+    /// The order every listing of medical products uses: by name, then id.
+    pub fn sort(products: &mut [Self]) {
+        products.sort_by(|a, b| (&a.name, a.id).cmp(&(&b.name, b.id)));
+    }
+
     /// Checks every field and the rules across them: tier months 1, 3 or 6, one tier per
     /// duration, unique keys, `minPrice <= recommendedPrice <= maxPrice`.
     pub fn checked(mut self) -> Result<Self, ValueError> {
@@ -276,6 +281,11 @@ impl MedicalProduct {
 }
 
 impl DnaProduct {
+    /// The order every listing of DNA products uses: by product name, then id.
+    pub fn sort(products: &mut [Self]) {
+        products.sort_by(|a, b| (&a.product_name, a.id).cmp(&(&b.product_name, b.id)));
+    }
+
     pub fn checked(mut self) -> Result<Self, ValueError> {
         self.product_name = text("productName", &self.product_name, 1, 200)?;
         self.description = text("description", &self.description, 0, 2000)?;
@@ -310,6 +320,13 @@ impl DnaProduct {
 }
 
 impl CareProduct {
+    /// The order every listing of Care Services products uses: by service, product name, id.
+    pub fn sort(products: &mut [Self]) {
+        products.sort_by(|a, b| {
+            (a.service, &a.product_name, a.id).cmp(&(b.service, &b.product_name, b.id))
+        });
+    }
+
     pub fn checked(mut self) -> Result<Self, ValueError> {
         self.product_name = text("productName", &self.product_name, 1, 200)?;
         self.description = text("description", &self.description, 0, 2000)?;

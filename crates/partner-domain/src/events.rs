@@ -78,6 +78,12 @@ impl EventKind {
         }
     }
 
+    /// Whether a delivery of this kind waits for its endpoint's `leadCreatedDelaySeconds`
+    /// before its first attempt (spec: the delay applies to `lead.created` only).
+    pub fn honours_endpoint_delay(self) -> bool {
+        matches!(self, Self::LeadCreated)
+    }
+
     pub fn subject_kind(self) -> SubjectKind {
         match self {
             Self::LeadCreated | Self::LeadEnriched => SubjectKind::Lead,

@@ -11,7 +11,7 @@ use crate::clock::Clock;
 use crate::cursor::{CursorKey, Position};
 use crate::error::RepoError;
 use crate::events::DomainEvent;
-use crate::ports::LeadRepo;
+use crate::ports::{LeadRepo, UnitOfWork};
 use crate::random::{Random, new_id};
 use crate::values::{Email, PartnerId, SubId, ValueError};
 use crate::wire;
@@ -392,6 +392,7 @@ pub enum PatchLeadError {
 #[derive(Debug, Clone)]
 pub struct LeadService {
     repo: Arc<dyn LeadRepo>,
+    uow: Arc<dyn UnitOfWork>,
     clock: Arc<dyn Clock>,
     rng: Arc<dyn Random>,
     cursors: CursorKey,
@@ -400,12 +401,14 @@ pub struct LeadService {
 impl LeadService {
     pub fn new(
         repo: Arc<dyn LeadRepo>,
+        uow: Arc<dyn UnitOfWork>,
         clock: Arc<dyn Clock>,
         rng: Arc<dyn Random>,
         cursors: CursorKey,
     ) -> Self {
         Self {
             repo,
+            uow,
             clock,
             rng,
             cursors,
@@ -432,20 +435,25 @@ impl LeadService {
             created_at: now,
             updated_at: now,
         };
-        let events = creation_events(&lead);
-        if self.repo.insert_lead(&lead, &events).await? {
-            Ok(lead.row())
-        } else {
-            Err(IngestLeadError::UnknownPartner)
+        let mut tx = self.uow.begin().await?;
+        if !tx.insert_lead(&lead).await? {
+            return Err(IngestLeadError::UnknownPartner);
         }
+        tx.publish(&creation_events(&lead), now).await?;
+        tx.commit().await?;
+        Ok(lead.row())
     }
 
-    /// Applies a patch; the repository writes [`update_events`] in the same transaction.
+    /// Applies a patch to the locked lead and publishes [`update_events`], in one transaction.
     pub async fn patch(&self, id: Uuid, patch: &LeadPatch) -> Result<LeadRow, PatchLeadError> {
-        match self.repo.patch_lead(id, patch, self.clock.now()).await? {
-            Some(lead) => Ok(lead.row()),
-            None => Err(PatchLeadError::NotFound),
-        }
+        let now = self.clock.now();
+        let mut tx = self.uow.begin().await?;
+        let before = tx.lock_lead(id).await?.ok_or(PatchLeadError::NotFound)?;
+        let after = patch.apply(&before, now);
+        tx.update_lead(&after).await?;
+        tx.publish(&update_events(&before, &after), now).await?;
+        tx.commit().await?;
+        Ok(after.row())
     }
 
     /// A page of the partner's leads, newest first.
@@ -670,5 +678,183 @@ mod tests {
                 prop_assert_eq!(parse_limit(None, default, max).ok(), Some(default));
             }
         }
+    }
+}
+
+/// The service's rules over the unit-of-work port, with no database: what it writes, publishes
+/// and commits, and what it leaves uncommitted.
+#[cfg(test)]
+mod service_tests {
+    use super::*;
+    use crate::clock::FixedClock;
+    use crate::ports::{MockLeadRepo, MockTransaction, MockUnitOfWork};
+    use crate::random::SystemRandom;
+    use futures_util::FutureExt;
+    use mockall::Sequence;
+    use time::macros::datetime;
+
+    const NOW: OffsetDateTime = datetime!(2026-11-23 12:00 UTC);
+
+    fn service(uow: MockUnitOfWork) -> LeadService {
+        LeadService::new(
+            Arc::new(MockLeadRepo::new()),
+            Arc::new(uow),
+            Arc::new(FixedClock::new(NOW)),
+            Arc::new(SystemRandom::new()),
+            CursorKey::new(b"k"),
+        )
+    }
+
+    fn uow_with(tx: MockTransaction) -> MockUnitOfWork {
+        let mut uow = MockUnitOfWork::new();
+        let mut tx = Some(tx);
+        uow.expect_begin().times(1).returning(move || {
+            tx.take()
+                .map(|t| Box::new(t) as Box<dyn crate::ports::Transaction>)
+                .ok_or_else(|| RepoError::new("begun twice"))
+        });
+        uow
+    }
+
+    fn new_lead(origin: &str) -> NewLead {
+        NewLead {
+            partner_id: PartnerId::parse("acme").expect("id"),
+            sub_id: None,
+            first_name: "Ann".into(),
+            last_name: "Lee".into(),
+            email: Email::parse("ann@x.co").expect("email"),
+            email_consent: true,
+            phone: None,
+            sms_consent: false,
+            origin: Origin::parse(origin).expect("origin"),
+            location: "Austin".into(),
+            question_id: None,
+            test: TestFlag::REAL,
+        }
+    }
+
+    #[test]
+    fn ingest_inserts_publishes_the_creation_events_then_commits() {
+        let mut seq = Sequence::new();
+        let mut tx = MockTransaction::new();
+        tx.expect_insert_lead()
+            .times(1)
+            .in_sequence(&mut seq)
+            .returning(|_| Ok(true));
+        tx.expect_publish()
+            .withf(|events, now| *now == NOW && matches!(events, [DomainEvent::LeadCreated { .. }]))
+            .times(1)
+            .in_sequence(&mut seq)
+            .returning(|_, _| Ok(()));
+        tx.expect_commit()
+            .times(1)
+            .in_sequence(&mut seq)
+            .returning(|| Ok(()));
+        let row = service(uow_with(tx))
+            .ingest(new_lead("managed-website"))
+            .now_or_never()
+            .expect("ready")
+            .expect("ingested");
+        assert_eq!(row.created_at, NOW);
+    }
+
+    #[test]
+    fn ingest_for_an_unknown_partner_publishes_and_commits_nothing() {
+        let mut tx = MockTransaction::new();
+        tx.expect_insert_lead().times(1).returning(|_| Ok(false));
+        tx.expect_publish().never();
+        tx.expect_commit().never();
+        let r = service(uow_with(tx))
+            .ingest(new_lead("managed-website"))
+            .now_or_never()
+            .expect("ready");
+        assert!(matches!(r, Err(IngestLeadError::UnknownPartner)));
+    }
+
+    fn stored(phone: Option<&str>) -> Lead {
+        Lead {
+            id: Uuid::from_u128(7),
+            partner_id: PartnerId::parse("acme").expect("id"),
+            sub_id: None,
+            first_name: "Ann".into(),
+            last_name: "Lee".into(),
+            email: "ann@x.co".into(),
+            email_consent: true,
+            phone: phone.map(str::to_owned),
+            sms_consent: true,
+            origin: Origin::parse("managed-website").expect("origin"),
+            location: "Austin".into(),
+            question_id: None,
+            test: TestFlag::REAL,
+            created_at: datetime!(2026-11-21 10:00 UTC),
+            updated_at: datetime!(2026-11-21 10:00 UTC),
+        }
+    }
+
+    #[test]
+    fn patch_locks_applies_stores_publishes_the_enrichment_and_commits() {
+        let mut seq = Sequence::new();
+        let mut tx = MockTransaction::new();
+        tx.expect_lock_lead()
+            .times(1)
+            .in_sequence(&mut seq)
+            .returning(|_| Ok(Some(stored(None))));
+        tx.expect_update_lead()
+            .withf(|l| l.phone.as_deref() == Some("555-1") && l.updated_at == NOW)
+            .times(1)
+            .in_sequence(&mut seq)
+            .returning(|_| Ok(()));
+        tx.expect_publish()
+            .withf(|events, _| matches!(events, [DomainEvent::LeadEnriched { current_phone, .. }] if current_phone == "555-1"))
+            .times(1)
+            .in_sequence(&mut seq)
+            .returning(|_, _| Ok(()));
+        tx.expect_commit()
+            .times(1)
+            .in_sequence(&mut seq)
+            .returning(|| Ok(()));
+        let patch = LeadPatch {
+            phone: Some(Some(Phone::parse("555-1").expect("phone"))),
+            ..LeadPatch::default()
+        };
+        let row = service(uow_with(tx))
+            .patch(Uuid::from_u128(7), &patch)
+            .now_or_never()
+            .expect("ready")
+            .expect("patched");
+        assert_eq!(row.phone, "555-1");
+    }
+
+    #[test]
+    fn patch_of_an_unknown_lead_writes_nothing() {
+        let mut tx = MockTransaction::new();
+        tx.expect_lock_lead().times(1).returning(|_| Ok(None));
+        tx.expect_update_lead().never();
+        tx.expect_commit().never();
+        let r = service(uow_with(tx))
+            .patch(Uuid::from_u128(7), &LeadPatch::default())
+            .now_or_never()
+            .expect("ready");
+        assert!(matches!(r, Err(PatchLeadError::NotFound)));
+    }
+
+    #[test]
+    fn a_failed_publish_is_not_committed() {
+        let mut tx = MockTransaction::new();
+        tx.expect_lock_lead()
+            .returning(|_| Ok(Some(stored(Some("555-0")))));
+        tx.expect_update_lead().returning(|_| Ok(()));
+        tx.expect_publish()
+            .returning(|_, _| Err(RepoError::new("outbox down")));
+        tx.expect_commit().never();
+        let patch = LeadPatch {
+            phone: Some(Some(Phone::parse("555-1").expect("phone"))),
+            ..LeadPatch::default()
+        };
+        let r = service(uow_with(tx))
+            .patch(Uuid::from_u128(7), &patch)
+            .now_or_never()
+            .expect("ready");
+        assert!(matches!(r, Err(PatchLeadError::Repo(_))));
     }
 }

@@ -533,7 +533,8 @@ impl LinkService {
             return Err(LinkError::Forbidden);
         }
         let prices = self.catalog.dna_prices(partner).await?;
-        let products = self.catalog.dna_products().await?;
+        let mut products = self.catalog.dna_products().await?;
+        DnaProduct::sort(&mut products);
         Ok(products
             .iter()
             .map(|d| dna_link(&self.bases, &p, d, prices.get(&d.id).copied()))
@@ -550,7 +551,8 @@ impl LinkService {
         self.check_sub(partner, sub).await?;
         let p = self.partner(partner).await?;
         let prices = self.catalog.medical_prices(partner).await?;
-        let products = self.catalog.medical_products().await?;
+        let mut products = self.catalog.medical_products().await?;
+        MedicalProduct::sort(&mut products);
         Ok(products
             .iter()
             .filter(|m| m.active)
@@ -576,7 +578,8 @@ impl LinkService {
         q: &CareQuery,
     ) -> Result<Vec<CareServiceLink>, RepoError> {
         let flags = self.accounts.care_flags().await?;
-        let products = self.catalog.care_products().await?;
+        let mut products = self.catalog.care_products().await?;
+        CareProduct::sort(&mut products);
         Ok(products
             .iter()
             .filter(|c| q.service.is_none_or(|s| s == c.service))
@@ -621,7 +624,8 @@ impl LinkService {
         let partner_id = &attribution.partner_id;
         let p = self.active_partner(partner_id).await?;
         let prices = self.catalog.medical_prices(partner_id).await?;
-        let products = self.catalog.medical_products().await?;
+        let mut products = self.catalog.medical_products().await?;
+        MedicalProduct::sort(&mut products);
         Ok(products
             .iter()
             .filter(|m| m.active && category.is_none_or(|c| m.categories.contains(&c)))

@@ -153,6 +153,21 @@ pub struct OrderListing {
     pub sub_account: String,
 }
 
+impl OrderListing {
+    /// Stored and simulated orders as one listing, in the listing's order: `createdDate`
+    /// descending, then `orderId` descending byte-wise (the order ids' bytes, whatever a
+    /// database's collation says).
+    pub fn merge(stored: Vec<Self>, simulated: Vec<Self>) -> Vec<Self> {
+        let mut all = stored;
+        all.extend(simulated);
+        all.sort_by(|a, b| {
+            (b.order.created_date, b.order.order_id.as_bytes())
+                .cmp(&(a.order.created_date, a.order.order_id.as_bytes()))
+        });
+        all
+    }
+}
+
 /// The spec's `Order`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -424,6 +439,29 @@ mod tests {
             customer_name: Some("Ann".into()),
             customer_email: None,
         }
+    }
+
+    #[test]
+    fn a_listing_is_newest_first_then_order_id_descending_bytewise() {
+        let at = |id: &str, h: u8| OrderListing {
+            order: Order {
+                order_id: id.into(),
+                created_date: datetime!(2026-11-21 0:00 UTC) + time::Duration::hours(h.into()),
+                ..real(0)
+            },
+            sub_account: String::new(),
+        };
+        let sim = OrderListing {
+            order: Order::simulated(&event()),
+            sub_account: String::new(),
+        };
+        let merged = OrderListing::merge(
+            vec![at("b", 10), at("B", 10), at("a", 12), at("z", 1)],
+            vec![sim],
+        );
+        let ids: Vec<&str> = merged.iter().map(|l| l.order.order_id.as_str()).collect();
+        // 12:00 first; at 10:00 "b" > "TEST-SIM-run42" > "B" byte-wise; 01:00 last.
+        assert_eq!(ids, ["a", "b", "TEST-SIM-run42", "B", "z"]);
     }
 
     #[test]

@@ -17,7 +17,7 @@ use crate::cursor::Position;
 use crate::error::RepoError;
 use crate::events::DomainEvent;
 use crate::events::{Subject, SubjectKind};
-use crate::lead::{Lead, LeadPatch};
+use crate::lead::Lead;
 use crate::order::{AnalyticsEvent, Order, OrderKey, OrderListing};
 use crate::payout::{NewPayout, Payout, PayoutKey};
 use crate::sub_account::SubAccount;
@@ -146,20 +146,52 @@ pub trait SubAccountRepo: Send + Sync {
     async fn exists(&self, partner: &PartnerId, sub_id: SubId) -> Result<bool, RepoError>;
 }
 
-/// Storage of leads. Writes store the given events in the same transaction (the outbox).
+/// Begins units of work: a service that writes opens one [`Transaction`], makes its writes and
+/// publishes the events they cause through it, and commits once, so a state change and its
+/// outbox rows are stored together or not at all.
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+#[async_trait]
+pub trait UnitOfWork: Send + Sync {
+    /// A transaction on a connection of its own. MUST NOT be shared with other callers.
+    async fn begin(&self) -> Result<Box<dyn Transaction>, RepoError>;
+}
+
+/// One open transaction of a [`UnitOfWork`].
+///
+/// Contract for implementations:
+/// - every write made through it, and the outbox rows of every event published through it,
+///   MUST become visible together at [`Transaction::commit`], or not at all;
+/// - dropping it without `commit` (an early return, an error, a panic) MUST roll it back;
+/// - a method that answers `Err` leaves the transaction unusable: the caller drops it;
+/// - workers MUST learn of deliveries written by [`Transaction::publish`] only after the commit.
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+#[async_trait]
+pub trait Transaction: Send {
+    /// Inserts the lead. `false`, with nothing written, when its partner does not exist; the
+    /// transaction stays usable.
+    async fn insert_lead(&mut self, lead: &Lead) -> Result<bool, RepoError>;
+    /// The lead with this id, locked against concurrent writers until the transaction ends;
+    /// `None` for an unknown id.
+    async fn lock_lead(&mut self, id: Uuid) -> Result<Option<Lead>, RepoError>;
+    /// Stores what a patch may change of a lead (names, email, phone, consents, `updatedAt`),
+    /// for the lead with the same id.
+    async fn update_lead(&mut self, lead: &Lead) -> Result<(), RepoError>;
+    /// Writes each event to the outbox and, for each endpoint of the event's partner that is
+    /// enabled and subscribed to its kind, one pending delivery due at `now`, or at `now` plus
+    /// the endpoint's `lead.created` delay when [`crate::events::EventKind::honours_endpoint_delay`].
+    async fn publish(
+        &mut self,
+        events: &[DomainEvent],
+        now: OffsetDateTime,
+    ) -> Result<(), RepoError>;
+    /// Commits every write and event of this transaction.
+    async fn commit(self: Box<Self>) -> Result<(), RepoError>;
+}
+
+/// Reads of leads.
 #[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
 #[async_trait]
 pub trait LeadRepo: Send + Sync {
-    /// `false` (and nothing written) when the lead's partner does not exist.
-    async fn insert_lead(&self, lead: &Lead, events: &[DomainEvent]) -> Result<bool, RepoError>;
-    /// Locks the lead, applies `patch` with [`LeadPatch::apply`], and stores the result with the
-    /// events of [`crate::lead::update_events`], in one transaction. `None` for an unknown id.
-    async fn patch_lead(
-        &self,
-        id: Uuid,
-        patch: &LeadPatch,
-        now: OffsetDateTime,
-    ) -> Result<Option<Lead>, RepoError>;
     /// Up to `limit` of the partner's leads strictly after `after` in (createdAt desc, id desc)
     /// order; test rows only when `include_test`.
     async fn page_leads(
@@ -249,7 +281,7 @@ pub trait CatalogRepo: Send + Sync {
         p: &MedicalProduct,
         now: OffsetDateTime,
     ) -> Result<(Stored<MedicalProduct>, bool), RepoError>;
-    /// Every medical product (active or not), by name then id.
+    /// Every medical product (active or not), in no particular order.
     async fn medical_products(&self) -> Result<Vec<MedicalProduct>, RepoError>;
     async fn medical_product(&self, id: Uuid) -> Result<Option<MedicalProduct>, RepoError>;
     /// Replaces the partner's prices for one product.
@@ -270,6 +302,7 @@ pub trait CatalogRepo: Send + Sync {
         p: &DnaProduct,
         now: OffsetDateTime,
     ) -> Result<(Stored<DnaProduct>, bool), RepoError>;
+    /// Every DNA product, in no particular order.
     async fn dna_products(&self) -> Result<Vec<DnaProduct>, RepoError>;
     async fn dna_product(&self, id: Uuid) -> Result<Option<DnaProduct>, RepoError>;
     async fn put_dna_price(
@@ -285,6 +318,7 @@ pub trait CatalogRepo: Send + Sync {
         p: &CareProduct,
         now: OffsetDateTime,
     ) -> Result<(Stored<CareProduct>, bool), RepoError>;
+    /// Every Care Services product, in no particular order.
     async fn care_products(&self) -> Result<Vec<CareProduct>, RepoError>;
 }
 
@@ -467,6 +501,7 @@ debug_port!(
     AccountRepo,
     SubAccountRepo,
     LeadRepo,
+    UnitOfWork,
     OrderRepo,
     PayoutRepo,
     CatalogRepo,

@@ -148,9 +148,7 @@ impl CatalogRepo for PgStore {
     }
 
     async fn medical_products(&self) -> Result<Vec<MedicalProduct>, RepoError> {
-        let mut v: Vec<MedicalProduct> = self.docs("medical").await?;
-        v.sort_by(|a, b| (&a.name, a.id).cmp(&(&b.name, b.id)));
-        Ok(v)
+        self.docs("medical").await
     }
 
     async fn medical_product(&self, id: Uuid) -> Result<Option<MedicalProduct>, RepoError> {
@@ -185,9 +183,7 @@ impl CatalogRepo for PgStore {
     }
 
     async fn dna_products(&self) -> Result<Vec<DnaProduct>, RepoError> {
-        let mut v: Vec<DnaProduct> = self.docs("dna").await?;
-        v.sort_by(|a, b| (&a.product_name, a.id).cmp(&(&b.product_name, b.id)));
-        Ok(v)
+        self.docs("dna").await
     }
 
     async fn dna_product(&self, id: Uuid) -> Result<Option<DnaProduct>, RepoError> {
@@ -218,10 +214,6 @@ impl CatalogRepo for PgStore {
     }
 
     async fn care_products(&self) -> Result<Vec<CareProduct>, RepoError> {
-        let mut v: Vec<CareProduct> = self.docs("care").await?;
-        v.sort_by(|a, b| {
-            (a.service, &a.product_name, a.id).cmp(&(b.service, &b.product_name, b.id))
-        });
-        Ok(v)
+        self.docs("care").await
     }
 }

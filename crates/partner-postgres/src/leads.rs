@@ -1,18 +1,17 @@
-//! Leads: insert with its events, locked patch, keyset pages.
+//! Leads: keyset pages, and the statements of the lead writes a [`crate::uow`] transaction runs.
 
 use diesel::prelude::*;
 use diesel::sql_types::{Bool, Int2, Nullable, Text, Timestamptz};
-use diesel_async::{AsyncConnection, RunQueryDsl};
+use diesel_async::RunQueryDsl;
 use partner_domain::RepoError;
 use partner_domain::cursor::Position;
-use partner_domain::events::DomainEvent;
-use partner_domain::lead::{Lead, LeadPatch, Origin, TestFlag, TestSource, update_events};
+use partner_domain::lead::{Lead, Origin, TestFlag, TestSource};
 use partner_domain::ports::LeadRepo;
 use partner_domain::values::{PartnerId, SubId};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use crate::{PgStore, corrupt, db, is_violation, outbox};
+use crate::{PgStore, corrupt, db};
 
 const COLUMNS: &str = "id, partner_id, sub_id, first_name, last_name, email, email_consent, phone, sms_consent, \
                        origin, location, question_id, test_source, created_at, updated_at";
@@ -91,97 +90,6 @@ impl Row {
 
 #[async_trait::async_trait]
 impl LeadRepo for PgStore {
-    async fn insert_lead(&self, lead: &Lead, events: &[DomainEvent]) -> Result<bool, RepoError> {
-        let mut conn = self.conn().await?;
-        let lead = lead.clone();
-        let events = events.to_vec();
-        let r = conn
-            .transaction(async |conn| {
-                diesel::sql_query(
-                    "INSERT INTO leads (id, partner_id, sub_id, first_name, last_name, email, email_consent, \
-                       phone, sms_consent, origin, location, question_id, is_test, test_source, created_at, updated_at) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $15)",
-                )
-                .bind::<diesel::sql_types::Uuid, _>(lead.id)
-                .bind::<Text, _>(lead.partner_id.as_str())
-                .bind::<Nullable<Int2>, _>(lead.sub_id.map(|s| i16::from(s.get())))
-                .bind::<Text, _>(&lead.first_name)
-                .bind::<Text, _>(&lead.last_name)
-                .bind::<Text, _>(&lead.email)
-                .bind::<Bool, _>(lead.email_consent)
-                .bind::<Nullable<Text>, _>(lead.phone.as_deref())
-                .bind::<Bool, _>(lead.sms_consent)
-                .bind::<Text, _>(lead.origin.as_str())
-                .bind::<Text, _>(&lead.location)
-                .bind::<Nullable<Text>, _>(lead.question_id.as_deref())
-                .bind::<Bool, _>(lead.test.is_test())
-                .bind::<Nullable<Text>, _>(lead.test.source().map(TestSource::as_str))
-                .bind::<Timestamptz, _>(lead.created_at)
-                .execute(conn)
-                .await?;
-                outbox::write(conn, &events, lead.created_at).await
-            })
-            .await;
-        match r {
-            Ok(deliveries) => {
-                self.deliveries_committed(deliveries);
-                Ok(true)
-            }
-            Err(e)
-                if is_violation(&e, |k| {
-                    matches!(k, diesel::result::DatabaseErrorKind::ForeignKeyViolation)
-                }) =>
-            {
-                Ok(false)
-            }
-            Err(e) => Err(db(e)),
-        }
-    }
-
-    async fn patch_lead(
-        &self,
-        id: Uuid,
-        patch: &LeadPatch,
-        now: OffsetDateTime,
-    ) -> Result<Option<Lead>, RepoError> {
-        let mut conn = self.conn().await?;
-        let patch = patch.clone();
-        let r: Result<Result<(Option<Lead>, usize), RepoError>, diesel::result::Error> = conn
-            .transaction(async |conn| {
-                let row: Option<Row> = diesel::sql_query(format!("SELECT {COLUMNS} FROM leads WHERE id = $1 FOR UPDATE"))
-                    .bind::<diesel::sql_types::Uuid, _>(id)
-                    .get_result(conn)
-                    .await
-                    .optional()?;
-                let Some(row) = row else { return Ok(Ok((None, 0))) };
-                let before = match row.into_domain() {
-                    Ok(l) => l,
-                    Err(e) => return Ok(Err(e)),
-                };
-                let after = patch.apply(&before, now);
-                diesel::sql_query(
-                    "UPDATE leads SET first_name = $2, last_name = $3, email = $4, email_consent = $5, \
-                       phone = $6, sms_consent = $7, updated_at = $8 WHERE id = $1",
-                )
-                .bind::<diesel::sql_types::Uuid, _>(id)
-                .bind::<Text, _>(&after.first_name)
-                .bind::<Text, _>(&after.last_name)
-                .bind::<Text, _>(&after.email)
-                .bind::<Bool, _>(after.email_consent)
-                .bind::<Nullable<Text>, _>(after.phone.as_deref())
-                .bind::<Bool, _>(after.sms_consent)
-                .bind::<Timestamptz, _>(after.updated_at)
-                .execute(conn)
-                .await?;
-                let deliveries = outbox::write(conn, &update_events(&before, &after), now).await?;
-                Ok(Ok((Some(after), deliveries)))
-            })
-            .await;
-        let (lead, deliveries) = r.map_err(db)??;
-        self.deliveries_committed(deliveries);
-        Ok(lead)
-    }
-
     async fn page_leads(
         &self,
         partner: &PartnerId,
@@ -275,4 +183,74 @@ pub(crate) async fn leads_by_ids(
             .await
             .map_err(db)?;
     rows.into_iter().map(Row::into_domain).collect()
+}
+
+/// Inserts a lead unless its partner does not exist (then 0 rows, and the transaction stays
+/// usable, which a foreign-key violation would not leave it).
+pub(crate) async fn insert(
+    conn: &mut diesel_async::AsyncPgConnection,
+    lead: &Lead,
+) -> Result<bool, diesel::result::Error> {
+    let n = diesel::sql_query(
+        "INSERT INTO leads (id, partner_id, sub_id, first_name, last_name, email, email_consent, \
+           phone, sms_consent, origin, location, question_id, is_test, test_source, created_at, updated_at) \
+         SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $15 \
+         WHERE EXISTS (SELECT 1 FROM partners WHERE partner_id = $2)",
+    )
+    .bind::<diesel::sql_types::Uuid, _>(lead.id)
+    .bind::<Text, _>(lead.partner_id.as_str())
+    .bind::<Nullable<Int2>, _>(lead.sub_id.map(|s| i16::from(s.get())))
+    .bind::<Text, _>(&lead.first_name)
+    .bind::<Text, _>(&lead.last_name)
+    .bind::<Text, _>(&lead.email)
+    .bind::<Bool, _>(lead.email_consent)
+    .bind::<Nullable<Text>, _>(lead.phone.as_deref())
+    .bind::<Bool, _>(lead.sms_consent)
+    .bind::<Text, _>(lead.origin.as_str())
+    .bind::<Text, _>(&lead.location)
+    .bind::<Nullable<Text>, _>(lead.question_id.as_deref())
+    .bind::<Bool, _>(lead.test.is_test())
+    .bind::<Nullable<Text>, _>(lead.test.source().map(TestSource::as_str))
+    .bind::<Timestamptz, _>(lead.created_at)
+    .execute(conn)
+    .await?;
+    Ok(n == 1)
+}
+
+/// The lead, locked `FOR UPDATE` until the transaction ends.
+pub(crate) async fn lock(
+    conn: &mut diesel_async::AsyncPgConnection,
+    id: Uuid,
+) -> Result<Option<Lead>, RepoError> {
+    let row: Option<Row> = diesel::sql_query(format!(
+        "SELECT {COLUMNS} FROM leads WHERE id = $1 FOR UPDATE"
+    ))
+    .bind::<diesel::sql_types::Uuid, _>(id)
+    .get_result(conn)
+    .await
+    .optional()
+    .map_err(db)?;
+    row.map(Row::into_domain).transpose()
+}
+
+/// Stores what a patch may change.
+pub(crate) async fn update(
+    conn: &mut diesel_async::AsyncPgConnection,
+    lead: &Lead,
+) -> Result<(), diesel::result::Error> {
+    diesel::sql_query(
+        "UPDATE leads SET first_name = $2, last_name = $3, email = $4, email_consent = $5, \
+           phone = $6, sms_consent = $7, updated_at = $8 WHERE id = $1",
+    )
+    .bind::<diesel::sql_types::Uuid, _>(lead.id)
+    .bind::<Text, _>(&lead.first_name)
+    .bind::<Text, _>(&lead.last_name)
+    .bind::<Text, _>(&lead.email)
+    .bind::<Bool, _>(lead.email_consent)
+    .bind::<Nullable<Text>, _>(lead.phone.as_deref())
+    .bind::<Bool, _>(lead.sms_consent)
+    .bind::<Timestamptz, _>(lead.updated_at)
+    .execute(conn)
+    .await?;
+    Ok(())
 }

@@ -189,19 +189,17 @@ async fn page(
     Ok(all)
 }
 
-/// Stored and simulated orders in the listing's order: newest first, then order id descending.
+/// The rows as domain listings, merged in the listing's order by the domain's rule.
 fn merged(stored: Vec<OrderRow>, simulated: Vec<EventRow>) -> Result<Vec<OrderListing>, RepoError> {
-    let mut all = stored
+    let stored = stored
         .into_iter()
         .map(OrderRow::into_domain)
         .collect::<Result<Vec<_>, _>>()?;
-    for e in simulated {
-        all.push(e.into_listing()?);
-    }
-    all.sort_by(|a, b| {
-        (b.order.created_date, &b.order.order_id).cmp(&(a.order.created_date, &a.order.order_id))
-    });
-    Ok(all)
+    let simulated = simulated
+        .into_iter()
+        .map(EventRow::into_listing)
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(OrderListing::merge(stored, simulated))
 }
 
 /// Stored and simulated orders of `partner` with `from <= createdDate < to`, newest first.

@@ -15,7 +15,8 @@ pub(crate) async fn write(
     let mut deliveries = 0;
     for e in events {
         // The event, and in the same statement one delivery per endpoint of the partner that
-        // subscribed to its kind and is not disabled; a `lead.created` waits for the endpoint's delay, if any.
+        // subscribed to its kind and is not disabled. Whether the kind waits for the endpoint's
+        // stored delay is the domain's rule (`EventKind::honours_endpoint_delay`), bound as $6.
         let n = diesel::sql_query(
             "WITH ev AS ( \
                INSERT INTO domain_events (id, partner_id, kind, subject, extra, created_at) \
@@ -23,7 +24,7 @@ pub(crate) async fn write(
              INSERT INTO webhook_deliveries (id, endpoint_id, partner_id, event_id, kind, status, attempts, \
                next_attempt_at, created_at) \
              SELECT gen_random_uuid(), w.id, w.partner_id, ev.id, $2, 'pending', 0, \
-               $5 + make_interval(secs => CASE WHEN $2 = 'lead.created' \
+               $5 + make_interval(secs => CASE WHEN $6 \
                                           THEN COALESCE(w.lead_created_delay_seconds, 0) ELSE 0 END), $5 \
              FROM webhook_endpoints w, ev WHERE w.partner_id = $1 AND $2 = ANY (w.events) AND w.disabled_at IS NULL",
         )
@@ -32,6 +33,7 @@ pub(crate) async fn write(
         .bind::<Text, _>(e.subject())
         .bind::<Text, _>(e.extra().to_string())
         .bind::<Timestamptz, _>(now)
+        .bind::<diesel::sql_types::Bool, _>(e.kind().honours_endpoint_delay())
         .execute(conn)
         .await?;
         deliveries += n;

@@ -125,6 +125,7 @@ async fn seed_activity(
     let step = Duration::days(90) / (LEADS as u32);
     let leads = LeadService::new(
         store.clone(),
+        store.clone(),
         clock.clone(),
         rng.clone(),
         CursorKey::new(b"demo"),

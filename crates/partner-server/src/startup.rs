@@ -109,7 +109,7 @@ impl Application {
                     config.rate_limit,
                     REDIS_DECISION_TIMEOUT,
                 )
-                .map_err(|e| anyhow::anyhow!("PARTNER_REDIS_URL: {e}"))?;
+                .context("PARTNER_REDIS_URL")?;
                 limiter.warm_up().await;
                 Arc::new(limiter)
             }
@@ -118,7 +118,13 @@ impl Application {
             auth: AuthService::new(store.clone(), pepper.clone(), clock.clone()),
             accounts: AccountService::new(store.clone(), pepper, clock.clone(), rng.clone()),
             sub_accounts: SubAccountService::new(store.clone(), clock.clone(), rng.clone()),
-            leads: LeadService::new(store.clone(), clock.clone(), rng.clone(), cursor_key),
+            leads: LeadService::new(
+                store.clone(),
+                store.clone(),
+                clock.clone(),
+                rng.clone(),
+                cursor_key,
+            ),
             orders: OrderService::new(store.clone(), clock.clone(), rng.clone()),
             payouts: PayoutService::new(store.clone(), clock.clone(), rng.clone()),
             links: LinkService::new(
