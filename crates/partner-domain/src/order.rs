@@ -12,7 +12,7 @@ use crate::clock::Clock;
 use crate::error::RepoError;
 use crate::events::DomainEvent;
 use crate::lead::TestSource;
-use crate::ports::{InsertOrder, OrderRepo};
+use crate::ports::{OrderRepo, UnitOfWork};
 use crate::random::{Random, new_id};
 use crate::values::{Money, PartnerId, SubId, ValueError};
 use crate::wire;
@@ -311,32 +311,52 @@ impl NewAnalyticsEvent {
 #[derive(Debug, Clone)]
 pub struct OrderService {
     repo: Arc<dyn OrderRepo>,
+    uow: Arc<dyn UnitOfWork>,
     clock: Arc<dyn Clock>,
     rng: Arc<dyn Random>,
 }
 
 impl OrderService {
-    pub fn new(repo: Arc<dyn OrderRepo>, clock: Arc<dyn Clock>, rng: Arc<dyn Random>) -> Self {
-        Self { repo, clock, rng }
+    pub fn new(
+        repo: Arc<dyn OrderRepo>,
+        uow: Arc<dyn UnitOfWork>,
+        clock: Arc<dyn Clock>,
+        rng: Arc<dyn Random>,
+    ) -> Self {
+        Self {
+            repo,
+            uow,
+            clock,
+            rng,
+        }
     }
 
     /// Stores an order, idempotently: the same body again is a replay, a different body under
     /// the same `orderId` a conflict. `order.created` is written with the first insert only.
     pub async fn ingest(&self, order: Order) -> Result<OrderIngest, IngestOrderError> {
-        let events = [DomainEvent::OrderCreated {
-            partner_id: order.partner_id.clone(),
-            order_id: order.order_id.clone(),
-            source: order.source.clone(),
-        }];
-        match self
-            .repo
-            .insert_order(&order, &events, self.clock.now())
+        let now = self.clock.now();
+        let mut tx = self.uow.begin().await?;
+        if !tx.partner_exists(&order.partner_id).await? {
+            return Err(IngestOrderError::UnknownPartner);
+        }
+        let inserted = tx.insert_order(&order, now).await?;
+        if inserted {
+            let created = DomainEvent::OrderCreated {
+                partner_id: order.partner_id.clone(),
+                order_id: order.order_id.clone(),
+                source: order.source.clone(),
+            };
+            tx.publish(&[created], now).await?;
+        }
+        let stored = tx
+            .order_listing(&order.order_id)
             .await?
-        {
-            InsertOrder::Inserted(l) => Ok(OrderIngest::Created(l)),
-            InsertOrder::Existing(l) if l.order == order => Ok(OrderIngest::Replayed(l)),
-            InsertOrder::Existing(_) => Err(IngestOrderError::Conflict),
-            InsertOrder::UnknownPartner => Err(IngestOrderError::UnknownPartner),
+            .ok_or_else(|| RepoError::new("an order vanished inside its transaction"))?;
+        tx.commit().await?;
+        match (inserted, stored) {
+            (true, l) => Ok(OrderIngest::Created(l)),
+            (false, l) if l.order == order => Ok(OrderIngest::Replayed(l)),
+            (false, _) => Err(IngestOrderError::Conflict),
         }
     }
 
@@ -543,5 +563,105 @@ mod tests {
         assert!(e.clone().checked().is_err());
         e.event = "page_view".into();
         assert!(e.checked().is_ok());
+    }
+}
+
+/// Order ingest over the unit-of-work port: `order.created` goes out with the first insert only.
+#[cfg(test)]
+mod service_tests {
+    use super::*;
+    use crate::clock::FixedClock;
+    use crate::ports::{MockOrderRepo, MockTransaction, MockUnitOfWork, Transaction};
+    use crate::random::SystemRandom;
+    use futures_util::FutureExt;
+    use time::macros::datetime;
+
+    fn order() -> Order {
+        Order {
+            order_id: "A1".into(),
+            partner_id: PartnerId::parse("acme").expect("id"),
+            sub_id: None,
+            created_date: datetime!(2026-11-21 9:00 UTC),
+            product: "Tirzepatide".into(),
+            amount: Money::from_cents(49900),
+            commission: Money::from_cents(100),
+            status: "shipped".into(),
+            is_test: false,
+            source: "pharmacy".into(),
+            customer_name: None,
+            customer_email: None,
+        }
+    }
+
+    fn ingest(tx: MockTransaction, o: Order) -> Result<OrderIngest, IngestOrderError> {
+        let mut uow = MockUnitOfWork::new();
+        let mut tx = Some(tx);
+        uow.expect_begin().times(1).returning(move || {
+            tx.take()
+                .map(|t| Box::new(t) as Box<dyn Transaction>)
+                .ok_or_else(|| RepoError::new("begun twice"))
+        });
+        OrderService::new(
+            Arc::new(MockOrderRepo::new()),
+            Arc::new(uow),
+            Arc::new(FixedClock::new(datetime!(2026-11-23 12:00 UTC))),
+            Arc::new(SystemRandom::new()),
+        )
+        .ingest(o)
+        .now_or_never()
+        .expect("ready")
+    }
+
+    /// A transaction whose store already holds `existing` (or nothing).
+    fn tx(existing: Option<Order>, publishes: usize) -> MockTransaction {
+        let mut tx = MockTransaction::new();
+        tx.expect_partner_exists().returning(|_| Ok(true));
+        let inserted = existing.is_none();
+        tx.expect_insert_order().returning(move |_, _| Ok(inserted));
+        tx.expect_publish()
+            .withf(|events, _| matches!(events, [DomainEvent::OrderCreated { .. }]))
+            .times(publishes)
+            .returning(|_, _| Ok(()));
+        let stored = existing.unwrap_or_else(order);
+        tx.expect_order_listing().returning(move |_| {
+            Ok(Some(OrderListing {
+                order: stored.clone(),
+                sub_account: String::new(),
+            }))
+        });
+        tx.expect_commit().times(1).returning(|| Ok(()));
+        tx
+    }
+
+    #[test]
+    fn a_new_order_is_created_and_announced() {
+        let r = ingest(tx(None, 1), order());
+        assert!(matches!(r, Ok(OrderIngest::Created(_))));
+    }
+
+    #[test]
+    fn the_same_body_again_is_a_replay_and_announces_nothing() {
+        let r = ingest(tx(Some(order()), 0), order());
+        assert!(matches!(r, Ok(OrderIngest::Replayed(_))));
+    }
+
+    #[test]
+    fn another_body_under_the_same_id_is_a_conflict() {
+        let mut other = order();
+        other.amount = Money::from_cents(1);
+        let r = ingest(tx(Some(other), 0), order());
+        assert!(matches!(r, Err(IngestOrderError::Conflict)));
+    }
+
+    #[test]
+    fn an_unknown_partner_writes_nothing() {
+        let mut t = MockTransaction::new();
+        t.expect_partner_exists().returning(|_| Ok(false));
+        t.expect_insert_order().never();
+        t.expect_commit().never();
+        assert!(matches!(
+            ingest(t, order()),
+            Err(IngestOrderError::UnknownPartner)
+        ));
     }
 }

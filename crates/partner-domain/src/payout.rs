@@ -10,7 +10,7 @@ use crate::clock::Clock;
 use crate::error::RepoError;
 use crate::events::DomainEvent;
 use crate::order::Chunk;
-use crate::ports::PayoutRepo;
+use crate::ports::{PayoutRepo, UnitOfWork};
 use crate::random::{Random, new_id};
 use crate::values::{Money, PartnerId};
 
@@ -112,30 +112,42 @@ pub enum RecordPayoutError {
 #[derive(Debug, Clone)]
 pub struct PayoutService {
     repo: Arc<dyn PayoutRepo>,
+    uow: Arc<dyn UnitOfWork>,
     clock: Arc<dyn Clock>,
     rng: Arc<dyn Random>,
 }
 
 impl PayoutService {
-    pub fn new(repo: Arc<dyn PayoutRepo>, clock: Arc<dyn Clock>, rng: Arc<dyn Random>) -> Self {
-        Self { repo, clock, rng }
+    pub fn new(
+        repo: Arc<dyn PayoutRepo>,
+        uow: Arc<dyn UnitOfWork>,
+        clock: Arc<dyn Clock>,
+        rng: Arc<dyn Random>,
+    ) -> Self {
+        Self {
+            repo,
+            uow,
+            clock,
+            rng,
+        }
     }
 
     /// Stores a payout (its `email` is the partner's, `createdAt` today) and `payout.created`.
     pub async fn record(&self, new: NewPayout) -> Result<PayoutRow, RecordPayoutError> {
         let id = new_id(self.rng.as_ref());
-        let events = [DomainEvent::PayoutCreated {
+        let now = self.clock.now();
+        let mut tx = self.uow.begin().await?;
+        let payout = tx
+            .insert_payout(id, &new, now)
+            .await?
+            .ok_or(RecordPayoutError::UnknownPartner)?;
+        let created = DomainEvent::PayoutCreated {
             partner_id: new.partner_id.clone(),
             payout_id: id,
-        }];
-        match self
-            .repo
-            .insert_payout(id, &new, self.clock.now(), &events)
-            .await?
-        {
-            Some(p) => Ok(p.row()),
-            None => Err(RecordPayoutError::UnknownPartner),
-        }
+        };
+        tx.publish(&[created], now).await?;
+        tx.commit().await?;
+        Ok(payout.row())
     }
 
     /// One chunk of the partner's payouts, newest payout date first, after `after` (see

@@ -176,6 +176,22 @@ pub trait Transaction: Send {
     /// Stores what a patch may change of a lead (names, email, phone, consents, `updatedAt`),
     /// for the lead with the same id.
     async fn update_lead(&mut self, lead: &Lead) -> Result<(), RepoError>;
+    /// Whether the partner exists.
+    async fn partner_exists(&mut self, partner: &PartnerId) -> Result<bool, RepoError>;
+    /// Inserts the order (recorded at `now`) unless an order with its id exists; `true` when
+    /// inserted. The partner MUST exist.
+    async fn insert_order(&mut self, order: &Order, now: OffsetDateTime)
+    -> Result<bool, RepoError>;
+    /// The stored order with this id, with its sub-account's nickname as of now.
+    async fn order_listing(&mut self, order_id: &str) -> Result<Option<OrderListing>, RepoError>;
+    /// Inserts the payout under `id` with the partner's email and `createdAt` the date of
+    /// `now`; `None`, with nothing written, when the partner does not exist.
+    async fn insert_payout(
+        &mut self,
+        id: Uuid,
+        new: &NewPayout,
+        now: OffsetDateTime,
+    ) -> Result<Option<Payout>, RepoError>;
     /// Writes each event to the outbox and, for each endpoint of the event's partner that is
     /// enabled and subscribed to its kind, one pending delivery due at `now`, or at `now` plus
     /// the endpoint's `lead.created` delay when [`crate::events::EventKind::honours_endpoint_delay`].
@@ -203,25 +219,10 @@ pub trait LeadRepo: Send + Sync {
     ) -> Result<Vec<Lead>, RepoError>;
 }
 
-/// How an order insert ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum InsertOrder {
-    Inserted(OrderListing),
-    /// An order with that id exists (possibly with another body); nothing was written.
-    Existing(OrderListing),
-    UnknownPartner,
-}
-
-/// Storage of orders and analytics events.
+/// Storage of analytics events, and reads of orders (writes go through a [`Transaction`]).
 #[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
 #[async_trait]
 pub trait OrderRepo: Send + Sync {
-    async fn insert_order(
-        &self,
-        order: &Order,
-        events: &[DomainEvent],
-        now: OffsetDateTime,
-    ) -> Result<InsertOrder, RepoError>;
     /// `false` when the partner does not exist. A second `order_completed` of the same run is
     /// ignored (the first one stands).
     async fn insert_analytics_event(
@@ -248,19 +249,10 @@ pub trait OrderRepo: Send + Sync {
     ) -> Result<Vec<Order>, RepoError>;
 }
 
-/// Storage of payouts.
+/// Reads of payouts (writes go through a [`Transaction`]).
 #[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
 #[async_trait]
 pub trait PayoutRepo: Send + Sync {
-    /// Stores the payout with the partner's email, `createdAt` the date of `now`, and the
-    /// events; `None` for an unknown partner.
-    async fn insert_payout(
-        &self,
-        id: Uuid,
-        new: &NewPayout,
-        now: OffsetDateTime,
-        events: &[DomainEvent],
-    ) -> Result<Option<Payout>, RepoError>;
     /// At most `limit` of the partner's payouts after `after` in the listing order (payout date,
     /// then creation date, then id, all descending); keyset, like [`OrderRepo::orders_page`].
     async fn payouts_page(

@@ -3,12 +3,11 @@
 
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Bool, Int2, Nullable, Text, Timestamptz};
-use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use partner_domain::RepoError;
-use partner_domain::events::DomainEvent;
 use partner_domain::lead::TestSource;
 use partner_domain::order::{AnalyticsEvent, Order, OrderKey, OrderListing, SIMULATED_PREFIX};
-use partner_domain::ports::{InsertOrder, OrderRepo};
+use partner_domain::ports::OrderRepo;
 use partner_domain::values::{Money, PartnerId};
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -232,60 +231,6 @@ async fn load(
 
 #[async_trait::async_trait]
 impl OrderRepo for PgStore {
-    async fn insert_order(
-        &self,
-        order: &Order,
-        events: &[DomainEvent],
-        now: OffsetDateTime,
-    ) -> Result<InsertOrder, RepoError> {
-        let mut conn = self.conn().await?;
-        let o = order.clone();
-        let events = events.to_vec();
-        let r: Result<Result<(InsertOrder, usize), RepoError>, diesel::result::Error> = conn
-            .transaction(async |conn| {
-                if !outbox::partner_exists(conn, o.partner_id.as_str()).await? {
-                    return Ok(Ok((InsertOrder::UnknownPartner, 0)));
-                }
-                let n = diesel::sql_query(
-                    "INSERT INTO orders (order_id, partner_id, sub_id, created_date, product, amount_cents, \
-                       commission_cents, status, is_test, source, customer_name, customer_email, recorded_at) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) \
-                     ON CONFLICT (order_id) DO NOTHING",
-                )
-                .bind::<Text, _>(&o.order_id)
-                .bind::<Text, _>(o.partner_id.as_str())
-                .bind::<Nullable<Int2>, _>(o.sub_id.map(|s| i16::from(s.get())))
-                .bind::<Timestamptz, _>(o.created_date)
-                .bind::<Text, _>(&o.product)
-                .bind::<BigInt, _>(o.amount.cents())
-                .bind::<BigInt, _>(o.commission.cents())
-                .bind::<Text, _>(&o.status)
-                .bind::<Bool, _>(o.is_test)
-                .bind::<Text, _>(&o.source)
-                .bind::<Nullable<Text>, _>(o.customer_name.as_deref())
-                .bind::<Nullable<Text>, _>(o.customer_email.as_deref())
-                .bind::<Timestamptz, _>(now)
-                .execute(conn)
-                .await?;
-                let deliveries = if n == 1 {
-                    outbox::write(conn, &events, now).await?
-                } else {
-                    0
-                };
-                let Some(row) = listing(conn, &o.order_id).await? else {
-                    return Ok(Err(RepoError::new("order vanished inside its transaction")));
-                };
-                Ok(row.into_domain().map(|l| {
-                    let r = if n == 1 { InsertOrder::Inserted(l) } else { InsertOrder::Existing(l) };
-                    (r, deliveries)
-                }))
-            })
-            .await;
-        let (inserted, deliveries) = r.map_err(db)??;
-        self.deliveries_committed(deliveries);
-        Ok(inserted)
-    }
-
     async fn insert_analytics_event(
         &self,
         ev: &AnalyticsEvent,
@@ -357,4 +302,46 @@ pub(crate) async fn orders_by_ids(
             .await
             .map_err(db)?;
     rows.into_iter().map(OrderRow::into_domain).collect()
+}
+
+/// Inserts the order unless one with its id exists; `true` when inserted.
+pub(crate) async fn insert(
+    conn: &mut AsyncPgConnection,
+    o: &Order,
+    now: OffsetDateTime,
+) -> Result<bool, diesel::result::Error> {
+    let n = diesel::sql_query(
+        "INSERT INTO orders (order_id, partner_id, sub_id, created_date, product, amount_cents, \
+           commission_cents, status, is_test, source, customer_name, customer_email, recorded_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) \
+         ON CONFLICT (order_id) DO NOTHING",
+    )
+    .bind::<Text, _>(&o.order_id)
+    .bind::<Text, _>(o.partner_id.as_str())
+    .bind::<Nullable<Int2>, _>(o.sub_id.map(|s| i16::from(s.get())))
+    .bind::<Timestamptz, _>(o.created_date)
+    .bind::<Text, _>(&o.product)
+    .bind::<BigInt, _>(o.amount.cents())
+    .bind::<BigInt, _>(o.commission.cents())
+    .bind::<Text, _>(&o.status)
+    .bind::<Bool, _>(o.is_test)
+    .bind::<Text, _>(&o.source)
+    .bind::<Nullable<Text>, _>(o.customer_name.as_deref())
+    .bind::<Nullable<Text>, _>(o.customer_email.as_deref())
+    .bind::<Timestamptz, _>(now)
+    .execute(conn)
+    .await?;
+    Ok(n == 1)
+}
+
+/// The stored order with this id, as listings show it.
+pub(crate) async fn stored_listing(
+    conn: &mut AsyncPgConnection,
+    order_id: &str,
+) -> Result<Option<OrderListing>, RepoError> {
+    listing(conn, order_id)
+        .await
+        .map_err(db)?
+        .map(OrderRow::into_domain)
+        .transpose()
 }

@@ -2,16 +2,15 @@
 
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Date, Nullable, Text};
-use diesel_async::{AsyncConnection, RunQueryDsl};
+use diesel_async::RunQueryDsl;
 use partner_domain::RepoError;
-use partner_domain::events::DomainEvent;
 use partner_domain::payout::{NewPayout, Payout, PayoutKey};
 use partner_domain::ports::PayoutRepo;
 use partner_domain::values::{Money, PartnerId};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use crate::{PgStore, corrupt, db, outbox};
+use crate::{PgStore, corrupt, db};
 
 #[derive(QueryableByName)]
 struct Row {
@@ -56,48 +55,6 @@ const COLUMNS: &str =
 
 #[async_trait::async_trait]
 impl PayoutRepo for PgStore {
-    async fn insert_payout(
-        &self,
-        id: Uuid,
-        new: &NewPayout,
-        now: OffsetDateTime,
-        events: &[DomainEvent],
-    ) -> Result<Option<Payout>, RepoError> {
-        let mut conn = self.conn().await?;
-        let new = new.clone();
-        let events = events.to_vec();
-        let (row, deliveries): (Option<Row>, usize) = conn
-            .transaction(async |conn| {
-                // The partner's email is copied in the same statement that checks the partner exists.
-                let row: Option<Row> = diesel::sql_query(format!(
-                    "INSERT INTO payouts ({COLUMNS}) \
-                     SELECT $1, p.partner_id, p.email, $3, $4, $5, $6, $7, $8 FROM partners p WHERE p.partner_id = $2 \
-                     RETURNING {COLUMNS}"
-                ))
-                .bind::<diesel::sql_types::Uuid, _>(id)
-                .bind::<Text, _>(new.partner_id.as_str())
-                .bind::<Date, _>(now.date())
-                .bind::<Date, _>(new.payout_date)
-                .bind::<BigInt, _>(new.amount.cents())
-                .bind::<Text, _>(&new.status)
-                .bind::<Nullable<Text>, _>(new.receipt_url.as_deref())
-                .bind::<Nullable<Text>, _>(new.note.as_deref())
-                .get_result(conn)
-                .await
-                .optional()?;
-                let deliveries = if row.is_some() {
-                    outbox::write(conn, &events, now).await?
-                } else {
-                    0
-                };
-                Ok::<_, diesel::result::Error>((row, deliveries))
-            })
-            .await
-            .map_err(db)?;
-        self.deliveries_committed(deliveries);
-        row.map(Row::into_domain).transpose()
-    }
-
     async fn payouts_page(
         &self,
         partner: &PartnerId,
@@ -145,4 +102,32 @@ pub(crate) async fn payouts_by_ids(
             .await
             .map_err(db)?;
     rows.into_iter().map(Row::into_domain).collect()
+}
+
+/// Inserts the payout with the partner's email, copied in the same statement that checks the
+/// partner exists; `None` when it does not.
+pub(crate) async fn insert(
+    conn: &mut diesel_async::AsyncPgConnection,
+    id: Uuid,
+    new: &NewPayout,
+    now: OffsetDateTime,
+) -> Result<Option<Payout>, RepoError> {
+    let row: Option<Row> = diesel::sql_query(format!(
+        "INSERT INTO payouts ({COLUMNS}) \
+         SELECT $1, p.partner_id, p.email, $3, $4, $5, $6, $7, $8 FROM partners p WHERE p.partner_id = $2 \
+         RETURNING {COLUMNS}"
+    ))
+    .bind::<diesel::sql_types::Uuid, _>(id)
+    .bind::<Text, _>(new.partner_id.as_str())
+    .bind::<Date, _>(now.date())
+    .bind::<Date, _>(new.payout_date)
+    .bind::<BigInt, _>(new.amount.cents())
+    .bind::<Text, _>(&new.status)
+    .bind::<Nullable<Text>, _>(new.receipt_url.as_deref())
+    .bind::<Nullable<Text>, _>(new.note.as_deref())
+    .get_result(conn)
+    .await
+    .optional()
+    .map_err(db)?;
+    row.map(Row::into_domain).transpose()
 }

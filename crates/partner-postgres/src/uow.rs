@@ -5,11 +5,14 @@ use diesel_async::{AnsiTransactionManager, AsyncPgConnection, TransactionManager
 use partner_domain::RepoError;
 use partner_domain::events::DomainEvent;
 use partner_domain::lead::Lead;
+use partner_domain::order::{Order, OrderListing};
+use partner_domain::payout::{NewPayout, Payout};
 use partner_domain::ports::{Transaction, UnitOfWork};
+use partner_domain::values::PartnerId;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use crate::{PgStore, db, leads, outbox};
+use crate::{PgStore, db, leads, orders, outbox, payouts};
 
 /// An open transaction. `conn` is `None` once committed.
 struct PgTransaction {
@@ -54,6 +57,33 @@ impl Transaction for PgTransaction {
 
     async fn update_lead(&mut self, lead: &Lead) -> Result<(), RepoError> {
         leads::update(self.conn()?, lead).await.map_err(db)
+    }
+
+    async fn partner_exists(&mut self, partner: &PartnerId) -> Result<bool, RepoError> {
+        outbox::partner_exists(self.conn()?, partner.as_str())
+            .await
+            .map_err(db)
+    }
+
+    async fn insert_order(
+        &mut self,
+        order: &Order,
+        now: OffsetDateTime,
+    ) -> Result<bool, RepoError> {
+        orders::insert(self.conn()?, order, now).await.map_err(db)
+    }
+
+    async fn order_listing(&mut self, order_id: &str) -> Result<Option<OrderListing>, RepoError> {
+        orders::stored_listing(self.conn()?, order_id).await
+    }
+
+    async fn insert_payout(
+        &mut self,
+        id: Uuid,
+        new: &NewPayout,
+        now: OffsetDateTime,
+    ) -> Result<Option<Payout>, RepoError> {
+        payouts::insert(self.conn()?, id, new, now).await
     }
 
     async fn publish(

@@ -184,7 +184,12 @@ async fn seed_activity(
             .await?;
     }
 
-    let orders = OrderService::new(store.clone(), Arc::new(SystemClock), rng.clone());
+    let orders = OrderService::new(
+        store.clone(),
+        store.clone(),
+        Arc::new(SystemClock),
+        rng.clone(),
+    );
     for i in 0..14i64 {
         let is_test = i >= 11;
         orders
@@ -231,7 +236,7 @@ async fn seed_activity(
             .await?;
     }
 
-    let payouts = PayoutService::new(store, Arc::new(SystemClock), rng);
+    let payouts = PayoutService::new(store.clone(), store, Arc::new(SystemClock), rng);
     for (days_ago, cents) in [(45, 45_050), (15, 38_975), (1, 12_000)] {
         payouts
             .record(NewPayout {

@@ -125,8 +125,8 @@ impl Application {
                 rng.clone(),
                 cursor_key,
             ),
-            orders: OrderService::new(store.clone(), clock.clone(), rng.clone()),
-            payouts: PayoutService::new(store.clone(), clock.clone(), rng.clone()),
+            orders: OrderService::new(store.clone(), store.clone(), clock.clone(), rng.clone()),
+            payouts: PayoutService::new(store.clone(), store.clone(), clock.clone(), rng.clone()),
             links: LinkService::new(
                 store.clone(),
                 store.clone(),
