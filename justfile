@@ -46,3 +46,10 @@ bench-ratelimit:
 
 # Every benchmark.
 bench: bench-leads bench-coupons bench-webhooks
+
+# Regenerate crates/partner-postgres/src/schema.rs from the migrations (needs diesel_cli:
+# `cargo install diesel_cli --no-default-features --features postgres`).
+schema:
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/pp_schema_gen diesel database reset --migration-dir migrations
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/pp_schema_gen diesel print-schema > crates/partner-postgres/src/schema.rs
+    psql -q postgres://postgres@127.0.0.1:5432/postgres -c 'DROP DATABASE IF EXISTS pp_schema_gen WITH (FORCE)'

@@ -16,6 +16,7 @@ mod orders;
 mod outbox;
 mod payouts;
 mod schema;
+mod schema_extra;
 mod sub_accounts;
 mod tokens;
 mod uow;

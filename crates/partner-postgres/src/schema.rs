@@ -1,4 +1,132 @@
-//! Diesel table definitions, kept by hand in step with `migrations/`.
+// @generated automatically by Diesel CLI.
+
+diesel::table! {
+    analytics_events (id) {
+        id -> Uuid,
+        run_id -> Text,
+        partner_id -> Text,
+        sub_id -> Nullable<Int2>,
+        event -> Text,
+        product -> Nullable<Text>,
+        amount_cents -> Nullable<Int8>,
+        occurred_at -> Timestamptz,
+        test_source -> Text,
+        recorded_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    api_tokens (id) {
+        id -> Uuid,
+        user_id -> Uuid,
+        token_hash -> Bytea,
+        token_prefix -> Text,
+        created_at -> Timestamptz,
+        expires_at -> Nullable<Timestamptz>,
+        revoked_at -> Nullable<Timestamptz>,
+        last_used_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
+    care_service_flags (service) {
+        service -> Text,
+        enabled -> Bool,
+    }
+}
+
+diesel::table! {
+    catalog_products (kind, id) {
+        kind -> Text,
+        id -> Uuid,
+        doc -> Jsonb,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    coupons (id) {
+        id -> Uuid,
+        code -> Text,
+        partner_id -> Text,
+        sub_id -> Nullable<Int2>,
+        product_slug -> Text,
+        months -> Int2,
+        status -> Text,
+        expires_at -> Nullable<Timestamptz>,
+        redeemed_at -> Nullable<Timestamptz>,
+        redeemed_email -> Nullable<Text>,
+        redeemed_provider_primary_external_id -> Nullable<Text>,
+        voided_at -> Nullable<Timestamptz>,
+        bulk_order_id -> Uuid,
+        purchaser_email -> Text,
+        purchaser_source -> Text,
+        unit_price_cents -> Int8,
+        notes -> Nullable<Text>,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    domain_events (id) {
+        id -> Uuid,
+        partner_id -> Text,
+        kind -> Text,
+        subject -> Text,
+        extra -> Jsonb,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    leads (id) {
+        id -> Uuid,
+        partner_id -> Text,
+        sub_id -> Nullable<Int2>,
+        first_name -> Text,
+        last_name -> Text,
+        email -> Text,
+        email_consent -> Bool,
+        phone -> Nullable<Text>,
+        sms_consent -> Bool,
+        origin -> Text,
+        location -> Text,
+        question_id -> Nullable<Text>,
+        is_test -> Bool,
+        test_source -> Nullable<Text>,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    orders (order_id) {
+        order_id -> Text,
+        partner_id -> Text,
+        sub_id -> Nullable<Int2>,
+        created_date -> Timestamptz,
+        product -> Text,
+        amount_cents -> Int8,
+        commission_cents -> Int8,
+        status -> Text,
+        is_test -> Bool,
+        source -> Text,
+        customer_name -> Nullable<Text>,
+        customer_email -> Nullable<Text>,
+        recorded_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    partner_prices (partner_id, kind, product_id) {
+        partner_id -> Text,
+        kind -> Text,
+        product_id -> Uuid,
+        doc -> Jsonb,
+        updated_at -> Timestamptz,
+    }
+}
 
 diesel::table! {
     partners (partner_id) {
@@ -20,9 +148,16 @@ diesel::table! {
 }
 
 diesel::table! {
-    care_service_flags (service) {
-        service -> Text,
-        enabled -> Bool,
+    payouts (id) {
+        id -> Uuid,
+        partner_id -> Text,
+        email -> Text,
+        created_on -> Date,
+        payout_date -> Date,
+        amount_cents -> Int8,
+        status -> Text,
+        receipt_url -> Nullable<Text>,
+        note -> Nullable<Text>,
     }
 }
 
@@ -38,23 +173,10 @@ diesel::table! {
 }
 
 diesel::table! {
-    api_tokens (id) {
-        id -> Uuid,
-        user_id -> Uuid,
-        token_hash -> Bytea,
-        token_prefix -> Text,
-        created_at -> Timestamptz,
-        expires_at -> Nullable<Timestamptz>,
-        revoked_at -> Nullable<Timestamptz>,
-        last_used_at -> Nullable<Timestamptz>,
-    }
-}
-
-diesel::table! {
     sub_accounts (id) {
         id -> Uuid,
         partner_id -> Text,
-        sub_id -> SmallInt,
+        sub_id -> Int2,
         nickname -> Text,
         created_at -> Timestamptz,
         updated_at -> Timestamptz,
@@ -62,33 +184,74 @@ diesel::table! {
 }
 
 diesel::table! {
-    leads (id) {
+    webhook_deliveries (id) {
         id -> Uuid,
+        endpoint_id -> Uuid,
         partner_id -> Text,
-        sub_id -> Nullable<SmallInt>,
-        first_name -> Text,
-        last_name -> Text,
-        email -> Text,
-        email_consent -> Bool,
-        phone -> Nullable<Text>,
-        sms_consent -> Bool,
-        origin -> Text,
-        location -> Text,
-        question_id -> Nullable<Text>,
-        is_test -> Bool,
-        test_source -> Nullable<Text>,
+        event_id -> Uuid,
+        kind -> Text,
+        status -> Text,
+        attempts -> Int4,
+        next_attempt_at -> Nullable<Timestamptz>,
+        last_status_code -> Nullable<Int4>,
+        last_error -> Nullable<Text>,
         created_at -> Timestamptz,
-        updated_at -> Timestamptz,
+        delivered_at -> Nullable<Timestamptz>,
+        lease_token -> Nullable<Uuid>,
+        attempt_base -> Int4,
+        last_attempt_at -> Nullable<Timestamptz>,
     }
 }
 
+diesel::table! {
+    webhook_endpoints (id) {
+        id -> Uuid,
+        partner_id -> Text,
+        url -> Text,
+        events -> Array<Text>,
+        lead_created_delay_seconds -> Nullable<Int4>,
+        custom_header_name -> Nullable<Text>,
+        custom_header_value -> Nullable<Text>,
+        secret -> Nullable<Text>,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+        disabled_at -> Nullable<Timestamptz>,
+        disabled_reason -> Nullable<Text>,
+        failing_since -> Nullable<Timestamptz>,
+        previous_secret -> Nullable<Text>,
+        previous_secret_expires_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::joinable!(analytics_events -> partners (partner_id));
 diesel::joinable!(api_tokens -> portal_users (user_id));
+diesel::joinable!(coupons -> partners (partner_id));
+diesel::joinable!(domain_events -> partners (partner_id));
+diesel::joinable!(leads -> partners (partner_id));
+diesel::joinable!(orders -> partners (partner_id));
+diesel::joinable!(partner_prices -> partners (partner_id));
+diesel::joinable!(payouts -> partners (partner_id));
 diesel::joinable!(portal_users -> partners (partner_id));
 diesel::joinable!(sub_accounts -> partners (partner_id));
+diesel::joinable!(webhook_deliveries -> domain_events (event_id));
+diesel::joinable!(webhook_deliveries -> partners (partner_id));
+diesel::joinable!(webhook_deliveries -> webhook_endpoints (endpoint_id));
+diesel::joinable!(webhook_endpoints -> partners (partner_id));
+
 diesel::allow_tables_to_appear_in_same_query!(
-    partners,
-    care_service_flags,
-    portal_users,
+    analytics_events,
     api_tokens,
-    sub_accounts
+    care_service_flags,
+    catalog_products,
+    coupons,
+    domain_events,
+    leads,
+    orders,
+    partner_prices,
+    partners,
+    payouts,
+    portal_users,
+    sub_accounts,
+    webhook_deliveries,
+    webhook_endpoints,
 );
