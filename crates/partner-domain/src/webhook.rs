@@ -62,11 +62,13 @@ impl Serialize for LeadCreatedDelay {
     }
 }
 
-/// The one custom header an endpoint may attach to every delivery.
+/// The one custom header an endpoint may attach to every delivery. Only
+/// [`CustomHeader::parse`] makes one, so a name or value that is not a legal, unreserved
+/// header cannot reach a request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CustomHeader {
-    pub name: String,
-    pub value: String,
+    name: String,
+    value: String,
 }
 
 const RESERVED_HEADERS: [&str; 7] = [
@@ -80,6 +82,14 @@ const RESERVED_HEADERS: [&str; 7] = [
 ];
 
 impl CustomHeader {
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn value(&self) -> &str {
+        &self.value
+    }
+
     /// The name: an HTTP token of 1-64 characters, not one the delivery sets itself
     /// (`Content-Type`, `Content-Length`, `Host`, `Transfer-Encoding`, `Connection`,
     /// `User-Agent`, `Authorization`, any `X-Partner-*`), compared case-insensitively. The value:

@@ -75,10 +75,15 @@ fn events(v: &[String]) -> Result<Vec<EventKind>, RepoError> {
         .collect()
 }
 
-fn header(name: Option<String>, value: Option<String>) -> Option<CustomHeader> {
+fn header(
+    name: Option<String>,
+    value: Option<String>,
+) -> Result<Option<CustomHeader>, RepoError> {
     match (name, value) {
-        (Some(name), Some(value)) => Some(CustomHeader { name, value }),
-        _ => None,
+        (Some(name), Some(value)) => CustomHeader::parse(&name, &value)
+            .map(Some)
+            .map_err(|_| corrupt("custom header")),
+        _ => Ok(None),
     }
 }
 
@@ -90,7 +95,7 @@ impl EndpointRow {
             url: self.url,
             events: events(&self.events)?,
             lead_created_delay: delay_from_seconds(self.lead_created_delay_seconds)?,
-            custom_header: header(self.custom_header_name, self.custom_header_value),
+            custom_header: header(self.custom_header_name, self.custom_header_value)?,
             secret: self.secret.map(WebhookSecret::from_stored),
             previous_secret: self.previous_secret.map(WebhookSecret::from_stored),
             previous_secret_expires_at: self.previous_secret_expires_at,
@@ -208,7 +213,7 @@ impl ClaimRow {
             url: self.url,
             secret: self.secret.map(WebhookSecret::from_stored),
             previous_secret: self.previous_secret.map(WebhookSecret::from_stored),
-            custom_header: header(self.custom_header_name, self.custom_header_value),
+            custom_header: header(self.custom_header_name, self.custom_header_value)?,
         })
     }
 }
@@ -385,8 +390,8 @@ impl WebhookRepo for PgStore {
             .bind::<Text, _>(&e.url)
             .bind::<Array<Text>, _>(&kinds)
             .bind::<Nullable<Integer>, _>(delay_seconds(e.lead_created_delay))
-            .bind::<Nullable<Text>, _>(e.custom_header.as_ref().map(|h| h.name.as_str()))
-            .bind::<Nullable<Text>, _>(e.custom_header.as_ref().map(|h| h.value.as_str()))
+            .bind::<Nullable<Text>, _>(e.custom_header.as_ref().map(CustomHeader::name))
+            .bind::<Nullable<Text>, _>(e.custom_header.as_ref().map(CustomHeader::value))
             .bind::<Nullable<Text>, _>(e.secret.as_ref().map(|s| s.expose()))
             .bind::<Timestamptz, _>(e.created_at)
             .execute(conn)
@@ -417,8 +422,8 @@ impl WebhookRepo for PgStore {
             .bind::<Text, _>(&e.url)
             .bind::<Array<Text>, _>(&kinds)
             .bind::<Nullable<Integer>, _>(delay_seconds(e.lead_created_delay))
-            .bind::<Nullable<Text>, _>(e.custom_header.as_ref().map(|h| h.name.as_str()))
-            .bind::<Nullable<Text>, _>(e.custom_header.as_ref().map(|h| h.value.as_str()))
+            .bind::<Nullable<Text>, _>(e.custom_header.as_ref().map(CustomHeader::name))
+            .bind::<Nullable<Text>, _>(e.custom_header.as_ref().map(CustomHeader::value))
             .bind::<Nullable<Text>, _>(e.secret.as_ref().map(|s| s.expose()))
             .bind::<Timestamptz, _>(e.updated_at)
             .bind::<Nullable<Timestamptz>, _>(e.disabled_at)

@@ -445,8 +445,18 @@ async fn seed_coupons(
 
 /// The lines printed for a newcomer.
 pub fn banner(config: &Config, port: u16, access: &DemoAccess) -> String {
+    // `PARTNER_BASE_URL`/`PARTNER_CATALOG_URL` are the addresses partners see (a proxy may
+    // front the server); with an ephemeral port (`:0`) only the bound port is meaningful.
     let host = config.bind.rsplit_once(':').map_or("127.0.0.1", |(h, _)| h);
-    let base = format!("http://{host}:{port}");
+    let bound = format!("http://{host}:{port}");
+    let (base, catalog) = if config.bind.ends_with(":0") {
+        (bound.clone(), bound)
+    } else {
+        (
+            config.base_url.as_str().trim_end_matches('/').to_owned(),
+            config.catalog_url.as_str().trim_end_matches('/').to_owned(),
+        )
+    };
     let t = &access.token;
     let internal = config.internal_token.as_deref().unwrap_or_default();
     format!(
@@ -460,7 +470,7 @@ pub fn banner(config: &Config, port: u16, access: &DemoAccess) -> String {
          Also: /api/v1/payouts, /api/v1/sub-accounts, /api/v1/medical-intake-links?sub=1,\n\
          /api/v1/care-service-links?duration=12, /api/v1/dna-links,\n\
          /api/v1/care-services-coupons?format=csv (same header), and the public\n\
-         catalog without a token: curl -s '{base}/api/all-products?partner_id={DEMO_PARTNER}'\n",
+         catalog without a token: curl -s '{catalog}/api/all-products?partner_id={DEMO_PARTNER}'\n",
         if access.seeded {
             "demo data created"
         } else {

@@ -685,7 +685,7 @@ impl Worker {
             );
         }
         if let Some(h) = &d.custom_header {
-            req = req.header(h.name.as_str(), h.value.as_str());
+            req = req.header(h.name(), h.value());
         }
         match req.body(body).send().await {
             Ok(mut res) => {
