@@ -126,12 +126,12 @@ impl Serialize for EventKind {
 pub enum DomainEvent {
     LeadCreated {
         partner_id: PartnerId,
-        lead_id: uuid::Uuid,
+        lead_id: crate::ids::LeadId,
     },
     /// `previous_phone` / `current_phone` are already consent-rendered.
     LeadEnriched {
         partner_id: PartnerId,
-        lead_id: uuid::Uuid,
+        lead_id: crate::ids::LeadId,
         previous_phone: String,
         current_phone: String,
     },
@@ -230,7 +230,7 @@ mod tests {
         assert_eq!(e.extra(), json!({ "source": "shop" }));
         let l = DomainEvent::LeadCreated {
             partner_id: p,
-            lead_id: id,
+            lead_id: crate::ids::LeadId::from_uuid(id),
         };
         assert_eq!(l.kind().subject_kind(), SubjectKind::Lead);
         assert_eq!(l.subject(), id.to_string());

@@ -3,16 +3,16 @@
 
 use std::sync::Arc;
 
+pub use crate::ids::LeadId;
 use serde::{Serialize, Serializer};
 use time::OffsetDateTime;
-use uuid::Uuid;
 
 use crate::clock::Clock;
 use crate::cursor::{CursorKey, Position};
 use crate::error::RepoError;
 use crate::events::DomainEvent;
 use crate::ports::{LeadRepo, UnitOfWork};
-use crate::random::{Random, new_id};
+use crate::random::Random;
 use crate::values::{Email, PartnerId, SubId, ValueError};
 use crate::wire;
 
@@ -169,7 +169,7 @@ impl Phone {
 /// A stored lead.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Lead {
-    pub id: Uuid,
+    pub id: LeadId,
     pub partner_id: PartnerId,
     pub sub_id: Option<SubId>,
     pub first_name: String,
@@ -209,7 +209,7 @@ pub fn render_email(email: &str, email_consent: bool) -> String {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LeadRow {
-    pub id: Uuid,
+    pub id: LeadId,
     pub partner_id: PartnerId,
     /// The sub-account number, empty when the lead is not attributed to one.
     pub sub_id: String,
@@ -419,7 +419,7 @@ impl LeadService {
     pub async fn ingest(&self, new: NewLead) -> Result<LeadRow, IngestLeadError> {
         let now = self.clock.now();
         let lead = Lead {
-            id: new_id(self.rng.as_ref()),
+            id: LeadId::generate(self.rng.as_ref()),
             partner_id: new.partner_id,
             sub_id: new.sub_id,
             first_name: new.first_name,
@@ -445,7 +445,7 @@ impl LeadService {
     }
 
     /// Applies a patch to the locked lead and publishes [`update_events`], in one transaction.
-    pub async fn patch(&self, id: Uuid, patch: &LeadPatch) -> Result<LeadRow, PatchLeadError> {
+    pub async fn patch(&self, id: LeadId, patch: &LeadPatch) -> Result<LeadRow, PatchLeadError> {
         let now = self.clock.now();
         let mut tx = self.uow.begin().await?;
         let before = tx.lock_lead(id).await?.ok_or(PatchLeadError::NotFound)?;
@@ -481,7 +481,7 @@ impl LeadService {
                 partner,
                 Position {
                     created_at: l.created_at,
-                    id: l.id,
+                    id: l.id.as_uuid(),
                 },
             )
         });
@@ -497,6 +497,7 @@ impl LeadService {
 mod tests {
     use super::*;
     use time::macros::datetime;
+    use uuid::Uuid;
 
     fn origin(s: &str) -> Origin {
         Origin::parse(s).expect("origin")
@@ -504,7 +505,7 @@ mod tests {
 
     fn lead(origin_: &str, phone: Option<&str>, sms: bool) -> Lead {
         Lead {
-            id: Uuid::from_u128(1),
+            id: LeadId::from_uuid(Uuid::from_u128(1)),
             partner_id: PartnerId::parse("acme").expect("id"),
             sub_id: None,
             first_name: "Ann".into(),
@@ -692,6 +693,7 @@ mod service_tests {
     use futures_util::FutureExt;
     use mockall::Sequence;
     use time::macros::datetime;
+    use uuid::Uuid;
 
     const NOW: OffsetDateTime = datetime!(2026-11-23 12:00 UTC);
 
@@ -773,7 +775,7 @@ mod service_tests {
 
     fn stored(phone: Option<&str>) -> Lead {
         Lead {
-            id: Uuid::from_u128(7),
+            id: LeadId::from_uuid(Uuid::from_u128(7)),
             partner_id: PartnerId::parse("acme").expect("id"),
             sub_id: None,
             first_name: "Ann".into(),
@@ -818,7 +820,7 @@ mod service_tests {
             ..LeadPatch::default()
         };
         let row = service(uow_with(tx))
-            .patch(Uuid::from_u128(7), &patch)
+            .patch(LeadId::from_uuid(Uuid::from_u128(7)), &patch)
             .now_or_never()
             .expect("ready")
             .expect("patched");
@@ -832,7 +834,7 @@ mod service_tests {
         tx.expect_update_lead().never();
         tx.expect_commit().never();
         let r = service(uow_with(tx))
-            .patch(Uuid::from_u128(7), &LeadPatch::default())
+            .patch(LeadId::from_uuid(Uuid::from_u128(7)), &LeadPatch::default())
             .now_or_never()
             .expect("ready");
         assert!(matches!(r, Err(PatchLeadError::NotFound)));
@@ -852,7 +854,7 @@ mod service_tests {
             ..LeadPatch::default()
         };
         let r = service(uow_with(tx))
-            .patch(Uuid::from_u128(7), &patch)
+            .patch(LeadId::from_uuid(Uuid::from_u128(7)), &patch)
             .now_or_never()
             .expect("ready");
         assert!(matches!(r, Err(PatchLeadError::Repo(_))));

@@ -21,6 +21,7 @@ pub mod csv_cell;
 pub mod cursor;
 pub mod error;
 pub mod events;
+pub mod ids;
 pub mod lead;
 pub mod links;
 pub mod order;

@@ -17,6 +17,7 @@ use crate::cursor::Position;
 use crate::error::RepoError;
 use crate::events::DomainEvent;
 use crate::events::{Subject, SubjectKind};
+use crate::ids::{DeliveryId, EndpointId, LeadId};
 use crate::lead::Lead;
 use crate::order::{AnalyticsEvent, Order, OrderKey, OrderListing};
 use crate::payout::{NewPayout, Payout, PayoutKey};
@@ -172,7 +173,7 @@ pub trait Transaction: Send {
     async fn insert_lead(&mut self, lead: &Lead) -> Result<bool, RepoError>;
     /// The lead with this id, locked against concurrent writers until the transaction ends;
     /// `None` for an unknown id.
-    async fn lock_lead(&mut self, id: Uuid) -> Result<Option<Lead>, RepoError>;
+    async fn lock_lead(&mut self, id: LeadId) -> Result<Option<Lead>, RepoError>;
     /// Stores what a patch may change of a lead (names, email, phone, consents, `updatedAt`),
     /// for the lead with the same id.
     async fn update_lead(&mut self, lead: &Lead) -> Result<(), RepoError>;
@@ -370,7 +371,7 @@ pub trait WebhookRepo: Send + Sync {
     async fn endpoint(
         &self,
         partner: &PartnerId,
-        id: Uuid,
+        id: EndpointId,
     ) -> Result<Option<WebhookEndpoint>, RepoError>;
     /// Inserts unless the partner already has `max` endpoints (checked under a lock on the partner).
     async fn insert_endpoint(
@@ -380,7 +381,8 @@ pub trait WebhookRepo: Send + Sync {
     ) -> Result<InsertEndpoint, RepoError>;
     /// Replaces the stored endpoint of the same partner and id; `false` when absent.
     async fn update_endpoint(&self, e: &WebhookEndpoint) -> Result<bool, RepoError>;
-    async fn delete_endpoint(&self, partner: &PartnerId, id: Uuid) -> Result<bool, RepoError>;
+    async fn delete_endpoint(&self, partner: &PartnerId, id: EndpointId)
+    -> Result<bool, RepoError>;
     /// The partner's deliveries matching `filter`, newest first (`created_at` desc, `id` desc),
     /// after `filter.after`, at most `filter.limit`.
     async fn deliveries(
@@ -392,7 +394,7 @@ pub trait WebhookRepo: Send + Sync {
     async fn delivery(
         &self,
         partner: &PartnerId,
-        id: Uuid,
+        id: DeliveryId,
         log_limit: u16,
     ) -> Result<Option<DeliveryDetail>, RepoError>;
     /// Makes one of the partner's deliveries pending, due at `now`, with a fresh retry budget
@@ -400,7 +402,7 @@ pub trait WebhookRepo: Send + Sync {
     async fn resend(
         &self,
         partner: &PartnerId,
-        id: Uuid,
+        id: DeliveryId,
         now: OffsetDateTime,
     ) -> Result<Option<DeliveryInfo>, RepoError>;
     /// Writes a `ping` event and its one delivery `delivery_id` to the partner's endpoint, due at
@@ -408,8 +410,8 @@ pub trait WebhookRepo: Send + Sync {
     async fn ping(
         &self,
         partner: &PartnerId,
-        endpoint: Uuid,
-        delivery_id: Uuid,
+        endpoint: EndpointId,
+        delivery_id: DeliveryId,
         now: OffsetDateTime,
     ) -> Result<Option<DeliveryInfo>, RepoError>;
     /// Makes the endpoint's failed deliveries created at or after `since` pending, due at `now`,
@@ -417,7 +419,7 @@ pub trait WebhookRepo: Send + Sync {
     async fn recover(
         &self,
         partner: &PartnerId,
-        endpoint: Uuid,
+        endpoint: EndpointId,
         since: OffsetDateTime,
         now: OffsetDateTime,
     ) -> Result<Option<u64>, RepoError>;

@@ -10,6 +10,8 @@ use serde::{Serialize, Serializer};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
+use crate::ids::{DeliveryId, EndpointId};
+
 pub use crate::events::EventKind;
 use crate::random::{Random, random_string};
 use crate::token::constant_time_eq;
@@ -388,7 +390,7 @@ pub const ENDPOINT_DISABLED: &str = "endpoint disabled";
 /// A configured endpoint.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WebhookEndpoint {
-    pub id: Uuid,
+    pub id: EndpointId,
     pub partner_id: PartnerId,
     pub url: String,
     pub events: Vec<EventKind>,
@@ -409,7 +411,7 @@ pub struct WebhookEndpoint {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct EndpointRow {
-    pub id: Uuid,
+    pub id: EndpointId,
     pub url: String,
     pub events: Vec<EventKind>,
     pub lead_created_delay: Option<LeadCreatedDelay>,
@@ -823,7 +825,7 @@ impl WebhookService {
         self.check_address(&new.url).await?;
         let now = self.clock.now();
         let e = WebhookEndpoint {
-            id: crate::random::new_id(self.rng.as_ref()),
+            id: EndpointId::generate(self.rng.as_ref()),
             partner_id: partner.clone(),
             url: new.url.into(),
             events: new.events,
@@ -849,7 +851,7 @@ impl WebhookService {
     pub async fn update(
         &self,
         partner: &PartnerId,
-        id: Uuid,
+        id: EndpointId,
         patch: EndpointPatch,
     ) -> Result<EndpointRow, EndpointError> {
         let mut e = self
@@ -918,7 +920,7 @@ impl WebhookService {
         })
     }
 
-    pub async fn delete(&self, partner: &PartnerId, id: Uuid) -> Result<(), EndpointError> {
+    pub async fn delete(&self, partner: &PartnerId, id: EndpointId) -> Result<(), EndpointError> {
         if self.repo.delete_endpoint(partner, id).await? {
             Ok(())
         } else {
@@ -955,7 +957,7 @@ impl WebhookService {
                 partner,
                 crate::cursor::Position {
                     created_at: d.created_at,
-                    id: d.id,
+                    id: d.id.as_uuid(),
                 },
             )
         });
@@ -970,7 +972,7 @@ impl WebhookService {
     async fn enabled_endpoint(
         &self,
         partner: &PartnerId,
-        id: Uuid,
+        id: EndpointId,
     ) -> Result<WebhookEndpoint, EndpointError> {
         let e = self
             .repo
@@ -987,7 +989,7 @@ impl WebhookService {
     pub async fn delivery(
         &self,
         partner: &PartnerId,
-        id: Uuid,
+        id: DeliveryId,
     ) -> Result<DeliveryDetail, EndpointError> {
         self.repo
             .delivery(partner, id, ATTEMPT_LOG_LIMIT)
@@ -999,7 +1001,7 @@ impl WebhookService {
     pub async fn resend(
         &self,
         partner: &PartnerId,
-        id: Uuid,
+        id: DeliveryId,
     ) -> Result<DeliveryInfo, EndpointError> {
         self.repo
             .resend(partner, id, self.clock.now())
@@ -1011,10 +1013,10 @@ impl WebhookService {
     pub async fn ping(
         &self,
         partner: &PartnerId,
-        endpoint: Uuid,
+        endpoint: EndpointId,
     ) -> Result<DeliveryInfo, EndpointError> {
         self.enabled_endpoint(partner, endpoint).await?;
-        let id = crate::random::new_id(self.rng.as_ref());
+        let id = DeliveryId::generate(self.rng.as_ref());
         self.repo
             .ping(partner, endpoint, id, self.clock.now())
             .await?
@@ -1026,7 +1028,7 @@ impl WebhookService {
     pub async fn recover(
         &self,
         partner: &PartnerId,
-        endpoint: Uuid,
+        endpoint: EndpointId,
         since: OffsetDateTime,
     ) -> Result<u64, EndpointError> {
         let now = self.clock.now();
@@ -1046,8 +1048,8 @@ impl WebhookService {
 #[serde(rename_all = "camelCase")]
 pub struct DeliveryInfo {
     /// The `X-Partner-Delivery` value.
-    pub id: Uuid,
-    pub endpoint_id: Uuid,
+    pub id: DeliveryId,
+    pub endpoint_id: EndpointId,
     pub event: String,
     /// `pending`, `delivered` or `failed` (retries exhausted).
     pub status: String,
@@ -1096,7 +1098,7 @@ pub const DELIVERY_STATUSES: [&str; 3] = ["pending", "delivered", "failed"];
 /// What a delivery listing asks for (already validated, see [`parse_statuses`]).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct DeliveryQuery {
-    pub endpoint_id: Option<Uuid>,
+    pub endpoint_id: Option<EndpointId>,
     /// Empty: any status.
     pub statuses: Vec<&'static str>,
     pub event: Option<EventKind>,
@@ -1107,7 +1109,7 @@ pub struct DeliveryQuery {
 /// What the store is asked for: `limit` rows after `after` (newest first).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeliveryFilter {
-    pub endpoint_id: Option<Uuid>,
+    pub endpoint_id: Option<EndpointId>,
     pub statuses: Vec<&'static str>,
     pub event: Option<EventKind>,
     pub after: Option<crate::cursor::Position>,
@@ -1155,7 +1157,7 @@ pub struct ClaimRequest {
     /// Deliveries per endpoint, for endpoints not listed in `room`.
     pub per_endpoint: u32,
     /// Endpoints with less room than `per_endpoint`: busy in this worker, or backed off (0).
-    pub room: Vec<(Uuid, u32)>,
+    pub room: Vec<(EndpointId, u32)>,
     /// Deliveries that already made this many attempts are not claimed: their budget is spent
     /// (a worker died during the last one) and [`crate::ports::DeliveryRepo::fail_exhausted`]
     /// ends them.
@@ -1166,8 +1168,8 @@ pub struct ClaimRequest {
 /// delivery whose worker keeps dying still ends after its budget.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClaimedDelivery {
-    pub id: Uuid,
-    pub endpoint_id: Uuid,
+    pub id: DeliveryId,
+    pub endpoint_id: EndpointId,
     /// The fencing token of this claim: an outcome is recorded only while the row still holds it.
     pub lease: Uuid,
     /// The number of this attempt (1 for the first).
@@ -1195,7 +1197,7 @@ pub enum NextStep {
 /// How an attempt ended, to be recorded under its claim's lease.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AttemptOutcome {
-    pub id: Uuid,
+    pub id: DeliveryId,
     pub lease: Uuid,
     pub at: OffsetDateTime,
     /// The receiver's status, `None` when it did not answer.
@@ -1264,14 +1266,14 @@ pub fn after_failure(
 /// The delivery body `{ id, event, created_at, data }`, serialized once: these exact bytes are
 /// signed and sent.
 pub fn delivery_body(
-    id: Uuid,
+    id: DeliveryId,
     kind: EventKind,
     created_at: OffsetDateTime,
     data: serde_json::Value,
 ) -> Vec<u8> {
     #[derive(Serialize)]
     struct Body<'a> {
-        id: Uuid,
+        id: DeliveryId,
         event: EventKind,
         created_at: String,
         data: &'a serde_json::Value,

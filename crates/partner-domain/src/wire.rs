@@ -35,7 +35,7 @@ fn clamp_to_wire(t: OffsetDateTime) -> OffsetDateTime {
 
 /// `2026-11-21T10:00:00.000Z`. Written directly rather than through a format description:
 /// listings format two timestamps a row, and this is several times cheaper. Total: any
-/// `OffsetDateTime` gives a valid RFC 3339 text (see [`clamp_to_wire`]).
+/// `OffsetDateTime` gives a valid RFC 3339 text (years outside 0000-9999 are clamped to them).
 pub fn format_timestamp(t: OffsetDateTime) -> String {
     let t = clamp_to_wire(t);
     let mut s = String::with_capacity(24);

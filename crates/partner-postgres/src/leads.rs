@@ -5,7 +5,7 @@ use diesel::sql_types::{Bool, Int2, Nullable, Text, Timestamptz};
 use diesel_async::RunQueryDsl;
 use partner_domain::RepoError;
 use partner_domain::cursor::Position;
-use partner_domain::lead::{Lead, Origin, TestFlag, TestSource};
+use partner_domain::lead::{Lead, LeadId, Origin, TestFlag, TestSource};
 use partner_domain::ports::LeadRepo;
 use partner_domain::values::{PartnerId, SubId};
 use time::OffsetDateTime;
@@ -69,7 +69,7 @@ impl Row {
             )),
         };
         Ok(Lead {
-            id: self.id,
+            id: LeadId::from_uuid(self.id),
             partner_id: PartnerId::parse(&self.partner_id).map_err(|_| corrupt("partner id"))?,
             sub_id: sub_id(self.sub_id)?,
             first_name: self.first_name,
@@ -197,7 +197,7 @@ pub(crate) async fn insert(
          SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $15 \
          WHERE EXISTS (SELECT 1 FROM partners WHERE partner_id = $2)",
     )
-    .bind::<diesel::sql_types::Uuid, _>(lead.id)
+    .bind::<diesel::sql_types::Uuid, _>(lead.id.as_uuid())
     .bind::<Text, _>(lead.partner_id.as_str())
     .bind::<Nullable<Int2>, _>(lead.sub_id.map(|s| i16::from(s.get())))
     .bind::<Text, _>(&lead.first_name)
@@ -220,12 +220,12 @@ pub(crate) async fn insert(
 /// The lead, locked `FOR UPDATE` until the transaction ends.
 pub(crate) async fn lock(
     conn: &mut diesel_async::AsyncPgConnection,
-    id: Uuid,
+    id: LeadId,
 ) -> Result<Option<Lead>, RepoError> {
     let row: Option<Row> = diesel::sql_query(format!(
         "SELECT {COLUMNS} FROM leads WHERE id = $1 FOR UPDATE"
     ))
-    .bind::<diesel::sql_types::Uuid, _>(id)
+    .bind::<diesel::sql_types::Uuid, _>(id.as_uuid())
     .get_result(conn)
     .await
     .optional()
@@ -242,7 +242,7 @@ pub(crate) async fn update(
         "UPDATE leads SET first_name = $2, last_name = $3, email = $4, email_consent = $5, \
            phone = $6, sms_consent = $7, updated_at = $8 WHERE id = $1",
     )
-    .bind::<diesel::sql_types::Uuid, _>(lead.id)
+    .bind::<diesel::sql_types::Uuid, _>(lead.id.as_uuid())
     .bind::<Text, _>(&lead.first_name)
     .bind::<Text, _>(&lead.last_name)
     .bind::<Text, _>(&lead.email)

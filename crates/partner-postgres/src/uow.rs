@@ -4,7 +4,7 @@ use diesel_async::pooled_connection::deadpool::Object;
 use diesel_async::{AnsiTransactionManager, AsyncPgConnection, TransactionManager};
 use partner_domain::RepoError;
 use partner_domain::events::DomainEvent;
-use partner_domain::lead::Lead;
+use partner_domain::lead::{Lead, LeadId};
 use partner_domain::order::{Order, OrderListing};
 use partner_domain::payout::{NewPayout, Payout};
 use partner_domain::ports::{Transaction, UnitOfWork};
@@ -51,7 +51,7 @@ impl Transaction for PgTransaction {
         leads::insert(self.conn()?, lead).await.map_err(db)
     }
 
-    async fn lock_lead(&mut self, id: Uuid) -> Result<Option<Lead>, RepoError> {
+    async fn lock_lead(&mut self, id: LeadId) -> Result<Option<Lead>, RepoError> {
         leads::lock(self.conn()?, id).await
     }
 

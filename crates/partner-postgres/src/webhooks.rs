@@ -7,6 +7,7 @@ use diesel::sql_types::{Array, Integer, Nullable, Text, Timestamptz};
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use partner_domain::RepoError;
 use partner_domain::events::{Subject, SubjectKind};
+use partner_domain::ids::{DeliveryId, EndpointId};
 use partner_domain::ports::{DeliveryRepo, InsertEndpoint, WebhookRepo};
 use partner_domain::values::PartnerId;
 use partner_domain::webhook::{
@@ -75,10 +76,7 @@ fn events(v: &[String]) -> Result<Vec<EventKind>, RepoError> {
         .collect()
 }
 
-fn header(
-    name: Option<String>,
-    value: Option<String>,
-) -> Result<Option<CustomHeader>, RepoError> {
+fn header(name: Option<String>, value: Option<String>) -> Result<Option<CustomHeader>, RepoError> {
     match (name, value) {
         (Some(name), Some(value)) => CustomHeader::parse(&name, &value)
             .map(Some)
@@ -90,7 +88,7 @@ fn header(
 impl EndpointRow {
     fn into_domain(self) -> Result<WebhookEndpoint, RepoError> {
         Ok(WebhookEndpoint {
-            id: self.id,
+            id: EndpointId::from_uuid(self.id),
             partner_id: PartnerId::parse(&self.partner_id).map_err(|_| corrupt("partner id"))?,
             url: self.url,
             events: events(&self.events)?,
@@ -142,8 +140,8 @@ const DELIVERY_COLUMNS: &str = "id, endpoint_id, kind, status, attempts, next_at
 impl DeliveryRow {
     fn into_domain(self) -> DeliveryInfo {
         DeliveryInfo {
-            id: self.id,
-            endpoint_id: self.endpoint_id,
+            id: DeliveryId::from_uuid(self.id),
+            endpoint_id: EndpointId::from_uuid(self.endpoint_id),
             event: self.kind,
             status: self.status,
             attempts: self.attempts,
@@ -202,8 +200,8 @@ struct ClaimRow {
 impl ClaimRow {
     fn into_domain(self) -> Result<ClaimedDelivery, RepoError> {
         Ok(ClaimedDelivery {
-            id: self.id,
-            endpoint_id: self.endpoint_id,
+            id: DeliveryId::from_uuid(self.id),
+            endpoint_id: EndpointId::from_uuid(self.endpoint_id),
             lease: self.lease_token,
             attempt: u32::try_from(self.attempts).map_err(|_| corrupt("attempt count"))?,
             kind: EventKind::parse_delivered(&self.kind).ok_or_else(|| corrupt("event kind"))?,
@@ -335,8 +333,9 @@ impl WebhookRepo for PgStore {
     async fn endpoint(
         &self,
         partner: &PartnerId,
-        id: Uuid,
+        id: EndpointId,
     ) -> Result<Option<WebhookEndpoint>, RepoError> {
+        let id = id.as_uuid();
         let mut conn = self.conn().await?;
         let row: Option<EndpointRow> = diesel::sql_query(format!(
             "SELECT {ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE partner_id = $1 AND id = $2"
@@ -385,7 +384,7 @@ impl WebhookRepo for PgStore {
             diesel::sql_query(format!(
                 "INSERT INTO webhook_endpoints ({ENDPOINT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, NULL, NULL, NULL, NULL)"
             ))
-            .bind::<diesel::sql_types::Uuid, _>(e.id)
+            .bind::<diesel::sql_types::Uuid, _>(e.id.as_uuid())
             .bind::<Text, _>(e.partner_id.as_str())
             .bind::<Text, _>(&e.url)
             .bind::<Array<Text>, _>(&kinds)
@@ -418,7 +417,7 @@ impl WebhookRepo for PgStore {
                  WHERE partner_id = $1 AND id = $2",
             )
             .bind::<Text, _>(e.partner_id.as_str())
-            .bind::<diesel::sql_types::Uuid, _>(e.id)
+            .bind::<diesel::sql_types::Uuid, _>(e.id.as_uuid())
             .bind::<Text, _>(&e.url)
             .bind::<Array<Text>, _>(&kinds)
             .bind::<Nullable<Integer>, _>(delay_seconds(e.lead_created_delay))
@@ -434,7 +433,7 @@ impl WebhookRepo for PgStore {
             .await?;
             if n == 1 && e.disabled_at.is_some() {
                 diesel::sql_query(FAIL_DISABLED_SQL)
-                    .bind::<Array<diesel::sql_types::Uuid>, _>(vec![e.id])
+                    .bind::<Array<diesel::sql_types::Uuid>, _>(vec![e.id.as_uuid()])
                     .bind::<Text, _>(ENDPOINT_DISABLED)
                     .execute(conn)
                     .await?;
@@ -445,7 +444,12 @@ impl WebhookRepo for PgStore {
         .map_err(db)
     }
 
-    async fn delete_endpoint(&self, partner: &PartnerId, id: Uuid) -> Result<bool, RepoError> {
+    async fn delete_endpoint(
+        &self,
+        partner: &PartnerId,
+        id: EndpointId,
+    ) -> Result<bool, RepoError> {
+        let id = id.as_uuid();
         let mut conn = self.conn().await?;
         let n =
             diesel::sql_query("DELETE FROM webhook_endpoints WHERE partner_id = $1 AND id = $2")
@@ -465,7 +469,9 @@ impl WebhookRepo for PgStore {
         let mut conn = self.conn().await?;
         let rows: Vec<DeliveryRow> = diesel::sql_query(LIST_SQL)
             .bind::<Text, _>(partner.as_str())
-            .bind::<Nullable<diesel::sql_types::Uuid>, _>(filter.endpoint_id)
+            .bind::<Nullable<diesel::sql_types::Uuid>, _>(
+                filter.endpoint_id.map(EndpointId::as_uuid),
+            )
             .bind::<Array<Text>, _>(&filter.statuses)
             .bind::<Nullable<Text>, _>(filter.event.map(EventKind::as_str))
             .bind::<Nullable<Timestamptz>, _>(filter.after.map(|p| p.created_at))
@@ -480,9 +486,10 @@ impl WebhookRepo for PgStore {
     async fn delivery(
         &self,
         partner: &PartnerId,
-        id: Uuid,
+        id: DeliveryId,
         log_limit: u16,
     ) -> Result<Option<DeliveryDetail>, RepoError> {
+        let id = id.as_uuid();
         let mut conn = self.conn().await?;
         let row: Option<DeliveryRow> = diesel::sql_query(format!(
             "SELECT {DELIVERY_COLUMNS} FROM webhook_deliveries WHERE partner_id = $1 AND id = $2"
@@ -524,9 +531,10 @@ impl WebhookRepo for PgStore {
     async fn resend(
         &self,
         partner: &PartnerId,
-        id: Uuid,
+        id: DeliveryId,
         now: OffsetDateTime,
     ) -> Result<Option<DeliveryInfo>, RepoError> {
+        let id = id.as_uuid();
         let mut conn = self.conn().await?;
         // A fresh budget: the count since `attempt_base` starts again. Clearing the lease fences
         // off the outcome of an attempt in flight now.
@@ -551,10 +559,12 @@ impl WebhookRepo for PgStore {
     async fn ping(
         &self,
         partner: &PartnerId,
-        endpoint: Uuid,
-        delivery_id: Uuid,
+        endpoint: EndpointId,
+        delivery_id: DeliveryId,
         now: OffsetDateTime,
     ) -> Result<Option<DeliveryInfo>, RepoError> {
+        let endpoint = endpoint.as_uuid();
+        let delivery_id = delivery_id.as_uuid();
         let mut conn = self.conn().await?;
         // The event is written only when the endpoint is the partner's, and with it its one
         // delivery; the event's subject is the endpoint.
@@ -585,10 +595,11 @@ impl WebhookRepo for PgStore {
     async fn recover(
         &self,
         partner: &PartnerId,
-        endpoint: Uuid,
+        endpoint: EndpointId,
         since: OffsetDateTime,
         now: OffsetDateTime,
     ) -> Result<Option<u64>, RepoError> {
+        let endpoint = endpoint.as_uuid();
         #[derive(QueryableByName)]
         struct Recovered {
             #[diesel(sql_type = diesel::sql_types::BigInt)]
@@ -627,8 +638,11 @@ impl DeliveryRepo for PgStore {
     async fn claim(&self, req: &ClaimRequest) -> Result<Vec<ClaimedDelivery>, RepoError> {
         let mut conn = self.conn().await?;
         let clamp = |n: u32| i32::try_from(n).unwrap_or(i32::MAX);
-        let (busy_ids, busy_room): (Vec<Uuid>, Vec<i32>) =
-            req.room.iter().map(|(id, n)| (*id, clamp(*n))).unzip();
+        let (busy_ids, busy_room): (Vec<Uuid>, Vec<i32>) = req
+            .room
+            .iter()
+            .map(|(id, n)| (id.as_uuid(), clamp(*n)))
+            .unzip();
         let rows: Vec<ClaimRow> = diesel::sql_query(CLAIM_SQL)
             .bind::<Timestamptz, _>(req.now)
             .bind::<Timestamptz, _>(req.lease_until)
@@ -711,7 +725,7 @@ impl DeliveryRepo for PgStore {
             Vec::with_capacity(n),
         );
         for o in outcomes {
-            ids.push(o.id);
+            ids.push(o.id.as_uuid());
             leases.push(o.lease);
             let (step, when) = match o.next {
                 NextStep::Delivered => ("delivered", None),
@@ -757,7 +771,7 @@ impl DeliveryRepo for PgStore {
             }
             let rows: Vec<Health> = diesel::sql_query(HEALTH_SQL)
                 .bind::<Array<diesel::sql_types::Uuid>, _>(
-                    attempted.iter().map(|o| o.id).collect::<Vec<_>>(),
+                    attempted.iter().map(|o| o.id.as_uuid()).collect::<Vec<_>>(),
                 )
                 .bind::<Array<diesel::sql_types::Bool>, _>(
                     attempted

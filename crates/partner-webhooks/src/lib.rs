@@ -26,6 +26,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use partner_domain::clock::Clock;
+use partner_domain::ids::EndpointId;
 use partner_domain::ports::{AddressCheck, DeliveryRepo};
 use partner_domain::random::Random;
 use partner_domain::webhook::{
@@ -33,7 +34,6 @@ use partner_domain::webhook::{
     delivery_body, honour_retry_after, is_internal, parse_retry_after, signature_header_with,
 };
 use tokio::sync::{Notify, Semaphore, mpsc};
-use uuid::Uuid;
 
 /// Worker settings.
 #[derive(Debug, Clone)]
@@ -252,7 +252,7 @@ impl Lane {
 
 #[derive(Debug, Default)]
 struct Lanes {
-    by_endpoint: HashMap<Uuid, Lane>,
+    by_endpoint: HashMap<EndpointId, Lane>,
     held: usize,
 }
 
@@ -404,7 +404,7 @@ impl Worker {
             let (limit, room) = {
                 let lanes = self.inner.lanes();
                 let limit = ceiling.saturating_sub(lanes.held).min(CLAIM_BATCH);
-                let room: Vec<(Uuid, u32)> = lanes
+                let room: Vec<(EndpointId, u32)> = lanes
                     .by_endpoint
                     .iter()
                     .map(|(id, l)| {
@@ -604,7 +604,7 @@ impl Worker {
     /// A held delivery is done (sent, or given up by this worker): frees its place, updates the
     /// endpoint's breaker, and wakes the claimer when that opened room to claim into (waking it
     /// on every answer would cost a claim per delivery).
-    fn finish(&self, endpoint: Uuid, sent: Option<(&Sent, Duration)>) {
+    fn finish(&self, endpoint: EndpointId, sent: Option<(&Sent, Duration)>) {
         let c = &self.inner.config;
         let mut lanes = self.inner.lanes();
         let mut wake = lanes.held == c.concurrency.saturating_mul(2);

@@ -5,7 +5,8 @@ use actix_web::{HttpRequest, http::StatusCode, web};
 use partner_domain::account::NotFoundOr;
 use partner_domain::attribution::Attribution;
 use partner_domain::lead::{
-    IngestLeadError, LeadPatch, NewLead, Origin, PatchLeadError, Phone, TestFlag, TestSource,
+    IngestLeadError, LeadId, LeadPatch, NewLead, Origin, PatchLeadError, Phone, TestFlag,
+    TestSource,
 };
 use partner_domain::order::{
     IngestOrderError, NewAnalyticsEvent, Order, OrderIngest, RecordEventError, parse_event_name,
@@ -124,7 +125,7 @@ async fn patch_lead(
     path: web::Path<String>,
     JsonBody(b): JsonBody<LeadPatchBody>,
 ) -> Result {
-    let id = uuid(&path, "lead id")?;
+    let id = LeadId::from_uuid(uuid(&path, "lead id")?);
     let patch = LeadPatch {
         phone: b.phone.map(|p| phone(p.as_deref())).transpose()?,
         sms_consent: b.sms_consent,

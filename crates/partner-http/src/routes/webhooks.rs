@@ -3,6 +3,7 @@
 
 use actix_web::{HttpRequest, HttpResponse, http::StatusCode, web};
 use partner_domain::account::NotFoundOr;
+use partner_domain::ids::{DeliveryId, EndpointId};
 use partner_domain::lead::parse_limit;
 use partner_domain::values::PartnerId;
 use partner_domain::webhook::{
@@ -134,7 +135,7 @@ async fn create(state: &AppState, partner: &PartnerId, b: CreateBody) -> Result 
 }
 
 async fn update(state: &AppState, partner: &PartnerId, id: &str, b: PatchBody) -> Result {
-    let id = uuid(id, "endpoint id")?;
+    let id = EndpointId::from_uuid(uuid(id, "endpoint id")?);
     let patch = EndpointPatch {
         url: b
             .url
@@ -191,7 +192,7 @@ pub(super) async fn delete(
     Caller(me): Caller,
     path: web::Path<String>,
 ) -> Result {
-    let id = uuid(&path, "endpoint id")?;
+    let id = EndpointId::from_uuid(uuid(&path, "endpoint id")?);
     state
         .webhooks
         .delete(&me.partner_id, id)
@@ -235,7 +236,7 @@ async fn internal_update(
 
 async fn internal_delete(state: web::Data<AppState>, path: web::Path<(String, String)>) -> Result {
     let p = known_partner(&state, &path.0).await?;
-    let id = uuid(&path.1, "endpoint id")?;
+    let id = EndpointId::from_uuid(uuid(&path.1, "endpoint id")?);
     state
         .webhooks
         .delete(&p, id)
@@ -251,7 +252,7 @@ fn delivery_query(req: &HttpRequest, max: u16) -> std::result::Result<DeliveryQu
     Ok(DeliveryQuery {
         endpoint_id: q
             .get("endpointId")
-            .map(|s| uuid(s, "endpointId"))
+            .map(|s| uuid(s, "endpointId").map(EndpointId::from_uuid))
             .transpose()?,
         statuses: q
             .get("status")
@@ -281,7 +282,7 @@ async fn list_deliveries(state: &AppState, partner: &PartnerId, q: DeliveryQuery
 }
 
 async fn show_delivery(state: &AppState, partner: &PartnerId, id: &str) -> Result {
-    let id = uuid(id, "delivery id")?;
+    let id = DeliveryId::from_uuid(uuid(id, "delivery id")?);
     Ok(ok(state
         .webhooks
         .delivery(partner, id)
@@ -290,7 +291,7 @@ async fn show_delivery(state: &AppState, partner: &PartnerId, id: &str) -> Resul
 }
 
 async fn resend_delivery(state: &AppState, partner: &PartnerId, id: &str) -> Result {
-    let id = uuid(id, "delivery id")?;
+    let id = DeliveryId::from_uuid(uuid(id, "delivery id")?);
     let d = state
         .webhooks
         .resend(partner, id)
@@ -300,7 +301,7 @@ async fn resend_delivery(state: &AppState, partner: &PartnerId, id: &str) -> Res
 }
 
 async fn test_endpoint(state: &AppState, partner: &PartnerId, id: &str) -> Result {
-    let id = uuid(id, "endpoint id")?;
+    let id = EndpointId::from_uuid(uuid(id, "endpoint id")?);
     let d = state
         .webhooks
         .ping(partner, id)
@@ -321,7 +322,7 @@ async fn recover_endpoint(
     id: &str,
     b: RecoverBody,
 ) -> Result {
-    let id = uuid(id, "endpoint id")?;
+    let id = EndpointId::from_uuid(uuid(id, "endpoint id")?);
     let since = OffsetDateTime::parse(&b.since, &Rfc3339)
         .map_err(|_| ApiError::invalid("since must be an ISO 8601 timestamp"))?;
     let requeued = state

@@ -1,0 +1,87 @@
+//! Typed identifiers: a UUID that says what it identifies, so an endpoint id cannot be passed
+//! where a delivery id is expected. On the wire each is the UUID's text (`serde(transparent)`).
+
+use std::fmt;
+
+use uuid::Uuid;
+
+use crate::random::Random;
+use crate::values::ValueError;
+
+macro_rules! uuid_id {
+    ($(#[$doc:meta])* $name:ident, $field:literal) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+        #[serde(transparent)]
+        pub struct $name(Uuid);
+
+        impl $name {
+            /// An id read back from storage or built by a test.
+            pub const fn from_uuid(id: Uuid) -> Self {
+                Self(id)
+            }
+
+            /// A new random (v4) id.
+            pub fn generate(rng: &dyn Random) -> Self {
+                Self(crate::random::new_id(rng))
+            }
+
+            /// Parses the text of a request (path or body); the error names the field.
+            pub fn parse(s: &str) -> Result<Self, ValueError> {
+                Uuid::parse_str(s)
+                    .map(Self)
+                    .map_err(|_| ValueError::invalid($field, "must be a UUID"))
+            }
+
+            pub const fn as_uuid(self) -> Uuid {
+                self.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                fmt::Display::fmt(&self.0, f)
+            }
+        }
+
+        impl From<$name> for Uuid {
+            fn from(id: $name) -> Uuid {
+                id.0
+            }
+        }
+    };
+}
+
+uuid_id!(
+    /// A lead.
+    LeadId,
+    "id"
+);
+uuid_id!(
+    /// A partner's webhook endpoint.
+    EndpointId,
+    "id"
+);
+uuid_id!(
+    /// One delivery of one event to one endpoint.
+    DeliveryId,
+    "id"
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_parse_uuids_only_and_render_them_unchanged() {
+        let text = "0b7e6f1c-3f4e-4a59-9a57-6f1f0e3c2d11";
+        let id = EndpointId::parse(text).expect("uuid");
+        assert_eq!(id.to_string(), text);
+        assert_eq!(
+            serde_json::to_value(id).expect("json"),
+            serde_json::json!(text)
+        );
+        assert!(DeliveryId::parse("not-a-uuid").is_err());
+        assert!(LeadId::parse("").is_err());
+    }
+}
