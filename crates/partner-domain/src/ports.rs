@@ -48,6 +48,10 @@ pub struct TokenRecord {
 }
 
 /// Token lookups on the request path.
+///
+/// Contract: `find_by_hash` MUST read the token, its user and its partner as they are now (no
+/// cache), so a revocation, a deleted user or a deactivated partner acts on the very next request
+/// of every instance; it MUST match by the exact keyed hash (the column is unique).
 #[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
 #[async_trait]
 pub trait TokenRepo: Send + Sync {
@@ -82,6 +86,10 @@ pub enum RotateOutcome {
 }
 
 /// Operator-side storage of partners, users, tokens and feature flags.
+///
+/// Contract: tokens are stored as keyed hashes only (never their text); every method that says
+/// "no such (undeleted) user" MUST treat a soft-deleted user as absent; `rotate_token` MUST
+/// revoke the old token and store the new one in one transaction (both or neither).
 #[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
 #[async_trait]
 pub trait AccountRepo: Send + Sync {
@@ -92,8 +100,11 @@ pub trait AccountRepo: Send + Sync {
         settings: &PartnerSettings,
         now: OffsetDateTime,
     ) -> Result<(Partner, bool), RepoError>;
+    /// The partner as stored now; `None` when unknown.
     async fn partner(&self, id: &PartnerId) -> Result<Option<Partner>, RepoError>;
+    /// The five global Care Services switches (a missing row reads as enabled).
     async fn care_flags(&self) -> Result<CareFlags, RepoError>;
+    /// Sets the named switches, leaves the others, and returns all five as they are after it.
     async fn set_care_flags(&self, changes: &[(CareService, bool)])
     -> Result<CareFlags, RepoError>;
     /// The partner's undeleted users, oldest first.
@@ -106,12 +117,14 @@ pub trait AccountRepo: Send + Sync {
     async fn insert_token(&self, user_id: Uuid, token: &NewToken) -> Result<bool, RepoError>;
     /// `None` when there is no such (undeleted) user.
     async fn tokens_of(&self, user_id: Uuid) -> Result<Option<Vec<ApiTokenInfo>>, RepoError>;
+    /// Revokes `old` and stores `new` with `old`'s expiry, unless `old` is unknown or not live.
     async fn rotate_token(
         &self,
         old: Uuid,
         new: &NewToken,
         now: OffsetDateTime,
     ) -> Result<RotateOutcome, RepoError>;
+    /// Revokes the token at `now` (an already revoked token keeps its first revocation time);
     /// `false` when there is no such token.
     async fn revoke_token(&self, id: Uuid, now: OffsetDateTime) -> Result<bool, RepoError>;
 }
@@ -132,11 +145,14 @@ pub enum InsertSubAccount {
     DuplicateSubId,
 }
 
-/// Storage of a partner's sub-accounts.
+/// Storage of a partner's sub-accounts. Every method MUST act on the given partner's rows only.
 #[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
 #[async_trait]
 pub trait SubAccountRepo: Send + Sync {
+    /// The partner's sub-accounts, by `subId`.
     async fn list(&self, partner: &PartnerId) -> Result<Vec<SubAccount>, RepoError>;
+    /// Inserts unless the partner already has a sub-account with that `subId` (decided by the
+    /// store's unique constraint, so concurrent creations cannot both succeed).
     async fn insert(
         &self,
         partner: &PartnerId,
@@ -144,6 +160,7 @@ pub trait SubAccountRepo: Send + Sync {
     ) -> Result<InsertSubAccount, RepoError>;
     /// `false` when the partner has no sub-account with that id.
     async fn delete(&self, partner: &PartnerId, id: Uuid) -> Result<bool, RepoError>;
+    /// Whether the partner has a sub-account with that `subId`.
     async fn exists(&self, partner: &PartnerId, sub_id: SubId) -> Result<bool, RepoError>;
 }
 
@@ -205,7 +222,7 @@ pub trait Transaction: Send {
     async fn commit(self: Box<Self>) -> Result<(), RepoError>;
 }
 
-/// Reads of leads.
+/// Reads of leads (writes go through a [`Transaction`]).
 #[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
 #[async_trait]
 pub trait LeadRepo: Send + Sync {
@@ -264,7 +281,9 @@ pub trait PayoutRepo: Send + Sync {
     ) -> Result<Vec<Payout>, RepoError>;
 }
 
-/// Storage of the product catalog and partners' prices.
+/// Storage of the product catalog and partners' prices. Products are global; prices MUST be
+/// read and written for the given partner only. Reads return what is stored now (no cache), so
+/// an operator's change shows on the next request.
 #[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
 #[async_trait]
 pub trait CatalogRepo: Send + Sync {
@@ -323,7 +342,9 @@ pub enum CouponWrite {
     CodeCollision,
 }
 
-/// Storage of coupons.
+/// Storage of coupons. State changes MUST be single conditional statements (compare-and-set on
+/// the stored status and, for redemption, the expiry at the given time), so that of concurrent
+/// attempts on one code exactly one succeeds.
 #[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
 #[async_trait]
 pub trait CouponRepo: Send + Sync {
@@ -363,10 +384,12 @@ pub enum InsertEndpoint {
     UnknownPartner,
 }
 
-/// Storage of webhook endpoints, scoped by partner.
+/// Storage of webhook endpoints and the delivery log, scoped by partner: every method MUST act on
+/// the given partner's rows only (another partner's id answers as absent).
 #[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
 #[async_trait]
 pub trait WebhookRepo: Send + Sync {
+    /// The partner's endpoints, oldest first.
     async fn endpoints(&self, partner: &PartnerId) -> Result<Vec<WebhookEndpoint>, RepoError>;
     async fn endpoint(
         &self,
@@ -381,6 +404,7 @@ pub trait WebhookRepo: Send + Sync {
     ) -> Result<InsertEndpoint, RepoError>;
     /// Replaces the stored endpoint of the same partner and id; `false` when absent.
     async fn update_endpoint(&self, e: &WebhookEndpoint) -> Result<bool, RepoError>;
+    /// Deletes the endpoint and, with it, its deliveries; `false` when absent.
     async fn delete_endpoint(&self, partner: &PartnerId, id: EndpointId)
     -> Result<bool, RepoError>;
     /// The partner's deliveries matching `filter`, newest first (`created_at` desc, `id` desc),
