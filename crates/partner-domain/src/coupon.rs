@@ -8,6 +8,8 @@ use serde::{Serialize, Serializer};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
+pub use crate::ids::CouponId;
+
 use crate::auth::Principal;
 use crate::clock::Clock;
 use crate::error::RepoError;
@@ -210,7 +212,7 @@ pub struct Redemption {
 /// A stored coupon.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Coupon {
-    pub id: Uuid,
+    pub id: CouponId,
     pub code: CouponCode,
     pub partner_id: PartnerId,
     pub sub_id: Option<SubId>,
@@ -304,7 +306,7 @@ impl Coupon {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CouponRow {
-    pub id: Uuid,
+    pub id: CouponId,
     pub code: CouponCode,
     pub partner_id: PartnerId,
     pub sub_account_id: Option<String>,
@@ -485,7 +487,7 @@ impl CouponService {
                 continue;
             }
             out.push(Coupon {
-                id: new_id(self.rng.as_ref()),
+                id: CouponId::generate(self.rng.as_ref()),
                 code,
                 partner_id: req.partner_id.clone(),
                 sub_id: req.sub_id,
@@ -535,7 +537,7 @@ impl CouponService {
         }
     }
 
-    pub async fn void(&self, id: Uuid) -> Result<CouponRow, TransitionError> {
+    pub async fn void(&self, id: CouponId) -> Result<CouponRow, TransitionError> {
         let now = self.clock.now();
         match self.repo.void(id, now).await? {
             Ok(c) => Ok(c.row(now)),
@@ -572,7 +574,7 @@ mod tests {
 
     fn coupon(status: StoredStatus, expires_at: Option<OffsetDateTime>) -> Coupon {
         Coupon {
-            id: Uuid::nil(),
+            id: CouponId::from_uuid(Uuid::nil()),
             code: CouponCode::normalize("ABCD-EFGH-1234").expect("code"),
             partner_id: PartnerId::parse("acme").expect("id"),
             sub_id: None,

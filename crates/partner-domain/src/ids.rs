@@ -68,6 +68,17 @@ uuid_id!(
     "id"
 );
 
+uuid_id!(
+    /// A partner's sub-account (its row, not its numeric `subId`).
+    SubAccountId,
+    "id"
+);
+uuid_id!(
+    /// A Care Services coupon.
+    CouponId,
+    "id"
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;

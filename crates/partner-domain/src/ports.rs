@@ -17,7 +17,7 @@ use crate::cursor::Position;
 use crate::error::RepoError;
 use crate::events::DomainEvent;
 use crate::events::{Subject, SubjectKind};
-use crate::ids::{DeliveryId, EndpointId, LeadId};
+use crate::ids::{CouponId, DeliveryId, EndpointId, LeadId, SubAccountId};
 use crate::lead::Lead;
 use crate::order::{AnalyticsEvent, Order, OrderKey, OrderListing};
 use crate::payout::{NewPayout, Payout, PayoutKey};
@@ -132,7 +132,7 @@ pub trait AccountRepo: Send + Sync {
 /// A sub-account about to be stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewSubAccount {
-    pub id: Uuid,
+    pub id: SubAccountId,
     pub sub_id: SubId,
     pub nickname: Nickname,
     pub now: OffsetDateTime,
@@ -159,7 +159,7 @@ pub trait SubAccountRepo: Send + Sync {
         new: &NewSubAccount,
     ) -> Result<InsertSubAccount, RepoError>;
     /// `false` when the partner has no sub-account with that id.
-    async fn delete(&self, partner: &PartnerId, id: Uuid) -> Result<bool, RepoError>;
+    async fn delete(&self, partner: &PartnerId, id: SubAccountId) -> Result<bool, RepoError>;
     /// Whether the partner has a sub-account with that `subId`.
     async fn exists(&self, partner: &PartnerId, sub_id: SubId) -> Result<bool, RepoError>;
 }
@@ -363,7 +363,7 @@ pub trait CouponRepo: Send + Sync {
     /// The same for `active → void`.
     async fn void(
         &self,
-        id: Uuid,
+        id: CouponId,
         now: OffsetDateTime,
     ) -> Result<Result<Coupon, Option<Coupon>>, RepoError>;
     /// A page of the partner's coupons matching the query at `now` (effective statuses), newest

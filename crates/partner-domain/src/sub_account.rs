@@ -2,14 +2,14 @@
 
 use std::sync::Arc;
 
+pub use crate::ids::SubAccountId;
 use serde::Serialize;
 use time::OffsetDateTime;
-use uuid::Uuid;
 
 use crate::clock::Clock;
 use crate::error::RepoError;
 use crate::ports::{InsertSubAccount, NewSubAccount, SubAccountRepo};
-use crate::random::{Random, new_id};
+use crate::random::Random;
 use crate::values::{Nickname, PartnerId, SubId};
 use crate::wire;
 
@@ -17,7 +17,7 @@ use crate::wire;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SubAccount {
-    pub id: Uuid,
+    pub id: SubAccountId,
     pub email: String,
     pub sub_id: SubId,
     pub nickname: String,
@@ -71,7 +71,7 @@ impl SubAccountService {
         nickname: Nickname,
     ) -> Result<SubAccount, CreateSubAccountError> {
         let new = NewSubAccount {
-            id: new_id(self.rng.as_ref()),
+            id: SubAccountId::generate(self.rng.as_ref()),
             sub_id,
             nickname,
             now: self.clock.now(),
@@ -82,7 +82,11 @@ impl SubAccountService {
         }
     }
 
-    pub async fn delete(&self, partner: &PartnerId, id: Uuid) -> Result<(), DeleteSubAccountError> {
+    pub async fn delete(
+        &self,
+        partner: &PartnerId,
+        id: SubAccountId,
+    ) -> Result<(), DeleteSubAccountError> {
         match self.repo.delete(partner, id).await? {
             true => Ok(()),
             false => Err(DeleteSubAccountError::NotFound),
@@ -104,6 +108,7 @@ mod tests {
     use futures_util::FutureExt;
     use mockall::predicate::eq;
     use time::macros::datetime;
+    use uuid::Uuid;
 
     fn svc(repo: MockSubAccountRepo) -> SubAccountService {
         SubAccountService::new(
@@ -169,7 +174,7 @@ mod tests {
         let mut repo = MockSubAccountRepo::new();
         repo.expect_delete().returning(|_, _| Ok(false));
         let r = svc(repo)
-            .delete(&acme(), Uuid::nil())
+            .delete(&acme(), SubAccountId::from_uuid(Uuid::nil()))
             .now_or_never()
             .expect("ready");
         assert!(matches!(r, Err(DeleteSubAccountError::NotFound)));

@@ -8,6 +8,7 @@ use partner_domain::RepoError;
 use partner_domain::coupon::{
     Coupon, CouponCode, CouponQuery, CouponStatus, ProductSlug, Redemption, StoredStatus,
 };
+use partner_domain::ids::CouponId;
 use partner_domain::ports::{CouponRepo, CouponWrite};
 use partner_domain::values::PartnerId;
 use time::OffsetDateTime;
@@ -61,7 +62,7 @@ struct Row {
 impl Row {
     fn into_domain(self) -> Result<Coupon, RepoError> {
         Ok(Coupon {
-            id: self.id,
+            id: CouponId::from_uuid(self.id),
             code: CouponCode::normalize(&self.code).ok_or_else(|| corrupt("coupon code"))?,
             partner_id: PartnerId::parse(&self.partner_id).map_err(|_| corrupt("partner id"))?,
             sub_id: sub_id(self.sub_id)?,
@@ -147,7 +148,7 @@ impl CouponRepo for PgStore {
                 "insert_bulk takes the coupons of one bulk order",
             ));
         }
-        let ids: Vec<Uuid> = coupons.iter().map(|c| c.id).collect();
+        let ids: Vec<Uuid> = coupons.iter().map(|c| c.id.as_uuid()).collect();
         let codes: Vec<&str> = coupons.iter().map(|c| c.code.as_str()).collect();
         let mut conn = self.conn().await?;
         // One statement: it inserts every row or none, and a duplicate code fails it whole.
@@ -220,9 +221,10 @@ impl CouponRepo for PgStore {
 
     async fn void(
         &self,
-        id: Uuid,
+        id: CouponId,
         now: OffsetDateTime,
     ) -> Result<Result<Coupon, Option<Coupon>>, RepoError> {
+        let id = id.as_uuid();
         let updated: Option<Row> = {
             let mut conn = self.conn().await?;
             diesel::sql_query(format!(

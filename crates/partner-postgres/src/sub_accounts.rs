@@ -4,6 +4,7 @@ use diesel::prelude::*;
 use diesel::sql_types::{SmallInt, Text, Timestamptz};
 use diesel_async::RunQueryDsl;
 use partner_domain::RepoError;
+use partner_domain::ids::SubAccountId;
 use partner_domain::ports::{InsertSubAccount, NewSubAccount, SubAccountRepo};
 use partner_domain::sub_account::SubAccount;
 use partner_domain::values::{PartnerId, SubId};
@@ -36,7 +37,7 @@ impl Row {
             .and_then(SubId::new)
             .ok_or_else(|| corrupt("sub id"))?;
         Ok(SubAccount {
-            id: self.id,
+            id: SubAccountId::from_uuid(self.id),
             email: self.email,
             sub_id,
             nickname: self.nickname,
@@ -83,7 +84,7 @@ impl SubAccountRepo for PgStore {
              SELECT ins.id, p.email, ins.sub_id, ins.nickname, ins.created_at, ins.updated_at \
              FROM ins JOIN partners p USING (partner_id)",
         )
-        .bind::<diesel::sql_types::Uuid, _>(new.id)
+        .bind::<diesel::sql_types::Uuid, _>(new.id.as_uuid())
         .bind::<Text, _>(partner.as_str())
         .bind::<SmallInt, _>(i16::from(new.sub_id.get()))
         .bind::<Text, _>(new.nickname.as_str())
@@ -98,11 +99,11 @@ impl SubAccountRepo for PgStore {
         }
     }
 
-    async fn delete(&self, partner: &PartnerId, id: Uuid) -> Result<bool, RepoError> {
+    async fn delete(&self, partner: &PartnerId, id: SubAccountId) -> Result<bool, RepoError> {
         let mut conn = self.conn().await?;
         let n = diesel::delete(sub_accounts::table)
             .filter(sub_accounts::partner_id.eq(partner.as_str()))
-            .filter(sub_accounts::id.eq(id))
+            .filter(sub_accounts::id.eq(id.as_uuid()))
             .execute(&mut conn)
             .await
             .map_err(db)?;

@@ -6,6 +6,7 @@ use partner_domain::coupon::{
     BulkOrderRequest, CouponCode, CouponQuery, CouponRow, CouponStatus, IssueError, MAX_QUANTITY,
     ProductSlug, RedeemRefusal, ScopeError, TransitionError, listing_scope, parse_months,
 };
+use partner_domain::ids::CouponId;
 use partner_domain::lead::parse_limit;
 use partner_domain::payout::format_date;
 use partner_domain::values::{Email, PartnerId, SubId, text};
@@ -256,7 +257,7 @@ async fn redeem(state: web::Data<AppState>, JsonBody(b): JsonBody<RedeemBody>) -
 }
 
 async fn void(state: web::Data<AppState>, path: web::Path<String>) -> Result {
-    let id = uuid(&path, "coupon id")?;
+    let id = CouponId::from_uuid(uuid(&path, "coupon id")?);
     Ok(ok(state
         .coupons
         .void(id)

@@ -1,6 +1,7 @@
 //! `GET/POST/DELETE /api/v1/sub-accounts`.
 
 use actix_web::{http::StatusCode, web};
+use partner_domain::ids::SubAccountId;
 use partner_domain::sub_account::{CreateSubAccountError, DeleteSubAccountError};
 use partner_domain::values::{Nickname, SubId};
 use serde::Deserialize;
@@ -62,7 +63,7 @@ async fn delete(
 ) -> Result {
     let id = match body.record_id.as_deref() {
         None | Some("") => return Err(ApiError::invalid("recordId is required")),
-        Some(s) => uuid(s, "recordId")?,
+        Some(s) => SubAccountId::from_uuid(uuid(s, "recordId")?),
     };
     match state.sub_accounts.delete(&me.partner_id, id).await {
         Ok(()) => Ok(ok_true()),
