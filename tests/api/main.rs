@@ -3,9 +3,11 @@
 
 #![allow(clippy::expect_used, clippy::indexing_slicing)]
 
+mod database;
 mod helpers;
 
 mod auth;
+mod contract;
 mod browser;
 mod coupons;
 mod delivery_engine;
@@ -17,6 +19,7 @@ mod operate;
 mod operator;
 mod orders;
 mod receiver;
+mod startup;
 mod sub_accounts;
 mod webhook_control;
 mod webhooks;
