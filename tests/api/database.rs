@@ -61,7 +61,11 @@ pub async fn clone_template() -> String {
         .await;
     let name = fresh_name();
     let mut conn = maintenance().await;
-    let create = format!("CREATE DATABASE {} TEMPLATE {}", quote(&name), quote(template));
+    let create = format!(
+        "CREATE DATABASE {} TEMPLATE {}",
+        quote(&name),
+        quote(template)
+    );
     if let Err(e) = diesel::sql_query(&create).execute(&mut conn).await {
         // Another run's sweep may have dropped the template (it was old and of other migrations
         // as seen from there): build it again, once.
@@ -113,8 +117,13 @@ fn collect(root: &Path, dir: &Path, out: &mut Vec<(String, Vec<u8>)>) {
         if path.is_dir() {
             collect(root, &path, out);
         } else {
-            let rel = path.strip_prefix(root).unwrap_or(&path).to_string_lossy().into_owned();
-            let contents = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            let rel = path
+                .strip_prefix(root)
+                .unwrap_or(&path)
+                .to_string_lossy()
+                .into_owned();
+            let contents =
+                std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
             out.push((rel, contents));
         }
     }

@@ -7,8 +7,8 @@ mod database;
 mod helpers;
 
 mod auth;
-mod contract;
 mod browser;
+mod contract;
 mod coupons;
 mod delivery_engine;
 mod errors;
