@@ -27,8 +27,9 @@ use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 const TEMPLATE_LOCK: i64 = 0x7070_5f74_6573_7473;
 /// Leftovers younger than this may belong to a test binary still running.
 const SWEEP_AGE: &str = "1 hour";
-/// Prefix of every per-test database; the sweep only ever looks at these and templates.
-pub const TEST_DB_PREFIX: &str = "pp_test_";
+/// Prefixes of the per-test databases and of the templates: the sweep looks at nothing else
+/// (its `LIKE` patterns spell them out, with `_` escaped).
+const TEST_DB_PREFIX: &str = "pp_test_";
 const TEMPLATE_PREFIX: &str = "pp_tpl_";
 
 /// The PostgreSQL server the tests use (`TEST_DATABASE_URL`, without a database name).

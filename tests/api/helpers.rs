@@ -243,6 +243,7 @@ pub fn init_tracing() {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
             let _ = tracing_subscriber::fmt()
                 .with_env_filter(filter)
+                .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()))
                 .with_test_writer()
                 .try_init();
         }
