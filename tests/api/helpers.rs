@@ -1,4 +1,7 @@
 //! `TestApp`: starts the real server against a fresh database, with typed request helpers.
+//!
+//! The database is a copy of a template migrated once per run ([`crate::database`]); the
+//! server's logs are silent unless `TEST_LOG=1` ([`init_tracing`]).
 
 use std::sync::{Arc, Once};
 
@@ -8,13 +11,10 @@ use partner_server::startup::{Application, Migrations};
 use reqwest::{Method, RequestBuilder, Response, StatusCode};
 use serde_json::{Value, json};
 
+use crate::database;
+
 pub const INTERNAL_TOKEN: &str = "internal-test-token-0123456789abcdef";
 pub const PEPPER: &str = "test-pepper-0123456789abcdef0123456789";
-
-fn base_url() -> String {
-    std::env::var("TEST_DATABASE_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432".to_owned())
-}
 
 /// A running server on its own throwaway database.
 pub struct TestApp {
@@ -47,14 +47,34 @@ impl TestApp {
         Self::spawn_full(tweak, Arc::new(SystemClock)).await
     }
 
+    /// Starts a server with `clock`, on a copy of the migrated template: the server itself
+    /// applies no migration.
     pub async fn spawn_full(tweak: impl FnOnce(&mut Config), clock: Arc<dyn Clock>) -> Self {
+        let db = database::clone_template().await;
+        Self::spawn_on(&db, Migrations::Skip, tweak, clock).await
+    }
+
+    /// Starts a server on a database that does not exist yet: the server creates it and applies
+    /// every migration, as a first deployment does. For the tests of that path; the others use
+    /// the faster [`TestApp::spawn`].
+    pub async fn spawn_migrating(tweak: impl FnOnce(&mut Config)) -> Self {
+        let db = database::fresh_name();
+        Self::spawn_on(&db, Migrations::Apply, tweak, Arc::new(SystemClock)).await
+    }
+
+    async fn spawn_on(
+        db: &str,
+        migrations: Migrations,
+        tweak: impl FnOnce(&mut Config),
+        clock: Arc<dyn Clock>,
+    ) -> Self {
         static TLS: Once = Once::new();
         TLS.call_once(|| {
             let _ = rustls::crypto::ring::default_provider().install_default();
         });
-        let db = format!("pp_test_{}", uuid::Uuid::new_v4().simple());
+        init_tracing();
         let mut config = Config::from_lookup(|k| match k {
-            "DATABASE_URL" => Some(format!("{}/{db}", base_url())),
+            "DATABASE_URL" => Some(database::database_url(db)),
             "PARTNER_BIND" => Some("127.0.0.1:0".into()),
             "PARTNER_TOKEN_PEPPER" => Some(PEPPER.into()),
             "PARTNER_INTERNAL_TOKEN" => Some(INTERNAL_TOKEN.into()),
@@ -63,7 +83,7 @@ impl TestApp {
         .expect("test config");
         config.db_pool_size = 4;
         tweak(&mut config);
-        Self::start(config, Migrations::Apply, clock, true).await
+        Self::start(config, migrations, clock, true).await
     }
 
     async fn start(
@@ -209,6 +229,25 @@ impl Drop for TestApp {
         })
         .join();
     }
+}
+
+/// With `TEST_LOG` set (to anything but `0`), the servers' logs go to the test output, filtered
+/// by `RUST_LOG` (default `info`); otherwise tests are silent. Installed once per test binary;
+/// libtest captures the output of passing tests unless `--nocapture` is given.
+pub fn init_tracing() {
+    static INIT: Once = Once::new();
+    INIT.call_once(|| {
+        let on = std::env::var("TEST_LOG").is_ok_and(|v| !v.is_empty() && v != "0");
+        if on {
+            let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+            let _ = tracing_subscriber::fmt()
+                .with_env_filter(filter)
+                .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()))
+                .with_test_writer()
+                .try_init();
+        }
+    });
 }
 
 /// A valid `PUT /internal/v1/partners/{id}` body.

@@ -3,10 +3,12 @@
 
 #![allow(clippy::expect_used, clippy::indexing_slicing)]
 
+mod database;
 mod helpers;
 
 mod auth;
 mod browser;
+mod contract;
 mod coupons;
 mod delivery_engine;
 mod errors;
@@ -17,6 +19,7 @@ mod operate;
 mod operator;
 mod orders;
 mod receiver;
+mod startup;
 mod sub_accounts;
 mod webhook_control;
 mod webhooks;
