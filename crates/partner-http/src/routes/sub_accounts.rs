@@ -18,17 +18,30 @@ pub(super) fn resource() -> actix_web::Resource {
         .route(web::delete().to(delete))
 }
 
+#[utoipa::path(
+    get, path = "/api/v1/sub-accounts", tag = "sub-accounts",
+    responses((status = 200, description = "The partner's sub-accounts", body = crate::routes::schemas::SubAccountList))
+)]
 async fn list(state: web::Data<AppState>, Caller(me): Caller) -> Result {
     Ok(ok(state.sub_accounts.list(&me.partner_id).await?))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
+#[schema(as = SubAccountCreate)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct CreateBody {
     sub_id: Option<String>,
     nickname: Option<String>,
 }
 
+#[utoipa::path(
+    post, path = "/api/v1/sub-accounts", tag = "sub-accounts", request_body = CreateBody,
+    responses(
+        (status = 201, description = "Created", body = crate::routes::schemas::SubAccountData),
+        (status = 400, description = "Invalid `subId` or `nickname`", body = crate::routes::schemas::ErrorBody),
+        (status = 409, description = "That `subId` exists already", body = crate::routes::schemas::ErrorBody),
+    )
+)]
 async fn create(
     state: web::Data<AppState>,
     Caller(me): Caller,
@@ -49,12 +62,21 @@ async fn create(
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
+#[schema(as = SubAccountDelete)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct DeleteBody {
     record_id: Option<String>,
 }
 
+#[utoipa::path(
+    delete, path = "/api/v1/sub-accounts", tag = "sub-accounts", request_body = DeleteBody,
+    responses(
+        (status = 200, description = "Deleted", body = crate::routes::schemas::OkData),
+        (status = 400, description = "`recordId` is missing or not a UUID", body = crate::routes::schemas::ErrorBody),
+        (status = 404, description = "No such sub-account", body = crate::routes::schemas::ErrorBody),
+    )
+)]
 async fn delete(
     state: web::Data<AppState>,
     Caller(me): Caller,
