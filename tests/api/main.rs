@@ -13,6 +13,7 @@ mod errors;
 mod hostile;
 mod leads;
 mod links;
+mod openapi;
 mod operate;
 mod operator;
 mod orders;

@@ -134,6 +134,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let access = demo::seed(&config).await?;
             let app = Application::build(&config, Migrations::Skip).await?;
             println!("{}", demo::banner(&config, app.port(), &access));
+            // For scripts (the conformance run): the port and both tokens, one `KEY=value` a line.
+            if let Some(path) = std::env::var_os("PARTNER_DEMO_ACCESS_FILE") {
+                demo::write_access_file(std::path::Path::new(&path), &config, app.port(), &access)?;
+            }
             app.run_until_stopped().await?;
         }
     }

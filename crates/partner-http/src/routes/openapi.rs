@@ -192,14 +192,18 @@ fn error(description: &str) -> utoipa::openapi::Response {
 
 fn integer_header(description: &str) -> utoipa::openapi::header::Header {
     HeaderBuilder::new()
-        .schema(Some(utoipa::openapi::ObjectBuilder::new().schema_type(Type::Integer)))
+        .schema(Some(
+            utoipa::openapi::ObjectBuilder::new().schema_type(Type::Integer),
+        ))
         .description(Some(description))
         .build()
 }
 
 fn string_header(description: &str) -> utoipa::openapi::header::Header {
     HeaderBuilder::new()
-        .schema(Some(utoipa::openapi::ObjectBuilder::new().schema_type(Type::String)))
+        .schema(Some(
+            utoipa::openapi::ObjectBuilder::new().schema_type(Type::String),
+        ))
         .description(Some(description))
         .build()
 }
@@ -218,7 +222,10 @@ fn operation_id(method: &str, path: &str) -> String {
             id.push_str("by_");
             id.push_str(name);
         } else {
-            id.extend(part.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }));
+            id.extend(
+                part.chars()
+                    .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }),
+            );
         }
     }
     id
@@ -268,10 +275,18 @@ impl Modify for Common {
             for (method, op) in ops.into_iter().filter_map(|(m, op)| op.map(|op| (m, op))) {
                 op.operation_id = Some(operation_id(method, path));
                 if has_body(op) {
-                    add(op, "400", "The body is not a valid JSON object of this shape");
+                    add(
+                        op,
+                        "400",
+                        "The body is not a valid JSON object of this shape",
+                    );
                     add(op, "413", "The body exceeds 1 MiB");
                 }
-                add(op, "500", "Unexpected server error; safe to retry with backoff");
+                add(
+                    op,
+                    "500",
+                    "Unexpected server error; safe to retry with backoff",
+                );
                 match self {
                     Common::Partner if partner_api => partner_guard(op),
                     Common::Partner => {}
@@ -310,9 +325,18 @@ fn partner_guard(op: &mut Operation) {
         // The guard answers 401/403/503 before charging the budget: no rate-limit headers.
         if !matches!(status.as_str(), "401" | "403" | "503") {
             for (name, text) in [
-                ("X-RateLimit-Limit", "Requests allowed per window for this token and endpoint group"),
-                ("X-RateLimit-Remaining", "Requests left in the current window"),
-                ("X-RateLimit-Reset", "Unix time (seconds) at which the budget is whole again"),
+                (
+                    "X-RateLimit-Limit",
+                    "Requests allowed per window for this token and endpoint group",
+                ),
+                (
+                    "X-RateLimit-Remaining",
+                    "Requests left in the current window",
+                ),
+                (
+                    "X-RateLimit-Reset",
+                    "Unix time (seconds) at which the budget is whole again",
+                ),
             ] {
                 response
                     .headers
