@@ -296,7 +296,7 @@ async fn redeem(state: web::Data<AppState>, JsonBody(b): JsonBody<RedeemBody>) -
 #[utoipa::path(
     post, path = "/internal/v1/care-services-coupons/{id}/void", tag = "coupons",
     params(
-        ("id" = String, Path, description = "The coupon's id (a UUID)"),
+        ("id" = String, Path, description = "The coupon's id (a UUID)", format = Uuid),
     ),
     responses(
         (status = 200, description = "The voided coupon", body = crate::routes::schemas::CouponData),

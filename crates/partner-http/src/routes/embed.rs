@@ -21,8 +21,8 @@ use crate::extract::Query;
     params(
         ("partner_id" = String, Query, description = "The partner"),
         ("service" = Option<crate::routes::schemas::CareService>, Query, description = "Show one service"),
-        ("m" = Option<u8>, Query, description = "Membership months: 1, 3, 6 or 12"),
-        ("sub" = Option<String>, Query, description = "A sub-account number (1-250)"),
+        ("m" = Option<u8>, Query, description = "Membership months: 1, 3, 6 or 12", minimum = 1, maximum = 12),
+        ("sub" = Option<String>, Query, description = "A sub-account number (1-250)", pattern = "^([1-9]|[1-9][0-9]|1[0-9][0-9]|2[0-4][0-9]|250)$"),
         ("redeem" = Option<bool>, Query, description = "`true` shows the coupon redemption links"),
         ("lang" = Option<String>, Query, description = "`en` or `es`"),
     ),

@@ -132,7 +132,7 @@ struct LeadPatchBody {
 #[utoipa::path(
     patch, path = "/internal/v1/leads/{id}", tag = "activity", request_body = LeadPatchBody,
     params(
-        ("id" = String, Path, description = "The lead's id (a UUID)"),
+        ("id" = String, Path, description = "The lead's id (a UUID)", format = Uuid),
     ),
     responses(
         (status = 200, description = "The updated lead", body = crate::routes::schemas::LeadData),

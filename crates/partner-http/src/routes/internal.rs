@@ -224,7 +224,7 @@ fn not_found_or(e: NotFoundOr, what: &'static str) -> ApiError {
 #[utoipa::path(
     delete, path = "/internal/v1/users/{id}", tag = "accounts",
     params(
-        ("id" = String, Path, description = "The user's id (a UUID)"),
+        ("id" = String, Path, description = "The user's id (a UUID)", format = Uuid),
     ),
     responses(
         (status = 200, description = "Deleted, with its tokens", body = crate::routes::schemas::OkData),
@@ -252,7 +252,7 @@ struct TokenBody {
 #[utoipa::path(
     post, path = "/internal/v1/users/{id}/tokens", tag = "accounts", request_body = inline(Option<TokenBody>),
     params(
-        ("id" = String, Path, description = "The user's id (a UUID)"),
+        ("id" = String, Path, description = "The user's id (a UUID)", format = Uuid),
     ),
     responses(
         (status = 201, description = "The token; its text is shown this once", body = crate::routes::schemas::IssuedTokenData),
@@ -288,7 +288,7 @@ async fn create_token(
 #[utoipa::path(
     get, path = "/internal/v1/users/{id}/tokens", tag = "accounts",
     params(
-        ("id" = String, Path, description = "The user's id (a UUID)"),
+        ("id" = String, Path, description = "The user's id (a UUID)", format = Uuid),
     ),
     responses(
         (status = 200, description = "The user's tokens, never their text", body = crate::routes::schemas::ApiTokenList),
@@ -309,7 +309,7 @@ async fn list_tokens(state: web::Data<AppState>, path: web::Path<String>) -> Res
 #[utoipa::path(
     post, path = "/internal/v1/tokens/{id}/rotate", tag = "accounts",
     params(
-        ("id" = String, Path, description = "The token's id (a UUID)"),
+        ("id" = String, Path, description = "The token's id (a UUID)", format = Uuid),
     ),
     responses(
         (status = 201, description = "The replacement token; its text is shown this once", body = crate::routes::schemas::IssuedTokenData),
@@ -335,7 +335,7 @@ async fn rotate_token(state: web::Data<AppState>, path: web::Path<String>) -> Re
 #[utoipa::path(
     delete, path = "/internal/v1/tokens/{id}", tag = "accounts",
     params(
-        ("id" = String, Path, description = "The token's id (a UUID)"),
+        ("id" = String, Path, description = "The token's id (a UUID)", format = Uuid),
     ),
     responses(
         (status = 200, description = "Revoked", body = crate::routes::schemas::OkData),

@@ -91,7 +91,7 @@ struct MedicalBody {
 #[utoipa::path(
     put, path = "/internal/v1/medical-products/{id}", tag = "catalog", request_body = MedicalBody,
     params(
-        ("id" = String, Path, description = "The product's id (a UUID)"),
+        ("id" = String, Path, description = "The product's id (a UUID)", format = Uuid),
     ),
     responses(
         (status = 200, description = "Updated", body = crate::routes::schemas::MedicalProductData),
@@ -168,7 +168,7 @@ struct DnaBody {
 #[utoipa::path(
     put, path = "/internal/v1/dna-products/{id}", tag = "catalog", request_body = DnaBody,
     params(
-        ("id" = String, Path, description = "The product's id (a UUID)"),
+        ("id" = String, Path, description = "The product's id (a UUID)", format = Uuid),
     ),
     responses(
         (status = 200, description = "Updated", body = crate::routes::schemas::DnaProductData),
@@ -224,7 +224,7 @@ struct CareBody {
 #[utoipa::path(
     put, path = "/internal/v1/care-service-products/{id}", tag = "catalog", request_body = CareBody,
     params(
-        ("id" = String, Path, description = "The product's id (a UUID)"),
+        ("id" = String, Path, description = "The product's id (a UUID)", format = Uuid),
     ),
     responses(
         (status = 200, description = "Updated", body = crate::routes::schemas::CareProductData),
@@ -276,7 +276,7 @@ struct MedicalPricesBody {
     put, path = "/internal/v1/partners/{partner_id}/medical-prices/{product_id}", tag = "catalog", request_body = MedicalPricesBody,
     params(
         ("partner_id" = String, Path, description = "The partner's id"),
-        ("product_id" = String, Path, description = "The product's id (a UUID)"),
+        ("product_id" = String, Path, description = "The product's id (a UUID)", format = Uuid),
     ),
     responses(
         (status = 200, description = "The partner's tier prices", body = crate::routes::schemas::MedicalPricesData),
@@ -317,7 +317,7 @@ struct DnaPriceBody {
     put, path = "/internal/v1/partners/{partner_id}/dna-prices/{product_id}", tag = "catalog", request_body = DnaPriceBody,
     params(
         ("partner_id" = String, Path, description = "The partner's id"),
-        ("product_id" = String, Path, description = "The product's id (a UUID)"),
+        ("product_id" = String, Path, description = "The product's id (a UUID)", format = Uuid),
     ),
     responses(
         (status = 200, description = "The partner's price", body = crate::routes::schemas::DnaPriceData),

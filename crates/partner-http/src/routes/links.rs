@@ -62,7 +62,7 @@ pub(super) async fn dna(state: web::Data<AppState>, Caller(me): Caller) -> Resul
 #[utoipa::path(
     get, path = "/api/v1/medical-intake-links", tag = "links",
     params(
-        ("sub" = Option<String>, Query, description = "A sub-account number (1-250)"),
+        ("sub" = Option<String>, Query, description = "A sub-account number (1-250)", pattern = "^([1-9]|[1-9][0-9]|1[0-9][0-9]|2[0-4][0-9]|250)$"),
         ("lang" = Option<String>, Query, description = "`en` or `es`; anything else falls back to the partner's default"),
     ),
     responses(
@@ -93,8 +93,8 @@ pub(super) async fn medical(
     get, path = "/api/v1/care-service-links", tag = "links",
     params(
         ("service" = Option<crate::routes::schemas::CareService>, Query, description = "One service"),
-        ("sub" = Option<String>, Query, description = "A sub-account number (1-250)"),
-        ("duration" = Option<u8>, Query, description = "Membership months: 1, 3, 6 or 12"),
+        ("sub" = Option<String>, Query, description = "A sub-account number (1-250)", pattern = "^([1-9]|[1-9][0-9]|1[0-9][0-9]|2[0-4][0-9]|250)$"),
+        ("duration" = Option<u8>, Query, description = "Membership months: 1, 3, 6 or 12", minimum = 1, maximum = 12),
         ("lang" = Option<String>, Query, description = "`en` or `es`"),
     ),
     responses(

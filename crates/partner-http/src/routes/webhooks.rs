@@ -196,7 +196,7 @@ pub(super) async fn post(
 #[utoipa::path(
     patch, path = "/api/v1/webhook-endpoints/{id}", tag = "webhooks", request_body = PatchBody,
     params(
-        ("id" = String, Path, description = "The endpoint's id (a UUID)"),
+        ("id" = String, Path, description = "The endpoint's id (a UUID)", format = Uuid),
     ),
     responses(
         (status = 200, description = "Updated", body = crate::routes::schemas::WebhookEndpointData),
@@ -216,7 +216,7 @@ pub(super) async fn patch(
 #[utoipa::path(
     delete, path = "/api/v1/webhook-endpoints/{id}", tag = "webhooks",
     params(
-        ("id" = String, Path, description = "The endpoint's id (a UUID)"),
+        ("id" = String, Path, description = "The endpoint's id (a UUID)", format = Uuid),
     ),
     responses(
         (status = 200, description = "Deleted", body = crate::routes::schemas::OkData),
@@ -288,7 +288,7 @@ async fn internal_create(
     patch, path = "/internal/v1/partners/{partner_id}/webhook-endpoints/{id}", tag = "webhooks", request_body = PatchBody,
     params(
         ("partner_id" = String, Path, description = "The partner"),
-        ("id" = String, Path, description = "The endpoint's id (a UUID)"),
+        ("id" = String, Path, description = "The endpoint's id (a UUID)", format = Uuid),
     ),
     responses(
         (status = 200, description = "Updated", body = crate::routes::schemas::WebhookEndpointData),
@@ -309,7 +309,7 @@ async fn internal_update(
     delete, path = "/internal/v1/partners/{partner_id}/webhook-endpoints/{id}", tag = "webhooks",
     params(
         ("partner_id" = String, Path, description = "The partner"),
-        ("id" = String, Path, description = "The endpoint's id (a UUID)"),
+        ("id" = String, Path, description = "The endpoint's id (a UUID)", format = Uuid),
     ),
     responses(
         (status = 200, description = "Deleted", body = crate::routes::schemas::OkData),
@@ -446,7 +446,7 @@ pub(super) async fn deliveries(
 #[utoipa::path(
     get, path = "/api/v1/webhook-deliveries/{id}", tag = "webhooks",
     params(
-        ("id" = String, Path, description = "The delivery's id (a UUID)"),
+        ("id" = String, Path, description = "The delivery's id (a UUID)", format = Uuid),
     ),
     responses(
         (status = 200, description = "The delivery and its attempt log", body = crate::routes::schemas::WebhookDeliveryDetailData),
@@ -465,7 +465,7 @@ pub(super) async fn delivery(
 #[utoipa::path(
     post, path = "/api/v1/webhook-deliveries/{id}/resend", tag = "webhooks",
     params(
-        ("id" = String, Path, description = "The delivery's id (a UUID)"),
+        ("id" = String, Path, description = "The delivery's id (a UUID)", format = Uuid),
     ),
     responses(
         (status = 202, description = "The delivery was queued again", body = crate::routes::schemas::WebhookDeliveryData),
@@ -484,7 +484,7 @@ pub(super) async fn resend(
 #[utoipa::path(
     post, path = "/api/v1/webhook-endpoints/{id}/test", tag = "webhooks",
     params(
-        ("id" = String, Path, description = "The endpoint's id (a UUID)"),
+        ("id" = String, Path, description = "The endpoint's id (a UUID)", format = Uuid),
     ),
     responses(
         (status = 202, description = "A `ping` delivery was queued", body = crate::routes::schemas::WebhookDeliveryData),
@@ -503,7 +503,7 @@ pub(super) async fn test(
 #[utoipa::path(
     post, path = "/api/v1/webhook-endpoints/{id}/recover", tag = "webhooks", request_body = RecoverBody,
     params(
-        ("id" = String, Path, description = "The endpoint's id (a UUID)"),
+        ("id" = String, Path, description = "The endpoint's id (a UUID)", format = Uuid),
     ),
     responses(
         (status = 202, description = "Failed deliveries since `since` were queued again", body = crate::routes::schemas::RequeuedData),
@@ -551,7 +551,7 @@ async fn internal_deliveries(
     get, path = "/internal/v1/partners/{partner_id}/webhook-deliveries/{id}", tag = "webhooks",
     params(
         ("partner_id" = String, Path, description = "The partner"),
-        ("id" = String, Path, description = "The delivery's id (a UUID)"),
+        ("id" = String, Path, description = "The delivery's id (a UUID)", format = Uuid),
     ),
     responses(
         (status = 200, description = "The delivery and its attempt log", body = crate::routes::schemas::WebhookDeliveryDetailData),
@@ -571,7 +571,7 @@ async fn internal_delivery(
     post, path = "/internal/v1/partners/{partner_id}/webhook-deliveries/{id}/resend", tag = "webhooks",
     params(
         ("partner_id" = String, Path, description = "The partner"),
-        ("id" = String, Path, description = "The delivery's id (a UUID)"),
+        ("id" = String, Path, description = "The delivery's id (a UUID)", format = Uuid),
     ),
     responses(
         (status = 202, description = "The delivery was queued again", body = crate::routes::schemas::WebhookDeliveryData),
@@ -588,7 +588,7 @@ async fn internal_resend(state: web::Data<AppState>, path: web::Path<(String, St
     post, path = "/internal/v1/partners/{partner_id}/webhook-endpoints/{id}/test", tag = "webhooks",
     params(
         ("partner_id" = String, Path, description = "The partner"),
-        ("id" = String, Path, description = "The endpoint's id (a UUID)"),
+        ("id" = String, Path, description = "The endpoint's id (a UUID)", format = Uuid),
     ),
     responses(
         (status = 202, description = "A `ping` delivery was queued", body = crate::routes::schemas::WebhookDeliveryData),
@@ -605,7 +605,7 @@ async fn internal_test(state: web::Data<AppState>, path: web::Path<(String, Stri
     post, path = "/internal/v1/partners/{partner_id}/webhook-endpoints/{id}/recover", tag = "webhooks", request_body = RecoverBody,
     params(
         ("partner_id" = String, Path, description = "The partner"),
-        ("id" = String, Path, description = "The endpoint's id (a UUID)"),
+        ("id" = String, Path, description = "The endpoint's id (a UUID)", format = Uuid),
     ),
     responses(
         (status = 202, description = "Failed deliveries since `since` were queued again", body = crate::routes::schemas::RequeuedData),
