@@ -53,7 +53,10 @@ pub(crate) struct Ok {
 #[schema(as = PageInfo)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct PageInfoDoc {
-    #[schema(example = "eyJ0IjoiMjAyNi0xMS0yMVQxMDowMDowMC4wMDBaIn0.c2ln")]
+    #[schema(
+        example = "eyJ0IjoiMjAyNi0xMS0yMVQxMDowMDowMC4wMDBaIn0.c2ln",
+        required = true
+    )]
     next_cursor: Option<String>,
     #[schema(minimum = 1, maximum = 500, example = 50)]
     limit: u16,
@@ -160,12 +163,14 @@ pub(crate) struct Lead {
     phone: String,
     origin: String,
     location: String,
+    #[schema(required = true)]
     question_id: Option<String>,
     #[schema(format = DateTime)]
     created_at: String,
     #[schema(format = DateTime)]
     updated_at: String,
     is_test: bool,
+    #[schema(required = true)]
     test_source: Option<TestSource>,
 }
 
@@ -195,7 +200,7 @@ pub(crate) struct Order {
     commission: Money,
     status: String,
     is_test: bool,
-    #[schema(nullable = false)]
+    #[schema(nullable = false, required = false)]
     partner_id: Option<String>,
     #[schema(required = false)]
     customer_name: Option<String>,
@@ -330,6 +335,7 @@ pub(crate) struct PartnerProductLink {
 #[derive(ToSchema)]
 pub(crate) struct MedicalLinkList {
     data: Vec<PartnerProductLink>,
+    #[schema(required = true)]
     sub: Option<String>,
 }
 
@@ -362,9 +368,11 @@ pub(crate) struct CareServiceLink {
 #[derive(ToSchema)]
 pub(crate) struct CareLinkList {
     data: Vec<CareServiceLink>,
+    #[schema(required = true)]
     sub: Option<String>,
+    #[schema(required = true)]
     service: Option<CareService>,
-    #[schema(minimum = 1, maximum = 12)]
+    #[schema(minimum = 1, maximum = 12, required = true)]
     duration: Option<u8>,
 }
 
@@ -386,22 +394,26 @@ pub(crate) struct Coupon {
     #[schema(pattern = "^[A-Z0-9]{12}$")]
     code: String,
     partner_id: String,
+    #[schema(required = true)]
     sub_account_id: Option<String>,
     product_slug: ProductSlug,
     #[schema(minimum = 1, maximum = 12)]
     months: u8,
     status: CouponStatus,
-    #[schema(format = DateTime)]
+    #[schema(format = DateTime, required = true)]
     expires_at: Option<String>,
-    #[schema(format = DateTime)]
+    #[schema(format = DateTime, required = true)]
     redeemed_at: Option<String>,
+    #[schema(required = true)]
     redeemed_email: Option<String>,
+    #[schema(required = true)]
     redeemed_provider_primary_external_id: Option<String>,
     #[schema(format = Uuid)]
     bulk_order_id: String,
     purchaser_email: String,
     purchaser_source: String,
     unit_price_cents: i64,
+    #[schema(required = true)]
     notes: Option<String>,
     #[schema(format = DateTime)]
     created_at: String,
@@ -457,19 +469,20 @@ pub(crate) struct WebhookEndpoint {
     id: String,
     url: String,
     events: Vec<EventType>,
-    #[schema(value_type = Option<String>, pattern = "^(1m|5m|1h)$")]
+    #[schema(value_type = Option<String>, pattern = "^(1m|5m|1h)$", required = true)]
     lead_created_delay: Option<String>,
+    #[schema(required = true)]
     custom_header: Option<CustomHeader>,
     has_secret: bool,
     #[schema(format = DateTime)]
     created_at: String,
     #[schema(pattern = "^(enabled|disabled)$")]
     status: String,
-    #[schema(value_type = Option<String>, pattern = "^(gone|failing)$")]
+    #[schema(value_type = Option<String>, pattern = "^(gone|failing)$", required = true)]
     disabled_reason: Option<String>,
-    #[schema(format = DateTime)]
+    #[schema(format = DateTime, required = true)]
     disabled_at: Option<String>,
-    #[schema(format = DateTime)]
+    #[schema(format = DateTime, required = true)]
     previous_secret_expires_at: Option<String>,
     /// Present only in the answer that generated it.
     #[schema(nullable = false, required = false)]
@@ -498,15 +511,17 @@ pub(crate) struct WebhookDelivery {
     #[schema(pattern = "^(pending|delivered|failed)$")]
     status: String,
     attempts: i32,
-    #[schema(format = DateTime)]
+    #[schema(format = DateTime, required = true)]
     next_attempt_at: Option<String>,
-    #[schema(format = DateTime)]
+    #[schema(format = DateTime, required = true)]
     last_attempt_at: Option<String>,
+    #[schema(required = true)]
     last_status_code: Option<i32>,
+    #[schema(required = true)]
     last_error: Option<String>,
     #[schema(format = DateTime)]
     created_at: String,
-    #[schema(format = DateTime)]
+    #[schema(format = DateTime, required = true)]
     delivered_at: Option<String>,
 }
 
@@ -515,8 +530,11 @@ pub(crate) struct WebhookDelivery {
 pub(crate) struct AttemptLogEntry {
     #[schema(format = DateTime)]
     attempted_at: String,
+    #[schema(required = true)]
     status_code: Option<i32>,
+    #[schema(required = true)]
     duration_ms: Option<i32>,
+    #[schema(required = true)]
     error: Option<String>,
 }
 
@@ -532,15 +550,17 @@ pub(crate) struct WebhookDeliveryDetail {
     #[schema(pattern = "^(pending|delivered|failed)$")]
     status: String,
     attempts: i32,
-    #[schema(format = DateTime)]
+    #[schema(format = DateTime, required = true)]
     next_attempt_at: Option<String>,
-    #[schema(format = DateTime)]
+    #[schema(format = DateTime, required = true)]
     last_attempt_at: Option<String>,
+    #[schema(required = true)]
     last_status_code: Option<i32>,
+    #[schema(required = true)]
     last_error: Option<String>,
     #[schema(format = DateTime)]
     created_at: String,
-    #[schema(format = DateTime)]
+    #[schema(format = DateTime, required = true)]
     delivered_at: Option<String>,
     attempt_log: Vec<AttemptLogEntry>,
 }
@@ -719,11 +739,11 @@ pub(crate) struct ApiTokenInfo {
     token_prefix: String,
     #[schema(format = DateTime)]
     created_at: String,
-    #[schema(format = DateTime)]
+    #[schema(format = DateTime, required = true)]
     expires_at: Option<String>,
-    #[schema(format = DateTime)]
+    #[schema(format = DateTime, required = true)]
     revoked_at: Option<String>,
-    #[schema(format = DateTime)]
+    #[schema(format = DateTime, required = true)]
     last_used_at: Option<String>,
 }
 
@@ -742,7 +762,7 @@ pub(crate) struct IssuedToken {
     token_prefix: String,
     #[schema(format = DateTime)]
     created_at: String,
-    #[schema(format = DateTime)]
+    #[schema(format = DateTime, required = true)]
     expires_at: Option<String>,
 }
 
@@ -791,6 +811,7 @@ pub(crate) struct MedicalProduct {
     image_source_url: String,
     active: bool,
     legacy_path: String,
+    #[schema(required = true)]
     self_hosted_slug: Option<String>,
     self_hosted_langs: Vec<Lang>,
     suggested_prices: String,

@@ -30,7 +30,15 @@ async fn list(state: web::Data<AppState>, Caller(me): Caller) -> Result {
 #[schema(as = SubAccountCreate)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct CreateBody {
+    /// 1-250, as a string.
+    #[schema(
+        required = true,
+        nullable = false,
+        pattern = "^([1-9]|[1-9][0-9]|1[0-9][0-9]|2[0-4][0-9]|250)$"
+    )]
     sub_id: Option<String>,
+    /// 1-64 characters after trimming, no control characters.
+    #[schema(required = true, nullable = false, min_length = 1, max_length = 64)]
     nickname: Option<String>,
 }
 
@@ -66,6 +74,8 @@ async fn create(
 #[schema(as = SubAccountDelete)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct DeleteBody {
+    /// The sub-account's `id`.
+    #[schema(required = true, nullable = false, format = Uuid)]
     record_id: Option<String>,
 }
 

@@ -97,8 +97,11 @@ fn delay(s: &str) -> std::result::Result<LeadCreatedDelay, ApiError> {
 #[schema(as = WebhookEndpointCreate)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub(super) struct CreateBody {
+    /// An absolute https URL of a public host.
     url: String,
+    #[schema(value_type = Vec<crate::routes::schemas::EventType>)]
     events: Vec<String>,
+    #[schema(pattern = "^(1m|5m|1h)$")]
     lead_created_delay: Option<String>,
     custom_header: Option<HeaderBody>,
     #[serde(default)]
@@ -110,8 +113,10 @@ pub(super) struct CreateBody {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub(super) struct PatchBody {
     url: Option<String>,
+    #[schema(value_type = Option<Vec<crate::routes::schemas::EventType>>)]
     events: Option<Vec<String>>,
     #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<String>, pattern = "^(1m|5m|1h)$")]
     lead_created_delay: Option<Option<String>>,
     #[serde(default, deserialize_with = "nullable")]
     custom_header: Option<Option<HeaderBody>>,
@@ -397,6 +402,8 @@ async fn test_endpoint(state: &AppState, partner: &PartnerId, id: &str) -> Resul
 #[schema(as = WebhookRecover)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RecoverBody {
+    /// Within the last 7 days.
+    #[schema(format = DateTime)]
     since: String,
 }
 
