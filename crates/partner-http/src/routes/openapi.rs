@@ -7,6 +7,8 @@
 //! rate-limit headers, 413 on bodies, 500) is added once by [`Common`] rather than repeated on each
 //! handler.
 
+use std::sync::LazyLock;
+
 use actix_web::HttpResponse;
 use utoipa::openapi::header::HeaderBuilder;
 use utoipa::openapi::path::Operation;
@@ -140,12 +142,18 @@ pub fn to_json(doc: &Document) -> Result<String, serde_json::Error> {
     })
 }
 
-fn serve(doc: Document) -> HttpResponse {
-    match to_json(&doc) {
+/// Both documents are built once, on first request.
+static PARTNER_JSON: LazyLock<Result<String, String>> =
+    LazyLock::new(|| to_json(&partner()).map_err(|e| e.to_string()));
+static INTERNAL_JSON: LazyLock<Result<String, String>> =
+    LazyLock::new(|| to_json(&internal()).map_err(|e| e.to_string()));
+
+fn serve(doc: &Result<String, String>) -> HttpResponse {
+    match doc {
         Ok(body) => HttpResponse::Ok()
             .content_type(actix_web::http::header::ContentType::json())
-            .body(body),
-        Err(e) => actix_web::ResponseError::error_response(&crate::ApiError::internal(&e)),
+            .body(body.clone()),
+        Err(e) => actix_web::ResponseError::error_response(&crate::ApiError::internal(e)),
     }
 }
 
@@ -155,7 +163,7 @@ fn serve(doc: Document) -> HttpResponse {
     responses((status = 200, description = "This OpenAPI 3.1 document", body = Object))
 )]
 pub(super) async fn partner_document() -> HttpResponse {
-    serve(partner())
+    serve(&PARTNER_JSON)
 }
 
 /// This document.
@@ -164,7 +172,7 @@ pub(super) async fn partner_document() -> HttpResponse {
     responses((status = 200, description = "This OpenAPI 3.1 document", body = Object))
 )]
 pub(super) async fn internal_document() -> HttpResponse {
-    serve(internal())
+    serve(&INTERNAL_JSON)
 }
 
 /// The answers every operation of a document shares.
@@ -259,6 +267,33 @@ impl Modify for Common {
                     .build(),
             ),
         );
+        for (name, header) in [
+            (
+                "X-RateLimit-Limit",
+                integer_header("Requests allowed per window for this token and endpoint group"),
+            ),
+            (
+                "X-RateLimit-Remaining",
+                integer_header("Requests left in the current window"),
+            ),
+            (
+                "X-RateLimit-Reset",
+                integer_header("Unix time (seconds) at which the budget is whole again"),
+            ),
+            (
+                "Retry-After",
+                integer_header("Seconds to wait before retrying"),
+            ),
+            (
+                "Cache-Control",
+                string_header("`no-store`: answers carry tenant data"),
+            ),
+        ] {
+            // The operator API has no rate limit.
+            if matches!(self, Common::Partner) || name == "Cache-Control" {
+                components.headers.insert(name.to_owned(), header.into());
+            }
+        }
         doc.security = Some(vec![utoipa::openapi::security::SecurityRequirement::new(
             BEARER,
             Vec::<String>::new(),
@@ -324,30 +359,18 @@ fn partner_guard(op: &mut Operation) {
         };
         // The guard answers 401/403/503 before charging the budget: no rate-limit headers.
         if !matches!(status.as_str(), "401" | "403" | "503") {
-            for (name, text) in [
-                (
-                    "X-RateLimit-Limit",
-                    "Requests allowed per window for this token and endpoint group",
-                ),
-                (
-                    "X-RateLimit-Remaining",
-                    "Requests left in the current window",
-                ),
-                (
-                    "X-RateLimit-Reset",
-                    "Unix time (seconds) at which the budget is whole again",
-                ),
+            for name in [
+                "X-RateLimit-Limit",
+                "X-RateLimit-Remaining",
+                "X-RateLimit-Reset",
             ] {
-                response
-                    .headers
-                    .insert(name.to_owned(), integer_header(text).into());
+                response.headers.insert(name.to_owned(), header_ref(name));
             }
         }
         if status == "429" {
-            response.headers.insert(
-                "Retry-After".to_owned(),
-                integer_header("Seconds to wait before retrying").into(),
-            );
+            response
+                .headers
+                .insert("Retry-After".to_owned(), header_ref("Retry-After"));
         }
     }
     no_store(op);
@@ -356,10 +379,14 @@ fn partner_guard(op: &mut Operation) {
 fn no_store(op: &mut Operation) {
     for response in op.responses.responses.values_mut() {
         if let utoipa::openapi::RefOr::T(response) = response {
-            response.headers.insert(
-                "Cache-Control".to_owned(),
-                string_header("`no-store`: answers carry tenant data").into(),
-            );
+            response
+                .headers
+                .insert("Cache-Control".to_owned(), header_ref("Cache-Control"));
         }
     }
+}
+
+/// A reference to one of the headers in `components/headers`.
+fn header_ref(name: &str) -> utoipa::openapi::RefOr<utoipa::openapi::header::Header> {
+    utoipa::openapi::RefOr::Ref(Ref::new(format!("#/components/headers/{name}")))
 }
