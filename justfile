@@ -16,6 +16,14 @@ test:
 ci:
     bash .ci/run
 
+# Regenerate the committed OpenAPI documents (docs/openapi/partner.json, internal.json).
+openapi:
+    cargo run -q -p partner-server -- openapi --out docs/openapi
+
+# The conformance run: OpenAPI validation and schemathesis against a live demo server.
+conformance:
+    bash .ci/conformance
+
 fmt:
     cargo fmt --all
 

@@ -15,6 +15,7 @@ mod errors;
 mod hostile;
 mod leads;
 mod links;
+mod openapi;
 mod operate;
 mod operator;
 mod orders;

@@ -15,6 +15,12 @@ mod params;
 pub mod ratelimit;
 mod routes;
 
+/// The OpenAPI 3.1 documents (extensions.md §6).
+pub mod openapi {
+    pub use crate::routes::{internal_document as internal, partner_document as partner, to_json};
+    pub use utoipa::openapi::OpenApi as Document;
+}
+
 use std::sync::Arc;
 
 use actix_web::web;

@@ -479,6 +479,31 @@ pub fn banner(config: &Config, port: u16, access: &DemoAccess) -> String {
     )
 }
 
+/// Writes `PORT=`, `PARTNER_TOKEN=` and `INTERNAL_TOKEN=` lines to `path` (mode 0600 where
+/// supported: it holds secrets), for scripts that start `demo` and then call it.
+pub fn write_access_file(
+    path: &std::path::Path,
+    config: &Config,
+    port: u16,
+    access: &DemoAccess,
+) -> anyhow::Result<()> {
+    let text = format!(
+        "PORT={port}\nPARTNER_TOKEN={}\nINTERNAL_TOKEN={}\n",
+        access.token,
+        config.internal_token.as_deref().unwrap_or_default()
+    );
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options
+        .open(path)
+        .with_context(|| format!("writing {}", path.display()))?;
+    std::io::Write::write_all(&mut file, text.as_bytes())
+        .with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}
+
 /// The `i`-th of `names`, cycling (demo data).
 fn pick<'a>(names: &[&'a str], i: usize) -> &'a str {
     i.checked_rem(names.len())

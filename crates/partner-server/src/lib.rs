@@ -6,6 +6,7 @@
 pub mod config;
 pub mod demo;
 pub mod observability;
+pub mod openapi;
 pub mod startup;
 
 pub use config::Config;

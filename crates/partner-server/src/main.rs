@@ -32,6 +32,12 @@ enum Command {
     Migrate,
     /// `serve` on a demo data set (created once), printing a token and example requests.
     Demo,
+    /// Write the OpenAPI 3.1 documents (`partner.json`, `internal.json`) into a directory.
+    Openapi {
+        /// Where to write them.
+        #[arg(long, default_value = "docs/openapi")]
+        out: std::path::PathBuf,
+    },
 }
 
 // glibc malloc showed up as a fifth of the CPU profile of the leads listing under load.
@@ -84,6 +90,10 @@ fn init_logging(config: &Config) -> anyhow::Result<()> {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
+    // Needs no configuration, database or environment.
+    if let Command::Openapi { out } = &cli.command {
+        return partner_server::openapi::write(out);
+    }
     // The working directory's `.env` only: `dotenv()` would also search the parent directories.
     match dotenvy::from_path("./.env") {
         Ok(()) => {}
@@ -117,12 +127,17 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             app.run_until_stopped().await?;
         }
         Command::Migrate => prepare_database(&config, Migrations::Apply).await?,
+        Command::Openapi { .. } => {}
         Command::Demo => {
             demo::prepare_config(&mut config);
             prepare_database(&config, Migrations::Apply).await?;
             let access = demo::seed(&config).await?;
             let app = Application::build(&config, Migrations::Skip).await?;
             println!("{}", demo::banner(&config, app.port(), &access));
+            // For scripts (the conformance run): the port and both tokens, one `KEY=value` a line.
+            if let Some(path) = std::env::var_os("PARTNER_DEMO_ACCESS_FILE") {
+                demo::write_access_file(std::path::Path::new(&path), &config, app.port(), &access)?;
+            }
             app.run_until_stopped().await?;
         }
     }

@@ -15,6 +15,19 @@ use crate::error::ApiError;
 use crate::extract::Query;
 use crate::middleware::Caller;
 
+/// The partner's leads, newest first, in keyset pages.
+#[utoipa::path(
+    get, path = "/api/v1/leads", tag = "activity",
+    params(
+        ("limit" = Option<u16>, Query, description = "Page size, 1-200 (default 50)", minimum = 1, maximum = 200),
+        ("cursor" = Option<String>, Query, description = "The `nextCursor` of the previous page, unchanged"),
+        ("includeTest" = Option<bool>, Query, description = "`true` includes test leads"),
+    ),
+    responses(
+        (status = 200, description = "A page of leads", body = crate::routes::schemas::LeadPage),
+        (status = 400, description = "`limit` or `cursor` is invalid", body = crate::routes::schemas::ErrorBody),
+    )
+)]
 pub(super) async fn leads(
     state: web::Data<AppState>,
     Caller(me): Caller,
@@ -46,6 +59,10 @@ pub(super) async fn leads(
 const CHUNK: u16 = 1000;
 
 /// `{ data: Order[] }`, the whole history, streamed chunk by chunk.
+#[utoipa::path(
+    get, path = "/api/v1/orders", tag = "activity",
+    responses((status = 200, description = "Every order of the partner (streamed)", body = crate::routes::schemas::OrderList))
+)]
 pub(super) async fn orders(state: web::Data<AppState>, Caller(me): Caller) -> Result {
     let first = state
         .orders
@@ -64,6 +81,10 @@ pub(super) async fn orders(state: web::Data<AppState>, Caller(me): Caller) -> Re
 }
 
 /// `{ data: Payout[] }`, streamed chunk by chunk.
+#[utoipa::path(
+    get, path = "/api/v1/payouts", tag = "activity",
+    responses((status = 200, description = "Every payout of the partner (streamed)", body = crate::routes::schemas::PayoutList))
+)]
 pub(super) async fn payouts(state: web::Data<AppState>, Caller(me): Caller) -> Result {
     let first = state.payouts.chunk(&me.partner_id, None, CHUNK).await?;
     let partner = me.partner_id;

@@ -39,6 +39,20 @@ struct CatalogBody {
     count: usize,
 }
 
+/// Public: no token. `all-products` lists every category.
+#[utoipa::path(
+    get, path = "/api/{category}", tag = "catalog", security(()),
+    params(
+        ("category" = String, Path, description = "`weight-loss`, `mens-health`, `womens-health`, `hair-loss`, `wellness` or `all-products`",
+            pattern = "^(weight-loss|mens-health|womens-health|hair-loss|wellness|all-products)$"),
+        ("partner_id" = String, Query, description = "The partner (or `partner-subId` code) the links are attributed to"),
+    ),
+    responses(
+        (status = 200, description = "The partner's products", body = crate::routes::schemas::CatalogList),
+        (status = 400, description = "`partner_id` is missing or malformed", body = crate::routes::schemas::ErrorBody),
+        (status = 404, description = "No active partner has that `partner_id`", body = crate::routes::schemas::ErrorBody),
+    )
+)]
 async fn list(state: web::Data<AppState>, req: HttpRequest, category: Option<Category>) -> Result {
     let q = Query::of(&req)?;
     let raw = q

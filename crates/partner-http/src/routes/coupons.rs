@@ -96,6 +96,25 @@ fn csv_body(rows: &[CouponRow]) -> std::result::Result<Vec<u8>, ApiError> {
     .map_err(|e| ApiError::internal(&e))
 }
 
+#[utoipa::path(
+    get, path = "/api/v1/care-services-coupons", tag = "coupons",
+    params(
+        ("partner_id" = Option<String>, Query, description = "Another partner (admin tokens only)"),
+        ("status" = Option<String>, Query, description = "Comma-separated subset of `active`, `redeemed`, `void`, `expired`"),
+        ("product_slug" = Option<crate::routes::schemas::ProductSlug>, Query, description = "One product"),
+        ("format" = Option<String>, Query, description = "`json` (default) or `csv`", pattern = "^(json|csv)$"),
+        ("limit" = Option<u16>, Query, description = "1-500 (default 100, 500 for CSV)", minimum = 1, maximum = 500),
+        ("offset" = Option<u64>, Query, description = "Rows to skip (default 0)", minimum = 0, maximum = 999999999999u64),
+    ),
+    responses(
+        (status = 200, description = "A page of coupons, as JSON or (with `format=csv`) as a CSV attachment whose formula-like cells are neutralised",
+            headers(("X-Total-Count" = u64, description = "With `format=csv`: coupons matching the filters"), ("Content-Disposition" = String, description = "With `format=csv`: `attachment; filename=...`")),
+            content((crate::routes::schemas::CouponList = "application/json"), (String = "text/csv"))),
+        (status = 400, description = "A parameter is invalid", body = crate::routes::schemas::ErrorBody),
+        (status = 403, description = "Only admin tokens may list another partner's coupons, or the account is inactive", body = crate::routes::schemas::ErrorBody),
+        (status = 404, description = "The Care Services API is disabled", body = crate::routes::schemas::ErrorBody),
+    )
+)]
 pub(super) async fn list(
     state: web::Data<AppState>,
     Caller(me): Caller,
@@ -152,7 +171,8 @@ pub(super) async fn list(
         .body(csv_body(&page.items)?))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
+#[schema(as = BulkOrderRequest)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct BulkBody {
     partner_id: String,
@@ -167,6 +187,14 @@ struct BulkBody {
     notes: Option<String>,
 }
 
+#[utoipa::path(
+    post, path = "/internal/v1/care-services-coupons/bulk-orders", tag = "coupons", request_body = BulkBody,
+    responses(
+        (status = 201, description = "The bulk order and its coupons", body = crate::routes::schemas::BulkOrderData),
+        (status = 400, description = "A field is invalid", body = crate::routes::schemas::ErrorBody),
+        (status = 404, description = "No partner with that `partnerId`", body = crate::routes::schemas::ErrorBody),
+    )
+)]
 async fn issue(state: web::Data<AppState>, JsonBody(b): JsonBody<BulkBody>) -> Result {
     let quantity = u32::try_from(b.quantity)
         .ok()
@@ -225,7 +253,8 @@ fn transition_error(e: TransitionError) -> ApiError {
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
+#[schema(as = CouponRedemption)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct RedeemBody {
     code: String,
@@ -235,6 +264,15 @@ struct RedeemBody {
     provider_primary_external_id: String,
 }
 
+#[utoipa::path(
+    post, path = "/internal/v1/care-services-coupons/redeem", tag = "coupons", request_body = RedeemBody,
+    responses(
+        (status = 200, description = "The redeemed coupon", body = crate::routes::schemas::CouponData),
+        (status = 400, description = "A field is invalid, or the coupon is for another product or duration", body = crate::routes::schemas::ErrorBody),
+        (status = 404, description = "No such coupon", body = crate::routes::schemas::ErrorBody),
+        (status = 409, description = "The coupon is not active", body = crate::routes::schemas::ErrorBody),
+    )
+)]
 async fn redeem(state: web::Data<AppState>, JsonBody(b): JsonBody<RedeemBody>) -> Result {
     let code = CouponCode::normalize(&b.code).ok_or_else(|| {
         ApiError::invalid("code must be 12 characters A-Z and 0-9 (spaces and hyphens are ignored)")
@@ -256,6 +294,18 @@ async fn redeem(state: web::Data<AppState>, JsonBody(b): JsonBody<RedeemBody>) -
         .map_err(transition_error)?))
 }
 
+#[utoipa::path(
+    post, path = "/internal/v1/care-services-coupons/{id}/void", tag = "coupons",
+    params(
+        ("id" = String, Path, description = "The coupon's id (a UUID)", format = Uuid),
+    ),
+    responses(
+        (status = 200, description = "The voided coupon", body = crate::routes::schemas::CouponData),
+        (status = 400, description = "`id` is not a UUID", body = crate::routes::schemas::ErrorBody),
+        (status = 404, description = "No such coupon", body = crate::routes::schemas::ErrorBody),
+        (status = 409, description = "The coupon is not active", body = crate::routes::schemas::ErrorBody),
+    )
+)]
 async fn void(state: web::Data<AppState>, path: web::Path<String>) -> Result {
     let id = CouponId::from_uuid(uuid(&path, "coupon id")?);
     Ok(ok(state

@@ -15,6 +15,23 @@ use crate::AppState;
 use crate::error::ApiError;
 use crate::extract::Query;
 
+/// An HTML page for partners' iframes. Public: its URL is a shareable tracking link.
+#[utoipa::path(
+    get, path = "/embed/care-services", tag = "embed", security(()),
+    params(
+        ("partner_id" = String, Query, description = "The partner"),
+        ("service" = Option<crate::routes::schemas::CareService>, Query, description = "Show one service"),
+        ("m" = Option<u8>, Query, description = "Membership months: 1, 3, 6 or 12", minimum = 1, maximum = 12),
+        ("sub" = Option<String>, Query, description = "A sub-account number (1-250)", pattern = "^([1-9]|[1-9][0-9]|1[0-9][0-9]|2[0-4][0-9]|250)$"),
+        ("redeem" = Option<bool>, Query, description = "`true` shows the coupon redemption links"),
+        ("lang" = Option<String>, Query, description = "`en` or `es`"),
+    ),
+    responses(
+        (status = 200, description = "The page", content_type = "text/html", body = String),
+        (status = 400, description = "A parameter is invalid", body = crate::routes::schemas::ErrorBody),
+        (status = 404, description = "No active partner has that `partner_id`, or the Care Services API is disabled", body = crate::routes::schemas::ErrorBody),
+    )
+)]
 pub(super) async fn care_services(state: web::Data<AppState>, req: HttpRequest) -> Result {
     let q = Query::of(&req)?;
     let partner = q

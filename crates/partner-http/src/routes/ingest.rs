@@ -58,7 +58,8 @@ fn optional_text(
         .map(|o| o.filter(|s| !s.is_empty()))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
+#[schema(as = LeadIngest)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct LeadBody {
     partner_id: String,
@@ -82,6 +83,14 @@ fn phone(v: Option<&str>) -> std::result::Result<Option<Phone>, ValueError> {
         .transpose()
 }
 
+#[utoipa::path(
+    post, path = "/internal/v1/leads", tag = "activity", request_body = LeadBody,
+    responses(
+        (status = 201, description = "The stored lead", body = crate::routes::schemas::LeadData),
+        (status = 400, description = "A field is invalid", body = crate::routes::schemas::ErrorBody),
+        (status = 404, description = "No partner with that `partnerId`", body = crate::routes::schemas::ErrorBody),
+    )
+)]
 async fn create_lead(state: web::Data<AppState>, JsonBody(b): JsonBody<LeadBody>) -> Result {
     let at = attribution(&b.partner_id, b.sub_id.as_deref())?;
     let origin = Origin::parse(&b.origin)?;
@@ -108,7 +117,8 @@ async fn create_lead(state: web::Data<AppState>, JsonBody(b): JsonBody<LeadBody>
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
+#[schema(as = LeadPatch)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct LeadPatchBody {
     #[serde(default, deserialize_with = "nullable")]
@@ -120,6 +130,17 @@ struct LeadPatchBody {
     last_name: Option<String>,
 }
 
+#[utoipa::path(
+    patch, path = "/internal/v1/leads/{id}", tag = "activity", request_body = LeadPatchBody,
+    params(
+        ("id" = String, Path, description = "The lead's id (a UUID)", format = Uuid),
+    ),
+    responses(
+        (status = 200, description = "The updated lead", body = crate::routes::schemas::LeadData),
+        (status = 400, description = "A field is invalid, or none is named", body = crate::routes::schemas::ErrorBody),
+        (status = 404, description = "No such lead", body = crate::routes::schemas::ErrorBody),
+    )
+)]
 async fn patch_lead(
     state: web::Data<AppState>,
     path: web::Path<String>,
@@ -154,7 +175,8 @@ async fn patch_lead(
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
+#[schema(as = OrderIngest)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct OrderBody {
     order_id: String,
@@ -171,6 +193,16 @@ struct OrderBody {
     customer_email: Option<String>,
 }
 
+#[utoipa::path(
+    post, path = "/internal/v1/orders", tag = "activity", request_body = OrderBody,
+    responses(
+        (status = 200, description = "Replayed: the same body was stored under that `orderId` already", body = crate::routes::schemas::OrderData),
+        (status = 201, description = "The stored order", body = crate::routes::schemas::OrderData),
+        (status = 400, description = "A field is invalid", body = crate::routes::schemas::ErrorBody),
+        (status = 404, description = "No partner with that `partnerId`", body = crate::routes::schemas::ErrorBody),
+        (status = 409, description = "Another body is stored under that `orderId`", body = crate::routes::schemas::ErrorBody),
+    )
+)]
 async fn create_order(state: web::Data<AppState>, JsonBody(b): JsonBody<OrderBody>) -> Result {
     let at = attribution(&b.partner_id, b.sub_id.as_deref())?;
     let order = Order {
@@ -207,7 +239,8 @@ async fn create_order(state: web::Data<AppState>, JsonBody(b): JsonBody<OrderBod
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
+#[schema(as = AnalyticsEventIngest)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct EventBody {
     run_id: String,
@@ -220,6 +253,14 @@ struct EventBody {
     test_source: String,
 }
 
+#[utoipa::path(
+    post, path = "/internal/v1/analytics-events", tag = "activity", request_body = EventBody,
+    responses(
+        (status = 202, description = "Recorded", body = crate::routes::schemas::OkData),
+        (status = 400, description = "A field is invalid", body = crate::routes::schemas::ErrorBody),
+        (status = 404, description = "No partner with that `partnerId`", body = crate::routes::schemas::ErrorBody),
+    )
+)]
 async fn create_event(state: web::Data<AppState>, JsonBody(b): JsonBody<EventBody>) -> Result {
     let at = attribution(&b.partner_id, b.sub_id.as_deref())?;
     let new = NewAnalyticsEvent {
@@ -247,7 +288,8 @@ async fn create_event(state: web::Data<AppState>, JsonBody(b): JsonBody<EventBod
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
+#[schema(as = PayoutIngest)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct PayoutBody {
     partner_id: String,
@@ -258,6 +300,14 @@ struct PayoutBody {
     note: Option<String>,
 }
 
+#[utoipa::path(
+    post, path = "/internal/v1/payouts", tag = "activity", request_body = PayoutBody,
+    responses(
+        (status = 201, description = "The stored payout", body = crate::routes::schemas::PayoutData),
+        (status = 400, description = "A field is invalid", body = crate::routes::schemas::ErrorBody),
+        (status = 404, description = "No partner with that `partnerId`", body = crate::routes::schemas::ErrorBody),
+    )
+)]
 async fn create_payout(state: web::Data<AppState>, JsonBody(b): JsonBody<PayoutBody>) -> Result {
     let new = NewPayout {
         partner_id: PartnerId::parse(&b.partner_id)?,
@@ -277,6 +327,19 @@ async fn create_payout(state: web::Data<AppState>, JsonBody(b): JsonBody<PayoutB
     }
 }
 
+#[utoipa::path(
+    get, path = "/internal/v1/partners/{partner_id}/commission-summary", tag = "activity",
+    params(
+        ("partner_id" = String, Path, description = "The partner's id"),
+        ("from" = String, Query, description = "First day, `YYYY-MM-DD`", format = Date),
+        ("to" = String, Query, description = "Last day, `YYYY-MM-DD`", format = Date),
+    ),
+    responses(
+        (status = 200, description = "Real orders and their commission in the period", body = crate::routes::schemas::CommissionSummaryData),
+        (status = 400, description = "A parameter is invalid", body = crate::routes::schemas::ErrorBody),
+        (status = 404, description = "No partner with that `partnerId`", body = crate::routes::schemas::ErrorBody),
+    )
+)]
 async fn commission_summary(
     state: web::Data<AppState>,
     path: web::Path<String>,

@@ -39,7 +39,8 @@ pub(super) fn configure(cfg: &mut web::ServiceConfig) {
     .service(resource("/tokens/{id}").route(web::delete().to(revoke_token)));
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
+#[schema(as = CareServicesAccessInput)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct CareServicesBody {
     subscription_active: bool,
@@ -48,7 +49,8 @@ struct CareServicesBody {
     services: Vec<String>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
+#[schema(as = PartnerSettings)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct PartnerBody {
     name: String,
@@ -102,6 +104,17 @@ impl PartnerBody {
     }
 }
 
+#[utoipa::path(
+    put, path = "/internal/v1/partners/{partner_id}", tag = "accounts", request_body = PartnerBody,
+    params(
+        ("partner_id" = String, Path, description = "The partner's id"),
+    ),
+    responses(
+        (status = 200, description = "Updated", body = crate::routes::schemas::PartnerData),
+        (status = 201, description = "Created", body = crate::routes::schemas::PartnerData),
+        (status = 400, description = "A field is invalid", body = crate::routes::schemas::ErrorBody),
+    )
+)]
 async fn put_partner(
     state: web::Data<AppState>,
     path: web::Path<String>,
@@ -120,6 +133,17 @@ async fn put_partner(
     ))
 }
 
+#[utoipa::path(
+    get, path = "/internal/v1/partners/{partner_id}", tag = "accounts",
+    params(
+        ("partner_id" = String, Path, description = "The partner's id"),
+    ),
+    responses(
+        (status = 200, description = "The partner", body = crate::routes::schemas::PartnerData),
+        (status = 400, description = "`partner_id` is malformed", body = crate::routes::schemas::ErrorBody),
+        (status = 404, description = "No partner with that `partnerId`", body = crate::routes::schemas::ErrorBody),
+    )
+)]
 async fn get_partner(state: web::Data<AppState>, path: web::Path<String>) -> Result {
     let id = PartnerId::parse(&path)?;
     match state.accounts.partner(&id).await {
@@ -129,6 +153,13 @@ async fn get_partner(state: web::Data<AppState>, path: web::Path<String>) -> Res
     }
 }
 
+#[utoipa::path(
+    put, path = "/internal/v1/care-services/feature-flags", tag = "accounts", request_body = crate::routes::schemas::CareFlagsChange,
+    responses(
+        (status = 200, description = "All switches after the change", body = crate::routes::schemas::CareFlagsData),
+        (status = 400, description = "A key is not a service name", body = crate::routes::schemas::ErrorBody),
+    )
+)]
 async fn put_flags(
     state: web::Data<AppState>,
     JsonBody(body): JsonBody<BTreeMap<String, bool>>,
@@ -144,11 +175,18 @@ async fn put_flags(
     Ok(ok(state.accounts.set_care_flags(&changes).await?))
 }
 
+#[utoipa::path(
+    get, path = "/internal/v1/care-services/feature-flags", tag = "accounts",
+    responses(
+        (status = 200, description = "The switches", body = crate::routes::schemas::CareFlagsData),
+    )
+)]
 async fn get_flags(state: web::Data<AppState>) -> Result {
     Ok(ok(state.accounts.care_flags().await?))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
+#[schema(as = PortalUserCreate)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct UserBody {
     email: String,
@@ -156,6 +194,14 @@ struct UserBody {
     admin: bool,
 }
 
+#[utoipa::path(
+    post, path = "/internal/v1/users", tag = "accounts", request_body = UserBody,
+    responses(
+        (status = 201, description = "Created", body = crate::routes::schemas::PortalUserData),
+        (status = 400, description = "A field is invalid", body = crate::routes::schemas::ErrorBody),
+        (status = 404, description = "No partner with that `partnerId`", body = crate::routes::schemas::ErrorBody),
+    )
+)]
 async fn create_user(state: web::Data<AppState>, JsonBody(body): JsonBody<UserBody>) -> Result {
     let email = Email::parse(&body.email)?;
     let partner = PartnerId::parse(&body.partner_id)?;
@@ -175,6 +221,17 @@ fn not_found_or(e: NotFoundOr, what: &'static str) -> ApiError {
     }
 }
 
+#[utoipa::path(
+    delete, path = "/internal/v1/users/{id}", tag = "accounts",
+    params(
+        ("id" = String, Path, description = "The user's id (a UUID)", format = Uuid),
+    ),
+    responses(
+        (status = 200, description = "Deleted, with its tokens", body = crate::routes::schemas::OkData),
+        (status = 400, description = "`id` is not a UUID", body = crate::routes::schemas::ErrorBody),
+        (status = 404, description = "No such user", body = crate::routes::schemas::ErrorBody),
+    )
+)]
 async fn delete_user(state: web::Data<AppState>, path: web::Path<String>) -> Result {
     let id = uuid(&path, "user id")?;
     state
@@ -185,12 +242,25 @@ async fn delete_user(state: web::Data<AppState>, path: web::Path<String>) -> Res
     Ok(ok_true())
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, utoipa::ToSchema)]
+#[schema(as = TokenCreate)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct TokenBody {
     expires_at: Option<String>,
 }
 
+#[utoipa::path(
+    post, path = "/internal/v1/users/{id}/tokens", tag = "accounts", request_body = inline(Option<TokenBody>),
+    params(
+        ("id" = String, Path, description = "The user's id (a UUID)", format = Uuid),
+    ),
+    responses(
+        (status = 201, description = "The token; its text is shown this once", body = crate::routes::schemas::IssuedTokenData),
+        (status = 400, description = "`expiresAt` is invalid or not in the future", body = crate::routes::schemas::ErrorBody),
+        (status = 404, description = "No such user", body = crate::routes::schemas::ErrorBody),
+        (status = 503, description = "API keys cannot be issued in this environment", body = crate::routes::schemas::ErrorBody),
+    )
+)]
 async fn create_token(
     state: web::Data<AppState>,
     path: web::Path<String>,
@@ -215,6 +285,17 @@ async fn create_token(
     }
 }
 
+#[utoipa::path(
+    get, path = "/internal/v1/users/{id}/tokens", tag = "accounts",
+    params(
+        ("id" = String, Path, description = "The user's id (a UUID)", format = Uuid),
+    ),
+    responses(
+        (status = 200, description = "The user's tokens, never their text", body = crate::routes::schemas::ApiTokenList),
+        (status = 400, description = "`id` is not a UUID", body = crate::routes::schemas::ErrorBody),
+        (status = 404, description = "No such user", body = crate::routes::schemas::ErrorBody),
+    )
+)]
 async fn list_tokens(state: web::Data<AppState>, path: web::Path<String>) -> Result {
     let user = uuid(&path, "user id")?;
     let tokens = state
@@ -225,6 +306,19 @@ async fn list_tokens(state: web::Data<AppState>, path: web::Path<String>) -> Res
     Ok(ok(tokens))
 }
 
+#[utoipa::path(
+    post, path = "/internal/v1/tokens/{id}/rotate", tag = "accounts",
+    params(
+        ("id" = String, Path, description = "The token's id (a UUID)", format = Uuid),
+    ),
+    responses(
+        (status = 201, description = "The replacement token; its text is shown this once", body = crate::routes::schemas::IssuedTokenData),
+        (status = 400, description = "`id` is not a UUID", body = crate::routes::schemas::ErrorBody),
+        (status = 404, description = "No such token", body = crate::routes::schemas::ErrorBody),
+        (status = 409, description = "The token is revoked or expired", body = crate::routes::schemas::ErrorBody),
+        (status = 503, description = "API keys cannot be issued in this environment", body = crate::routes::schemas::ErrorBody),
+    )
+)]
 async fn rotate_token(state: web::Data<AppState>, path: web::Path<String>) -> Result {
     let id = uuid(&path, "token id")?;
     match state.accounts.rotate_token(id).await {
@@ -238,6 +332,17 @@ async fn rotate_token(state: web::Data<AppState>, path: web::Path<String>) -> Re
     }
 }
 
+#[utoipa::path(
+    delete, path = "/internal/v1/tokens/{id}", tag = "accounts",
+    params(
+        ("id" = String, Path, description = "The token's id (a UUID)", format = Uuid),
+    ),
+    responses(
+        (status = 200, description = "Revoked", body = crate::routes::schemas::OkData),
+        (status = 400, description = "`id` is not a UUID", body = crate::routes::schemas::ErrorBody),
+        (status = 404, description = "No such token", body = crate::routes::schemas::ErrorBody),
+    )
+)]
 async fn revoke_token(state: web::Data<AppState>, path: web::Path<String>) -> Result {
     let id = uuid(&path, "token id")?;
     state

@@ -57,7 +57,8 @@ fn lang(s: &str) -> std::result::Result<Lang, ApiError> {
     Lang::parse(s).ok_or_else(|| ApiError::invalid("selfHostedLangs entries must be en or es"))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
+#[schema(as = MedicalTierInput)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct MedicalTierBody {
     key: String,
@@ -69,7 +70,8 @@ struct MedicalTierBody {
     commission: f64,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
+#[schema(as = MedicalProductInput)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct MedicalBody {
     name: String,
@@ -86,6 +88,17 @@ struct MedicalBody {
     tiers: Vec<MedicalTierBody>,
 }
 
+#[utoipa::path(
+    put, path = "/internal/v1/medical-products/{id}", tag = "catalog", request_body = MedicalBody,
+    params(
+        ("id" = String, Path, description = "The product's id (a UUID)", format = Uuid),
+    ),
+    responses(
+        (status = 200, description = "Updated", body = crate::routes::schemas::MedicalProductData),
+        (status = 201, description = "Created", body = crate::routes::schemas::MedicalProductData),
+        (status = 400, description = "A field is invalid", body = crate::routes::schemas::ErrorBody),
+    )
+)]
 async fn put_medical(
     state: web::Data<AppState>,
     path: web::Path<String>,
@@ -137,7 +150,8 @@ async fn put_medical(
     ))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
+#[schema(as = DnaProductInput)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct DnaBody {
     product_name: String,
@@ -151,6 +165,17 @@ struct DnaBody {
     available: bool,
 }
 
+#[utoipa::path(
+    put, path = "/internal/v1/dna-products/{id}", tag = "catalog", request_body = DnaBody,
+    params(
+        ("id" = String, Path, description = "The product's id (a UUID)", format = Uuid),
+    ),
+    responses(
+        (status = 200, description = "Updated", body = crate::routes::schemas::DnaProductData),
+        (status = 201, description = "Created", body = crate::routes::schemas::DnaProductData),
+        (status = 400, description = "A field is invalid", body = crate::routes::schemas::ErrorBody),
+    )
+)]
 async fn put_dna(
     state: web::Data<AppState>,
     path: web::Path<String>,
@@ -173,7 +198,8 @@ async fn put_dna(
     ))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
+#[schema(as = CareTierInput)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct CareTierBody {
     key: String,
@@ -183,7 +209,8 @@ struct CareTierBody {
     commission: f64,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
+#[schema(as = CareProductInput)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct CareBody {
     service: String,
@@ -194,6 +221,17 @@ struct CareBody {
     tiers: Vec<CareTierBody>,
 }
 
+#[utoipa::path(
+    put, path = "/internal/v1/care-service-products/{id}", tag = "catalog", request_body = CareBody,
+    params(
+        ("id" = String, Path, description = "The product's id (a UUID)", format = Uuid),
+    ),
+    responses(
+        (status = 200, description = "Updated", body = crate::routes::schemas::CareProductData),
+        (status = 201, description = "Created", body = crate::routes::schemas::CareProductData),
+        (status = 400, description = "A field is invalid", body = crate::routes::schemas::ErrorBody),
+    )
+)]
 async fn put_care(
     state: web::Data<AppState>,
     path: web::Path<String>,
@@ -227,12 +265,25 @@ async fn put_care(
     ))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
+#[schema(as = MedicalPricesInput)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct MedicalPricesBody {
     tier_prices: BTreeMap<String, f64>,
 }
 
+#[utoipa::path(
+    put, path = "/internal/v1/partners/{partner_id}/medical-prices/{product_id}", tag = "catalog", request_body = MedicalPricesBody,
+    params(
+        ("partner_id" = String, Path, description = "The partner's id"),
+        ("product_id" = String, Path, description = "The product's id (a UUID)", format = Uuid),
+    ),
+    responses(
+        (status = 200, description = "The partner's tier prices", body = crate::routes::schemas::MedicalPricesData),
+        (status = 400, description = "A field is invalid", body = crate::routes::schemas::ErrorBody),
+        (status = 404, description = "No partner with that `partnerId`, or no product with that id", body = crate::routes::schemas::ErrorBody),
+    )
+)]
 async fn put_medical_prices(
     state: web::Data<AppState>,
     path: web::Path<(String, String)>,
@@ -255,12 +306,25 @@ async fn put_medical_prices(
     ))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
+#[schema(as = DnaPriceInput)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct DnaPriceBody {
     user_set_price: f64,
 }
 
+#[utoipa::path(
+    put, path = "/internal/v1/partners/{partner_id}/dna-prices/{product_id}", tag = "catalog", request_body = DnaPriceBody,
+    params(
+        ("partner_id" = String, Path, description = "The partner's id"),
+        ("product_id" = String, Path, description = "The product's id (a UUID)", format = Uuid),
+    ),
+    responses(
+        (status = 200, description = "The partner's price", body = crate::routes::schemas::DnaPriceData),
+        (status = 400, description = "A field is invalid", body = crate::routes::schemas::ErrorBody),
+        (status = 404, description = "No partner with that `partnerId`, or no product with that id", body = crate::routes::schemas::ErrorBody),
+    )
+)]
 async fn put_dna_price(
     state: web::Data<AppState>,
     path: web::Path<(String, String)>,

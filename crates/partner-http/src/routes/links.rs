@@ -44,6 +44,13 @@ fn sub(q: &Query) -> std::result::Result<Option<SubId>, ApiError> {
         .transpose()
 }
 
+#[utoipa::path(
+    get, path = "/api/v1/dna-links", tag = "links",
+    responses(
+        (status = 200, description = "DNA product links", body = crate::routes::schemas::DnaLinkList),
+        (status = 403, description = "DNA links are disabled for this account, or the account is inactive", body = crate::routes::schemas::ErrorBody),
+    )
+)]
 pub(super) async fn dna(state: web::Data<AppState>, Caller(me): Caller) -> Result {
     Ok(ok(state
         .links
@@ -52,6 +59,17 @@ pub(super) async fn dna(state: web::Data<AppState>, Caller(me): Caller) -> Resul
         .map_err(link_error)?))
 }
 
+#[utoipa::path(
+    get, path = "/api/v1/medical-intake-links", tag = "links",
+    params(
+        ("sub" = Option<String>, Query, description = "A sub-account number (1-250)", pattern = "^([1-9]|[1-9][0-9]|1[0-9][0-9]|2[0-4][0-9]|250)$"),
+        ("lang" = Option<String>, Query, description = "`en` or `es`; anything else falls back to the partner's default"),
+    ),
+    responses(
+        (status = 200, description = "Medical intake links", body = crate::routes::schemas::MedicalLinkList),
+        (status = 400, description = "`sub` is invalid or names no sub-account", body = crate::routes::schemas::ErrorBody),
+    )
+)]
 pub(super) async fn medical(
     state: web::Data<AppState>,
     Caller(me): Caller,
@@ -71,6 +89,20 @@ pub(super) async fn medical(
     }))
 }
 
+#[utoipa::path(
+    get, path = "/api/v1/care-service-links", tag = "links",
+    params(
+        ("service" = Option<crate::routes::schemas::CareService>, Query, description = "One service"),
+        ("sub" = Option<String>, Query, description = "A sub-account number (1-250)", pattern = "^([1-9]|[1-9][0-9]|1[0-9][0-9]|2[0-4][0-9]|250)$"),
+        ("duration" = Option<u8>, Query, description = "Membership months: 1, 3, 6 or 12", minimum = 1, maximum = 12),
+        ("lang" = Option<String>, Query, description = "`en` or `es`"),
+    ),
+    responses(
+        (status = 200, description = "Care Services links the partner can access", body = crate::routes::schemas::CareLinkList),
+        (status = 400, description = "A parameter is invalid", body = crate::routes::schemas::ErrorBody),
+        (status = 404, description = "The Care Services API is disabled", body = crate::routes::schemas::ErrorBody),
+    )
+)]
 pub(super) async fn care(
     state: web::Data<AppState>,
     Caller(me): Caller,

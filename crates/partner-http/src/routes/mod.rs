@@ -9,6 +9,8 @@ mod ingest;
 mod internal;
 mod internal_catalog;
 mod links;
+mod openapi;
+mod schemas;
 mod sub_accounts;
 mod webhooks;
 
@@ -39,6 +41,8 @@ pub(crate) fn configure_public(cfg: &mut web::ServiceConfig) {
     configure_health(cfg);
     cfg.service(
         web::scope("/api/v1")
+            // The document is public: partners read it before they have a token.
+            .service(resource("/openapi.json").route(web::get().to(openapi::partner_document)))
             .service(sub_accounts::resource().wrap(from_fn(partner_guard(Group::SubAccounts))))
             .service(
                 resource("/leads")
@@ -135,6 +139,7 @@ pub(crate) fn configure_public(cfg: &mut web::ServiceConfig) {
 pub(crate) fn configure_internal(cfg: &mut web::ServiceConfig) {
     cfg.service(
         web::scope("/internal/v1")
+            .service(resource("/openapi.json").route(web::get().to(openapi::internal_document)))
             .configure(internal::configure)
             .configure(ingest::configure)
             .configure(internal_catalog::configure)
@@ -194,5 +199,7 @@ pub(crate) struct PageInfo {
     pub(crate) next_cursor: Option<String>,
     pub(crate) limit: u16,
 }
+
+pub use openapi::{internal as internal_document, partner as partner_document, to_json};
 
 type Result<T = HttpResponse> = std::result::Result<T, ApiError>;

@@ -19,17 +19,38 @@ pub(super) fn resource() -> actix_web::Resource {
         .route(web::delete().to(delete))
 }
 
+#[utoipa::path(
+    get, path = "/api/v1/sub-accounts", tag = "sub-accounts",
+    responses((status = 200, description = "The partner's sub-accounts", body = crate::routes::schemas::SubAccountList))
+)]
 async fn list(state: web::Data<AppState>, Caller(me): Caller) -> Result {
     Ok(ok(state.sub_accounts.list(&me.partner_id).await?))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
+#[schema(as = SubAccountCreate)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct CreateBody {
+    /// 1-250, as a string.
+    #[schema(
+        required = true,
+        nullable = false,
+        pattern = "^([1-9]|[1-9][0-9]|1[0-9][0-9]|2[0-4][0-9]|250)$"
+    )]
     sub_id: Option<String>,
+    /// 1-64 characters after trimming, no control characters.
+    #[schema(required = true, nullable = false, min_length = 1, max_length = 64)]
     nickname: Option<String>,
 }
 
+#[utoipa::path(
+    post, path = "/api/v1/sub-accounts", tag = "sub-accounts", request_body = CreateBody,
+    responses(
+        (status = 201, description = "Created", body = crate::routes::schemas::SubAccountData),
+        (status = 400, description = "Invalid `subId` or `nickname`", body = crate::routes::schemas::ErrorBody),
+        (status = 409, description = "That `subId` exists already", body = crate::routes::schemas::ErrorBody),
+    )
+)]
 async fn create(
     state: web::Data<AppState>,
     Caller(me): Caller,
@@ -50,12 +71,23 @@ async fn create(
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
+#[schema(as = SubAccountDelete)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct DeleteBody {
+    /// The sub-account's `id`.
+    #[schema(required = true, nullable = false, format = Uuid)]
     record_id: Option<String>,
 }
 
+#[utoipa::path(
+    delete, path = "/api/v1/sub-accounts", tag = "sub-accounts", request_body = DeleteBody,
+    responses(
+        (status = 200, description = "Deleted", body = crate::routes::schemas::OkData),
+        (status = 400, description = "`recordId` is missing or not a UUID", body = crate::routes::schemas::ErrorBody),
+        (status = 404, description = "No such sub-account", body = crate::routes::schemas::ErrorBody),
+    )
+)]
 async fn delete(
     state: web::Data<AppState>,
     Caller(me): Caller,

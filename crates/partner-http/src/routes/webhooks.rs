@@ -77,7 +77,8 @@ fn endpoint_error(e: EndpointError) -> ApiError {
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
+#[schema(as = CustomHeaderInput)]
 #[serde(deny_unknown_fields)]
 pub(super) struct HeaderBody {
     name: String,
@@ -93,23 +94,30 @@ fn delay(s: &str) -> std::result::Result<LeadCreatedDelay, ApiError> {
         .ok_or_else(|| ApiError::invalid("leadCreatedDelay must be null, 1m, 5m or 1h"))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
+#[schema(as = WebhookEndpointCreate)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub(super) struct CreateBody {
+    /// An absolute https URL of a public host.
     url: String,
+    #[schema(value_type = Vec<crate::routes::schemas::EventType>)]
     events: Vec<String>,
+    #[schema(pattern = "^(1m|5m|1h)$")]
     lead_created_delay: Option<String>,
     custom_header: Option<HeaderBody>,
     #[serde(default)]
     secret: bool,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
+#[schema(as = WebhookEndpointPatch)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub(super) struct PatchBody {
     url: Option<String>,
+    #[schema(value_type = Option<Vec<crate::routes::schemas::EventType>>)]
     events: Option<Vec<String>>,
     #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<String>, pattern = "^(1m|5m|1h)$")]
     lead_created_delay: Option<Option<String>>,
     #[serde(default, deserialize_with = "nullable")]
     custom_header: Option<Option<HeaderBody>>,
@@ -162,6 +170,12 @@ async fn update(state: &AppState, partner: &PartnerId, id: &str, b: PatchBody) -
         .map_err(endpoint_error)?))
 }
 
+#[utoipa::path(
+    get, path = "/api/v1/webhook-endpoints", tag = "webhooks",
+    responses(
+        (status = 200, description = "The endpoints", body = crate::routes::schemas::WebhookEndpointList),
+    )
+)]
 pub(super) async fn list(state: web::Data<AppState>, Caller(me): Caller) -> Result {
     Ok(ok(state
         .webhooks
@@ -170,6 +184,13 @@ pub(super) async fn list(state: web::Data<AppState>, Caller(me): Caller) -> Resu
         .map_err(endpoint_error)?))
 }
 
+#[utoipa::path(
+    post, path = "/api/v1/webhook-endpoints", tag = "webhooks", request_body = CreateBody,
+    responses(
+        (status = 201, description = "Created; `secret` is shown this once when requested", body = crate::routes::schemas::WebhookEndpointData),
+        (status = 400, description = "A field is invalid, or the account has 10 endpoints already", body = crate::routes::schemas::ErrorBody),
+    )
+)]
 pub(super) async fn post(
     state: web::Data<AppState>,
     Caller(me): Caller,
@@ -178,6 +199,17 @@ pub(super) async fn post(
     create(&state, &me.partner_id, b).await
 }
 
+#[utoipa::path(
+    patch, path = "/api/v1/webhook-endpoints/{id}", tag = "webhooks", request_body = PatchBody,
+    params(
+        ("id" = String, Path, description = "The endpoint's id (a UUID)", format = Uuid),
+    ),
+    responses(
+        (status = 200, description = "Updated", body = crate::routes::schemas::WebhookEndpointData),
+        (status = 400, description = "A field is invalid", body = crate::routes::schemas::ErrorBody),
+        (status = 404, description = "No such endpoint", body = crate::routes::schemas::ErrorBody),
+    )
+)]
 pub(super) async fn patch(
     state: web::Data<AppState>,
     Caller(me): Caller,
@@ -187,6 +219,17 @@ pub(super) async fn patch(
     update(&state, &me.partner_id, &path, b).await
 }
 
+#[utoipa::path(
+    delete, path = "/api/v1/webhook-endpoints/{id}", tag = "webhooks",
+    params(
+        ("id" = String, Path, description = "The endpoint's id (a UUID)", format = Uuid),
+    ),
+    responses(
+        (status = 200, description = "Deleted", body = crate::routes::schemas::OkData),
+        (status = 400, description = "`id` is not a UUID", body = crate::routes::schemas::ErrorBody),
+        (status = 404, description = "No such endpoint", body = crate::routes::schemas::ErrorBody),
+    )
+)]
 pub(super) async fn delete(
     state: web::Data<AppState>,
     Caller(me): Caller,
@@ -211,11 +254,33 @@ async fn known_partner(state: &AppState, raw: &str) -> std::result::Result<Partn
     }
 }
 
+#[utoipa::path(
+    get, path = "/internal/v1/partners/{partner_id}/webhook-endpoints", tag = "webhooks",
+    params(
+        ("partner_id" = String, Path, description = "The partner"),
+    ),
+    responses(
+        (status = 200, description = "The endpoints", body = crate::routes::schemas::WebhookEndpointList),
+        (status = 400, description = "`partner_id` is malformed", body = crate::routes::schemas::ErrorBody),
+        (status = 404, description = "No partner with that `partnerId`", body = crate::routes::schemas::ErrorBody),
+    )
+)]
 async fn internal_list(state: web::Data<AppState>, path: web::Path<String>) -> Result {
     let p = known_partner(&state, &path).await?;
     Ok(ok(state.webhooks.list(&p).await.map_err(endpoint_error)?))
 }
 
+#[utoipa::path(
+    post, path = "/internal/v1/partners/{partner_id}/webhook-endpoints", tag = "webhooks", request_body = CreateBody,
+    params(
+        ("partner_id" = String, Path, description = "The partner"),
+    ),
+    responses(
+        (status = 201, description = "Created; `secret` is shown this once when requested", body = crate::routes::schemas::WebhookEndpointData),
+        (status = 400, description = "A field is invalid, or the account has 10 endpoints already", body = crate::routes::schemas::ErrorBody),
+        (status = 404, description = "No partner with that `partnerId`", body = crate::routes::schemas::ErrorBody),
+    )
+)]
 async fn internal_create(
     state: web::Data<AppState>,
     path: web::Path<String>,
@@ -225,6 +290,18 @@ async fn internal_create(
     create(&state, &p, b).await
 }
 
+#[utoipa::path(
+    patch, path = "/internal/v1/partners/{partner_id}/webhook-endpoints/{id}", tag = "webhooks", request_body = PatchBody,
+    params(
+        ("partner_id" = String, Path, description = "The partner"),
+        ("id" = String, Path, description = "The endpoint's id (a UUID)", format = Uuid),
+    ),
+    responses(
+        (status = 200, description = "Updated", body = crate::routes::schemas::WebhookEndpointData),
+        (status = 400, description = "A field is invalid", body = crate::routes::schemas::ErrorBody),
+        (status = 404, description = "No such endpoint, or no partner with that `partnerId`", body = crate::routes::schemas::ErrorBody),
+    )
+)]
 async fn internal_update(
     state: web::Data<AppState>,
     path: web::Path<(String, String)>,
@@ -234,6 +311,18 @@ async fn internal_update(
     update(&state, &p, &path.1, b).await
 }
 
+#[utoipa::path(
+    delete, path = "/internal/v1/partners/{partner_id}/webhook-endpoints/{id}", tag = "webhooks",
+    params(
+        ("partner_id" = String, Path, description = "The partner"),
+        ("id" = String, Path, description = "The endpoint's id (a UUID)", format = Uuid),
+    ),
+    responses(
+        (status = 200, description = "Deleted", body = crate::routes::schemas::OkData),
+        (status = 400, description = "`id` is not a UUID", body = crate::routes::schemas::ErrorBody),
+        (status = 404, description = "No such endpoint, or no partner with that `partnerId`", body = crate::routes::schemas::ErrorBody),
+    )
+)]
 async fn internal_delete(state: web::Data<AppState>, path: web::Path<(String, String)>) -> Result {
     let p = known_partner(&state, &path.0).await?;
     let id = EndpointId::from_uuid(uuid(&path.1, "endpoint id")?);
@@ -310,9 +399,12 @@ async fn test_endpoint(state: &AppState, partner: &PartnerId, id: &str) -> Resul
     Ok(data(StatusCode::ACCEPTED, d))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
+#[schema(as = WebhookRecover)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RecoverBody {
+    /// Within the last 7 days.
+    #[schema(format = DateTime)]
     since: String,
 }
 
@@ -336,6 +428,20 @@ async fn recover_endpoint(
     ))
 }
 
+#[utoipa::path(
+    get, path = "/api/v1/webhook-deliveries", tag = "webhooks",
+    params(
+        ("endpointId" = Option<String>, Query, description = "Only this endpoint's deliveries (a UUID)"),
+        ("status" = Option<String>, Query, description = "Comma-separated subset of `pending`, `delivered`, `failed`"),
+        ("event" = Option<String>, Query, description = "One event type"),
+        ("cursor" = Option<String>, Query, description = "The `nextCursor` of the previous page, unchanged"),
+        ("limit" = Option<u16>, Query, description = "1-200 (default 50)", minimum = 1, maximum = 200),
+    ),
+    responses(
+        (status = 200, description = "A page of deliveries, newest first", body = crate::routes::schemas::WebhookDeliveryPage),
+        (status = 400, description = "A parameter is invalid", body = crate::routes::schemas::ErrorBody),
+    )
+)]
 pub(super) async fn deliveries(
     state: web::Data<AppState>,
     Caller(me): Caller,
@@ -345,6 +451,17 @@ pub(super) async fn deliveries(
     list_deliveries(&state, &me.partner_id, q).await
 }
 
+#[utoipa::path(
+    get, path = "/api/v1/webhook-deliveries/{id}", tag = "webhooks",
+    params(
+        ("id" = String, Path, description = "The delivery's id (a UUID)", format = Uuid),
+    ),
+    responses(
+        (status = 200, description = "The delivery and its attempt log", body = crate::routes::schemas::WebhookDeliveryDetailData),
+        (status = 400, description = "`id` is not a UUID", body = crate::routes::schemas::ErrorBody),
+        (status = 404, description = "No such delivery", body = crate::routes::schemas::ErrorBody),
+    )
+)]
 pub(super) async fn delivery(
     state: web::Data<AppState>,
     Caller(me): Caller,
@@ -353,6 +470,17 @@ pub(super) async fn delivery(
     show_delivery(&state, &me.partner_id, &path).await
 }
 
+#[utoipa::path(
+    post, path = "/api/v1/webhook-deliveries/{id}/resend", tag = "webhooks",
+    params(
+        ("id" = String, Path, description = "The delivery's id (a UUID)", format = Uuid),
+    ),
+    responses(
+        (status = 202, description = "The delivery was queued again", body = crate::routes::schemas::WebhookDeliveryData),
+        (status = 400, description = "`id` is not a UUID, or the endpoint is disabled", body = crate::routes::schemas::ErrorBody),
+        (status = 404, description = "No such delivery", body = crate::routes::schemas::ErrorBody),
+    )
+)]
 pub(super) async fn resend(
     state: web::Data<AppState>,
     Caller(me): Caller,
@@ -361,6 +489,17 @@ pub(super) async fn resend(
     resend_delivery(&state, &me.partner_id, &path).await
 }
 
+#[utoipa::path(
+    post, path = "/api/v1/webhook-endpoints/{id}/test", tag = "webhooks",
+    params(
+        ("id" = String, Path, description = "The endpoint's id (a UUID)", format = Uuid),
+    ),
+    responses(
+        (status = 202, description = "A `ping` delivery was queued", body = crate::routes::schemas::WebhookDeliveryData),
+        (status = 400, description = "`id` is not a UUID, or the endpoint is disabled", body = crate::routes::schemas::ErrorBody),
+        (status = 404, description = "No such endpoint", body = crate::routes::schemas::ErrorBody),
+    )
+)]
 pub(super) async fn test(
     state: web::Data<AppState>,
     Caller(me): Caller,
@@ -369,6 +508,17 @@ pub(super) async fn test(
     test_endpoint(&state, &me.partner_id, &path).await
 }
 
+#[utoipa::path(
+    post, path = "/api/v1/webhook-endpoints/{id}/recover", tag = "webhooks", request_body = RecoverBody,
+    params(
+        ("id" = String, Path, description = "The endpoint's id (a UUID)", format = Uuid),
+    ),
+    responses(
+        (status = 202, description = "Failed deliveries since `since` were queued again", body = crate::routes::schemas::RequeuedData),
+        (status = 400, description = "`since` is invalid or out of range, or the endpoint is disabled", body = crate::routes::schemas::ErrorBody),
+        (status = 404, description = "No such endpoint", body = crate::routes::schemas::ErrorBody),
+    )
+)]
 pub(super) async fn recover(
     state: web::Data<AppState>,
     Caller(me): Caller,
@@ -379,6 +529,22 @@ pub(super) async fn recover(
 }
 
 /// The operator's log keeps its documented `?limit=` of up to 500.
+#[utoipa::path(
+    get, path = "/internal/v1/partners/{partner_id}/webhook-deliveries", tag = "webhooks",
+    params(
+        ("partner_id" = String, Path, description = "The partner"),
+        ("endpointId" = Option<String>, Query, description = "Only this endpoint's deliveries (a UUID)"),
+        ("status" = Option<String>, Query, description = "Comma-separated subset of `pending`, `delivered`, `failed`"),
+        ("event" = Option<String>, Query, description = "One event type"),
+        ("cursor" = Option<String>, Query, description = "The `nextCursor` of the previous page, unchanged"),
+        ("limit" = Option<u16>, Query, description = "1-500 (default 50)", minimum = 1, maximum = 500),
+    ),
+    responses(
+        (status = 200, description = "A page of deliveries, newest first", body = crate::routes::schemas::WebhookDeliveryPage),
+        (status = 400, description = "A parameter is invalid", body = crate::routes::schemas::ErrorBody),
+        (status = 404, description = "No partner with that `partnerId`", body = crate::routes::schemas::ErrorBody),
+    )
+)]
 async fn internal_deliveries(
     state: web::Data<AppState>,
     path: web::Path<String>,
@@ -389,6 +555,18 @@ async fn internal_deliveries(
     list_deliveries(&state, &p, q).await
 }
 
+#[utoipa::path(
+    get, path = "/internal/v1/partners/{partner_id}/webhook-deliveries/{id}", tag = "webhooks",
+    params(
+        ("partner_id" = String, Path, description = "The partner"),
+        ("id" = String, Path, description = "The delivery's id (a UUID)", format = Uuid),
+    ),
+    responses(
+        (status = 200, description = "The delivery and its attempt log", body = crate::routes::schemas::WebhookDeliveryDetailData),
+        (status = 400, description = "`id` is not a UUID", body = crate::routes::schemas::ErrorBody),
+        (status = 404, description = "No such delivery, or no partner with that `partnerId`", body = crate::routes::schemas::ErrorBody),
+    )
+)]
 async fn internal_delivery(
     state: web::Data<AppState>,
     path: web::Path<(String, String)>,
@@ -397,16 +575,52 @@ async fn internal_delivery(
     show_delivery(&state, &p, &path.1).await
 }
 
+#[utoipa::path(
+    post, path = "/internal/v1/partners/{partner_id}/webhook-deliveries/{id}/resend", tag = "webhooks",
+    params(
+        ("partner_id" = String, Path, description = "The partner"),
+        ("id" = String, Path, description = "The delivery's id (a UUID)", format = Uuid),
+    ),
+    responses(
+        (status = 202, description = "The delivery was queued again", body = crate::routes::schemas::WebhookDeliveryData),
+        (status = 400, description = "`id` is not a UUID, or the endpoint is disabled", body = crate::routes::schemas::ErrorBody),
+        (status = 404, description = "No such delivery, or no partner with that `partnerId`", body = crate::routes::schemas::ErrorBody),
+    )
+)]
 async fn internal_resend(state: web::Data<AppState>, path: web::Path<(String, String)>) -> Result {
     let p = known_partner(&state, &path.0).await?;
     resend_delivery(&state, &p, &path.1).await
 }
 
+#[utoipa::path(
+    post, path = "/internal/v1/partners/{partner_id}/webhook-endpoints/{id}/test", tag = "webhooks",
+    params(
+        ("partner_id" = String, Path, description = "The partner"),
+        ("id" = String, Path, description = "The endpoint's id (a UUID)", format = Uuid),
+    ),
+    responses(
+        (status = 202, description = "A `ping` delivery was queued", body = crate::routes::schemas::WebhookDeliveryData),
+        (status = 400, description = "`id` is not a UUID, or the endpoint is disabled", body = crate::routes::schemas::ErrorBody),
+        (status = 404, description = "No such endpoint, or no partner with that `partnerId`", body = crate::routes::schemas::ErrorBody),
+    )
+)]
 async fn internal_test(state: web::Data<AppState>, path: web::Path<(String, String)>) -> Result {
     let p = known_partner(&state, &path.0).await?;
     test_endpoint(&state, &p, &path.1).await
 }
 
+#[utoipa::path(
+    post, path = "/internal/v1/partners/{partner_id}/webhook-endpoints/{id}/recover", tag = "webhooks", request_body = RecoverBody,
+    params(
+        ("partner_id" = String, Path, description = "The partner"),
+        ("id" = String, Path, description = "The endpoint's id (a UUID)", format = Uuid),
+    ),
+    responses(
+        (status = 202, description = "Failed deliveries since `since` were queued again", body = crate::routes::schemas::RequeuedData),
+        (status = 400, description = "`since` is invalid or out of range, or the endpoint is disabled", body = crate::routes::schemas::ErrorBody),
+        (status = 404, description = "No such endpoint, or no partner with that `partnerId`", body = crate::routes::schemas::ErrorBody),
+    )
+)]
 async fn internal_recover(
     state: web::Data<AppState>,
     path: web::Path<(String, String)>,

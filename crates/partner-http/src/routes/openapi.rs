@@ -1,0 +1,392 @@
+//! The two OpenAPI 3.1 documents (extensions.md §6), generated from the handlers' `#[utoipa::path]`
+//! attributes, their request types and [`super::schemas`]: the partner API with the public catalog
+//! and the embedded view (`GET /api/v1/openapi.json`, no token), and the operator API
+//! (`GET /internal/v1/openapi.json`, behind the operator token).
+//!
+//! What every operation of a group answers the same way (the guards' 401/403/429/503, the
+//! rate-limit headers, 413 on bodies, 500) is added once by [`Common`] rather than repeated on each
+//! handler.
+
+use std::sync::LazyLock;
+
+use actix_web::HttpResponse;
+use utoipa::openapi::header::HeaderBuilder;
+use utoipa::openapi::path::Operation;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::openapi::{ContentBuilder, OpenApi as Document, Ref, ResponseBuilder, Type};
+use utoipa::{Modify, OpenApi};
+
+use super::schemas::*;
+use super::{activity, catalog, coupons, embed, links, sub_accounts, webhooks};
+use super::{ingest, internal, internal_catalog};
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "Partner Portal API",
+        description = "The partner API (bearer token), the public catalog and the embedded Care Services view. \
+                       Every error answer is `{ \"error\": { \"code\", \"message\" } }`.",
+        version = "1.0.0"
+    ),
+    paths(
+        activity::leads,
+        activity::orders,
+        activity::payouts,
+        sub_accounts::list,
+        sub_accounts::create,
+        sub_accounts::delete,
+        links::dna,
+        links::medical,
+        links::care,
+        coupons::list,
+        webhooks::list,
+        webhooks::post,
+        webhooks::patch,
+        webhooks::delete,
+        webhooks::test,
+        webhooks::recover,
+        webhooks::deliveries,
+        webhooks::delivery,
+        webhooks::resend,
+        partner_document,
+        catalog::list,
+        embed::care_services,
+    ),
+    components(schemas(ErrorBody)),
+    modifiers(&PARTNER),
+    tags(
+        (name = "activity", description = "Leads, orders and payouts"),
+        (name = "sub-accounts"),
+        (name = "links", description = "Shareable intake links"),
+        (name = "coupons", description = "Care Services coupon codes"),
+        (name = "webhooks", description = "Webhook endpoints and their delivery log"),
+        (name = "catalog", description = "The public product catalog (no token)"),
+        (name = "embed", description = "The embedded Care Services view (HTML, no token)"),
+        (name = "meta"),
+    )
+)]
+struct PartnerApi;
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "Partner Portal operator API",
+        description = "The operator API under `/internal/v1`, behind the operator token. \
+                       Every error answer is `{ \"error\": { \"code\", \"message\" } }`.",
+        version = "1.0.0"
+    ),
+    paths(
+        internal::put_partner,
+        internal::get_partner,
+        internal::put_flags,
+        internal::get_flags,
+        internal::create_user,
+        internal::delete_user,
+        internal::create_token,
+        internal::list_tokens,
+        internal::rotate_token,
+        internal::revoke_token,
+        ingest::create_lead,
+        ingest::patch_lead,
+        ingest::create_order,
+        ingest::create_event,
+        ingest::create_payout,
+        ingest::commission_summary,
+        internal_catalog::put_medical,
+        internal_catalog::put_dna,
+        internal_catalog::put_care,
+        internal_catalog::put_medical_prices,
+        internal_catalog::put_dna_price,
+        coupons::issue,
+        coupons::redeem,
+        coupons::void,
+        webhooks::internal_list,
+        webhooks::internal_create,
+        webhooks::internal_update,
+        webhooks::internal_delete,
+        webhooks::internal_test,
+        webhooks::internal_recover,
+        webhooks::internal_deliveries,
+        webhooks::internal_delivery,
+        webhooks::internal_resend,
+        internal_document,
+    ),
+    components(schemas(ErrorBody)),
+    modifiers(&INTERNAL),
+    tags(
+        (name = "accounts", description = "Partners, feature flags, portal users and tokens"),
+        (name = "activity", description = "Lead, order, analytics-event and payout ingest"),
+        (name = "catalog", description = "Products and partners' prices"),
+        (name = "coupons", description = "Care Services coupons"),
+        (name = "webhooks", description = "Partners' webhook endpoints and delivery logs"),
+        (name = "meta"),
+    )
+)]
+struct InternalApi;
+
+/// The partner document.
+pub fn partner() -> Document {
+    PartnerApi::openapi()
+}
+
+/// The operator document.
+pub fn internal() -> Document {
+    InternalApi::openapi()
+}
+
+/// A document as committed under `docs/openapi/`: pretty JSON and a final newline.
+pub fn to_json(doc: &Document) -> Result<String, serde_json::Error> {
+    doc.to_pretty_json().map(|mut s| {
+        s.push('\n');
+        s
+    })
+}
+
+/// Both documents are built once, on first request.
+static PARTNER_JSON: LazyLock<Result<String, String>> =
+    LazyLock::new(|| to_json(&partner()).map_err(|e| e.to_string()));
+static INTERNAL_JSON: LazyLock<Result<String, String>> =
+    LazyLock::new(|| to_json(&internal()).map_err(|e| e.to_string()));
+
+fn serve(doc: &Result<String, String>) -> HttpResponse {
+    match doc {
+        Ok(body) => HttpResponse::Ok()
+            .content_type(actix_web::http::header::ContentType::json())
+            .body(body.clone()),
+        Err(e) => actix_web::ResponseError::error_response(&crate::ApiError::internal(e)),
+    }
+}
+
+/// This document.
+#[utoipa::path(
+    get, path = "/api/v1/openapi.json", tag = "meta", security(()),
+    responses((status = 200, description = "This OpenAPI 3.1 document", body = Object))
+)]
+pub(super) async fn partner_document() -> HttpResponse {
+    serve(&PARTNER_JSON)
+}
+
+/// This document.
+#[utoipa::path(
+    get, path = "/internal/v1/openapi.json", tag = "meta",
+    responses((status = 200, description = "This OpenAPI 3.1 document", body = Object))
+)]
+pub(super) async fn internal_document() -> HttpResponse {
+    serve(&INTERNAL_JSON)
+}
+
+/// The answers every operation of a document shares.
+enum Common {
+    Partner,
+    Internal,
+}
+
+const PARTNER: Common = Common::Partner;
+const INTERNAL: Common = Common::Internal;
+
+const BEARER: &str = "bearer";
+
+fn error(description: &str) -> utoipa::openapi::Response {
+    ResponseBuilder::new()
+        .description(description)
+        .content(
+            "application/json",
+            ContentBuilder::new()
+                .schema(Some(Ref::from_schema_name("ErrorBody")))
+                .build(),
+        )
+        .build()
+}
+
+fn integer_header(description: &str) -> utoipa::openapi::header::Header {
+    HeaderBuilder::new()
+        .schema(Some(
+            utoipa::openapi::ObjectBuilder::new().schema_type(Type::Integer),
+        ))
+        .description(Some(description))
+        .build()
+}
+
+fn string_header(description: &str) -> utoipa::openapi::header::Header {
+    HeaderBuilder::new()
+        .schema(Some(
+            utoipa::openapi::ObjectBuilder::new().schema_type(Type::String),
+        ))
+        .description(Some(description))
+        .build()
+}
+
+/// A unique, stable operation id from the method and path (handler names repeat across
+/// modules): `GET /api/v1/webhook-endpoints/{id}` is `get_webhook_endpoints_by_id`.
+fn operation_id(method: &str, path: &str) -> String {
+    let rest = path
+        .strip_prefix("/api/v1/")
+        .or_else(|| path.strip_prefix("/internal/v1/"))
+        .unwrap_or(path);
+    let mut id = method.to_owned();
+    for part in rest.split('/').filter(|p| !p.is_empty()) {
+        id.push('_');
+        if let Some(name) = part.strip_prefix('{').and_then(|p| p.strip_suffix('}')) {
+            id.push_str("by_");
+            id.push_str(name);
+        } else {
+            id.extend(
+                part.chars()
+                    .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }),
+            );
+        }
+    }
+    id
+}
+
+/// Adds `status` unless the handler documented it already.
+fn add(op: &mut Operation, status: &str, description: &str) {
+    if !op.responses.responses.contains_key(status) {
+        op.responses
+            .responses
+            .insert(status.to_owned(), error(description).into());
+    }
+}
+
+fn has_body(op: &Operation) -> bool {
+    op.request_body.is_some()
+}
+
+impl Modify for Common {
+    fn modify(&self, doc: &mut Document) {
+        let components = doc.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            BEARER,
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some(match self {
+                        Common::Partner => "A partner API token (`Authorization: Bearer <token>`)",
+                        Common::Internal => "The operator token (`PARTNER_INTERNAL_TOKEN`)",
+                    }))
+                    .build(),
+            ),
+        );
+        for (name, header) in [
+            (
+                "X-RateLimit-Limit",
+                integer_header("Requests allowed per window for this token and endpoint group"),
+            ),
+            (
+                "X-RateLimit-Remaining",
+                integer_header("Requests left in the current window"),
+            ),
+            (
+                "X-RateLimit-Reset",
+                integer_header("Unix time (seconds) at which the budget is whole again"),
+            ),
+            (
+                "Retry-After",
+                integer_header("Seconds to wait before retrying"),
+            ),
+            (
+                "Cache-Control",
+                string_header("`no-store`: answers carry tenant data"),
+            ),
+        ] {
+            // The operator API has no rate limit.
+            if matches!(self, Common::Partner) || name == "Cache-Control" {
+                components.headers.insert(name.to_owned(), header.into());
+            }
+        }
+        doc.security = Some(vec![utoipa::openapi::security::SecurityRequirement::new(
+            BEARER,
+            Vec::<String>::new(),
+        )]);
+        for (path, item) in doc.paths.paths.iter_mut() {
+            let partner_api = path.starts_with("/api/v1/") && path != "/api/v1/openapi.json";
+            let ops = [
+                ("get", item.get.as_mut()),
+                ("put", item.put.as_mut()),
+                ("post", item.post.as_mut()),
+                ("delete", item.delete.as_mut()),
+                ("patch", item.patch.as_mut()),
+            ];
+            for (method, op) in ops.into_iter().filter_map(|(m, op)| op.map(|op| (m, op))) {
+                op.operation_id = Some(operation_id(method, path));
+                if has_body(op) {
+                    add(
+                        op,
+                        "400",
+                        "The body is not a valid JSON object of this shape",
+                    );
+                    add(op, "413", "The body exceeds 1 MiB");
+                }
+                add(
+                    op,
+                    "500",
+                    "Unexpected server error; safe to retry with backoff",
+                );
+                match self {
+                    Common::Partner if partner_api => partner_guard(op),
+                    Common::Partner => {}
+                    Common::Internal => {
+                        add(op, "401", "No operator token, or not the operator token");
+                        no_store(op);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The partner guard's answers and headers.
+fn partner_guard(op: &mut Operation) {
+    add(
+        op,
+        "401",
+        "`missing_bearer`, `invalid_token` (invalid, revoked or expired) or `unknown_user`",
+    );
+    add(op, "403", "`forbidden`: the partner account is inactive");
+    add(
+        op,
+        "429",
+        "`rate_limited`: this token's budget for the endpoint group is spent; see `Retry-After`",
+    );
+    add(
+        op,
+        "503",
+        "`api_keys_unavailable`: API keys cannot be verified in this environment",
+    );
+    for (status, response) in op.responses.responses.iter_mut() {
+        let utoipa::openapi::RefOr::T(response) = response else {
+            continue;
+        };
+        // The guard answers 401/403/503 before charging the budget: no rate-limit headers.
+        if !matches!(status.as_str(), "401" | "403" | "503") {
+            for name in [
+                "X-RateLimit-Limit",
+                "X-RateLimit-Remaining",
+                "X-RateLimit-Reset",
+            ] {
+                response.headers.insert(name.to_owned(), header_ref(name));
+            }
+        }
+        if status == "429" {
+            response
+                .headers
+                .insert("Retry-After".to_owned(), header_ref("Retry-After"));
+        }
+    }
+    no_store(op);
+}
+
+fn no_store(op: &mut Operation) {
+    for response in op.responses.responses.values_mut() {
+        if let utoipa::openapi::RefOr::T(response) = response {
+            response
+                .headers
+                .insert("Cache-Control".to_owned(), header_ref("Cache-Control"));
+        }
+    }
+}
+
+/// A reference to one of the headers in `components/headers`.
+fn header_ref(name: &str) -> utoipa::openapi::RefOr<utoipa::openapi::header::Header> {
+    utoipa::openapi::RefOr::Ref(Ref::new(format!("#/components/headers/{name}")))
+}
