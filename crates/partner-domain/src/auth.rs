@@ -23,6 +23,14 @@ pub struct Principal {
     pub dna_access: bool,
 }
 
+impl Principal {
+    /// Whether the partner may use the DNA links endpoint (else 403
+    /// [`crate::links::DNA_DISABLED`]). The one place this rule is decided.
+    pub fn may_use_dna_links(&self) -> bool {
+        self.dna_access
+    }
+}
+
 /// The contract's authentication failures, in the order they are checked.
 #[derive(Debug, thiserror::Error)]
 pub enum AuthError {
@@ -135,8 +143,9 @@ fn touch_due(last: Option<OffsetDateTime>, now: OffsetDateTime) -> bool {
 }
 
 /// The token part of `Bearer <token>`; `None` for no header, another scheme, or nothing after it.
-/// The scheme is matched case-insensitively (RFC 9110 §11.1).
-fn bearer(header: Option<&[u8]>) -> Option<&[u8]> {
+/// The scheme is matched case-insensitively (RFC 9110 §11.1). The one parser of the
+/// `Authorization` header: partner tokens and the operator token are read by the same rules.
+pub fn bearer(header: Option<&[u8]>) -> Option<&[u8]> {
     let h = header?;
     let h = h.trim_ascii();
     let (scheme, rest) = h.split_at_checked(6)?;

@@ -233,10 +233,10 @@ pub struct Coupon {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum RedeemRefusal {
     /// Redeemed, void or expired (409).
-    #[error("the coupon is {0:?}, not active")]
+    #[error("the coupon is {}, not active", .0.as_str())]
     NotActive(CouponStatus),
     /// The request names another product or duration than the coupon is locked to (400).
-    #[error("the coupon is for another product or duration")]
+    #[error("the coupon is for another productSlug or months")]
     Mismatch,
 }
 

@@ -373,7 +373,7 @@ pub enum IngestLeadError {
 /// Errors of [`LeadService::list`].
 #[derive(Debug, thiserror::Error)]
 pub enum ListLeadsError {
-    #[error("cursor is invalid")]
+    #[error("cursor is invalid: pass the nextCursor of a previous page unchanged")]
     BadCursor,
     #[error(transparent)]
     Repo(#[from] RepoError),

@@ -468,13 +468,13 @@ pub fn catalog_product(
     }
 }
 
+/// Why a partner without DNA access is refused its DNA links (403).
+pub const DNA_DISABLED: &str = "DNA links are disabled for this account";
+
 /// Errors of the partner link listings.
 #[derive(Debug, thiserror::Error)]
 pub enum LinkError {
-    /// DNA access is disabled for the account.
-    #[error("DNA links are disabled for this account")]
-    Forbidden,
-    #[error("sub must name an existing sub-account (subId 1-250) of this account")]
+    #[error("sub must name an existing sub-account (1-250) of this account")]
     UnknownSub,
     #[error(transparent)]
     Repo(#[from] RepoError),
@@ -527,11 +527,11 @@ impl LinkService {
         }
     }
 
+    /// The DNA links of the partner. Callers MUST first refuse a principal without
+    /// [`crate::auth::Principal::may_use_dna_links`] (403 [`DNA_DISABLED`]); the HTTP guard does,
+    /// before the rate limit, where the contract orders account-state checks.
     pub async fn dna_links(&self, partner: &PartnerId) -> Result<Vec<DnaProductLink>, LinkError> {
         let p = self.partner(partner).await?;
-        if !p.settings.dna_access {
-            return Err(LinkError::Forbidden);
-        }
         let prices = self.catalog.dna_prices(partner).await?;
         let mut products = self.catalog.dna_products().await?;
         DnaProduct::sort(&mut products);

@@ -264,7 +264,7 @@ pub enum OrderIngest {
 pub enum IngestOrderError {
     #[error("no partner with that partnerId")]
     UnknownPartner,
-    #[error("another order is stored under that orderId")]
+    #[error("another order with a different body is stored under that orderId")]
     Conflict,
     #[error(transparent)]
     Repo(#[from] RepoError),

@@ -30,8 +30,8 @@ pub struct SubAccount {
 /// Errors of [`SubAccountService::create`].
 #[derive(Debug, thiserror::Error)]
 pub enum CreateSubAccountError {
-    #[error("a sub-account with that subId already exists")]
-    Duplicate,
+    #[error("a sub-account with subId {0} already exists")]
+    Duplicate(SubId),
     #[error(transparent)]
     Repo(#[from] RepoError),
 }
@@ -78,7 +78,7 @@ impl SubAccountService {
         };
         match self.repo.insert(partner, &new).await? {
             InsertSubAccount::Inserted(s) => Ok(s),
-            InsertSubAccount::DuplicateSubId => Err(CreateSubAccountError::Duplicate),
+            InsertSubAccount::DuplicateSubId => Err(CreateSubAccountError::Duplicate(sub_id)),
         }
     }
 
@@ -135,7 +135,7 @@ mod tests {
             )
             .now_or_never()
             .expect("ready");
-        assert!(matches!(r, Err(CreateSubAccountError::Duplicate)));
+        assert!(matches!(r, Err(CreateSubAccountError::Duplicate(_))));
     }
 
     #[test]

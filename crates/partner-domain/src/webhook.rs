@@ -727,7 +727,7 @@ pub struct EndpointPatch {
 pub enum EndpointError {
     #[error("an account may have at most 10 webhook endpoints")]
     TooMany,
-    #[error("the URL resolves to a loopback, private or internal address")]
+    #[error("url must not resolve to a loopback, private or internal address")]
     InternalAddress,
     #[error("no such webhook endpoint")]
     NotFound,
@@ -735,11 +735,13 @@ pub enum EndpointError {
     UnknownPartner,
     #[error("no such webhook delivery")]
     DeliveryNotFound,
-    #[error("cursor is invalid")]
+    #[error("cursor is invalid: pass the nextCursor of a previous page unchanged")]
     BadCursor,
     #[error("since must be within the last 7 days and not in the future")]
     BadSince,
-    #[error("the webhook endpoint is disabled; re-enable it first")]
+    #[error(
+        "the webhook endpoint is disabled; re-enable it with PATCH {{ \"enabled\": true }} first"
+    )]
     Disabled,
     #[error(transparent)]
     Repo(#[from] crate::error::RepoError),

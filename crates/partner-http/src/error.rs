@@ -8,8 +8,17 @@ use actix_web::http::StatusCode;
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::{HttpResponse, ResponseError};
 use partner_domain::RepoError;
+use partner_domain::account::{CreateUserError, IssueTokenError, RotateTokenError};
 use partner_domain::auth::AuthError;
+use partner_domain::catalog::PutPriceError;
+use partner_domain::coupon::{IssueError, RedeemRefusal, TransitionError};
+use partner_domain::lead::{IngestLeadError, ListLeadsError, PatchLeadError};
+use partner_domain::links::{CatalogError, LinkError};
+use partner_domain::order::{IngestOrderError, RecordEventError};
+use partner_domain::payout::RecordPayoutError;
+use partner_domain::sub_account::{CreateSubAccountError, DeleteSubAccountError};
 use partner_domain::values::ValueError;
+use partner_domain::webhook::EndpointError;
 use serde::Serialize;
 
 /// An error answer: status, the contract's code, and a human-readable message that never
@@ -201,6 +210,100 @@ impl From<AuthError> for ApiError {
             AuthError::KeysUnavailable => Self::keys_unavailable(),
             AuthError::Repo(e) => Self::internal(&e),
         }
+    }
+}
+
+/// The domain's errors as answers. The message is always the domain error's own text, so it is
+/// written once (in the domain) and cannot drift; this table decides only status and code.
+macro_rules! domain_errors {
+    ($($error:ty { $($variant:pat => $status:ident),* $(,)? })*) => {$(
+        impl From<$error> for ApiError {
+            fn from(e: $error) -> Self {
+                match &e {
+                    $($variant => Self::$status(&e),)*
+                }
+            }
+        }
+    )*};
+}
+
+impl ApiError {
+    fn msg_invalid(e: &dyn fmt::Display) -> Self {
+        Self::invalid(e.to_string())
+    }
+
+    fn msg_not_found(e: &dyn fmt::Display) -> Self {
+        Self::not_found(e.to_string())
+    }
+
+    fn msg_conflict(e: &dyn fmt::Display) -> Self {
+        Self::conflict(e.to_string())
+    }
+
+    /// 503 `api_keys_unavailable`, whose message is the contract's own.
+    fn msg_unavailable(_: &dyn fmt::Display) -> Self {
+        Self::keys_unavailable()
+    }
+}
+
+domain_errors! {
+    ListLeadsError { ListLeadsError::Repo(_) => internal, ListLeadsError::BadCursor => msg_invalid }
+    IngestLeadError { IngestLeadError::Repo(_) => internal, IngestLeadError::UnknownPartner => msg_not_found }
+    PatchLeadError { PatchLeadError::Repo(_) => internal, PatchLeadError::NotFound => msg_not_found }
+    IngestOrderError {
+        IngestOrderError::Repo(_) => internal,
+        IngestOrderError::UnknownPartner => msg_not_found,
+        IngestOrderError::Conflict => msg_conflict,
+    }
+    RecordEventError { RecordEventError::Repo(_) => internal, RecordEventError::UnknownPartner => msg_not_found }
+    RecordPayoutError { RecordPayoutError::Repo(_) => internal, RecordPayoutError::UnknownPartner => msg_not_found }
+    CreateUserError { CreateUserError::Repo(_) => internal, CreateUserError::UnknownPartner => msg_not_found }
+    CreateSubAccountError {
+        CreateSubAccountError::Repo(_) => internal,
+        CreateSubAccountError::Duplicate(_) => msg_conflict,
+    }
+    DeleteSubAccountError { DeleteSubAccountError::Repo(_) => internal, DeleteSubAccountError::NotFound => msg_not_found }
+    CatalogError { CatalogError::Repo(_) => internal, CatalogError::UnknownPartner => msg_not_found }
+    LinkError {
+        LinkError::Repo(_) => internal,
+        LinkError::UnknownSub => msg_invalid,
+    }
+    PutPriceError {
+        PutPriceError::Repo(_) => internal,
+        PutPriceError::UnknownPartner | PutPriceError::UnknownProduct => msg_not_found,
+        PutPriceError::Invalid(_) => msg_invalid,
+    }
+    IssueError {
+        IssueError::Repo(_) => internal,
+        IssueError::UnknownPartner => msg_not_found,
+        IssueError::UnknownSubAccount | IssueError::ExpiryPast => msg_invalid,
+    }
+    TransitionError {
+        TransitionError::Repo(_) => internal,
+        TransitionError::NotFound => msg_not_found,
+        TransitionError::Refused(RedeemRefusal::NotActive(_)) => msg_conflict,
+        TransitionError::Refused(RedeemRefusal::Mismatch) => msg_invalid,
+    }
+    IssueTokenError {
+        IssueTokenError::Repo(_) => internal,
+        IssueTokenError::KeysUnavailable => msg_unavailable,
+        IssueTokenError::UserNotFound => msg_not_found,
+        IssueTokenError::ExpiryNotInFuture => msg_invalid,
+    }
+    RotateTokenError {
+        RotateTokenError::Repo(_) => internal,
+        RotateTokenError::KeysUnavailable => msg_unavailable,
+        RotateTokenError::NotFound => msg_not_found,
+        RotateTokenError::NotLive => msg_conflict,
+    }
+    EndpointError {
+        EndpointError::Repo(_) => internal,
+        EndpointError::NotFound | EndpointError::UnknownPartner | EndpointError::DeliveryNotFound => msg_not_found,
+        EndpointError::TooMany
+        | EndpointError::InternalAddress
+        | EndpointError::BadCursor
+        | EndpointError::Disabled
+        | EndpointError::BadSince => msg_invalid,
     }
 }
 

@@ -288,19 +288,15 @@ pub async fn internal_guard(
     let Some(expected) = st.internal_token.as_ref().map(crate::OperatorToken::expose) else {
         return Ok(req.error_response(ApiError::not_found("no such resource")));
     };
-    let presented = req
+    let header = req
         .headers()
         .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| {
-            v.split_once(' ')
-                .filter(|(s, _)| s.eq_ignore_ascii_case("bearer"))
-        })
-        .map(|(_, t)| t.trim())
-        .filter(|t| !t.is_empty());
-    match presented {
+        .map(|v| v.as_bytes());
+    match partner_domain::auth::bearer(header) {
         None => Ok(req.error_response(ApiError::missing_bearer())),
-        Some(t) if !same_secret(t, expected) => Ok(req.error_response(ApiError::invalid_token())),
+        Some(t) if !same_secret(t, expected.as_bytes()) => {
+            Ok(req.error_response(ApiError::invalid_token()))
+        }
         Some(_) => next.call(req).await,
     }
 }
@@ -308,9 +304,9 @@ pub async fn internal_guard(
 /// Whether `presented` is `expected`, in time independent of both: the SHA-256 digests (always
 /// 32 bytes) are compared in constant time, so neither a length mismatch nor a common prefix
 /// answers sooner.
-fn same_secret(presented: &str, expected: &str) -> bool {
-    let a = ring::digest::digest(&ring::digest::SHA256, presented.as_bytes());
-    let b = ring::digest::digest(&ring::digest::SHA256, expected.as_bytes());
+fn same_secret(presented: &[u8], expected: &[u8]) -> bool {
+    let a = ring::digest::digest(&ring::digest::SHA256, presented);
+    let b = ring::digest::digest(&ring::digest::SHA256, expected);
     constant_time_eq(a.as_ref(), b.as_ref())
 }
 
@@ -345,15 +341,15 @@ mod tests {
     #[::core::prelude::v1::test]
     fn secrets_compare_by_digest() {
         assert!(same_secret(
-            "a-token-of-some-length",
-            "a-token-of-some-length"
+            b"a-token-of-some-length",
+            b"a-token-of-some-length"
         ));
         assert!(!same_secret(
-            "a-token-of-some-length",
-            "a-token-of-some-lengtH"
+            b"a-token-of-some-length",
+            b"a-token-of-some-lengtH"
         ));
-        assert!(!same_secret("a-token", "a-token-of-some-length"));
-        assert!(!same_secret("", "a-token-of-some-length"));
+        assert!(!same_secret(b"a-token", b"a-token-of-some-length"));
+        assert!(!same_secret(b"", b"a-token-of-some-length"));
     }
 
     async fn boom() -> HttpResponse {

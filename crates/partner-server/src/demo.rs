@@ -115,7 +115,7 @@ async fn seed_activity(
             )
             .await
         {
-            Ok(_) | Err(CreateSubAccountError::Duplicate) => {}
+            Ok(_) | Err(CreateSubAccountError::Duplicate(_)) => {}
             Err(CreateSubAccountError::Repo(e)) => return Err(e.into()),
         }
     }

@@ -9,7 +9,6 @@ use actix_web::middleware::Next;
 use actix_web::{Error, HttpRequest, HttpResponse, web};
 use partner_domain::attribution::Attribution;
 use partner_domain::catalog::Category;
-use partner_domain::links::CatalogError;
 use partner_domain::links::CatalogProduct;
 use serde::Serialize;
 
@@ -61,16 +60,11 @@ async fn list(state: web::Data<AppState>, req: HttpRequest, category: Option<Cat
         .ok_or_else(|| ApiError::invalid("partner_id is required"))?;
     let attribution =
         Attribution::parse(raw).map_err(|_| ApiError::invalid("partner_id is malformed"))?;
-    match state.links.catalog(&attribution, category).await {
-        Ok(products) => Ok(HttpResponse::Ok().json(CatalogBody {
-            count: products.len(),
-            products,
-        })),
-        Err(CatalogError::UnknownPartner) => {
-            Err(ApiError::not_found("no active partner has that partner_id"))
-        }
-        Err(CatalogError::Repo(e)) => Err(e.into()),
-    }
+    let products = state.links.catalog(&attribution, category).await?;
+    Ok(HttpResponse::Ok().json(CatalogBody {
+        count: products.len(),
+        products,
+    }))
 }
 
 /// `OPTIONS` answers 204; every answer gets the caching and CORS headers.

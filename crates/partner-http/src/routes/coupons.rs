@@ -3,8 +3,8 @@
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::{HttpRequest, HttpResponse, web};
 use partner_domain::coupon::{
-    BulkOrderRequest, CouponCode, CouponQuery, CouponRow, CouponStatus, IssueError, MAX_QUANTITY,
-    ProductSlug, RedeemRefusal, ScopeError, TransitionError, listing_scope, parse_months,
+    BulkOrderRequest, CouponCode, CouponQuery, CouponRow, CouponStatus, MAX_QUANTITY, ProductSlug,
+    ScopeError, listing_scope, parse_months,
 };
 use partner_domain::ids::CouponId;
 use partner_domain::lead::parse_limit;
@@ -227,30 +227,8 @@ async fn issue(state: web::Data<AppState>, JsonBody(b): JsonBody<BulkBody>) -> R
             .transpose()?
             .filter(|n| !n.is_empty()),
     };
-    match state.coupons.issue(req).await {
-        Ok(order) => Ok(data(actix_web::http::StatusCode::CREATED, order)),
-        Err(IssueError::UnknownPartner) => {
-            Err(ApiError::not_found("no partner with that partnerId"))
-        }
-        Err(IssueError::UnknownSubAccount) => Err(ApiError::invalid(
-            "subAccountId must be an existing sub-account of the partner",
-        )),
-        Err(IssueError::ExpiryPast) => Err(ApiError::invalid("expiresAt must be in the future")),
-        Err(IssueError::Repo(e)) => Err(e.into()),
-    }
-}
-
-fn transition_error(e: TransitionError) -> ApiError {
-    match e {
-        TransitionError::NotFound => ApiError::not_found("no such coupon"),
-        TransitionError::Refused(RedeemRefusal::NotActive(s)) => {
-            ApiError::conflict(format!("the coupon is {}, not active", s.as_str()))
-        }
-        TransitionError::Refused(RedeemRefusal::Mismatch) => {
-            ApiError::invalid("the coupon is for another productSlug or months")
-        }
-        TransitionError::Repo(e) => e.into(),
-    }
+    let order = state.coupons.issue(req).await?;
+    Ok(data(actix_web::http::StatusCode::CREATED, order))
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -287,11 +265,7 @@ async fn redeem(state: web::Data<AppState>, JsonBody(b): JsonBody<RedeemBody>) -
         200,
     )?;
     let who = state.coupons.redemption(&email, ext);
-    Ok(ok(state
-        .coupons
-        .redeem(&code, slug, months, who)
-        .await
-        .map_err(transition_error)?))
+    Ok(ok(state.coupons.redeem(&code, slug, months, who).await?))
 }
 
 #[utoipa::path(
@@ -308,9 +282,5 @@ async fn redeem(state: web::Data<AppState>, JsonBody(b): JsonBody<RedeemBody>) -
 )]
 async fn void(state: web::Data<AppState>, path: web::Path<String>) -> Result {
     let id = CouponId::from_uuid(uuid(&path, "coupon id")?);
-    Ok(ok(state
-        .coupons
-        .void(id)
-        .await
-        .map_err(transition_error)?))
+    Ok(ok(state.coupons.void(id).await?))
 }

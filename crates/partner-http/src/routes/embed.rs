@@ -7,7 +7,7 @@ use actix_web::http::header::{self, HeaderValue};
 use actix_web::{HttpRequest, HttpResponse, web};
 use std::sync::LazyLock;
 
-use partner_domain::links::{CareEmbed, CareQuery, CareServiceLink, CatalogError};
+use partner_domain::links::{CareEmbed, CareQuery, CareServiceLink};
 use partner_domain::values::{CareService, Lang, PartnerId, SubId};
 
 use super::Result;
@@ -64,13 +64,7 @@ pub(super) async fn care_services(state: web::Data<AppState>, req: HttpRequest) 
         duration: None,
         lang: q.get("lang").map(str::to_owned),
     };
-    let embed = match state.links.care_embed(&partner, &query).await {
-        Ok(e) => e,
-        Err(CatalogError::UnknownPartner) => {
-            return Err(ApiError::not_found("no active partner has that partner_id"));
-        }
-        Err(CatalogError::Repo(e)) => return Err(e.into()),
-    };
+    let embed = state.links.care_embed(&partner, &query).await?;
     let view = View {
         partner: &partner,
         service,

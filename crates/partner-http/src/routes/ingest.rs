@@ -4,15 +4,11 @@
 use actix_web::{HttpRequest, http::StatusCode, web};
 use partner_domain::account::NotFoundOr;
 use partner_domain::attribution::Attribution;
-use partner_domain::lead::{
-    IngestLeadError, LeadId, LeadPatch, NewLead, Origin, PatchLeadError, Phone, TestFlag,
-    TestSource,
-};
+use partner_domain::lead::{LeadId, LeadPatch, NewLead, Origin, Phone, TestFlag, TestSource};
 use partner_domain::order::{
-    IngestOrderError, NewAnalyticsEvent, Order, OrderIngest, RecordEventError, parse_event_name,
-    parse_order_id, parse_run_id,
+    NewAnalyticsEvent, Order, OrderIngest, parse_event_name, parse_order_id, parse_run_id,
 };
-use partner_domain::payout::{NewPayout, RecordPayoutError, parse_date};
+use partner_domain::payout::{NewPayout, parse_date};
 use partner_domain::values::{Email, Money, PartnerId, SubId, ValueError, text};
 use partner_domain::wire::parse_timestamp;
 use serde::Deserialize;
@@ -108,13 +104,7 @@ async fn create_lead(state: web::Data<AppState>, JsonBody(b): JsonBody<LeadBody>
         location: text("location", &b.location, 0, 200)?,
         question_id: optional_text(b.question_id.as_deref(), "questionId", 100)?,
     };
-    match state.leads.ingest(new).await {
-        Ok(row) => Ok(data(StatusCode::CREATED, row)),
-        Err(IngestLeadError::UnknownPartner) => {
-            Err(ApiError::not_found("no partner with that partnerId"))
-        }
-        Err(IngestLeadError::Repo(e)) => Err(e.into()),
-    }
+    Ok(data(StatusCode::CREATED, state.leads.ingest(new).await?))
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -168,11 +158,7 @@ async fn patch_lead(
             "name at least one of phone, smsConsent, email, emailConsent, firstName, lastName",
         ));
     }
-    match state.leads.patch(id, &patch).await {
-        Ok(row) => Ok(ok(row)),
-        Err(PatchLeadError::NotFound) => Err(ApiError::not_found("no such lead")),
-        Err(PatchLeadError::Repo(e)) => Err(e.into()),
-    }
+    Ok(ok(state.leads.patch(id, &patch).await?))
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -223,20 +209,10 @@ async fn create_order(state: web::Data<AppState>, JsonBody(b): JsonBody<OrderBod
             .map(|e| Email::parse_field(e, "customerEmail").map(|e| e.as_str().to_owned()))
             .transpose()?,
     };
-    match state.orders.ingest(order).await {
-        Ok(OrderIngest::Created(l)) => Ok(data(
-            StatusCode::CREATED,
-            l.order.render(&l.sub_account, true),
-        )),
-        Ok(OrderIngest::Replayed(l)) => Ok(ok(l.order.render(&l.sub_account, true))),
-        Err(IngestOrderError::Conflict) => Err(ApiError::conflict(
-            "another order with a different body is stored under that orderId",
-        )),
-        Err(IngestOrderError::UnknownPartner) => {
-            Err(ApiError::not_found("no partner with that partnerId"))
-        }
-        Err(IngestOrderError::Repo(e)) => Err(e.into()),
-    }
+    Ok(match state.orders.ingest(order).await? {
+        OrderIngest::Created(l) => data(StatusCode::CREATED, l.order.render(&l.sub_account, true)),
+        OrderIngest::Replayed(l) => ok(l.order.render(&l.sub_account, true)),
+    })
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -276,16 +252,11 @@ async fn create_event(state: web::Data<AppState>, JsonBody(b): JsonBody<EventBod
         })?,
     }
     .checked()?;
-    match state.orders.record_event(new).await {
-        Ok(()) => Ok(data(
-            StatusCode::ACCEPTED,
-            serde_json::json!({ "ok": true }),
-        )),
-        Err(RecordEventError::UnknownPartner) => {
-            Err(ApiError::not_found("no partner with that partnerId"))
-        }
-        Err(RecordEventError::Repo(e)) => Err(e.into()),
-    }
+    state.orders.record_event(new).await?;
+    Ok(data(
+        StatusCode::ACCEPTED,
+        serde_json::json!({ "ok": true }),
+    ))
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -318,13 +289,7 @@ async fn create_payout(state: web::Data<AppState>, JsonBody(b): JsonBody<PayoutB
         receipt_url: optional_text(b.receipt_url.as_deref(), "receiptUrl", 2048)?,
         note: optional_text(b.note.as_deref(), "note", 2000)?,
     };
-    match state.payouts.record(new).await {
-        Ok(p) => Ok(data(StatusCode::CREATED, p)),
-        Err(RecordPayoutError::UnknownPartner) => {
-            Err(ApiError::not_found("no partner with that partnerId"))
-        }
-        Err(RecordPayoutError::Repo(e)) => Err(e.into()),
-    }
+    Ok(data(StatusCode::CREATED, state.payouts.record(new).await?))
 }
 
 #[utoipa::path(

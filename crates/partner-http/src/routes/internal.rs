@@ -4,10 +4,7 @@
 use std::collections::BTreeMap;
 
 use actix_web::{http::StatusCode, web};
-use partner_domain::account::{
-    CareServicesAccess, CreateUserError, IssueTokenError, NotFoundOr, PartnerSettings,
-    RotateTokenError,
-};
+use partner_domain::account::{CareServicesAccess, NotFoundOr, PartnerSettings};
 use partner_domain::values::{CareService, Email, Lang, PartnerId};
 use partner_domain::wire::parse_timestamp;
 use serde::Deserialize;
@@ -205,13 +202,11 @@ struct UserBody {
 async fn create_user(state: web::Data<AppState>, JsonBody(body): JsonBody<UserBody>) -> Result {
     let email = Email::parse(&body.email)?;
     let partner = PartnerId::parse(&body.partner_id)?;
-    match state.accounts.create_user(email, partner, body.admin).await {
-        Ok(u) => Ok(data(StatusCode::CREATED, u)),
-        Err(CreateUserError::UnknownPartner) => {
-            Err(ApiError::not_found("no partner with that partnerId"))
-        }
-        Err(CreateUserError::Repo(e)) => Err(e.into()),
-    }
+    let user = state
+        .accounts
+        .create_user(email, partner, body.admin)
+        .await?;
+    Ok(data(StatusCode::CREATED, user))
 }
 
 fn not_found_or(e: NotFoundOr, what: &'static str) -> ApiError {
@@ -274,15 +269,8 @@ async fn create_token(
                 .ok_or_else(|| ApiError::invalid("expiresAt must be an RFC 3339 timestamp"))
         })
         .transpose()?;
-    match state.accounts.issue_token(user, expires_at).await {
-        Ok(t) => Ok(data(StatusCode::CREATED, t)),
-        Err(IssueTokenError::UserNotFound) => Err(ApiError::not_found("no such user")),
-        Err(IssueTokenError::ExpiryNotInFuture) => {
-            Err(ApiError::invalid("expiresAt must be in the future"))
-        }
-        Err(IssueTokenError::KeysUnavailable) => Err(ApiError::keys_unavailable()),
-        Err(IssueTokenError::Repo(e)) => Err(e.into()),
-    }
+    let token = state.accounts.issue_token(user, expires_at).await?;
+    Ok(data(StatusCode::CREATED, token))
 }
 
 #[utoipa::path(
@@ -321,15 +309,10 @@ async fn list_tokens(state: web::Data<AppState>, path: web::Path<String>) -> Res
 )]
 async fn rotate_token(state: web::Data<AppState>, path: web::Path<String>) -> Result {
     let id = uuid(&path, "token id")?;
-    match state.accounts.rotate_token(id).await {
-        Ok(t) => Ok(data(StatusCode::CREATED, t)),
-        Err(RotateTokenError::NotFound) => Err(ApiError::not_found("no such token")),
-        Err(RotateTokenError::NotLive) => Err(ApiError::conflict(
-            "the token is revoked or expired; create a new one instead",
-        )),
-        Err(RotateTokenError::KeysUnavailable) => Err(ApiError::keys_unavailable()),
-        Err(RotateTokenError::Repo(e)) => Err(e.into()),
-    }
+    Ok(data(
+        StatusCode::CREATED,
+        state.accounts.rotate_token(id).await?,
+    ))
 }
 
 #[utoipa::path(

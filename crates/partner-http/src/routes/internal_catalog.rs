@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use actix_web::{http::StatusCode, web};
 use partner_domain::catalog::{
-    CareProduct, CareTier, Category, DnaProduct, MedicalProduct, MedicalTier, PutPriceError, Stored,
+    CareProduct, CareTier, Category, DnaProduct, MedicalProduct, MedicalTier, Stored,
 };
 use partner_domain::values::{CareService, Lang, Money, PartnerId, ValueError};
 use serde::{Deserialize, Serialize};
@@ -27,15 +27,6 @@ pub(super) fn configure(cfg: &mut web::ServiceConfig) {
             resource("/partners/{partner_id}/dna-prices/{product_id}")
                 .route(web::put().to(put_dna_price)),
         );
-}
-
-fn put_error(e: PutPriceError) -> ApiError {
-    match e {
-        PutPriceError::UnknownPartner => ApiError::not_found("no partner with that partnerId"),
-        PutPriceError::UnknownProduct => ApiError::not_found("no product with that id"),
-        PutPriceError::Invalid(v) => v.into(),
-        PutPriceError::Repo(e) => e.into(),
-    }
 }
 
 fn stored<T: Serialize>((record, created): (Stored<T>, bool)) -> actix_web::HttpResponse {
@@ -141,13 +132,7 @@ async fn put_medical(
             })
             .collect::<std::result::Result<_, ValueError>>()?,
     };
-    Ok(stored(
-        state
-            .catalog
-            .put_medical(product)
-            .await
-            .map_err(put_error)?,
-    ))
+    Ok(stored(state.catalog.put_medical(product).await?))
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -193,9 +178,7 @@ async fn put_dna(
         parent_product: b.parent_product,
         available: b.available,
     };
-    Ok(stored(
-        state.catalog.put_dna(product).await.map_err(put_error)?,
-    ))
+    Ok(stored(state.catalog.put_dna(product).await?))
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -260,9 +243,7 @@ async fn put_care(
             })
             .collect::<std::result::Result<_, ValueError>>()?,
     };
-    Ok(stored(
-        state.catalog.put_care(product).await.map_err(put_error)?,
-    ))
+    Ok(stored(state.catalog.put_care(product).await?))
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -299,8 +280,7 @@ async fn put_medical_prices(
     state
         .catalog
         .put_medical_prices(&partner, product, prices.clone())
-        .await
-        .map_err(put_error)?;
+        .await?;
     Ok(ok(
         json!({ "partnerId": partner, "productId": product, "tierPrices": prices }),
     ))
@@ -336,8 +316,7 @@ async fn put_dna_price(
     state
         .catalog
         .put_dna_price(&partner, product, price)
-        .await
-        .map_err(put_error)?;
+        .await?;
     Ok(ok(
         json!({ "partnerId": partner, "productId": product, "userSetPrice": price }),
     ))

@@ -1,7 +1,7 @@
 //! `GET /api/v1/dna-links`, `/medical-intake-links`, `/care-service-links`.
 
 use actix_web::{HttpRequest, HttpResponse, web};
-use partner_domain::links::{CareQuery, LinkError};
+use partner_domain::links::CareQuery;
 use partner_domain::links::{CareServiceLink, PartnerProductLink};
 use partner_domain::values::{CareService, SubId};
 use serde::Serialize;
@@ -26,16 +26,6 @@ struct CareBody {
     duration: Option<u8>,
 }
 
-fn link_error(e: LinkError) -> ApiError {
-    match e {
-        LinkError::Forbidden => ApiError::forbidden("DNA links are disabled for this account"),
-        LinkError::UnknownSub => {
-            ApiError::invalid("sub must name an existing sub-account (1-250) of this account")
-        }
-        LinkError::Repo(e) => e.into(),
-    }
-}
-
 fn sub(q: &Query) -> std::result::Result<Option<SubId>, ApiError> {
     q.get("sub")
         .map(|s| {
@@ -52,11 +42,7 @@ fn sub(q: &Query) -> std::result::Result<Option<SubId>, ApiError> {
     )
 )]
 pub(super) async fn dna(state: web::Data<AppState>, Caller(me): Caller) -> Result {
-    Ok(ok(state
-        .links
-        .dna_links(&me.partner_id)
-        .await
-        .map_err(link_error)?))
+    Ok(ok(state.links.dna_links(&me.partner_id).await?))
 }
 
 #[utoipa::path(
@@ -81,8 +67,7 @@ pub(super) async fn medical(
     let links = state
         .links
         .medical_links(&me.partner_id, sub, q.get("lang"))
-        .await
-        .map_err(link_error)?;
+        .await?;
     Ok(HttpResponse::Ok().json(MedicalBody {
         data: links,
         sub: sub.map(|s| s.to_string()),
@@ -124,11 +109,7 @@ pub(super) async fn care(
         duration: crate::params::months(q.get("duration"), "duration")?,
         lang: q.get("lang").map(str::to_owned),
     };
-    let links = state
-        .links
-        .care_links(&me.partner_id, &query)
-        .await
-        .map_err(link_error)?;
+    let links = state.links.care_links(&me.partner_id, &query).await?;
     Ok(HttpResponse::Ok().json(CareBody {
         data: links,
         sub: query.sub.map(|s| s.to_string()),

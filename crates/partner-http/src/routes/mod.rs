@@ -18,6 +18,8 @@ use actix_web::middleware::from_fn;
 use actix_web::{HttpResponse, http::StatusCode, web};
 use serde::Serialize;
 
+use partner_domain::auth::Principal;
+
 use crate::error::ApiError;
 use crate::middleware::{
     Requirement, care_services_enabled, internal_guard, no_store, partner_guard,
@@ -65,8 +67,8 @@ pub(crate) fn configure_public(cfg: &mut web::ServiceConfig) {
                     .wrap(from_fn(partner_guard_requiring(
                         Group::Links,
                         Requirement {
-                            holds: |p| p.dna_access,
-                            message: "DNA links are disabled for this account",
+                            holds: Principal::may_use_dna_links,
+                            message: partner_domain::links::DNA_DISABLED,
                         },
                     ))),
             )

@@ -2,7 +2,6 @@
 
 use actix_web::{http::StatusCode, web};
 use partner_domain::ids::SubAccountId;
-use partner_domain::sub_account::{CreateSubAccountError, DeleteSubAccountError};
 use partner_domain::values::{Nickname, SubId};
 use serde::Deserialize;
 
@@ -58,17 +57,11 @@ async fn create(
 ) -> Result {
     let sub_id = SubId::parse(body.sub_id.as_deref().unwrap_or_default())?;
     let nickname = Nickname::parse(body.nickname.as_deref().unwrap_or_default())?;
-    match state
+    let created = state
         .sub_accounts
         .create(&me.partner_id, sub_id, nickname)
-        .await
-    {
-        Ok(s) => Ok(data(StatusCode::CREATED, s)),
-        Err(CreateSubAccountError::Duplicate) => Err(ApiError::conflict(format!(
-            "a sub-account with subId {sub_id} already exists"
-        ))),
-        Err(CreateSubAccountError::Repo(e)) => Err(e.into()),
-    }
+        .await?;
+    Ok(data(StatusCode::CREATED, created))
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -97,9 +90,6 @@ async fn delete(
         None | Some("") => return Err(ApiError::invalid("recordId is required")),
         Some(s) => SubAccountId::from_uuid(uuid(s, "recordId")?),
     };
-    match state.sub_accounts.delete(&me.partner_id, id).await {
-        Ok(()) => Ok(ok_true()),
-        Err(DeleteSubAccountError::NotFound) => Err(ApiError::not_found("sub-account not found")),
-        Err(DeleteSubAccountError::Repo(e)) => Err(e.into()),
-    }
+    state.sub_accounts.delete(&me.partner_id, id).await?;
+    Ok(ok_true())
 }

@@ -7,8 +7,8 @@ use partner_domain::ids::{DeliveryId, EndpointId};
 use partner_domain::lead::parse_limit;
 use partner_domain::values::PartnerId;
 use partner_domain::webhook::{
-    CustomHeader, DeliveryQuery, EndpointError, EndpointPatch, LeadCreatedDelay, NewEndpoint,
-    parse_endpoint_url, parse_event_filter, parse_events, parse_statuses,
+    CustomHeader, DeliveryQuery, EndpointPatch, LeadCreatedDelay, NewEndpoint, parse_endpoint_url,
+    parse_event_filter, parse_events, parse_statuses,
 };
 use serde::Deserialize;
 use time::OffsetDateTime;
@@ -51,30 +51,6 @@ pub(super) fn configure_internal(cfg: &mut web::ServiceConfig) {
         resource("/partners/{partner_id}/webhook-deliveries/{id}/resend")
             .route(web::post().to(internal_resend)),
     );
-}
-
-fn endpoint_error(e: EndpointError) -> ApiError {
-    match e {
-        EndpointError::TooMany => {
-            ApiError::invalid("an account may have at most 10 webhook endpoints")
-        }
-        EndpointError::InternalAddress => {
-            ApiError::invalid("url must not resolve to a loopback, private or internal address")
-        }
-        EndpointError::NotFound => ApiError::not_found("no such webhook endpoint"),
-        EndpointError::UnknownPartner => ApiError::not_found("no partner with that partnerId"),
-        EndpointError::DeliveryNotFound => ApiError::not_found("no such webhook delivery"),
-        EndpointError::BadCursor => {
-            ApiError::invalid("cursor is invalid: pass the nextCursor of a previous page unchanged")
-        }
-        EndpointError::Disabled => ApiError::invalid(
-            "the webhook endpoint is disabled; re-enable it with PATCH { \"enabled\": true } first",
-        ),
-        EndpointError::BadSince => {
-            ApiError::invalid("since must be within the last 7 days and not in the future")
-        }
-        EndpointError::Repo(e) => e.into(),
-    }
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -134,11 +110,7 @@ async fn create(state: &AppState, partner: &PartnerId, b: CreateBody) -> Result 
         custom_header: b.custom_header.map(header).transpose()?,
         secret: b.secret,
     };
-    let row = state
-        .webhooks
-        .create(partner, new)
-        .await
-        .map_err(endpoint_error)?;
+    let row = state.webhooks.create(partner, new).await?;
     Ok(data(StatusCode::CREATED, row))
 }
 
@@ -163,11 +135,7 @@ async fn update(state: &AppState, partner: &PartnerId, id: &str, b: PatchBody) -
         enabled: b.enabled,
         expire_previous: b.expire_previous,
     };
-    Ok(ok(state
-        .webhooks
-        .update(partner, id, patch)
-        .await
-        .map_err(endpoint_error)?))
+    Ok(ok(state.webhooks.update(partner, id, patch).await?))
 }
 
 #[utoipa::path(
@@ -177,11 +145,7 @@ async fn update(state: &AppState, partner: &PartnerId, id: &str, b: PatchBody) -
     )
 )]
 pub(super) async fn list(state: web::Data<AppState>, Caller(me): Caller) -> Result {
-    Ok(ok(state
-        .webhooks
-        .list(&me.partner_id)
-        .await
-        .map_err(endpoint_error)?))
+    Ok(ok(state.webhooks.list(&me.partner_id).await?))
 }
 
 #[utoipa::path(
@@ -236,11 +200,7 @@ pub(super) async fn delete(
     path: web::Path<String>,
 ) -> Result {
     let id = EndpointId::from_uuid(uuid(&path, "endpoint id")?);
-    state
-        .webhooks
-        .delete(&me.partner_id, id)
-        .await
-        .map_err(endpoint_error)?;
+    state.webhooks.delete(&me.partner_id, id).await?;
     Ok(ok_true())
 }
 
@@ -267,7 +227,7 @@ async fn known_partner(state: &AppState, raw: &str) -> std::result::Result<Partn
 )]
 async fn internal_list(state: web::Data<AppState>, path: web::Path<String>) -> Result {
     let p = known_partner(&state, &path).await?;
-    Ok(ok(state.webhooks.list(&p).await.map_err(endpoint_error)?))
+    Ok(ok(state.webhooks.list(&p).await?))
 }
 
 #[utoipa::path(
@@ -326,11 +286,7 @@ async fn internal_update(
 async fn internal_delete(state: web::Data<AppState>, path: web::Path<(String, String)>) -> Result {
     let p = known_partner(&state, &path.0).await?;
     let id = EndpointId::from_uuid(uuid(&path.1, "endpoint id")?);
-    state
-        .webhooks
-        .delete(&p, id)
-        .await
-        .map_err(endpoint_error)?;
+    state.webhooks.delete(&p, id).await?;
     Ok(ok_true())
 }
 
@@ -356,11 +312,7 @@ fn delivery_query(req: &HttpRequest, max: u16) -> std::result::Result<DeliveryQu
 }
 
 async fn list_deliveries(state: &AppState, partner: &PartnerId, q: DeliveryQuery) -> Result {
-    let page = state
-        .webhooks
-        .deliveries(partner, &q)
-        .await
-        .map_err(endpoint_error)?;
+    let page = state.webhooks.deliveries(partner, &q).await?;
     Ok(HttpResponse::Ok().json(PageBody {
         data: page.items,
         page: PageInfo {
@@ -372,30 +324,18 @@ async fn list_deliveries(state: &AppState, partner: &PartnerId, q: DeliveryQuery
 
 async fn show_delivery(state: &AppState, partner: &PartnerId, id: &str) -> Result {
     let id = DeliveryId::from_uuid(uuid(id, "delivery id")?);
-    Ok(ok(state
-        .webhooks
-        .delivery(partner, id)
-        .await
-        .map_err(endpoint_error)?))
+    Ok(ok(state.webhooks.delivery(partner, id).await?))
 }
 
 async fn resend_delivery(state: &AppState, partner: &PartnerId, id: &str) -> Result {
     let id = DeliveryId::from_uuid(uuid(id, "delivery id")?);
-    let d = state
-        .webhooks
-        .resend(partner, id)
-        .await
-        .map_err(endpoint_error)?;
+    let d = state.webhooks.resend(partner, id).await?;
     Ok(data(StatusCode::ACCEPTED, d))
 }
 
 async fn test_endpoint(state: &AppState, partner: &PartnerId, id: &str) -> Result {
     let id = EndpointId::from_uuid(uuid(id, "endpoint id")?);
-    let d = state
-        .webhooks
-        .ping(partner, id)
-        .await
-        .map_err(endpoint_error)?;
+    let d = state.webhooks.ping(partner, id).await?;
     Ok(data(StatusCode::ACCEPTED, d))
 }
 
@@ -417,11 +357,7 @@ async fn recover_endpoint(
     let id = EndpointId::from_uuid(uuid(id, "endpoint id")?);
     let since = OffsetDateTime::parse(&b.since, &Rfc3339)
         .map_err(|_| ApiError::invalid("since must be an ISO 8601 timestamp"))?;
-    let requeued = state
-        .webhooks
-        .recover(partner, id, since)
-        .await
-        .map_err(endpoint_error)?;
+    let requeued = state.webhooks.recover(partner, id, since).await?;
     Ok(data(
         StatusCode::ACCEPTED,
         serde_json::json!({ "requeued": requeued }),
