@@ -1,5 +1,7 @@
-//! The public catalog under `{catalog_url}/api/<category>`: no token, attribution by
-//! `partner_id`, the spec's caching and CORS headers on every answer (errors too).
+//! The product catalog: the public listing under `{catalog_url}/api/<category>` (no token,
+//! attribution by `partner_id`) and the operator's writes of products and partners' prices.
+
+use std::collections::BTreeMap;
 
 use actix_web::body::BoxBody;
 use actix_web::dev::{ServiceRequest, ServiceResponse};
@@ -8,32 +10,21 @@ use actix_web::http::{Method, StatusCode};
 use actix_web::middleware::Next;
 use actix_web::{Error, HttpRequest, HttpResponse, web};
 use partner_domain::attribution::Attribution;
-use partner_domain::catalog::Category;
+use partner_domain::catalog::{
+    CareProduct, CareTier, Category, DnaProduct, MedicalProduct, MedicalTier, Stored,
+};
 use partner_domain::links::CatalogProduct;
-use serde::Serialize;
+use partner_domain::values::{CareService, Lang, Money, PartnerId, ValueError};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
 
-use super::Result;
+use super::{Result, data, ok};
 use crate::AppState;
 use crate::error::ApiError;
-use crate::extract::Query;
-
-pub(super) fn configure(cfg: &mut web::ServiceConfig) {
-    for category in Category::ALL {
-        cfg.service(
-            super::resource(&format!("/api/{}", category.as_str()))
-                .route(web::get().to(move |s, r| list(s, r, Some(category))))
-                .wrap(actix_web::middleware::from_fn(headers)),
-        );
-    }
-    cfg.service(
-        super::resource("/api/all-products")
-            .route(web::get().to(|s, r| list(s, r, None)))
-            .wrap(actix_web::middleware::from_fn(headers)),
-    );
-}
+use crate::extract::{JsonBody, Query, uuid};
 
 #[derive(Serialize)]
-struct CatalogBody {
+pub(super) struct CatalogBody {
     products: Vec<CatalogProduct>,
     count: usize,
 }
@@ -52,7 +43,11 @@ struct CatalogBody {
         (status = 404, description = "No active partner has that `partner_id`", body = crate::routes::schemas::ErrorBody),
     )
 )]
-async fn list(state: web::Data<AppState>, req: HttpRequest, category: Option<Category>) -> Result {
+pub(super) async fn list(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    category: Option<Category>,
+) -> Result {
     let q = Query::of(&req)?;
     let raw = q
         .get("partner_id")
@@ -68,7 +63,7 @@ async fn list(state: web::Data<AppState>, req: HttpRequest, category: Option<Cat
 }
 
 /// `OPTIONS` answers 204; every answer gets the caching and CORS headers.
-async fn headers(
+pub(super) async fn headers(
     req: ServiceRequest,
     next: Next<BoxBody>,
 ) -> std::result::Result<ServiceResponse<BoxBody>, Error> {
@@ -100,4 +95,297 @@ async fn headers(
         );
     }
     Ok(res)
+}
+
+fn stored<T: Serialize>((record, created): (Stored<T>, bool)) -> actix_web::HttpResponse {
+    data(
+        if created {
+            StatusCode::CREATED
+        } else {
+            StatusCode::OK
+        },
+        record,
+    )
+}
+
+fn money(v: f64, field: &'static str) -> std::result::Result<Money, ValueError> {
+    Money::parse(v, field)
+}
+
+fn lang(s: &str) -> std::result::Result<Lang, ApiError> {
+    Lang::parse(s).ok_or_else(|| ApiError::invalid("selfHostedLangs entries must be en or es"))
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[schema(as = MedicalTierInput)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(super) struct MedicalTierBody {
+    key: String,
+    label: String,
+    months: u8,
+    min_price: f64,
+    max_price: f64,
+    recommended_price: f64,
+    commission: f64,
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[schema(as = MedicalProductInput)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(super) struct MedicalBody {
+    name: String,
+    categories: Vec<String>,
+    details: String,
+    image_url: String,
+    image_file_id: String,
+    image_source_url: String,
+    active: bool,
+    legacy_path: String,
+    self_hosted_slug: Option<String>,
+    self_hosted_langs: Vec<String>,
+    suggested_prices: String,
+    tiers: Vec<MedicalTierBody>,
+}
+
+#[utoipa::path(
+    put, path = "/internal/v1/medical-products/{id}", tag = "catalog", request_body = MedicalBody,
+    params(
+        ("id" = String, Path, description = "The product's id (a UUID)", format = Uuid),
+    ),
+    responses(
+        (status = 200, description = "Updated", body = crate::routes::schemas::MedicalProductData),
+        (status = 201, description = "Created", body = crate::routes::schemas::MedicalProductData),
+        (status = 400, description = "A field is invalid", body = crate::routes::schemas::ErrorBody),
+    )
+)]
+pub(super) async fn put_medical(
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+    JsonBody(b): JsonBody<MedicalBody>,
+) -> Result {
+    let product = MedicalProduct {
+        id: uuid(&path, "product id")?,
+        name: b.name,
+        categories: b
+            .categories
+            .iter()
+            .map(|c| {
+                Category::parse(c).ok_or_else(|| {
+                    ApiError::invalid("categories entries must be weight-loss, mens-health, womens-health, hair-loss or wellness")
+                })
+            })
+            .collect::<std::result::Result<_, _>>()?,
+        details: b.details,
+        image_url: b.image_url,
+        image_file_id: uuid(&b.image_file_id, "imageFileId")?,
+        image_source_url: b.image_source_url,
+        active: b.active,
+        legacy_path: b.legacy_path,
+        self_hosted_slug: b.self_hosted_slug,
+        self_hosted_langs: b.self_hosted_langs.iter().map(|l| lang(l)).collect::<std::result::Result<_, _>>()?,
+        suggested_prices: b.suggested_prices,
+        tiers: b
+            .tiers
+            .into_iter()
+            .map(|t| {
+                Ok(MedicalTier {
+                    key: t.key,
+                    label: t.label,
+                    months: t.months,
+                    min_price: money(t.min_price, "tiers.minPrice")?,
+                    max_price: money(t.max_price, "tiers.maxPrice")?,
+                    recommended_price: money(t.recommended_price, "tiers.recommendedPrice")?,
+                    commission: money(t.commission, "tiers.commission")?,
+                })
+            })
+            .collect::<std::result::Result<_, ValueError>>()?,
+    };
+    Ok(stored(state.catalog.put_medical(product).await?))
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[schema(as = DnaProductInput)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(super) struct DnaBody {
+    product_name: String,
+    description: String,
+    intake_path: String,
+    product_image_url: String,
+    minimum_price: f64,
+    recommended_price: f64,
+    maximum_price: f64,
+    parent_product: Vec<String>,
+    available: bool,
+}
+
+#[utoipa::path(
+    put, path = "/internal/v1/dna-products/{id}", tag = "catalog", request_body = DnaBody,
+    params(
+        ("id" = String, Path, description = "The product's id (a UUID)", format = Uuid),
+    ),
+    responses(
+        (status = 200, description = "Updated", body = crate::routes::schemas::DnaProductData),
+        (status = 201, description = "Created", body = crate::routes::schemas::DnaProductData),
+        (status = 400, description = "A field is invalid", body = crate::routes::schemas::ErrorBody),
+    )
+)]
+pub(super) async fn put_dna(
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+    JsonBody(b): JsonBody<DnaBody>,
+) -> Result {
+    let product = DnaProduct {
+        id: uuid(&path, "product id")?,
+        product_name: b.product_name,
+        description: b.description,
+        intake_path: b.intake_path,
+        product_image_url: b.product_image_url,
+        minimum_price: money(b.minimum_price, "minimumPrice")?,
+        recommended_price: money(b.recommended_price, "recommendedPrice")?,
+        maximum_price: money(b.maximum_price, "maximumPrice")?,
+        parent_product: b.parent_product,
+        available: b.available,
+    };
+    Ok(stored(state.catalog.put_dna(product).await?))
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[schema(as = CareTierInput)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(super) struct CareTierBody {
+    key: String,
+    label: String,
+    months: u8,
+    user_price: f64,
+    commission: f64,
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[schema(as = CareProductInput)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(super) struct CareBody {
+    service: String,
+    slug: String,
+    product_name: String,
+    description: String,
+    image_url: String,
+    tiers: Vec<CareTierBody>,
+}
+
+#[utoipa::path(
+    put, path = "/internal/v1/care-service-products/{id}", tag = "catalog", request_body = CareBody,
+    params(
+        ("id" = String, Path, description = "The product's id (a UUID)", format = Uuid),
+    ),
+    responses(
+        (status = 200, description = "Updated", body = crate::routes::schemas::CareProductData),
+        (status = 201, description = "Created", body = crate::routes::schemas::CareProductData),
+        (status = 400, description = "A field is invalid", body = crate::routes::schemas::ErrorBody),
+    )
+)]
+pub(super) async fn put_care(
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+    JsonBody(b): JsonBody<CareBody>,
+) -> Result {
+    let product = CareProduct {
+        id: uuid(&path, "product id")?,
+        service: CareService::parse(&b.service).ok_or_else(|| {
+            ApiError::invalid("service must be primary-care, urgent-care, mental-health, dermatology or veterinary-care")
+        })?,
+        slug: b.slug,
+        product_name: b.product_name,
+        description: b.description,
+        image_url: b.image_url,
+        tiers: b
+            .tiers
+            .into_iter()
+            .map(|t| {
+                Ok(CareTier {
+                    key: t.key,
+                    label: t.label,
+                    months: t.months,
+                    user_price: money(t.user_price, "tiers.userPrice")?,
+                    commission: money(t.commission, "tiers.commission")?,
+                })
+            })
+            .collect::<std::result::Result<_, ValueError>>()?,
+    };
+    Ok(stored(state.catalog.put_care(product).await?))
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[schema(as = MedicalPricesInput)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(super) struct MedicalPricesBody {
+    tier_prices: BTreeMap<String, f64>,
+}
+
+#[utoipa::path(
+    put, path = "/internal/v1/partners/{partner_id}/medical-prices/{product_id}", tag = "catalog", request_body = MedicalPricesBody,
+    params(
+        ("partner_id" = String, Path, description = "The partner's id"),
+        ("product_id" = String, Path, description = "The product's id (a UUID)", format = Uuid),
+    ),
+    responses(
+        (status = 200, description = "The partner's tier prices", body = crate::routes::schemas::MedicalPricesData),
+        (status = 400, description = "A field is invalid", body = crate::routes::schemas::ErrorBody),
+        (status = 404, description = "No partner with that `partnerId`, or no product with that id", body = crate::routes::schemas::ErrorBody),
+    )
+)]
+pub(super) async fn put_medical_prices(
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+    JsonBody(b): JsonBody<MedicalPricesBody>,
+) -> Result {
+    let partner = PartnerId::parse(&path.0)?;
+    let product = uuid(&path.1, "product id")?;
+    let prices = b
+        .tier_prices
+        .into_iter()
+        .map(|(k, v)| Ok((k, money(v, "tierPrices")?)))
+        .collect::<std::result::Result<BTreeMap<_, _>, ValueError>>()?;
+    state
+        .catalog
+        .put_medical_prices(&partner, product, prices.clone())
+        .await?;
+    Ok(ok(
+        json!({ "partnerId": partner, "productId": product, "tierPrices": prices }),
+    ))
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[schema(as = DnaPriceInput)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(super) struct DnaPriceBody {
+    user_set_price: f64,
+}
+
+#[utoipa::path(
+    put, path = "/internal/v1/partners/{partner_id}/dna-prices/{product_id}", tag = "catalog", request_body = DnaPriceBody,
+    params(
+        ("partner_id" = String, Path, description = "The partner's id"),
+        ("product_id" = String, Path, description = "The product's id (a UUID)", format = Uuid),
+    ),
+    responses(
+        (status = 200, description = "The partner's price", body = crate::routes::schemas::DnaPriceData),
+        (status = 400, description = "A field is invalid", body = crate::routes::schemas::ErrorBody),
+        (status = 404, description = "No partner with that `partnerId`, or no product with that id", body = crate::routes::schemas::ErrorBody),
+    )
+)]
+pub(super) async fn put_dna_price(
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+    JsonBody(b): JsonBody<DnaPriceBody>,
+) -> Result {
+    let partner = PartnerId::parse(&path.0)?;
+    let product = uuid(&path.1, "product id")?;
+    let price = money(b.user_set_price, "userSetPrice")?;
+    state
+        .catalog
+        .put_dna_price(&partner, product, price)
+        .await?;
+    Ok(ok(
+        json!({ "partnerId": partner, "productId": product, "userSetPrice": price }),
+    ))
 }

@@ -13,17 +13,11 @@ use partner_domain::values::{Email, PartnerId, SubId, text};
 use partner_domain::wire::{format_timestamp, parse_timestamp};
 use serde::{Deserialize, Serialize};
 
-use super::{Result, data, ok, resource};
+use super::{Result, data, ok};
 use crate::AppState;
 use crate::error::ApiError;
 use crate::extract::{JsonBody, Query, uuid};
 use crate::middleware::Caller;
-
-pub(super) fn configure_internal(cfg: &mut web::ServiceConfig) {
-    cfg.service(resource("/care-services-coupons/bulk-orders").route(web::post().to(issue)))
-        .service(resource("/care-services-coupons/redeem").route(web::post().to(redeem)))
-        .service(resource("/care-services-coupons/{id}/void").route(web::post().to(void)));
-}
 
 fn slug(s: &str) -> std::result::Result<ProductSlug, ApiError> {
     ProductSlug::parse(s).ok_or_else(|| {
@@ -35,7 +29,7 @@ fn slug(s: &str) -> std::result::Result<ProductSlug, ApiError> {
 }
 
 #[derive(Serialize)]
-struct ListBody {
+pub(super) struct ListBody {
     data: Vec<CouponRow>,
     total: u64,
     limit: u16,
@@ -174,7 +168,7 @@ pub(super) async fn list(
 #[derive(Deserialize, utoipa::ToSchema)]
 #[schema(as = BulkOrderRequest)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct BulkBody {
+pub(super) struct BulkBody {
     partner_id: String,
     product_slug: String,
     months: i64,
@@ -195,7 +189,7 @@ struct BulkBody {
         (status = 404, description = "No partner with that `partnerId`", body = crate::routes::schemas::ErrorBody),
     )
 )]
-async fn issue(state: web::Data<AppState>, JsonBody(b): JsonBody<BulkBody>) -> Result {
+pub(super) async fn issue(state: web::Data<AppState>, JsonBody(b): JsonBody<BulkBody>) -> Result {
     let quantity = u32::try_from(b.quantity)
         .ok()
         .filter(|q| (1..=MAX_QUANTITY).contains(q))
@@ -234,7 +228,7 @@ async fn issue(state: web::Data<AppState>, JsonBody(b): JsonBody<BulkBody>) -> R
 #[derive(Deserialize, utoipa::ToSchema)]
 #[schema(as = CouponRedemption)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct RedeemBody {
+pub(super) struct RedeemBody {
     code: String,
     product_slug: String,
     months: i64,
@@ -251,7 +245,10 @@ struct RedeemBody {
         (status = 409, description = "The coupon is not active", body = crate::routes::schemas::ErrorBody),
     )
 )]
-async fn redeem(state: web::Data<AppState>, JsonBody(b): JsonBody<RedeemBody>) -> Result {
+pub(super) async fn redeem(
+    state: web::Data<AppState>,
+    JsonBody(b): JsonBody<RedeemBody>,
+) -> Result {
     let code = CouponCode::normalize(&b.code).ok_or_else(|| {
         ApiError::invalid("code must be 12 characters A-Z and 0-9 (spaces and hyphens are ignored)")
     })?;
@@ -280,7 +277,7 @@ async fn redeem(state: web::Data<AppState>, JsonBody(b): JsonBody<RedeemBody>) -
         (status = 409, description = "The coupon is not active", body = crate::routes::schemas::ErrorBody),
     )
 )]
-async fn void(state: web::Data<AppState>, path: web::Path<String>) -> Result {
+pub(super) async fn void(state: web::Data<AppState>, path: web::Path<String>) -> Result {
     let id = CouponId::from_uuid(uuid(&path, "coupon id")?);
     Ok(ok(state.coupons.void(id).await?))
 }

@@ -1,16 +1,19 @@
-//! Route table: one module per resource, all mounted here.
+//! The route table: every path of the service, mounted here and nowhere else. Handlers live in
+//! one module per resource, which holds both its partner and its operator handlers.
 
-mod activity;
+mod accounts;
 mod catalog;
 mod coupons;
 mod embed;
+mod fields;
 mod health;
-mod ingest;
-mod internal;
-mod internal_catalog;
+mod leads;
 mod links;
 mod openapi;
+mod orders;
+mod payouts;
 mod schemas;
+mod streaming;
 mod sub_accounts;
 mod webhooks;
 
@@ -45,20 +48,26 @@ pub(crate) fn configure_public(cfg: &mut web::ServiceConfig) {
         web::scope("/api/v1")
             // The document is public: partners read it before they have a token.
             .service(resource("/openapi.json").route(web::get().to(openapi::partner_document)))
-            .service(sub_accounts::resource().wrap(from_fn(partner_guard(Group::SubAccounts))))
+            .service(
+                resource("/sub-accounts")
+                    .route(web::get().to(sub_accounts::list))
+                    .route(web::post().to(sub_accounts::create))
+                    .route(web::delete().to(sub_accounts::delete))
+                    .wrap(from_fn(partner_guard(Group::SubAccounts))),
+            )
             .service(
                 resource("/leads")
-                    .route(web::get().to(activity::leads))
+                    .route(web::get().to(leads::list))
                     .wrap(from_fn(partner_guard(Group::Leads))),
             )
             .service(
                 resource("/orders")
-                    .route(web::get().to(activity::orders))
+                    .route(web::get().to(orders::list))
                     .wrap(from_fn(partner_guard(Group::Orders))),
             )
             .service(
                 resource("/payouts")
-                    .route(web::get().to(activity::payouts))
+                    .route(web::get().to(payouts::list))
                     .wrap(from_fn(partner_guard(Group::Payouts))),
             )
             .service(
@@ -129,7 +138,21 @@ pub(crate) fn configure_public(cfg: &mut web::ServiceConfig) {
             .default_service(web::to(no_route))
             .wrap(from_fn(no_store)),
     )
-    .configure(catalog::configure)
+    .configure(|cfg| {
+        // The public catalog: one path per category, and all of them.
+        for category in partner_domain::catalog::Category::ALL {
+            cfg.service(
+                resource(&format!("/api/{}", category.as_str()))
+                    .route(web::get().to(move |s, r| catalog::list(s, r, Some(category))))
+                    .wrap(from_fn(catalog::headers)),
+            );
+        }
+        cfg.service(
+            resource("/api/all-products")
+                .route(web::get().to(|s, r| catalog::list(s, r, None)))
+                .wrap(from_fn(catalog::headers)),
+        );
+    })
     .service(
         resource("/embed/care-services")
             .route(web::get().to(embed::care_services))
@@ -142,11 +165,92 @@ pub(crate) fn configure_internal(cfg: &mut web::ServiceConfig) {
     cfg.service(
         web::scope("/internal/v1")
             .service(resource("/openapi.json").route(web::get().to(openapi::internal_document)))
-            .configure(internal::configure)
-            .configure(ingest::configure)
-            .configure(internal_catalog::configure)
-            .configure(coupons::configure_internal)
-            .configure(webhooks::configure_internal)
+            // Accounts and tokens.
+            .service(
+                resource("/partners/{partner_id}")
+                    .route(web::put().to(accounts::put_partner))
+                    .route(web::get().to(accounts::get_partner)),
+            )
+            .service(
+                resource("/care-services/feature-flags")
+                    .route(web::put().to(accounts::put_flags))
+                    .route(web::get().to(accounts::get_flags)),
+            )
+            .service(resource("/users").route(web::post().to(accounts::create_user)))
+            .service(resource("/users/{id}").route(web::delete().to(accounts::delete_user)))
+            .service(
+                resource("/users/{id}/tokens")
+                    .route(web::post().to(accounts::create_token))
+                    .route(web::get().to(accounts::list_tokens)),
+            )
+            .service(resource("/tokens/{id}/rotate").route(web::post().to(accounts::rotate_token)))
+            .service(resource("/tokens/{id}").route(web::delete().to(accounts::revoke_token)))
+            // Activity.
+            .service(resource("/leads").route(web::post().to(leads::create_lead)))
+            .service(resource("/leads/{id}").route(web::patch().to(leads::patch_lead)))
+            .service(resource("/orders").route(web::post().to(orders::create_order)))
+            .service(resource("/analytics-events").route(web::post().to(orders::create_event)))
+            .service(resource("/payouts").route(web::post().to(payouts::create_payout)))
+            .service(
+                resource("/partners/{partner_id}/commission-summary")
+                    .route(web::get().to(orders::commission_summary)),
+            )
+            // Catalog.
+            .service(resource("/medical-products/{id}").route(web::put().to(catalog::put_medical)))
+            .service(resource("/dna-products/{id}").route(web::put().to(catalog::put_dna)))
+            .service(
+                resource("/care-service-products/{id}").route(web::put().to(catalog::put_care)),
+            )
+            .service(
+                resource("/partners/{partner_id}/medical-prices/{product_id}")
+                    .route(web::put().to(catalog::put_medical_prices)),
+            )
+            .service(
+                resource("/partners/{partner_id}/dna-prices/{product_id}")
+                    .route(web::put().to(catalog::put_dna_price)),
+            )
+            // Care Services coupons.
+            .service(
+                resource("/care-services-coupons/bulk-orders")
+                    .route(web::post().to(coupons::issue)),
+            )
+            .service(
+                resource("/care-services-coupons/redeem").route(web::post().to(coupons::redeem)),
+            )
+            .service(
+                resource("/care-services-coupons/{id}/void").route(web::post().to(coupons::void)),
+            )
+            // Webhooks, on behalf of a partner.
+            .service(
+                resource("/partners/{partner_id}/webhook-endpoints")
+                    .route(web::get().to(webhooks::internal_list))
+                    .route(web::post().to(webhooks::internal_create)),
+            )
+            .service(
+                resource("/partners/{partner_id}/webhook-endpoints/{id}")
+                    .route(web::patch().to(webhooks::internal_update))
+                    .route(web::delete().to(webhooks::internal_delete)),
+            )
+            .service(
+                resource("/partners/{partner_id}/webhook-endpoints/{id}/test")
+                    .route(web::post().to(webhooks::internal_test)),
+            )
+            .service(
+                resource("/partners/{partner_id}/webhook-endpoints/{id}/recover")
+                    .route(web::post().to(webhooks::internal_recover)),
+            )
+            .service(
+                resource("/partners/{partner_id}/webhook-deliveries")
+                    .route(web::get().to(webhooks::internal_deliveries)),
+            )
+            .service(
+                resource("/partners/{partner_id}/webhook-deliveries/{id}")
+                    .route(web::get().to(webhooks::internal_delivery)),
+            )
+            .service(
+                resource("/partners/{partner_id}/webhook-deliveries/{id}/resend")
+                    .route(web::post().to(webhooks::internal_resend)),
+            )
             .default_service(web::to(no_route))
             .wrap(from_fn(internal_guard))
             .wrap(from_fn(no_store)),

@@ -16,9 +16,9 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{ContentBuilder, OpenApi as Document, Ref, ResponseBuilder, Type};
 use utoipa::{Modify, OpenApi};
 
+use super::accounts;
 use super::schemas::*;
-use super::{activity, catalog, coupons, embed, links, sub_accounts, webhooks};
-use super::{ingest, internal, internal_catalog};
+use super::{catalog, coupons, embed, leads, links, orders, payouts, sub_accounts, webhooks};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -29,9 +29,9 @@ use super::{ingest, internal, internal_catalog};
         version = "1.0.0"
     ),
     paths(
-        activity::leads,
-        activity::orders,
-        activity::payouts,
+        leads::list,
+        orders::list,
+        payouts::list,
         sub_accounts::list,
         sub_accounts::create,
         sub_accounts::delete,
@@ -76,27 +76,27 @@ struct PartnerApi;
         version = "1.0.0"
     ),
     paths(
-        internal::put_partner,
-        internal::get_partner,
-        internal::put_flags,
-        internal::get_flags,
-        internal::create_user,
-        internal::delete_user,
-        internal::create_token,
-        internal::list_tokens,
-        internal::rotate_token,
-        internal::revoke_token,
-        ingest::create_lead,
-        ingest::patch_lead,
-        ingest::create_order,
-        ingest::create_event,
-        ingest::create_payout,
-        ingest::commission_summary,
-        internal_catalog::put_medical,
-        internal_catalog::put_dna,
-        internal_catalog::put_care,
-        internal_catalog::put_medical_prices,
-        internal_catalog::put_dna_price,
+        accounts::put_partner,
+        accounts::get_partner,
+        accounts::put_flags,
+        accounts::get_flags,
+        accounts::create_user,
+        accounts::delete_user,
+        accounts::create_token,
+        accounts::list_tokens,
+        accounts::rotate_token,
+        accounts::revoke_token,
+        leads::create_lead,
+        leads::patch_lead,
+        orders::create_order,
+        orders::create_event,
+        payouts::create_payout,
+        orders::commission_summary,
+        catalog::put_medical,
+        catalog::put_dna,
+        catalog::put_care,
+        catalog::put_medical_prices,
+        catalog::put_dna_price,
         coupons::issue,
         coupons::redeem,
         coupons::void,

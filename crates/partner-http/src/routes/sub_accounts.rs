@@ -11,25 +11,18 @@ use crate::error::ApiError;
 use crate::extract::{JsonBody, uuid};
 use crate::middleware::Caller;
 
-pub(super) fn resource() -> actix_web::Resource {
-    super::resource("/sub-accounts")
-        .route(web::get().to(list))
-        .route(web::post().to(create))
-        .route(web::delete().to(delete))
-}
-
 #[utoipa::path(
     get, path = "/api/v1/sub-accounts", tag = "sub-accounts",
     responses((status = 200, description = "The partner's sub-accounts", body = crate::routes::schemas::SubAccountList))
 )]
-async fn list(state: web::Data<AppState>, Caller(me): Caller) -> Result {
+pub(super) async fn list(state: web::Data<AppState>, Caller(me): Caller) -> Result {
     Ok(ok(state.sub_accounts.list(&me.partner_id).await?))
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
 #[schema(as = SubAccountCreate)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct CreateBody {
+pub(super) struct CreateBody {
     /// 1-250, as a string.
     #[schema(
         required = true,
@@ -50,7 +43,7 @@ struct CreateBody {
         (status = 409, description = "That `subId` exists already", body = crate::routes::schemas::ErrorBody),
     )
 )]
-async fn create(
+pub(super) async fn create(
     state: web::Data<AppState>,
     Caller(me): Caller,
     JsonBody(body): JsonBody<CreateBody>,
@@ -67,7 +60,7 @@ async fn create(
 #[derive(Deserialize, utoipa::ToSchema)]
 #[schema(as = SubAccountDelete)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct DeleteBody {
+pub(super) struct DeleteBody {
     /// The sub-account's `id`.
     #[schema(required = true, nullable = false, format = Uuid)]
     record_id: Option<String>,
@@ -81,7 +74,7 @@ struct DeleteBody {
         (status = 404, description = "No such sub-account", body = crate::routes::schemas::ErrorBody),
     )
 )]
-async fn delete(
+pub(super) async fn delete(
     state: web::Data<AppState>,
     Caller(me): Caller,
     JsonBody(body): JsonBody<DeleteBody>,

@@ -14,44 +14,11 @@ use serde::Deserialize;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
-use super::{PageBody, PageInfo, Result, data, ok, ok_true, resource};
+use super::{PageBody, PageInfo, Result, data, ok, ok_true};
 use crate::AppState;
 use crate::error::ApiError;
 use crate::extract::{JsonBody, Query, nullable, uuid};
 use crate::middleware::Caller;
-
-pub(super) fn configure_internal(cfg: &mut web::ServiceConfig) {
-    cfg.service(
-        resource("/partners/{partner_id}/webhook-endpoints")
-            .route(web::get().to(internal_list))
-            .route(web::post().to(internal_create)),
-    )
-    .service(
-        resource("/partners/{partner_id}/webhook-endpoints/{id}")
-            .route(web::patch().to(internal_update))
-            .route(web::delete().to(internal_delete)),
-    )
-    .service(
-        resource("/partners/{partner_id}/webhook-endpoints/{id}/test")
-            .route(web::post().to(internal_test)),
-    )
-    .service(
-        resource("/partners/{partner_id}/webhook-endpoints/{id}/recover")
-            .route(web::post().to(internal_recover)),
-    )
-    .service(
-        resource("/partners/{partner_id}/webhook-deliveries")
-            .route(web::get().to(internal_deliveries)),
-    )
-    .service(
-        resource("/partners/{partner_id}/webhook-deliveries/{id}")
-            .route(web::get().to(internal_delivery)),
-    )
-    .service(
-        resource("/partners/{partner_id}/webhook-deliveries/{id}/resend")
-            .route(web::post().to(internal_resend)),
-    );
-}
 
 #[derive(Deserialize, utoipa::ToSchema)]
 #[schema(as = CustomHeaderInput)]
@@ -102,7 +69,7 @@ pub(super) struct PatchBody {
     expire_previous: Option<bool>,
 }
 
-async fn create(state: &AppState, partner: &PartnerId, b: CreateBody) -> Result {
+pub(super) async fn create(state: &AppState, partner: &PartnerId, b: CreateBody) -> Result {
     let new = NewEndpoint {
         url: parse_endpoint_url(&b.url, state.webhooks.allow_private())?,
         events: parse_events(&b.events)?,
@@ -114,7 +81,12 @@ async fn create(state: &AppState, partner: &PartnerId, b: CreateBody) -> Result 
     Ok(data(StatusCode::CREATED, row))
 }
 
-async fn update(state: &AppState, partner: &PartnerId, id: &str, b: PatchBody) -> Result {
+pub(super) async fn update(
+    state: &AppState,
+    partner: &PartnerId,
+    id: &str,
+    b: PatchBody,
+) -> Result {
     let id = EndpointId::from_uuid(uuid(id, "endpoint id")?);
     let patch = EndpointPatch {
         url: b
@@ -205,7 +177,10 @@ pub(super) async fn delete(
 }
 
 /// The operator's calls name a partner that must exist.
-async fn known_partner(state: &AppState, raw: &str) -> std::result::Result<PartnerId, ApiError> {
+pub(super) async fn known_partner(
+    state: &AppState,
+    raw: &str,
+) -> std::result::Result<PartnerId, ApiError> {
     let p = PartnerId::parse(raw)?;
     match state.accounts.partner(&p).await {
         Ok(_) => Ok(p),
@@ -225,7 +200,7 @@ async fn known_partner(state: &AppState, raw: &str) -> std::result::Result<Partn
         (status = 404, description = "No partner with that `partnerId`", body = crate::routes::schemas::ErrorBody),
     )
 )]
-async fn internal_list(state: web::Data<AppState>, path: web::Path<String>) -> Result {
+pub(super) async fn internal_list(state: web::Data<AppState>, path: web::Path<String>) -> Result {
     let p = known_partner(&state, &path).await?;
     Ok(ok(state.webhooks.list(&p).await?))
 }
@@ -241,7 +216,7 @@ async fn internal_list(state: web::Data<AppState>, path: web::Path<String>) -> R
         (status = 404, description = "No partner with that `partnerId`", body = crate::routes::schemas::ErrorBody),
     )
 )]
-async fn internal_create(
+pub(super) async fn internal_create(
     state: web::Data<AppState>,
     path: web::Path<String>,
     JsonBody(b): JsonBody<CreateBody>,
@@ -262,7 +237,7 @@ async fn internal_create(
         (status = 404, description = "No such endpoint, or no partner with that `partnerId`", body = crate::routes::schemas::ErrorBody),
     )
 )]
-async fn internal_update(
+pub(super) async fn internal_update(
     state: web::Data<AppState>,
     path: web::Path<(String, String)>,
     JsonBody(b): JsonBody<PatchBody>,
@@ -283,7 +258,10 @@ async fn internal_update(
         (status = 404, description = "No such endpoint, or no partner with that `partnerId`", body = crate::routes::schemas::ErrorBody),
     )
 )]
-async fn internal_delete(state: web::Data<AppState>, path: web::Path<(String, String)>) -> Result {
+pub(super) async fn internal_delete(
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+) -> Result {
     let p = known_partner(&state, &path.0).await?;
     let id = EndpointId::from_uuid(uuid(&path.1, "endpoint id")?);
     state.webhooks.delete(&p, id).await?;
@@ -311,7 +289,11 @@ fn delivery_query(req: &HttpRequest, max: u16) -> std::result::Result<DeliveryQu
     })
 }
 
-async fn list_deliveries(state: &AppState, partner: &PartnerId, q: DeliveryQuery) -> Result {
+pub(super) async fn list_deliveries(
+    state: &AppState,
+    partner: &PartnerId,
+    q: DeliveryQuery,
+) -> Result {
     let page = state.webhooks.deliveries(partner, &q).await?;
     Ok(HttpResponse::Ok().json(PageBody {
         data: page.items,
@@ -322,18 +304,18 @@ async fn list_deliveries(state: &AppState, partner: &PartnerId, q: DeliveryQuery
     }))
 }
 
-async fn show_delivery(state: &AppState, partner: &PartnerId, id: &str) -> Result {
+pub(super) async fn show_delivery(state: &AppState, partner: &PartnerId, id: &str) -> Result {
     let id = DeliveryId::from_uuid(uuid(id, "delivery id")?);
     Ok(ok(state.webhooks.delivery(partner, id).await?))
 }
 
-async fn resend_delivery(state: &AppState, partner: &PartnerId, id: &str) -> Result {
+pub(super) async fn resend_delivery(state: &AppState, partner: &PartnerId, id: &str) -> Result {
     let id = DeliveryId::from_uuid(uuid(id, "delivery id")?);
     let d = state.webhooks.resend(partner, id).await?;
     Ok(data(StatusCode::ACCEPTED, d))
 }
 
-async fn test_endpoint(state: &AppState, partner: &PartnerId, id: &str) -> Result {
+pub(super) async fn test_endpoint(state: &AppState, partner: &PartnerId, id: &str) -> Result {
     let id = EndpointId::from_uuid(uuid(id, "endpoint id")?);
     let d = state.webhooks.ping(partner, id).await?;
     Ok(data(StatusCode::ACCEPTED, d))
@@ -348,7 +330,7 @@ pub(super) struct RecoverBody {
     since: String,
 }
 
-async fn recover_endpoint(
+pub(super) async fn recover_endpoint(
     state: &AppState,
     partner: &PartnerId,
     id: &str,
@@ -481,7 +463,7 @@ pub(super) async fn recover(
         (status = 404, description = "No partner with that `partnerId`", body = crate::routes::schemas::ErrorBody),
     )
 )]
-async fn internal_deliveries(
+pub(super) async fn internal_deliveries(
     state: web::Data<AppState>,
     path: web::Path<String>,
     req: HttpRequest,
@@ -503,7 +485,7 @@ async fn internal_deliveries(
         (status = 404, description = "No such delivery, or no partner with that `partnerId`", body = crate::routes::schemas::ErrorBody),
     )
 )]
-async fn internal_delivery(
+pub(super) async fn internal_delivery(
     state: web::Data<AppState>,
     path: web::Path<(String, String)>,
 ) -> Result {
@@ -523,7 +505,10 @@ async fn internal_delivery(
         (status = 404, description = "No such delivery, or no partner with that `partnerId`", body = crate::routes::schemas::ErrorBody),
     )
 )]
-async fn internal_resend(state: web::Data<AppState>, path: web::Path<(String, String)>) -> Result {
+pub(super) async fn internal_resend(
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+) -> Result {
     let p = known_partner(&state, &path.0).await?;
     resend_delivery(&state, &p, &path.1).await
 }
@@ -540,7 +525,10 @@ async fn internal_resend(state: web::Data<AppState>, path: web::Path<(String, St
         (status = 404, description = "No such endpoint, or no partner with that `partnerId`", body = crate::routes::schemas::ErrorBody),
     )
 )]
-async fn internal_test(state: web::Data<AppState>, path: web::Path<(String, String)>) -> Result {
+pub(super) async fn internal_test(
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+) -> Result {
     let p = known_partner(&state, &path.0).await?;
     test_endpoint(&state, &p, &path.1).await
 }
@@ -557,7 +545,7 @@ async fn internal_test(state: web::Data<AppState>, path: web::Path<(String, Stri
         (status = 404, description = "No such endpoint, or no partner with that `partnerId`", body = crate::routes::schemas::ErrorBody),
     )
 )]
-async fn internal_recover(
+pub(super) async fn internal_recover(
     state: web::Data<AppState>,
     path: web::Path<(String, String)>,
     JsonBody(b): JsonBody<RecoverBody>,

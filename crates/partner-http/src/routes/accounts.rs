@@ -9,37 +9,15 @@ use partner_domain::values::{CareService, Email, Lang, PartnerId};
 use partner_domain::wire::parse_timestamp;
 use serde::Deserialize;
 
-use super::{Result, data, ok, ok_true, resource};
+use super::{Result, data, ok, ok_true};
 use crate::AppState;
 use crate::error::ApiError;
 use crate::extract::{JsonBody, OptionalJsonBody, uuid};
 
-pub(super) fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(
-        resource("/partners/{partner_id}")
-            .route(web::put().to(put_partner))
-            .route(web::get().to(get_partner)),
-    )
-    .service(
-        resource("/care-services/feature-flags")
-            .route(web::put().to(put_flags))
-            .route(web::get().to(get_flags)),
-    )
-    .service(resource("/users").route(web::post().to(create_user)))
-    .service(resource("/users/{id}").route(web::delete().to(delete_user)))
-    .service(
-        resource("/users/{id}/tokens")
-            .route(web::post().to(create_token))
-            .route(web::get().to(list_tokens)),
-    )
-    .service(resource("/tokens/{id}/rotate").route(web::post().to(rotate_token)))
-    .service(resource("/tokens/{id}").route(web::delete().to(revoke_token)));
-}
-
 #[derive(Deserialize, utoipa::ToSchema)]
 #[schema(as = CareServicesAccessInput)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct CareServicesBody {
+pub(super) struct CareServicesBody {
     subscription_active: bool,
     manual_override: bool,
     yearly_bundle: bool,
@@ -49,7 +27,7 @@ struct CareServicesBody {
 #[derive(Deserialize, utoipa::ToSchema)]
 #[schema(as = PartnerSettings)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct PartnerBody {
+pub(super) struct PartnerBody {
     name: String,
     email: String,
     active: bool,
@@ -112,7 +90,7 @@ impl PartnerBody {
         (status = 400, description = "A field is invalid", body = crate::routes::schemas::ErrorBody),
     )
 )]
-async fn put_partner(
+pub(super) async fn put_partner(
     state: web::Data<AppState>,
     path: web::Path<String>,
     JsonBody(body): JsonBody<PartnerBody>,
@@ -141,7 +119,7 @@ async fn put_partner(
         (status = 404, description = "No partner with that `partnerId`", body = crate::routes::schemas::ErrorBody),
     )
 )]
-async fn get_partner(state: web::Data<AppState>, path: web::Path<String>) -> Result {
+pub(super) async fn get_partner(state: web::Data<AppState>, path: web::Path<String>) -> Result {
     let id = PartnerId::parse(&path)?;
     match state.accounts.partner(&id).await {
         Ok(p) => Ok(ok(p)),
@@ -157,7 +135,7 @@ async fn get_partner(state: web::Data<AppState>, path: web::Path<String>) -> Res
         (status = 400, description = "A key is not a service name", body = crate::routes::schemas::ErrorBody),
     )
 )]
-async fn put_flags(
+pub(super) async fn put_flags(
     state: web::Data<AppState>,
     JsonBody(body): JsonBody<BTreeMap<String, bool>>,
 ) -> Result {
@@ -178,14 +156,14 @@ async fn put_flags(
         (status = 200, description = "The switches", body = crate::routes::schemas::CareFlagsData),
     )
 )]
-async fn get_flags(state: web::Data<AppState>) -> Result {
+pub(super) async fn get_flags(state: web::Data<AppState>) -> Result {
     Ok(ok(state.accounts.care_flags().await?))
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
 #[schema(as = PortalUserCreate)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct UserBody {
+pub(super) struct UserBody {
     email: String,
     partner_id: String,
     admin: bool,
@@ -199,7 +177,10 @@ struct UserBody {
         (status = 404, description = "No partner with that `partnerId`", body = crate::routes::schemas::ErrorBody),
     )
 )]
-async fn create_user(state: web::Data<AppState>, JsonBody(body): JsonBody<UserBody>) -> Result {
+pub(super) async fn create_user(
+    state: web::Data<AppState>,
+    JsonBody(body): JsonBody<UserBody>,
+) -> Result {
     let email = Email::parse(&body.email)?;
     let partner = PartnerId::parse(&body.partner_id)?;
     let user = state
@@ -227,7 +208,7 @@ fn not_found_or(e: NotFoundOr, what: &'static str) -> ApiError {
         (status = 404, description = "No such user", body = crate::routes::schemas::ErrorBody),
     )
 )]
-async fn delete_user(state: web::Data<AppState>, path: web::Path<String>) -> Result {
+pub(super) async fn delete_user(state: web::Data<AppState>, path: web::Path<String>) -> Result {
     let id = uuid(&path, "user id")?;
     state
         .accounts
@@ -240,7 +221,7 @@ async fn delete_user(state: web::Data<AppState>, path: web::Path<String>) -> Res
 #[derive(Deserialize, Default, utoipa::ToSchema)]
 #[schema(as = TokenCreate)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct TokenBody {
+pub(super) struct TokenBody {
     expires_at: Option<String>,
 }
 
@@ -256,7 +237,7 @@ struct TokenBody {
         (status = 503, description = "API keys cannot be issued in this environment", body = crate::routes::schemas::ErrorBody),
     )
 )]
-async fn create_token(
+pub(super) async fn create_token(
     state: web::Data<AppState>,
     path: web::Path<String>,
     OptionalJsonBody(body): OptionalJsonBody<TokenBody>,
@@ -284,7 +265,7 @@ async fn create_token(
         (status = 404, description = "No such user", body = crate::routes::schemas::ErrorBody),
     )
 )]
-async fn list_tokens(state: web::Data<AppState>, path: web::Path<String>) -> Result {
+pub(super) async fn list_tokens(state: web::Data<AppState>, path: web::Path<String>) -> Result {
     let user = uuid(&path, "user id")?;
     let tokens = state
         .accounts
@@ -307,7 +288,7 @@ async fn list_tokens(state: web::Data<AppState>, path: web::Path<String>) -> Res
         (status = 503, description = "API keys cannot be issued in this environment", body = crate::routes::schemas::ErrorBody),
     )
 )]
-async fn rotate_token(state: web::Data<AppState>, path: web::Path<String>) -> Result {
+pub(super) async fn rotate_token(state: web::Data<AppState>, path: web::Path<String>) -> Result {
     let id = uuid(&path, "token id")?;
     Ok(data(
         StatusCode::CREATED,
@@ -326,7 +307,7 @@ async fn rotate_token(state: web::Data<AppState>, path: web::Path<String>) -> Re
         (status = 404, description = "No such token", body = crate::routes::schemas::ErrorBody),
     )
 )]
-async fn revoke_token(state: web::Data<AppState>, path: web::Path<String>) -> Result {
+pub(super) async fn revoke_token(state: web::Data<AppState>, path: web::Path<String>) -> Result {
     let id = uuid(&path, "token id")?;
     state
         .accounts

@@ -1,0 +1,189 @@
+//! Orders: the partner's whole history, streamed (`GET /api/v1/orders`), and the operator's
+//! order and analytics-event ingest and commission summary.
+
+use actix_web::{HttpRequest, http::StatusCode, web};
+use partner_domain::account::NotFoundOr;
+use partner_domain::lead::TestSource;
+use partner_domain::order::{
+    NewAnalyticsEvent, Order, OrderIngest, parse_event_name, parse_order_id, parse_run_id,
+};
+use partner_domain::payout::parse_date;
+use partner_domain::values::{Email, Money, PartnerId, text};
+use serde::Deserialize;
+
+use super::fields::{attribution, optional_text, timestamp};
+use super::streaming::{CHUNK, stream_data};
+use super::{Result, data, ok};
+use crate::AppState;
+use crate::error::ApiError;
+use crate::extract::{JsonBody, Query};
+
+use crate::middleware::Caller;
+
+/// `{ data: Order[] }`, the whole history, streamed chunk by chunk.
+#[utoipa::path(
+    get, path = "/api/v1/orders", tag = "activity",
+    responses((status = 200, description = "Every order of the partner (streamed)", body = crate::routes::schemas::OrderList))
+)]
+pub(super) async fn list(state: web::Data<AppState>, Caller(me): Caller) -> Result {
+    let first = state
+        .orders
+        .chunk(&me.partner_id, me.admin, None, CHUNK)
+        .await?;
+    let (partner, admin) = (me.partner_id, me.admin);
+    Ok(stream_data(first, move |after| {
+        let (state, partner) = (state.clone(), partner.clone());
+        async move {
+            state
+                .orders
+                .chunk(&partner, admin, Some(after), CHUNK)
+                .await
+        }
+    }))
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[schema(as = OrderIngest)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(super) struct OrderBody {
+    order_id: String,
+    partner_id: String,
+    sub_id: Option<String>,
+    created_date: String,
+    product: String,
+    amount: f64,
+    commission: f64,
+    status: String,
+    is_test: bool,
+    source: String,
+    customer_name: Option<String>,
+    customer_email: Option<String>,
+}
+
+#[utoipa::path(
+    post, path = "/internal/v1/orders", tag = "activity", request_body = OrderBody,
+    responses(
+        (status = 200, description = "Replayed: the same body was stored under that `orderId` already", body = crate::routes::schemas::OrderData),
+        (status = 201, description = "The stored order", body = crate::routes::schemas::OrderData),
+        (status = 400, description = "A field is invalid", body = crate::routes::schemas::ErrorBody),
+        (status = 404, description = "No partner with that `partnerId`", body = crate::routes::schemas::ErrorBody),
+        (status = 409, description = "Another body is stored under that `orderId`", body = crate::routes::schemas::ErrorBody),
+    )
+)]
+pub(super) async fn create_order(
+    state: web::Data<AppState>,
+    JsonBody(b): JsonBody<OrderBody>,
+) -> Result {
+    let at = attribution(&b.partner_id, b.sub_id.as_deref())?;
+    let order = Order {
+        order_id: parse_order_id(&b.order_id)?,
+        partner_id: at.partner_id,
+        sub_id: at.sub_id,
+        created_date: timestamp(&b.created_date, "createdDate")?,
+        product: text("product", &b.product, 1, 200)?,
+        amount: Money::parse(b.amount, "amount")?,
+        commission: Money::parse(b.commission, "commission")?,
+        status: text("status", &b.status, 1, 64)?,
+        is_test: b.is_test,
+        source: text("source", &b.source, 1, 64)?,
+        customer_name: optional_text(b.customer_name.as_deref(), "customerName", 200)?,
+        customer_email: b
+            .customer_email
+            .as_deref()
+            .map(|e| Email::parse_field(e, "customerEmail").map(|e| e.as_str().to_owned()))
+            .transpose()?,
+    };
+    Ok(match state.orders.ingest(order).await? {
+        OrderIngest::Created(l) => data(StatusCode::CREATED, l.order.render(&l.sub_account, true)),
+        OrderIngest::Replayed(l) => ok(l.order.render(&l.sub_account, true)),
+    })
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[schema(as = AnalyticsEventIngest)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(super) struct EventBody {
+    run_id: String,
+    partner_id: String,
+    sub_id: Option<String>,
+    event: String,
+    product: Option<String>,
+    amount: Option<f64>,
+    occurred_at: String,
+    test_source: String,
+}
+
+#[utoipa::path(
+    post, path = "/internal/v1/analytics-events", tag = "activity", request_body = EventBody,
+    responses(
+        (status = 202, description = "Recorded", body = crate::routes::schemas::OkData),
+        (status = 400, description = "A field is invalid", body = crate::routes::schemas::ErrorBody),
+        (status = 404, description = "No partner with that `partnerId`", body = crate::routes::schemas::ErrorBody),
+    )
+)]
+pub(super) async fn create_event(
+    state: web::Data<AppState>,
+    JsonBody(b): JsonBody<EventBody>,
+) -> Result {
+    let at = attribution(&b.partner_id, b.sub_id.as_deref())?;
+    let new = NewAnalyticsEvent {
+        run_id: parse_run_id(&b.run_id)?,
+        partner_id: at.partner_id,
+        sub_id: at.sub_id,
+        event: parse_event_name(&b.event)?,
+        product: optional_text(b.product.as_deref(), "product", 200)?,
+        amount: b.amount.map(|a| Money::parse(a, "amount")).transpose()?,
+        occurred_at: timestamp(&b.occurred_at, "occurredAt")?,
+        test_source: TestSource::parse(&b.test_source).ok_or_else(|| {
+            ApiError::invalid("testSource must be provider_test_mode or simulation")
+        })?,
+    }
+    .checked()?;
+    state.orders.record_event(new).await?;
+    Ok(data(
+        StatusCode::ACCEPTED,
+        serde_json::json!({ "ok": true }),
+    ))
+}
+
+#[utoipa::path(
+    get, path = "/internal/v1/partners/{partner_id}/commission-summary", tag = "activity",
+    params(
+        ("partner_id" = String, Path, description = "The partner's id"),
+        ("from" = String, Query, description = "First day, `YYYY-MM-DD`", format = Date),
+        ("to" = String, Query, description = "Last day, `YYYY-MM-DD`", format = Date),
+    ),
+    responses(
+        (status = 200, description = "Real orders and their commission in the period", body = crate::routes::schemas::CommissionSummaryData),
+        (status = 400, description = "A parameter is invalid", body = crate::routes::schemas::ErrorBody),
+        (status = 404, description = "No partner with that `partnerId`", body = crate::routes::schemas::ErrorBody),
+    )
+)]
+pub(super) async fn commission_summary(
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+    req: HttpRequest,
+) -> Result {
+    let partner = PartnerId::parse(&path)?;
+    let q = Query::of(&req)?;
+    let date = |name: &str| {
+        q.get(name)
+            .and_then(parse_date)
+            .ok_or_else(|| ApiError::invalid(format!("{name} is required, as YYYY-MM-DD")))
+    };
+    let (from, to) = (date("from")?, date("to")?);
+    if from > to {
+        return Err(ApiError::invalid("from must not be after to"));
+    }
+    match state.accounts.partner(&partner).await {
+        Ok(_) => {}
+        Err(NotFoundOr::NotFound) => {
+            return Err(ApiError::not_found("no partner with that partnerId"));
+        }
+        Err(NotFoundOr::Repo(e)) => return Err(e.into()),
+    }
+    Ok(ok(state
+        .orders
+        .commission_summary(&partner, from, to)
+        .await?))
+}

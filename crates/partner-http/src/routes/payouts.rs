@@ -1,0 +1,66 @@
+//! Payouts: the partner's listing, streamed (`GET /api/v1/payouts`), and the operator's
+//! recording of a payout (`POST /internal/v1/payouts`).
+
+use actix_web::{http::StatusCode, web};
+use partner_domain::payout::{NewPayout, parse_date};
+use partner_domain::values::{Money, PartnerId, text};
+use serde::Deserialize;
+
+use super::fields::optional_text;
+use super::streaming::{CHUNK, stream_data};
+use super::{Result, data};
+use crate::AppState;
+use crate::error::ApiError;
+use crate::extract::JsonBody;
+
+use crate::middleware::Caller;
+
+/// `{ data: Payout[] }`, streamed chunk by chunk.
+#[utoipa::path(
+    get, path = "/api/v1/payouts", tag = "activity",
+    responses((status = 200, description = "Every payout of the partner (streamed)", body = crate::routes::schemas::PayoutList))
+)]
+pub(super) async fn list(state: web::Data<AppState>, Caller(me): Caller) -> Result {
+    let first = state.payouts.chunk(&me.partner_id, None, CHUNK).await?;
+    let partner = me.partner_id;
+    Ok(stream_data(first, move |after| {
+        let (state, partner) = (state.clone(), partner.clone());
+        async move { state.payouts.chunk(&partner, Some(after), CHUNK).await }
+    }))
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[schema(as = PayoutIngest)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(super) struct PayoutBody {
+    partner_id: String,
+    payout_date: String,
+    payout_amount: f64,
+    status: String,
+    receipt_url: Option<String>,
+    note: Option<String>,
+}
+
+#[utoipa::path(
+    post, path = "/internal/v1/payouts", tag = "activity", request_body = PayoutBody,
+    responses(
+        (status = 201, description = "The stored payout", body = crate::routes::schemas::PayoutData),
+        (status = 400, description = "A field is invalid", body = crate::routes::schemas::ErrorBody),
+        (status = 404, description = "No partner with that `partnerId`", body = crate::routes::schemas::ErrorBody),
+    )
+)]
+pub(super) async fn create_payout(
+    state: web::Data<AppState>,
+    JsonBody(b): JsonBody<PayoutBody>,
+) -> Result {
+    let new = NewPayout {
+        partner_id: PartnerId::parse(&b.partner_id)?,
+        payout_date: parse_date(&b.payout_date)
+            .ok_or_else(|| ApiError::invalid("payoutDate must be YYYY-MM-DD"))?,
+        amount: Money::parse(b.payout_amount, "payoutAmount")?,
+        status: text("status", &b.status, 1, 32)?,
+        receipt_url: optional_text(b.receipt_url.as_deref(), "receiptUrl", 2048)?,
+        note: optional_text(b.note.as_deref(), "note", 2000)?,
+    };
+    Ok(data(StatusCode::CREATED, state.payouts.record(new).await?))
+}
