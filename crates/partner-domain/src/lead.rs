@@ -503,7 +503,7 @@ mod tests {
         Origin::parse(s).expect("origin")
     }
 
-    fn lead(origin_: &str, phone: Option<&str>, sms: bool) -> Lead {
+    pub(super) fn lead(origin_: &str, phone: Option<&str>, sms: bool) -> Lead {
         Lead {
             id: LeadId::from_uuid(Uuid::from_u128(1)),
             partner_id: PartnerId::parse("acme").expect("id"),
@@ -707,17 +707,6 @@ mod service_tests {
         )
     }
 
-    fn uow_with(tx: MockTransaction) -> MockUnitOfWork {
-        let mut uow = MockUnitOfWork::new();
-        let mut tx = Some(tx);
-        uow.expect_begin().times(1).returning(move || {
-            tx.take()
-                .map(|t| Box::new(t) as Box<dyn crate::ports::Transaction>)
-                .ok_or_else(|| RepoError::new("begun twice"))
-        });
-        uow
-    }
-
     fn new_lead(origin: &str) -> NewLead {
         NewLead {
             partner_id: PartnerId::parse("acme").expect("id"),
@@ -752,7 +741,7 @@ mod service_tests {
             .times(1)
             .in_sequence(&mut seq)
             .returning(|| Ok(()));
-        let row = service(uow_with(tx))
+        let row = service(MockUnitOfWork::begins(tx))
             .ingest(new_lead("managed-website"))
             .now_or_never()
             .expect("ready")
@@ -766,7 +755,7 @@ mod service_tests {
         tx.expect_insert_lead().times(1).returning(|_| Ok(false));
         tx.expect_publish().never();
         tx.expect_commit().never();
-        let r = service(uow_with(tx))
+        let r = service(MockUnitOfWork::begins(tx))
             .ingest(new_lead("managed-website"))
             .now_or_never()
             .expect("ready");
@@ -774,23 +763,9 @@ mod service_tests {
     }
 
     fn stored(phone: Option<&str>) -> Lead {
-        Lead {
-            id: LeadId::from_uuid(Uuid::from_u128(7)),
-            partner_id: PartnerId::parse("acme").expect("id"),
-            sub_id: None,
-            first_name: "Ann".into(),
-            last_name: "Lee".into(),
-            email: "ann@x.co".into(),
-            email_consent: true,
-            phone: phone.map(str::to_owned),
-            sms_consent: true,
-            origin: Origin::parse("managed-website").expect("origin"),
-            location: "Austin".into(),
-            question_id: None,
-            test: TestFlag::REAL,
-            created_at: datetime!(2026-11-21 10:00 UTC),
-            updated_at: datetime!(2026-11-21 10:00 UTC),
-        }
+        let mut l = super::tests::lead("managed-website", phone, true);
+        l.id = LeadId::from_uuid(Uuid::from_u128(7));
+        l
     }
 
     #[test]
@@ -819,7 +794,7 @@ mod service_tests {
             phone: Some(Some(Phone::parse("555-1").expect("phone"))),
             ..LeadPatch::default()
         };
-        let row = service(uow_with(tx))
+        let row = service(MockUnitOfWork::begins(tx))
             .patch(LeadId::from_uuid(Uuid::from_u128(7)), &patch)
             .now_or_never()
             .expect("ready")
@@ -833,7 +808,7 @@ mod service_tests {
         tx.expect_lock_lead().times(1).returning(|_| Ok(None));
         tx.expect_update_lead().never();
         tx.expect_commit().never();
-        let r = service(uow_with(tx))
+        let r = service(MockUnitOfWork::begins(tx))
             .patch(LeadId::from_uuid(Uuid::from_u128(7)), &LeadPatch::default())
             .now_or_never()
             .expect("ready");
@@ -853,7 +828,7 @@ mod service_tests {
             phone: Some(Some(Phone::parse("555-1").expect("phone"))),
             ..LeadPatch::default()
         };
-        let r = service(uow_with(tx))
+        let r = service(MockUnitOfWork::begins(tx))
             .patch(LeadId::from_uuid(Uuid::from_u128(7)), &patch)
             .now_or_never()
             .expect("ready");

@@ -571,7 +571,7 @@ mod tests {
 mod service_tests {
     use super::*;
     use crate::clock::FixedClock;
-    use crate::ports::{MockOrderRepo, MockTransaction, MockUnitOfWork, Transaction};
+    use crate::ports::{MockOrderRepo, MockTransaction, MockUnitOfWork};
     use crate::random::SystemRandom;
     use futures_util::FutureExt;
     use time::macros::datetime;
@@ -594,16 +594,9 @@ mod service_tests {
     }
 
     fn ingest(tx: MockTransaction, o: Order) -> Result<OrderIngest, IngestOrderError> {
-        let mut uow = MockUnitOfWork::new();
-        let mut tx = Some(tx);
-        uow.expect_begin().times(1).returning(move || {
-            tx.take()
-                .map(|t| Box::new(t) as Box<dyn Transaction>)
-                .ok_or_else(|| RepoError::new("begun twice"))
-        });
         OrderService::new(
             Arc::new(MockOrderRepo::new()),
-            Arc::new(uow),
+            Arc::new(MockUnitOfWork::begins(tx)),
             Arc::new(FixedClock::new(datetime!(2026-11-23 12:00 UTC))),
             Arc::new(SystemRandom::new()),
         )

@@ -222,6 +222,21 @@ pub trait Transaction: Send {
     async fn commit(self: Box<Self>) -> Result<(), RepoError>;
 }
 
+#[cfg(any(test, feature = "mocks"))]
+impl MockUnitOfWork {
+    /// A unit of work that begins `tx` once (a second `begin` fails).
+    pub fn begins(tx: MockTransaction) -> Self {
+        let mut uow = Self::new();
+        let mut tx = Some(tx);
+        uow.expect_begin().times(1).returning(move || {
+            tx.take()
+                .map(|t| Box::new(t) as Box<dyn Transaction>)
+                .ok_or_else(|| RepoError::new("begun twice"))
+        });
+        uow
+    }
+}
+
 /// Reads of leads (writes go through a [`Transaction`]).
 #[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
 #[async_trait]
