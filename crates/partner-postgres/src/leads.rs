@@ -99,7 +99,8 @@ impl LeadRepo for PgStore {
         let events = events.to_vec();
         let r = conn
             .transaction(async |conn| {
-                diesel::sql_query(
+                // Prepared once per connection, like the outbox statement: ingest's hot path.
+                crate::Prepared(diesel::sql_query(
                     "INSERT INTO leads (id, partner_id, sub_id, first_name, last_name, email, email_consent, \
                        phone, sms_consent, origin, location, question_id, is_test, test_source, created_at, updated_at) \
                      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $15)",
@@ -118,7 +119,7 @@ impl LeadRepo for PgStore {
                 .bind::<Nullable<Text>, _>(lead.question_id.as_deref())
                 .bind::<Bool, _>(lead.test.is_test())
                 .bind::<Nullable<Text>, _>(lead.test.source().map(TestSource::as_str))
-                .bind::<Timestamptz, _>(lead.created_at)
+                .bind::<Timestamptz, _>(lead.created_at))
                 .execute(conn)
                 .await?;
                 outbox::write(conn, &events, lead.created_at).await

@@ -16,7 +16,8 @@ pub(crate) async fn write(
     for e in events {
         // The event, and in the same statement one delivery per endpoint of the partner that
         // subscribed to its kind and is not disabled; a `lead.created` waits for the endpoint's delay, if any.
-        let n = diesel::sql_query(
+        // Prepared once per connection (ingest runs it for every lead).
+        let n = crate::Prepared(diesel::sql_query(
             "WITH ev AS ( \
                INSERT INTO domain_events (id, partner_id, kind, subject, extra, created_at) \
                VALUES (gen_random_uuid(), $1, $2, $3, $4::jsonb, $5) RETURNING id) \
@@ -31,7 +32,7 @@ pub(crate) async fn write(
         .bind::<Text, _>(e.kind().as_str())
         .bind::<Text, _>(e.subject())
         .bind::<Text, _>(e.extra().to_string())
-        .bind::<Timestamptz, _>(now)
+        .bind::<Timestamptz, _>(now))
         .execute(conn)
         .await?;
         deliveries += n;
