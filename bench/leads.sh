@@ -116,7 +116,7 @@ FROM api_tokens t JOIN portal_users u ON u.id = t.user_id JOIN partners p ON p.p
 NOW_TS=$(psql -Atq "$DB" -c "SELECT now()")
 one_sql() { # extra condition
   cat <<SQL
-WITH t AS (SELECT t.id, t.token_hash, t.user_id, u.deleted_at IS NOT NULL AS user_deleted, u.partner_id, p.active, p.dna_access, u.admin, t.expires_at, t.revoked_at, t.last_used_at FROM api_tokens t JOIN portal_users u ON u.id = t.user_id JOIN partners p ON p.partner_id = u.partner_id WHERE t.token_hash = '\\x$HASH' LIMIT 1) SELECT t.id, t.token_hash, t.user_id, t.user_deleted, t.partner_id, t.active, t.dna_access, t.admin, t.expires_at, t.revoked_at, t.last_used_at, l.id, l.partner_id, l.sub_id, l.first_name, l.last_name, l.email, l.email_consent, l.phone, l.sms_consent, l.origin, l.location, l.question_id, l.test_source, l.created_at, l.updated_at FROM t LEFT JOIN LATERAL (SELECT leads.* FROM leads WHERE leads.partner_id = t.partner_id AND t.revoked_at IS NULL AND NOT t.user_deleted AND t.active AND (t.expires_at IS NULL OR t.expires_at > '$NOW_TS') AND NOT leads.is_test$1 ORDER BY leads.created_at DESC, leads.id DESC LIMIT 51) l ON true ORDER BY l.created_at DESC, l.id DESC;
+WITH t AS (SELECT t.id, t.token_hash, t.user_id, u.deleted_at IS NOT NULL AS user_deleted, u.partner_id, p.active, p.dna_access, u.admin, t.expires_at, t.revoked_at, t.last_used_at FROM api_tokens t JOIN portal_users u ON u.id = t.user_id JOIN partners p ON p.partner_id = u.partner_id WHERE t.token_hash = '\\x$HASH' LIMIT 1) SELECT t.id, t.token_hash, t.user_id, t.user_deleted, t.partner_id, t.active, t.dna_access, t.admin, t.expires_at, t.revoked_at, t.last_used_at, NULL::uuid, NULL::text, NULL::int2, NULL::text, NULL::text, NULL::text, NULL::bool, NULL::text, NULL::bool, NULL::text, NULL::text, NULL::text, NULL::text, NULL::timestamptz, NULL::timestamptz FROM t UNION ALL SELECT NULL::uuid, NULL::bytea, NULL::uuid, NULL::bool, NULL::text, NULL::bool, NULL::bool, NULL::bool, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, l.id, l.partner_id, l.sub_id, l.first_name, l.last_name, l.email, l.email_consent, l.phone, l.sms_consent, l.origin, l.location, l.question_id, l.test_source, l.created_at, l.updated_at FROM t CROSS JOIN LATERAL (SELECT leads.* FROM leads WHERE leads.partner_id = t.partner_id AND t.revoked_at IS NULL AND NOT t.user_deleted AND t.active AND (t.expires_at IS NULL OR t.expires_at > '$NOW_TS') AND NOT leads.is_test$1 ORDER BY leads.created_at DESC, leads.id DESC LIMIT 51) l;
 SQL
 }
 one_sql "" > /tmp/bench-first-one.sql
@@ -144,6 +144,26 @@ measure_server() { # key binary
   echo "$1: server RSS $((idle / 1024)) MiB after the warm-up, $((peak / 1024)) MiB at the peak under load"
   stop_server
 }
+
+# What the server sends for one request of each page, from PostgreSQL's own log.
+PGLOG=${BENCH_PGLOG:-/var/log/postgresql/postgresql-15-main.log}
+show_logged_sql() { # binary
+  [ -r "$PGLOG" ] || return 0
+  stop_server
+  psql -qc "ALTER DATABASE $DB SET log_statement = 'all'" postgres
+  start_server "$1"
+  local lines; lines=$(wc -l <"$PGLOG")
+  curl -sf -o /dev/null "http://127.0.0.1:$PORT/api/v1/leads" -H "Authorization: Bearer $TOKEN"
+  curl -sf -o /dev/null "http://127.0.0.1:$PORT/api/v1/leads?cursor=$CURSOR" -H "Authorization: Bearer $TOKEN"
+  sleep 0.3
+  echo "== statements of one first-page and one page-1000 request ($1), from PostgreSQL's log"
+  tail -n +"$((lines + 1))" "$PGLOG" | grep -E "$DB (LOG|DETAIL)" | sed -E 's/^.*(LOG|DETAIL): +//' | cut -c1-200
+  stop_server
+  psql -qc "ALTER DATABASE $DB RESET log_statement" postgres
+}
+show_logged_sql "$BIN"
+[ -z "${BENCH_COMPARE:-}" ] || show_logged_sql "$BENCH_COMPARE"
+start_server "$BIN"
 
 echo "== machine: $(nproc) cores, $(free -g | awk '/Mem/ {print $2}') GiB, $(uname -r); PostgreSQL $(psql -Atqc 'show server_version' postgres); load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "== wrk, $CONNS connections, $DURATION each (server: release build, pool $PARTNER_DB_POOL_SIZE)"

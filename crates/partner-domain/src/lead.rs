@@ -230,6 +230,34 @@ pub struct LeadRow {
 }
 
 impl Lead {
+    /// [`Lead::row`] without copying the strings it can move.
+    pub fn into_row(self) -> LeadRow {
+        LeadRow {
+            id: self.id,
+            sub_id: self.sub_id.map(|s| s.to_string()).unwrap_or_default(),
+            email: if self.email_consent {
+                self.email
+            } else {
+                NO_CONSENT.to_owned()
+            },
+            phone: if self.sms_consent {
+                self.phone.unwrap_or_default()
+            } else {
+                NO_CONSENT.to_owned()
+            },
+            origin: self.origin.0,
+            is_test: self.test.is_test(),
+            test_source: self.test.source(),
+            partner_id: self.partner_id,
+            first_name: self.first_name,
+            last_name: self.last_name,
+            location: self.location,
+            question_id: self.question_id,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+        }
+    }
+
     pub fn row(&self) -> LeadRow {
         LeadRow {
             id: self.id,
@@ -526,7 +554,8 @@ impl LeadService {
             )
         });
         Page {
-            items: leads.iter().map(Lead::row).collect(),
+            // Moved, not cloned: the profile showed allocation as the server's largest cost.
+            items: leads.into_iter().map(Lead::into_row).collect(),
             next_cursor,
             limit,
         }
@@ -637,6 +666,20 @@ mod tests {
             svc.finish(&acme, &q(None), vec![foreign]),
             Err(ListLeadsError::Repo(_))
         ));
+    }
+
+    #[test]
+    fn into_row_is_row() {
+        for (phone, sms, consent) in [
+            (Some("+1 555"), true, true),
+            (None, true, false),
+            (Some("+1"), false, false),
+        ] {
+            let mut l = lead("managed-website", phone, sms);
+            l.email_consent = consent;
+            l.sub_id = SubId::new(3);
+            assert_eq!(l.clone().into_row(), l.row());
+        }
     }
 
     #[test]

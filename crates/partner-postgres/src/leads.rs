@@ -240,7 +240,7 @@ impl LeadRepo for PgStore {
         limit: u16,
     ) -> Result<Sealed<Vec<Lead>>, RepoError> {
         let mut conn = self.conn().await?;
-        let rows: Vec<(tokens::Row, Option<Row>)> = LeadsForToken {
+        let rows: Vec<(Option<tokens::Row>, Option<Row>)> = LeadsForToken {
             hash: hash.as_bytes().to_vec(),
             now,
             after,
@@ -250,24 +250,26 @@ impl LeadRepo for PgStore {
         .load(&mut conn)
         .await
         .map_err(db)?;
-        let mut rows = rows.into_iter();
-        // No row at all: no token has this hash.
-        let Some((token, first)) = rows.next() else {
-            return Ok(Sealed::new(None, Vec::new()));
-        };
-        let leads = first
-            .into_iter()
-            .chain(rows.filter_map(|(_, lead)| lead))
-            .map(Row::into_domain)
-            .collect::<Result<_, _>>()?;
-        Ok(Sealed::new(Some(tokens::record(token)?), leads))
+        let mut token = None;
+        let mut leads = Vec::with_capacity(rows.len());
+        for row in rows {
+            match row {
+                (Some(t), None) if token.is_none() => token = Some(tokens::record(t)?),
+                (None, Some(l)) => leads.push(l.into_domain()?),
+                _ => return Err(corrupt("token-and-page row")),
+            }
+        }
+        // UNION ALL keeps each branch's order in practice, but SQL does not promise it: sort
+        // (already sorted: one linear pass).
+        leads.sort_by(|a: &Lead, b: &Lead| (b.created_at, b.id).cmp(&(a.created_at, a.id)));
+        Ok(Sealed::new(token, leads))
     }
 }
 
 /// The token lookup and the leads page in one statement: the CTE resolves the token (with its
-/// user and partner), the lateral subquery reads the page of that token's partner, only when the
-/// token is live at `now`. Every row carries the token's columns; a token without rows to show
-/// yields one row whose lead columns are NULL. Rendered as SQL text with bind parameters but
+/// user and partner); the first branch of the UNION ALL returns the token's columns once (lead
+/// columns NULL), the second the page of that token's partner (token columns NULL), read only
+/// when the token is live at `now`. No row at all: no token has that hash. Rendered as SQL text with bind parameters but
 /// without `sql_query`'s "do not cache" mark, so diesel-async prepares each of its four shapes
 /// (with/without cursor, with/without test rows) once per connection, as pgbench `-M prepared`.
 struct LeadsForToken {
@@ -317,7 +319,7 @@ impl diesel::query_builder::QueryId for LeadsForToken {
 }
 
 impl diesel::query_builder::Query for LeadsForToken {
-    type SqlType = (TokenSqlType, Nullable<LeadSqlType>);
+    type SqlType = (Nullable<TokenSqlType>, Nullable<LeadSqlType>);
 }
 
 impl diesel::query_builder::QueryFragment<diesel::pg::Pg> for LeadsForToken {
@@ -337,10 +339,17 @@ impl diesel::query_builder::QueryFragment<diesel::pg::Pg> for LeadsForToken {
             " LIMIT 1) \
              SELECT t.id, t.token_hash, t.user_id, t.user_deleted, t.partner_id, t.active, \
                t.dna_access, t.admin, t.expires_at, t.revoked_at, t.last_used_at, \
+               NULL::uuid, NULL::text, NULL::int2, NULL::text, NULL::text, NULL::text, NULL::bool, \
+               NULL::text, NULL::bool, NULL::text, NULL::text, NULL::text, NULL::text, \
+               NULL::timestamptz, NULL::timestamptz \
+             FROM t \
+             UNION ALL \
+             SELECT NULL::uuid, NULL::bytea, NULL::uuid, NULL::bool, NULL::text, NULL::bool, \
+               NULL::bool, NULL::bool, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, \
                l.id, l.partner_id, l.sub_id, l.first_name, l.last_name, l.email, l.email_consent, \
                l.phone, l.sms_consent, l.origin, l.location, l.question_id, l.test_source, \
                l.created_at, l.updated_at \
-             FROM t LEFT JOIN LATERAL (SELECT leads.* FROM leads \
+             FROM t CROSS JOIN LATERAL (SELECT leads.* FROM leads \
                WHERE leads.partner_id = t.partner_id \
                  AND t.revoked_at IS NULL AND NOT t.user_deleted AND t.active \
                  AND (t.expires_at IS NULL OR t.expires_at > ",
@@ -360,7 +369,7 @@ impl diesel::query_builder::QueryFragment<diesel::pg::Pg> for LeadsForToken {
         }
         out.push_sql(" ORDER BY leads.created_at DESC, leads.id DESC LIMIT ");
         out.push_bind_param::<diesel::sql_types::BigInt, _>(&self.limit)?;
-        out.push_sql(") l ON true ORDER BY l.created_at DESC, l.id DESC");
+        out.push_sql(") l");
         Ok(())
     }
 }
