@@ -388,7 +388,8 @@ mod tests {
         assert_eq!(page, vec![1, 2, 3]);
         assert_eq!(a.principal.partner_id.as_str(), "acme");
         let other = record(pepper.hash(&TokenText::mint(&SystemRandom::new())));
-        let cases: [(Option<TokenRecord>, fn(&AuthError) -> bool); 6] = [
+        type Expect = fn(&AuthError) -> bool;
+        let cases: [(Option<TokenRecord>, Expect); 6] = [
             (None, |e| matches!(e, AuthError::InvalidToken)),
             (Some(other), |e| matches!(e, AuthError::InvalidToken)),
             (

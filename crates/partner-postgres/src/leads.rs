@@ -261,7 +261,7 @@ impl LeadRepo for PgStore {
         }
         // UNION ALL keeps each branch's order in practice, but SQL does not promise it: sort
         // (already sorted: one linear pass).
-        leads.sort_by(|a: &Lead, b: &Lead| (b.created_at, b.id).cmp(&(a.created_at, a.id)));
+        leads.sort_by_key(|l: &Lead| std::cmp::Reverse((l.created_at, l.id)));
         Ok(Sealed::new(token, leads))
     }
 }
