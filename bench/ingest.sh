@@ -17,8 +17,8 @@ export PARTNER_INTERNAL_TOKEN=bench-internal-token-0123456789abcdef RUST_LOG=war
 export PARTNER_RATE_LIMIT=1000000000/1s PARTNER_DB_POOL_SIZE=${BENCH_POOL:-32}
 PGLOG=${BENCH_PGLOG:-/var/log/postgresql/postgresql-15-main.log}
 command -v wrk >/dev/null || { apt-get install -y wrk >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y wrk >/dev/null; }; }
-cargo build --release -q -p partner-server
-BIN=${CARGO_TARGET_DIR:-target}/release/partner-server
+[ -n "${BENCH_BIN:-}" ] || cargo build --release -q -p partner-server
+BIN=${BENCH_BIN:-${CARGO_TARGET_DIR:-target}/release/partner-server}
 
 psql -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" postgres
 $BIN migrate

@@ -22,8 +22,8 @@ export PARTNER_RATE_LIMIT=1000000000/1s RUST_LOG=warn PARTNER_DB_POOL_SIZE=${BEN
 
 command -v wrk >/dev/null || { apt-get install -y wrk >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y wrk >/dev/null; }; }
 command -v pgbench >/dev/null || { echo "pgbench is missing (it ships with the PostgreSQL server package)" >&2; exit 1; }
-cargo build --release -q -p partner-server
-BIN=${CARGO_TARGET_DIR:-target}/release/partner-server
+[ -n "${BENCH_BIN:-}" ] || cargo build --release -q -p partner-server
+BIN=${BENCH_BIN:-${CARGO_TARGET_DIR:-target}/release/partner-server}
 
 echo "== seeding $DB"
 psql -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" postgres
