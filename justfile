@@ -35,6 +35,10 @@ lint:
 bench-leads:
     bash bench/leads.sh
 
+# Operator lead ingest against pgbench of its own transaction (issue 14).
+bench-ingest:
+    bash bench/ingest.sh
+
 # Coupon issuance (10,000 codes) and CSV export benchmark.
 bench-coupons:
     bash bench/coupons.sh

@@ -12,7 +12,7 @@ export PARTNER_BIND="127.0.0.1:$PORT" PARTNER_TOKEN_PEPPER=bench-pepper PARTNER_
 export PARTNER_RATE_LIMIT=1000000000/1s RUST_LOG=warn
 
 cargo build --release -q -p partner-server
-BIN=target/release/partner-server
+BIN=${CARGO_TARGET_DIR:-target}/release/partner-server
 psql -h 127.0.0.1 -U postgres -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" postgres
 $BIN serve &
 SERVER=$!

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Leads listing benchmark: seeds 1,000,000 leads across 1,000 partners (one holds 100,000),
 # then measures GET /api/v1/leads with wrk at 64 connections (first page, and a page 1,000
-# pages deep) against the same SQL run directly by pgbench. Stops by itself; loopback only.
+# pages deep) against the same SQL run directly by pgbench, and prints, in one run, the
+# server/pgbench ratios, p99 and the server's RSS under load. The server runs one statement per
+# request (token lookup folded into the page); BENCH_COMPARE=/path/to/an/older/partner-server
+# measures that binary too, in the same run, against the two statements it sends (token lookup,
+# then the page). Stops by itself; loopback only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,8 +22,8 @@ export PARTNER_RATE_LIMIT=1000000000/1s RUST_LOG=warn PARTNER_DB_POOL_SIZE=${BEN
 
 command -v wrk >/dev/null || { apt-get install -y wrk >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y wrk >/dev/null; }; }
 command -v pgbench >/dev/null || { echo "pgbench is missing (it ships with the PostgreSQL server package)" >&2; exit 1; }
-cargo build --release -q -p partner-server
-BIN=target/release/partner-server
+[ -n "${BENCH_BIN:-}" ] || cargo build --release -q -p partner-server
+BIN=${BENCH_BIN:-${CARGO_TARGET_DIR:-target}/release/partner-server}
 
 echo "== seeding $DB"
 psql -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" postgres
@@ -52,10 +56,16 @@ psql -q "$DB" -c 'VACUUM (ANALYZE) leads' -c 'CHECKPOINT'
 end=$(date +%s.%N)
 echo "seeded 1,000,000 leads in $(awk "BEGIN {printf \"%.1f\", $end - $start}") s"
 
-$BIN serve --no-migrate &
-SERVER=$!
-trap 'kill $SERVER 2>/dev/null || true' EXIT
-for _ in $(seq 1 50); do curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null && break; sleep 0.2; done
+SERVER=
+start_server() { # binary
+  "$1" serve --no-migrate &
+  SERVER=$!
+  for _ in $(seq 1 50); do curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null && break; sleep 0.2; done
+}
+stop_server() { kill "$SERVER" 2>/dev/null || true; wait "$SERVER" 2>/dev/null || true; SERVER=; }
+trap 'stop_server; kill $SAMPLER 2>/dev/null || true' EXIT
+SAMPLER=
+start_server "$BIN"
 
 I="Authorization: Bearer $PARTNER_INTERNAL_TOKEN"
 USER_ID=$(curl -sf -X POST "http://127.0.0.1:$PORT/internal/v1/users" -H "$I" \
@@ -72,13 +82,19 @@ DEEP_ROW=$(psql -Atq "$DB" -c "SELECT created_at, id FROM leads WHERE partner_id
   ORDER BY created_at DESC, id DESC OFFSET 49949 LIMIT 1")
 DEEP_TS=${DEEP_ROW%|*}; DEEP_ID=${DEEP_ROW#*|}
 
-run_wrk() { # name url
+declare -A RPS P99
+run_wrk() { # key name url
   local out
-  out=$(wrk -t2 -c$CONNS -d"$DURATION" --latency -H "Authorization: Bearer $TOKEN" "$2")
-  printf '%-18s %10s req/s   p50 %8s   p99 %8s\n' "$1" \
-    "$(echo "$out" | awk '/Requests\/sec/ {print $2}')" \
-    "$(echo "$out" | awk '$1 == "50%" {print $2}')" \
-    "$(echo "$out" | awk '$1 == "99%" {print $2}')"
+  out=$(wrk -t2 -c$CONNS -d"$DURATION" --latency -H "Authorization: Bearer $TOKEN" "$3")
+  RPS[$1]=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
+  P99[$1]=$(echo "$out" | awk '$1 == "99%" {print $2}')
+  printf '%-28s %10s req/s   p50 %8s   p99 %8s\n' "$2" "${RPS[$1]}" \
+    "$(echo "$out" | awk '$1 == "50%" {print $2}')" "${P99[$1]}"
+}
+# The server's resident memory, sampled every 100 ms while it is under load.
+rss_kib() { awk '/VmRSS/ {print $2}' "/proc/$SERVER/status"; }
+sample_rss() { # file
+  while kill -0 "$SERVER" 2>/dev/null; do rss_kib >>"$1" 2>/dev/null || true; sleep 0.1; done
 }
 
 COLS="id, partner_id, sub_id, first_name, last_name, email, email_consent, phone, sms_consent, origin, location, question_id, test_source, created_at, updated_at"
@@ -95,28 +111,78 @@ AUTH_SQL="SELECT t.id, t.token_hash, t.user_id, u.deleted_at IS NOT NULL, u.part
 FROM api_tokens t JOIN portal_users u ON u.id = t.user_id JOIN partners p ON p.partner_id = u.partner_id WHERE t.token_hash = '\\x$HASH' LIMIT 1;"
 { echo "$AUTH_SQL"; cat /tmp/bench-first.sql; } > /tmp/bench-first-req.sql
 { echo "$AUTH_SQL"; cat /tmp/bench-deep.sql; } > /tmp/bench-deep-req.sql
+# The one statement the server now sends per request (crates/partner-postgres/src/leads.rs,
+# LeadsForToken), as PostgreSQL's log shows it with the parameters filled in.
+NOW_TS=$(psql -Atq "$DB" -c "SELECT now()")
+one_sql() { # extra condition
+  cat <<SQL
+WITH t AS (SELECT t.id, t.token_hash, t.user_id, u.deleted_at IS NOT NULL AS user_deleted, u.partner_id, p.active, p.dna_access, u.admin, t.expires_at, t.revoked_at, t.last_used_at FROM api_tokens t JOIN portal_users u ON u.id = t.user_id JOIN partners p ON p.partner_id = u.partner_id WHERE t.token_hash = '\\x$HASH' LIMIT 1) SELECT t.id, t.token_hash, t.user_id, t.user_deleted, t.partner_id, t.active, t.dna_access, t.admin, t.expires_at, t.revoked_at, t.last_used_at, NULL::uuid, NULL::text, NULL::int2, NULL::text, NULL::text, NULL::text, NULL::bool, NULL::text, NULL::bool, NULL::text, NULL::text, NULL::text, NULL::text, NULL::timestamptz, NULL::timestamptz FROM t UNION ALL SELECT NULL::uuid, NULL::bytea, NULL::uuid, NULL::bool, NULL::text, NULL::bool, NULL::bool, NULL::bool, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, l.id, l.partner_id, l.sub_id, l.first_name, l.last_name, l.email, l.email_consent, l.phone, l.sms_consent, l.origin, l.location, l.question_id, l.test_source, l.created_at, l.updated_at FROM t CROSS JOIN LATERAL (SELECT leads.* FROM leads WHERE leads.partner_id = t.partner_id AND t.revoked_at IS NULL AND NOT t.user_deleted AND t.active AND (t.expires_at IS NULL OR t.expires_at > '$NOW_TS') AND NOT leads.is_test$1 ORDER BY leads.created_at DESC, leads.id DESC LIMIT 51) l;
+SQL
+}
+one_sql "" > /tmp/bench-first-one.sql
+one_sql " AND (leads.created_at, leads.id) < ('$DEEP_TS', '$DEEP_ID')" > /tmp/bench-deep-one.sql
 
-run_pgbench() { # name file
-  local tps
-  tps=$(pgbench -n -M prepared -c $CONNS -j 2 -T "${DURATION%s}" -f "$2" "$DB" 2>/dev/null | awk '/^tps/ {print $3}')
-  printf '%-18s %10s tps\n' "$1" "$tps"
+declare -A TPS
+run_pgbench() { # key name file
+  TPS[$1]=$(pgbench -n -M prepared -c $CONNS -j 2 -T "${DURATION%s}" -f "$3" "$DB" 2>/dev/null | awk '/^tps/ {print $3}')
+  printf '%-28s %10s tps\n' "$2" "${TPS[$1]}"
 }
 
-echo "== machine: $(nproc) cores, $(free -g | awk '/Mem/ {print $2}') GiB, $(uname -r); PostgreSQL $(psql -Atqc 'show server_version' postgres)"
+# One server binary: warm-up, then both pages under wrk while its RSS is sampled.
+measure_server() { # key binary
+  local rss=/tmp/bench-rss-$1.txt
+  [ -n "$SERVER" ] || start_server "$2"
+  # Warm-up (caches, prepared statements, connection pool), not reported.
+  wrk -t2 -c$CONNS -d5s -H "Authorization: Bearer $TOKEN" "http://127.0.0.1:$PORT/api/v1/leads" >/dev/null
+  local idle; idle=$(rss_kib)
+  : >"$rss"; sample_rss "$rss" & SAMPLER=$!
+  if [ -n "${BENCH_PERF:-}" ]; then (sleep 3; perf record -F 999 -g -p $SERVER -o /tmp/bench-perf-$1.data -- sleep 6 >/dev/null 2>&1) & fi
+  run_wrk "$1-first" "$1: first page" "http://127.0.0.1:$PORT/api/v1/leads"
+  run_wrk "$1-deep" "$1: page 1000" "http://127.0.0.1:$PORT/api/v1/leads?cursor=$CURSOR"
+  kill $SAMPLER 2>/dev/null || true; wait $SAMPLER 2>/dev/null || true
+  local peak; peak=$(sort -n "$rss" | tail -1)
+  echo "$1: server RSS $((idle / 1024)) MiB after the warm-up, $((peak / 1024)) MiB at the peak under load"
+  stop_server
+}
+
+# What the server sends for one request of each page, from PostgreSQL's own log.
+PGLOG=${BENCH_PGLOG:-/var/log/postgresql/postgresql-15-main.log}
+show_logged_sql() { # binary
+  [ -r "$PGLOG" ] || return 0
+  stop_server
+  psql -qc "ALTER DATABASE $DB SET log_statement = 'all'" postgres
+  start_server "$1"
+  local lines; lines=$(wc -l <"$PGLOG")
+  curl -sf -o /dev/null "http://127.0.0.1:$PORT/api/v1/leads" -H "Authorization: Bearer $TOKEN"
+  curl -sf -o /dev/null "http://127.0.0.1:$PORT/api/v1/leads?cursor=$CURSOR" -H "Authorization: Bearer $TOKEN"
+  sleep 0.3
+  echo "== statements of one first-page and one page-1000 request ($1), from PostgreSQL's log"
+  tail -n +"$((lines + 1))" "$PGLOG" | grep -E "$DB (LOG|DETAIL)" | sed -E 's/^.*(LOG|DETAIL): +//' | cut -c1-200
+  stop_server
+  psql -qc "ALTER DATABASE $DB RESET log_statement" postgres
+}
+show_logged_sql "$BIN"
+[ -z "${BENCH_COMPARE:-}" ] || show_logged_sql "$BENCH_COMPARE"
+start_server "$BIN"
+
+echo "== machine: $(nproc) cores, $(free -g | awk '/Mem/ {print $2}') GiB, $(uname -r); PostgreSQL $(psql -Atqc 'show server_version' postgres); load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "== wrk, $CONNS connections, $DURATION each (server: release build, pool $PARTNER_DB_POOL_SIZE)"
-# Warm-up (caches, prepared statements, connection pool), not reported.
-wrk -t2 -c$CONNS -d5s -H "Authorization: Bearer $TOKEN" "http://127.0.0.1:$PORT/api/v1/leads" >/dev/null
-run_wrk "healthz (no DB)" "http://127.0.0.1:$PORT/healthz"
-if [ -n "${BENCH_PERF:-}" ]; then (sleep 3; perf record -F 999 -g -p $SERVER -o /tmp/bench-perf.data -- sleep 6 >/dev/null 2>&1) & fi
-run_wrk "first page" "http://127.0.0.1:$PORT/api/v1/leads"
-run_wrk "page 1000" "http://127.0.0.1:$PORT/api/v1/leads?cursor=$CURSOR"
-echo "== pgbench, the same SQL, $CONNS clients, $DURATION each"
-run_pgbench "first page SQL" /tmp/bench-first.sql
-run_pgbench "page 1000 SQL" /tmp/bench-deep.sql
-echo "== pgbench, each request's SQL (token lookup + page), $CONNS clients, $DURATION each"
-run_pgbench "first page req" /tmp/bench-first-req.sql
-run_pgbench "page 1000 req" /tmp/bench-deep-req.sql
+run_wrk healthz "healthz (no DB)" "http://127.0.0.1:$PORT/healthz"
+measure_server after "$BIN"
+[ -z "${BENCH_COMPARE:-}" ] || measure_server before "$BENCH_COMPARE"
+echo "== pgbench -M prepared, the same SQL, $CONNS clients, $DURATION each"
+run_pgbench first-page "page query alone, first page" /tmp/bench-first.sql
+run_pgbench deep-page "page query alone, page 1000" /tmp/bench-deep.sql
+run_pgbench first-two "lookup + page, first page" /tmp/bench-first-req.sql
+run_pgbench deep-two "lookup + page, page 1000" /tmp/bench-deep-req.sql
+run_pgbench first-one "one statement, first page" /tmp/bench-first-one.sql
+run_pgbench deep-one "one statement, page 1000" /tmp/bench-deep-one.sql
+echo "== ratios: server req/s / pgbench tps of the SQL that server sends per request (target >= 0.8; p99 target <= 25 ms)"
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
+for page in first deep; do
+  echo "$page page: one statement: $(ratio "${RPS[after-$page]}" "${TPS[$page-one]}") (p99 ${P99[after-$page]})"
+  [ -z "${BENCH_COMPARE:-}" ] || echo "$page page: BENCH_COMPARE binary, lookup + page: $(ratio "${RPS[before-$page]}" "${TPS[$page-two]}") (p99 ${P99[before-$page]})"
+done
 echo "== plans"
-psql -Atq "$DB" -c "EXPLAIN (ANALYZE, COSTS OFF) $(cat /tmp/bench-deep.sql)" | head -6
-kill $SERVER
+psql -Atq "$DB" -c "EXPLAIN (ANALYZE, COSTS OFF) $(cat /tmp/bench-deep-one.sql)" | head -20
 psql -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" postgres

@@ -13,8 +13,8 @@ export DATABASE_URL="postgres://postgres@127.0.0.1:5432/$DB"
 export PARTNER_BIND="127.0.0.1:$PORT" PARTNER_TOKEN_PEPPER=bench-pepper
 export PARTNER_INTERNAL_TOKEN=bench-internal-token-0123456789abcdef RUST_LOG=warn
 export PARTNER_RATE_LIMIT=1000000000/1s
-cargo build --release -q -p partner-server
-BIN=target/release/partner-server
+[ -n "${BENCH_BIN:-}" ] || cargo build --release -q -p partner-server
+BIN=${BENCH_BIN:-${CARGO_TARGET_DIR:-target}/release/partner-server}
 
 psql -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" postgres
 $BIN migrate

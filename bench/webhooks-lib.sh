@@ -11,7 +11,7 @@ WH_HANG_PORT=${BENCH_HANG_PORT:-18444}
 WH_WORK=$(mktemp -d /tmp/pp-webhooks.XXXXXX)
 WH_SERVER=""
 WH_HANG=""
-BIN=target/release/partner-server
+BIN=${CARGO_TARGET_DIR:-target}/release/partner-server
 
 export DATABASE_URL="postgres://postgres@127.0.0.1:5432/$WH_DB"
 export PARTNER_BIND="127.0.0.1:$WH_PORT" PARTNER_TOKEN_PEPPER=bench-pepper

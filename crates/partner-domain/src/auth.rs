@@ -8,8 +8,8 @@ use uuid::Uuid;
 
 use crate::clock::Clock;
 use crate::error::RepoError;
-use crate::ports::TokenRepo;
-use crate::token::{TokenPepper, TokenText};
+use crate::ports::{TokenRecord, TokenRepo};
+use crate::token::{TokenHash, TokenPepper, TokenText};
 use crate::values::PartnerId;
 
 /// Who is calling.
@@ -62,6 +62,36 @@ pub struct Authenticated {
     pub touch_due: bool,
 }
 
+/// A bearer token that passed the checks needing no storage ([`AuthService::present`]): the
+/// keyed hash to look up. Only the service makes one.
+#[derive(Debug, Clone)]
+pub struct Presented {
+    hash: TokenHash,
+}
+
+impl Presented {
+    pub fn hash(&self) -> &TokenHash {
+        &self.hash
+    }
+}
+
+/// Data read in the same database round trip as the token record it was read for (e.g. a page
+/// whose partner the statement resolved from the token hash). Its content is private: the only
+/// way to it is [`AuthService::open`], which first decides authentication from `token`, so no
+/// code path can use the data of a request whose authentication failed.
+#[derive(Debug)]
+pub struct Sealed<T> {
+    token: Option<TokenRecord>,
+    content: T,
+}
+
+impl<T> Sealed<T> {
+    /// What a repository read: the token record (`None`: no token has that hash) and the data.
+    pub fn new(token: Option<TokenRecord>, content: T) -> Self {
+        Self { token, content }
+    }
+}
+
 /// How stale `lastUsedAt` may get before it is written again.
 pub const LAST_USED_RESOLUTION: Duration = Duration::MINUTE;
 
@@ -92,21 +122,52 @@ impl AuthService {
         &self,
         authorization: Option<&[u8]>,
     ) -> Result<Authenticated, AuthError> {
+        let presented = self.present(authorization)?;
+        let sealed = self.lookup(&presented).await?;
+        self.open(&presented, sealed).map(|(a, ())| a)
+    }
+
+    /// The checks that need no storage: a bearer is present, keys can be verified, the token has
+    /// the right shape. What passes is the keyed hash to look up, with the token lookup alone
+    /// ([`Self::lookup`]) or folded into a read's own statement (a repository returning
+    /// [`Sealed`] data).
+    pub fn present(&self, authorization: Option<&[u8]>) -> Result<Presented, AuthError> {
         let raw = bearer(authorization).ok_or(AuthError::MissingBearer)?;
         let pepper = self.pepper.as_ref().ok_or(AuthError::KeysUnavailable)?;
         let token = std::str::from_utf8(raw)
             .ok()
             .and_then(TokenText::parse)
             .ok_or(AuthError::InvalidToken)?;
-        let hash = pepper.hash(&token);
-        let rec = self
-            .tokens
-            .find_by_hash(&hash)
-            .await?
-            .ok_or(AuthError::InvalidToken)?;
+        Ok(Presented {
+            hash: pepper.hash(&token),
+        })
+    }
+
+    /// The token lookup alone (one round trip), sealed like any other read for the token.
+    pub async fn lookup(&self, presented: &Presented) -> Result<Sealed<()>, AuthError> {
+        let rec = self.tokens.find_by_hash(&presented.hash).await?;
+        Ok(Sealed::new(rec, ()))
+    }
+
+    /// The instant reads for a token are made at: repositories that fold the lookup into a read
+    /// skip the read for a token already expired then (the decision is still [`Self::open`]'s).
+    pub fn now(&self) -> OffsetDateTime {
+        self.clock.now()
+    }
+
+    /// Decides authentication from the token record read with `sealed`, and only when it passed
+    /// hands out what was read with it. Errors in the contract's order: 401 `invalid_token`
+    /// (unknown, revoked, expired), 401 for a deleted user, 403 for an inactive partner.
+    pub fn open<T>(
+        &self,
+        presented: &Presented,
+        sealed: Sealed<T>,
+    ) -> Result<(Authenticated, T), AuthError> {
+        let Sealed { token, content } = sealed;
+        let rec = token.ok_or(AuthError::InvalidToken)?;
         let now = self.clock.now();
         // The index found it by hash; the constant-time check keeps a faulty adapter honest.
-        if !rec.hash.ct_eq(&hash)
+        if !rec.hash.ct_eq(&presented.hash)
             || rec.revoked_at.is_some()
             || rec.expires_at.is_some_and(|e| e <= now)
         {
@@ -118,7 +179,7 @@ impl AuthService {
         if !rec.partner_active {
             return Err(AuthError::Forbidden);
         }
-        Ok(Authenticated {
+        let authenticated = Authenticated {
             touch_due: touch_due(rec.last_used_at, now),
             principal: Principal {
                 token_id: rec.token_id,
@@ -127,7 +188,8 @@ impl AuthService {
                 admin: rec.admin,
                 dna_access: rec.partner_dna_access,
             },
-        })
+        };
+        Ok((authenticated, content))
     }
 
     /// Records that the token was used now (throttled in storage as well).
@@ -314,6 +376,64 @@ mod tests {
             }),
             Err(AuthError::InvalidToken)
         ));
+    }
+
+    /// Data read with the token comes out only for a request that authenticates, and with the
+    /// same error as the token lookup alone otherwise.
+    #[test]
+    fn sealed_data_is_handed_out_only_after_authentication() {
+        let pepper = TokenPepper::new(b"pepper");
+        let svc = AuthService::new(
+            Arc::new(MockTokenRepo::new()),
+            Some(pepper.clone()),
+            Arc::new(FixedClock::new(NOW)),
+        );
+        let header = bearer_known().expect("header");
+        let presented = svc.present(Some(header.as_bytes())).expect("well-formed");
+        let live = record(pepper.hash(&known()));
+        let (a, page) = svc
+            .open(&presented, Sealed::new(Some(live.clone()), vec![1, 2, 3]))
+            .expect("live");
+        assert_eq!(page, vec![1, 2, 3]);
+        assert_eq!(a.principal.partner_id.as_str(), "acme");
+        let other = record(pepper.hash(&TokenText::mint(&SystemRandom::new())));
+        type Expect = fn(&AuthError) -> bool;
+        let cases: [(Option<TokenRecord>, Expect); 6] = [
+            (None, |e| matches!(e, AuthError::InvalidToken)),
+            (Some(other), |e| matches!(e, AuthError::InvalidToken)),
+            (
+                Some(TokenRecord {
+                    revoked_at: Some(NOW),
+                    ..live.clone()
+                }),
+                |e| matches!(e, AuthError::InvalidToken),
+            ),
+            (
+                Some(TokenRecord {
+                    expires_at: Some(NOW),
+                    ..live.clone()
+                }),
+                |e| matches!(e, AuthError::InvalidToken),
+            ),
+            (
+                Some(TokenRecord {
+                    user_deleted: true,
+                    ..live.clone()
+                }),
+                |e| matches!(e, AuthError::UnknownUser),
+            ),
+            (
+                Some(TokenRecord {
+                    partner_active: false,
+                    ..live.clone()
+                }),
+                |e| matches!(e, AuthError::Forbidden),
+            ),
+        ];
+        for (rec, expected) in cases {
+            let r = svc.open(&presented, Sealed::new(rec, vec![1, 2, 3]));
+            assert!(r.as_ref().is_err_and(expected), "{r:?}");
+        }
     }
 
     #[test]

@@ -3,7 +3,9 @@
 //! A cursor names the last row of a page: (createdAt, id), the listing's sort key. It is
 //! authenticated with HMAC-SHA256 under a server key and bound to the partner it was issued to,
 //! so a client can neither forge a position nor replay another tenant's cursor; anything that
-//! does not verify is rejected before a query runs.
+//! does not verify is rejected. A listing whose statement resolves the partner from the token
+//! (one round trip) reads at the [`peek`]ed position before the MAC can be checked, only among
+//! the token's own partner's rows, and discards what it read unless the cursor then verifies.
 
 use std::fmt::{self, Write};
 
@@ -78,33 +80,52 @@ impl CursorKey {
     /// The position in `text`, or `None` when it was not issued by this server to `partner`.
     /// Total over arbitrary text: every slice is checked, nothing panics.
     pub fn decode(&self, partner: &PartnerId, text: &str) -> Option<Position> {
-        let hex = text.strip_prefix(VERSION)?;
-        if hex.len() != 2 * (PAYLOAD + MAC) {
+        let (payload, mac) = split(text)?;
+        if !constant_time_eq(&mac, &self.mac(partner, &payload)) {
             return None;
         }
-        let bytes: Vec<u8> = hex
-            .as_bytes()
-            .chunks_exact(2)
-            .map(|pair| match pair {
-                [hi, lo] => Some(nibble(*hi)? << 4 | nibble(*lo)?),
-                _ => None,
-            })
-            .collect::<Option<_>>()?;
-        let (payload, mac) = bytes.split_at_checked(PAYLOAD)?;
-        if !constant_time_eq(mac, &self.mac(partner, payload)) {
-            return None;
-        }
-        let (id, micros) = payload.split_first_chunk::<16>()?;
-        let micros: [u8; 8] = micros.try_into().ok()?;
-        let created_at = OffsetDateTime::from_unix_timestamp_nanos(
-            i128::from(i64::from_be_bytes(micros)) * 1000,
-        )
-        .ok()?;
-        Some(Position {
-            created_at,
-            id: Uuid::from_bytes(*id),
-        })
+        position(&payload)
     }
+}
+
+/// The position a well-formed cursor names, NOT verified: for a read that must start before the
+/// partner (to which the MAC binds the cursor) is known, because the same statement resolves it
+/// from the token. Such a read is bounded to the token's own partner by the statement, and its
+/// result must be discarded unless [`CursorKey::decode`] later yields the same position for the
+/// authenticated partner.
+pub fn peek(text: &str) -> Option<Position> {
+    let (payload, _) = split(text)?;
+    position(&payload)
+}
+
+/// Payload and MAC of a cursor's text, or `None` when it is not well-formed.
+fn split(text: &str) -> Option<([u8; PAYLOAD], [u8; MAC])> {
+    let hex = text.strip_prefix(VERSION)?;
+    if hex.len() != 2 * (PAYLOAD + MAC) {
+        return None;
+    }
+    let bytes: Vec<u8> = hex
+        .as_bytes()
+        .chunks_exact(2)
+        .map(|pair| match pair {
+            [hi, lo] => Some(nibble(*hi)? << 4 | nibble(*lo)?),
+            _ => None,
+        })
+        .collect::<Option<_>>()?;
+    let (payload, mac) = bytes.split_at_checked(PAYLOAD)?;
+    Some((payload.try_into().ok()?, mac.try_into().ok()?))
+}
+
+fn position(payload: &[u8; PAYLOAD]) -> Option<Position> {
+    let (id, micros) = payload.split_first_chunk::<16>()?;
+    let micros: [u8; 8] = micros.try_into().ok()?;
+    let created_at =
+        OffsetDateTime::from_unix_timestamp_nanos(i128::from(i64::from_be_bytes(micros)) * 1000)
+            .ok()?;
+    Some(Position {
+        created_at,
+        id: Uuid::from_bytes(*id),
+    })
 }
 
 /// The value of a lowercase hex digit.
@@ -214,6 +235,7 @@ mod tests {
                 let text = key.encode(&p, pos);
                 prop_assert_eq!(text.len(), 2 + 2 * (PAYLOAD + MAC));
                 prop_assert_eq!(key.decode(&p, &text), Some(pos));
+                prop_assert_eq!(peek(&text), Some(pos));
             }
 
             /// Any change to a cursor, or presenting it for another partner or under another

@@ -7,8 +7,9 @@ pub use crate::ids::LeadId;
 use serde::{Serialize, Serializer};
 use time::OffsetDateTime;
 
+use crate::auth::{Presented, Sealed};
 use crate::clock::Clock;
-use crate::cursor::{CursorKey, Position};
+use crate::cursor::{self, CursorKey, Position};
 use crate::error::RepoError;
 use crate::events::DomainEvent;
 use crate::ports::{LeadRepo, UnitOfWork};
@@ -229,6 +230,34 @@ pub struct LeadRow {
 }
 
 impl Lead {
+    /// [`Lead::row`] without copying the strings it can move.
+    pub fn into_row(self) -> LeadRow {
+        LeadRow {
+            id: self.id,
+            sub_id: self.sub_id.map(|s| s.to_string()).unwrap_or_default(),
+            email: if self.email_consent {
+                self.email
+            } else {
+                NO_CONSENT.to_owned()
+            },
+            phone: if self.sms_consent {
+                self.phone.unwrap_or_default()
+            } else {
+                NO_CONSENT.to_owned()
+            },
+            origin: self.origin.0,
+            is_test: self.test.is_test(),
+            test_source: self.test.source(),
+            partner_id: self.partner_id,
+            first_name: self.first_name,
+            last_name: self.last_name,
+            location: self.location,
+            question_id: self.question_id,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+        }
+    }
+
     pub fn row(&self) -> LeadRow {
         LeadRow {
             id: self.id,
@@ -470,12 +499,59 @@ impl LeadService {
                     .ok_or(ListLeadsError::BadCursor)?,
             ),
         };
-        let mut leads = self
+        let leads = self
             .repo
             .page_leads(partner, after, q.include_test, q.limit + 1)
             .await?;
-        let more = leads.len() > usize::from(q.limit);
-        leads.truncate(usize::from(q.limit));
+        Ok(self.page(partner, q.limit, leads))
+    }
+
+    /// The page [`Self::list`] answers, read in the same round trip as the presented token's
+    /// record, and sealed until authentication has passed ([`crate::auth::AuthService::open`]);
+    /// then [`Self::finish`] checks the cursor against the authenticated partner. A cursor that
+    /// is not even well-formed reads no rows (the answer will be 400 after authentication).
+    pub async fn list_for_token(
+        &self,
+        token: &Presented,
+        q: &LeadQuery,
+    ) -> Result<Sealed<Vec<Lead>>, RepoError> {
+        let (after, limit) = match &q.cursor {
+            None => (None, q.limit + 1),
+            Some(c) => match cursor::peek(c) {
+                Some(pos) => (Some(pos), q.limit + 1),
+                None => (None, 0),
+            },
+        };
+        self.repo
+            .page_leads_for_token(token.hash(), self.clock.now(), after, q.include_test, limit)
+            .await
+    }
+
+    /// The answer of [`Self::list_for_token`] once the request is authenticated as `partner`:
+    /// 400 unless the cursor verifies for that partner (a verified cursor names the position
+    /// [`cursor::peek`] read at: the same bytes).
+    pub fn finish(
+        &self,
+        partner: &PartnerId,
+        q: &LeadQuery,
+        leads: Vec<Lead>,
+    ) -> Result<Page<LeadRow>, ListLeadsError> {
+        if let Some(c) = &q.cursor
+            && self.cursors.decode(partner, c).is_none()
+        {
+            return Err(ListLeadsError::BadCursor);
+        }
+        // The statement filtered by the token's partner; this keeps a faulty adapter honest.
+        if leads.iter().any(|l| l.partner_id != *partner) {
+            return Err(RepoError::new("a page for the token held another partner's lead").into());
+        }
+        Ok(self.page(partner, q.limit, leads))
+    }
+
+    /// Up to `limit` of `leads` (read with one more to learn whether a next page exists).
+    fn page(&self, partner: &PartnerId, limit: u16, mut leads: Vec<Lead>) -> Page<LeadRow> {
+        let more = leads.len() > usize::from(limit);
+        leads.truncate(usize::from(limit));
         let next_cursor = more.then(|| leads.last()).flatten().map(|l| {
             self.cursors.encode(
                 partner,
@@ -485,11 +561,12 @@ impl LeadService {
                 },
             )
         });
-        Ok(Page {
-            items: leads.iter().map(Lead::row).collect(),
+        Page {
+            // Moved, not cloned: the profile showed allocation as the server's largest cost.
+            items: leads.into_iter().map(Lead::into_row).collect(),
             next_cursor,
-            limit: q.limit,
-        })
+            limit,
+        }
     }
 }
 
@@ -520,6 +597,97 @@ mod tests {
             test: TestFlag::REAL,
             created_at: datetime!(2026-11-21 10:00 UTC),
             updated_at: datetime!(2026-11-21 10:00 UTC),
+        }
+    }
+
+    /// The one-round-trip listing: a malformed cursor reads nothing; a cursor of another
+    /// partner (or key) is refused after authentication even though a page was read for it.
+    #[test]
+    fn list_for_token_checks_the_cursor_against_the_authenticated_partner() {
+        use crate::auth::AuthService;
+        use crate::clock::FixedClock;
+        use crate::ports::{MockLeadRepo, MockTokenRepo};
+        use crate::random::SystemRandom;
+        use crate::token::TokenPepper;
+        use futures_util::FutureExt;
+
+        let now = datetime!(2026-11-21 10:00 UTC);
+        let clock = Arc::new(FixedClock::new(now));
+        let key = CursorKey::new(b"k");
+        let acme = PartnerId::parse("acme").expect("id");
+        let beta = PartnerId::parse("beta").expect("id");
+        let pos = Position {
+            created_at: now,
+            id: Uuid::from_u128(7),
+        };
+        let mut repo = MockLeadRepo::new();
+        repo.expect_page_leads_for_token()
+            .returning(move |_, at, after, _, limit| {
+                assert_eq!(at, now);
+                // A malformed cursor reads no rows; a well-formed one reads at its position.
+                assert!(after.is_none() && limit == 0 || after == Some(pos) && limit == 3);
+                Ok(Sealed::new(
+                    None,
+                    vec![lead("managed-website", None, false)],
+                ))
+            });
+        let svc = LeadService::new(
+            Arc::new(repo),
+            clock.clone(),
+            Arc::new(SystemRandom::new()),
+            key.clone(),
+        );
+        let auth = AuthService::new(
+            Arc::new(MockTokenRepo::new()),
+            Some(TokenPepper::new(b"p")),
+            clock,
+        );
+        let header = format!("Bearer pk_live_{}", "K".repeat(43));
+        let token = auth.present(Some(header.as_bytes())).expect("shape");
+        let q = |cursor: Option<String>| LeadQuery {
+            limit: 2,
+            cursor,
+            include_test: false,
+        };
+        for cursor in [Some("c1zz".to_owned()), Some(key.encode(&acme, pos))] {
+            svc.list_for_token(&token, &q(cursor))
+                .now_or_never()
+                .expect("ready")
+                .expect("read");
+        }
+        let rows = || vec![lead("managed-website", None, false)];
+        assert!(matches!(
+            svc.finish(&acme, &q(Some(key.encode(&beta, pos))), rows()),
+            Err(ListLeadsError::BadCursor)
+        ));
+        assert!(matches!(
+            svc.finish(&acme, &q(Some("c1zz".to_owned())), rows()),
+            Err(ListLeadsError::BadCursor)
+        ));
+        let page = svc
+            .finish(&acme, &q(Some(key.encode(&acme, pos))), rows())
+            .expect("verified");
+        assert_eq!(page.items.len(), 1);
+        // A row of another partner is an adapter fault, never shown.
+        let mut foreign = lead("managed-website", None, false);
+        foreign.partner_id = beta.clone();
+        assert!(matches!(
+            svc.finish(&acme, &q(None), vec![foreign]),
+            Err(ListLeadsError::Repo(_))
+        ));
+    }
+
+    #[test]
+    fn into_row_is_row() {
+        for (phone, sms, consent) in [
+            (Some("+1 555"), true, true),
+            (None, true, false),
+            (Some("+1"), false, false),
+        ] {
+            let mut l = lead("managed-website", phone, sms);
+            l.email_consent = consent;
+            l.sub_id = SubId::new(3);
+            assert_eq!(l.clone().into_row(), l.row());
         }
     }
 

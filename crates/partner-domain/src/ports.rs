@@ -11,6 +11,7 @@ use uuid::Uuid;
 use std::collections::{BTreeMap, HashMap};
 
 use crate::account::{ApiTokenInfo, CareFlags, Partner, PartnerSettings, PortalUser};
+use crate::auth::Sealed;
 use crate::catalog::{CareProduct, DnaProduct, MedicalProduct, Stored};
 use crate::coupon::{Coupon, CouponCode, CouponQuery, ProductSlug, Redemption};
 use crate::cursor::Position;
@@ -250,6 +251,19 @@ pub trait LeadRepo: Send + Sync {
         include_test: bool,
         limit: u16,
     ) -> Result<Vec<Lead>, RepoError>;
+    /// In ONE round trip: the token with this hash (as [`TokenRepo::find_by_hash`]) and the page
+    /// [`LeadRepo::page_leads`] would read for its partner. Rows are read only for a token that
+    /// is live at `now` (not revoked or expired, user not deleted, partner active), and only of
+    /// that token's partner; whether the request is authenticated is still decided by
+    /// [`crate::auth::AuthService::open`] from the record.
+    async fn page_leads_for_token(
+        &self,
+        hash: &TokenHash,
+        now: OffsetDateTime,
+        after: Option<Position>,
+        include_test: bool,
+        limit: u16,
+    ) -> Result<Sealed<Vec<Lead>>, RepoError>;
 }
 
 /// Storage of analytics events, and reads of orders (writes go through a [`Transaction`]).

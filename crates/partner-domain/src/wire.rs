@@ -1,8 +1,6 @@
 //! Wire conventions shared by every rendered resource: RFC 3339 UTC timestamps with exactly
 //! three fractional digits and `Z`, and `YYYY-MM-DD` dates.
 
-use std::fmt::Write;
-
 use serde::Serializer;
 use time::{OffsetDateTime, UtcOffset};
 
@@ -37,20 +35,33 @@ fn clamp_to_wire(t: OffsetDateTime) -> OffsetDateTime {
 /// listings format two timestamps a row, and this is several times cheaper. Total: any
 /// `OffsetDateTime` gives a valid RFC 3339 text (years outside 0000-9999 are clamped to them).
 pub fn format_timestamp(t: OffsetDateTime) -> String {
+    let b = timestamp_bytes(t);
+    std::str::from_utf8(&b)
+        .map(str::to_owned)
+        .unwrap_or_default()
+}
+
+/// The 24 ASCII bytes of [`format_timestamp`], digit by digit: `write!` with `{:02}` went through
+/// `core::fmt`'s padding machinery, about 4 % of the server's samples in a leads listing.
+fn timestamp_bytes(t: OffsetDateTime) -> [u8; 24] {
     let t = clamp_to_wire(t);
-    let mut s = String::with_capacity(24);
-    let _ = write!(
-        s,
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
-        t.year(),
-        u8::from(t.month()),
-        t.day(),
-        t.hour(),
-        t.minute(),
-        t.second(),
-        t.millisecond()
-    );
-    s
+    let mut b = *b"0000-00-00T00:00:00.000Z";
+    let mut put = |at: std::ops::Range<usize>, mut v: u32| {
+        for i in at.rev() {
+            if let Some(d) = b.get_mut(i) {
+                *d = b'0' + (v % 10) as u8;
+            }
+            v /= 10;
+        }
+    };
+    put(0..4, u32::try_from(t.year()).unwrap_or(0));
+    put(5..7, u32::from(u8::from(t.month())));
+    put(8..10, u32::from(t.day()));
+    put(11..13, u32::from(t.hour()));
+    put(14..16, u32::from(t.minute()));
+    put(17..19, u32::from(t.second()));
+    put(20..23, u32::from(t.millisecond()));
+    b
 }
 
 /// Parses an RFC 3339 timestamp (any offset), returning it in UTC truncated to milliseconds.
@@ -65,7 +76,9 @@ pub fn parse_timestamp(s: &str) -> Option<OffsetDateTime> {
 
 /// Serde helpers: `#[serde(serialize_with = "wire::ts")]`.
 pub fn ts<S: Serializer>(t: &OffsetDateTime, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(&format_timestamp(*t))
+    // From the stack: no allocation per timestamp.
+    let b = timestamp_bytes(*t);
+    s.serialize_str(std::str::from_utf8(&b).unwrap_or_default())
 }
 
 /// Serde helper for optional timestamps (null when absent).

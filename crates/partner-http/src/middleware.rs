@@ -7,9 +7,10 @@ use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::Method;
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::middleware::Next;
-use actix_web::{Error, HttpMessage, ResponseError, web};
+use actix_web::{Error, HttpMessage, HttpRequest, HttpResponse, ResponseError, web};
 use futures_util::FutureExt;
-use partner_domain::auth::Principal;
+use partner_domain::auth::{AuthError, Authenticated, Presented, Principal, Sealed};
+use partner_domain::rate_limit::Decision;
 use partner_domain::token::constant_time_eq;
 
 use crate::AppState;
@@ -224,6 +225,35 @@ async fn guard(
         Ok(a) => a,
         Err(e) => return Ok(req.error_response(ApiError::from(e))),
     };
+    let (mut res, decision) = match admit(&st, group, requirement, authed).await {
+        Admission::Denied(e) => return Ok(req.error_response(e)),
+        Admission::Limited(e, decision) => (req.error_response(e), decision),
+        Admission::Allowed(principal, decision) => {
+            req.extensions_mut().insert(principal);
+            (next.call(req).await?, decision)
+        }
+    };
+    rate_limit_headers(res.headers_mut(), &decision);
+    Ok(res)
+}
+
+/// What follows a successful authentication, for the guard and for [`one_trip`] alike.
+enum Admission {
+    /// 403 (an endpoint's requirement), before the rate limit: no budget spent, no headers.
+    Denied(ApiError),
+    /// 429, with the decision's headers.
+    Limited(ApiError, Decision),
+    Allowed(Principal, Decision),
+}
+
+/// `lastUsedAt` (off the critical path), the endpoint's requirement (403), then one unit of the
+/// group's budget (429).
+async fn admit(
+    st: &web::Data<AppState>,
+    group: Group,
+    requirement: Option<Requirement>,
+    authed: Authenticated,
+) -> Admission {
     if authed.touch_due {
         let st2 = st.clone();
         let token = authed.principal.token_id;
@@ -237,21 +267,23 @@ async fn guard(
     if let Some(r) = requirement
         && !(r.holds)(&authed.principal)
     {
-        return Ok(req.error_response(ApiError::forbidden(r.message)));
+        return Admission::Denied(ApiError::forbidden(r.message));
     }
     let now = st.clock.now().unix_timestamp();
     let decision = st
         .limiter
         .charge(authed.principal.token_id, group, now)
         .await;
-    let mut res = if decision.allowed {
-        req.extensions_mut().insert(authed.principal);
-        next.call(req).await?
+    if decision.allowed {
+        Admission::Allowed(authed.principal, decision)
     } else {
         metrics::counter!("rate_limit_rejections_total", "group" => group.as_str()).increment(1);
-        req.error_response(ApiError::rate_limited(decision.retry_after(now)))
-    };
-    let h = res.headers_mut();
+        Admission::Limited(ApiError::rate_limited(decision.retry_after(now)), decision)
+    }
+}
+
+/// The `X-RateLimit-*` headers every answer after the rate-limit step carries.
+fn rate_limit_headers(h: &mut header::HeaderMap, decision: &Decision) {
     for (name, value) in [
         ("x-ratelimit-limit", i64::from(decision.limit)),
         ("x-ratelimit-remaining", i64::from(decision.remaining)),
@@ -262,7 +294,52 @@ async fn guard(
             HeaderValue::from(value),
         );
     }
-    Ok(res)
+}
+
+/// A partner read that costs ONE database round trip: `read` gets the presented token and
+/// returns the token's record together with the data, read by one statement ([`Sealed`]);
+/// `respond` gets the data only once [`partner_domain::auth::AuthService::open`] has
+/// authenticated the request and the rate limit has admitted it. Every answer is the one
+/// [`partner_guard`] gives, in the same order (401/503, 403, 429 with `X-RateLimit-*`), so a
+/// route uses this instead of the guard, not beside it.
+pub(crate) async fn one_trip<T, Fut>(
+    req: &HttpRequest,
+    group: Group,
+    read: impl FnOnce(web::Data<AppState>, Presented) -> Fut,
+    respond: impl FnOnce(&web::Data<AppState>, Principal, T) -> Result<HttpResponse, ApiError>,
+) -> HttpResponse
+where
+    Fut: std::future::Future<Output = Result<Sealed<T>, AuthError>>,
+{
+    let Some(st) = req.app_data::<web::Data<AppState>>().cloned() else {
+        return ApiError::internal(&"application state missing").error_response();
+    };
+    let header = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .map(HeaderValue::as_bytes);
+    let presented = match st.auth.present(header) {
+        Ok(p) => p,
+        Err(e) => return ApiError::from(e).error_response(),
+    };
+    let opened = match read(st.clone(), presented.clone()).await {
+        Ok(sealed) => st.auth.open(&presented, sealed),
+        Err(e) => Err(e),
+    };
+    let (authed, content) = match opened {
+        Ok(o) => o,
+        Err(e) => return ApiError::from(e).error_response(),
+    };
+    let (mut res, decision) = match admit(&st, group, None, authed).await {
+        Admission::Denied(e) => return e.error_response(),
+        Admission::Limited(e, decision) => (e.error_response(), decision),
+        Admission::Allowed(principal, decision) => (
+            respond(&st, principal, content).unwrap_or_else(|e| e.error_response()),
+            decision,
+        ),
+    };
+    rate_limit_headers(res.headers_mut(), &decision);
+    res
 }
 
 /// The first check of the Care Services endpoints: 404 `not_found` when

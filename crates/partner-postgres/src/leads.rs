@@ -4,14 +4,16 @@ use diesel::prelude::*;
 use diesel::sql_types::{Bool, Int2, Nullable, Text, Timestamptz};
 use diesel_async::RunQueryDsl;
 use partner_domain::RepoError;
+use partner_domain::auth::Sealed;
 use partner_domain::cursor::Position;
 use partner_domain::lead::{Lead, LeadId, Origin, TestFlag, TestSource};
 use partner_domain::ports::LeadRepo;
+use partner_domain::token::TokenHash;
 use partner_domain::values::{PartnerId, SubId};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use crate::{PgStore, corrupt, db};
+use crate::{PgStore, corrupt, db, tokens};
 
 const COLUMNS: &str = "id, partner_id, sub_id, first_name, last_name, email, email_consent, phone, sms_consent, \
                        origin, location, question_id, test_source, created_at, updated_at";
@@ -135,6 +137,148 @@ impl LeadRepo for PgStore {
             .map_err(db)?;
         rows.into_iter().map(Row::into_domain).collect()
     }
+
+    async fn page_leads_for_token(
+        &self,
+        hash: &TokenHash,
+        now: OffsetDateTime,
+        after: Option<Position>,
+        include_test: bool,
+        limit: u16,
+    ) -> Result<Sealed<Vec<Lead>>, RepoError> {
+        let mut conn = self.conn().await?;
+        let rows: Vec<(Option<tokens::Row>, Option<Row>)> = LeadsForToken {
+            hash: hash.as_bytes().to_vec(),
+            now,
+            after,
+            include_test,
+            limit: i64::from(limit),
+        }
+        .load(&mut conn)
+        .await
+        .map_err(db)?;
+        let mut token = None;
+        let mut leads = Vec::with_capacity(rows.len());
+        for row in rows {
+            match row {
+                (Some(t), None) if token.is_none() => token = Some(tokens::record(t)?),
+                (None, Some(l)) => leads.push(l.into_domain()?),
+                _ => return Err(corrupt("token-and-page row")),
+            }
+        }
+        // UNION ALL keeps each branch's order in practice, but SQL does not promise it: sort
+        // (already sorted: one linear pass).
+        leads.sort_by_key(|l: &Lead| std::cmp::Reverse((l.created_at, l.id)));
+        Ok(Sealed::new(token, leads))
+    }
+}
+
+/// The token lookup and the leads page in one statement: the CTE resolves the token (with its
+/// user and partner); the first branch of the UNION ALL returns the token's columns once (lead
+/// columns NULL), the second the page of that token's partner (token columns NULL), read only
+/// when the token is live at `now`. No row at all: no token has that hash. Rendered as SQL text with bind parameters but
+/// without `sql_query`'s "do not cache" mark, so diesel-async prepares each of its four shapes
+/// (with/without cursor, with/without test rows) once per connection, as pgbench `-M prepared`.
+struct LeadsForToken {
+    hash: Vec<u8>,
+    now: OffsetDateTime,
+    after: Option<Position>,
+    include_test: bool,
+    limit: i64,
+}
+
+type TokenSqlType = (
+    diesel::sql_types::Uuid,
+    diesel::sql_types::Bytea,
+    diesel::sql_types::Uuid,
+    Bool,
+    Text,
+    Bool,
+    Bool,
+    Bool,
+    Nullable<Timestamptz>,
+    Nullable<Timestamptz>,
+    Nullable<Timestamptz>,
+);
+
+type LeadSqlType = (
+    diesel::sql_types::Uuid,
+    Text,
+    Nullable<Int2>,
+    Text,
+    Text,
+    Text,
+    Bool,
+    Nullable<Text>,
+    Bool,
+    Text,
+    Text,
+    Nullable<Text>,
+    Nullable<Text>,
+    Timestamptz,
+    Timestamptz,
+);
+
+impl diesel::query_builder::QueryId for LeadsForToken {
+    type QueryId = ();
+    // Not a static id: the cache is keyed by the rendered SQL, one entry per shape.
+    const HAS_STATIC_QUERY_ID: bool = false;
+}
+
+impl diesel::query_builder::Query for LeadsForToken {
+    type SqlType = (Nullable<TokenSqlType>, Nullable<LeadSqlType>);
+}
+
+impl diesel::query_builder::QueryFragment<diesel::pg::Pg> for LeadsForToken {
+    fn walk_ast<'b>(
+        &'b self,
+        mut out: diesel::query_builder::AstPass<'_, 'b, diesel::pg::Pg>,
+    ) -> QueryResult<()> {
+        out.push_sql(
+            "WITH t AS (SELECT t.id, t.token_hash, t.user_id, u.deleted_at IS NOT NULL AS user_deleted, \
+               u.partner_id, p.active, p.dna_access, u.admin, t.expires_at, t.revoked_at, t.last_used_at \
+             FROM api_tokens t JOIN portal_users u ON u.id = t.user_id \
+               JOIN partners p ON p.partner_id = u.partner_id \
+             WHERE t.token_hash = ",
+        );
+        out.push_bind_param::<diesel::sql_types::Bytea, _>(&self.hash)?;
+        out.push_sql(
+            " LIMIT 1) \
+             SELECT t.id, t.token_hash, t.user_id, t.user_deleted, t.partner_id, t.active, \
+               t.dna_access, t.admin, t.expires_at, t.revoked_at, t.last_used_at, \
+               NULL::uuid, NULL::text, NULL::int2, NULL::text, NULL::text, NULL::text, NULL::bool, \
+               NULL::text, NULL::bool, NULL::text, NULL::text, NULL::text, NULL::text, \
+               NULL::timestamptz, NULL::timestamptz \
+             FROM t \
+             UNION ALL \
+             SELECT NULL::uuid, NULL::bytea, NULL::uuid, NULL::bool, NULL::text, NULL::bool, \
+               NULL::bool, NULL::bool, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, \
+               l.id, l.partner_id, l.sub_id, l.first_name, l.last_name, l.email, l.email_consent, \
+               l.phone, l.sms_consent, l.origin, l.location, l.question_id, l.test_source, \
+               l.created_at, l.updated_at \
+             FROM t CROSS JOIN LATERAL (SELECT leads.* FROM leads \
+               WHERE leads.partner_id = t.partner_id \
+                 AND t.revoked_at IS NULL AND NOT t.user_deleted AND t.active \
+                 AND (t.expires_at IS NULL OR t.expires_at > ",
+        );
+        out.push_bind_param::<Timestamptz, _>(&self.now)?;
+        out.push_sql(")");
+        if !self.include_test {
+            // Literal, so the plan can use the partial index of real leads.
+            out.push_sql(" AND NOT leads.is_test");
+        }
+        if let Some(p) = &self.after {
+            out.push_sql(" AND (leads.created_at, leads.id) < (");
+            out.push_bind_param::<Timestamptz, _>(&p.created_at)?;
+            out.push_sql(", ");
+            out.push_bind_param::<diesel::sql_types::Uuid, _>(&p.id)?;
+            out.push_sql(")");
+        }
+        out.push_sql(" ORDER BY leads.created_at DESC, leads.id DESC LIMIT ");
+        out.push_bind_param::<diesel::sql_types::BigInt, _>(&self.limit)?;
+        out.push_sql(") l");
+        Ok(())
+    }
 }
 
 /// `(leads.created_at, leads.id) < ($1, $2)`: the keyset condition as one row comparison, which
@@ -191,7 +335,8 @@ pub(crate) async fn insert(
     conn: &mut diesel_async::AsyncPgConnection,
     lead: &Lead,
 ) -> Result<bool, diesel::result::Error> {
-    let n = diesel::sql_query(
+    // Prepared once per connection, like the outbox statement: ingest's hot path.
+    let n = crate::Prepared(diesel::sql_query(
         "INSERT INTO leads (id, partner_id, sub_id, first_name, last_name, email, email_consent, \
            phone, sms_consent, origin, location, question_id, is_test, test_source, created_at, updated_at) \
          SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $15 \
@@ -211,7 +356,7 @@ pub(crate) async fn insert(
     .bind::<Nullable<Text>, _>(lead.question_id.as_deref())
     .bind::<Bool, _>(lead.test.is_test())
     .bind::<Nullable<Text>, _>(lead.test.source().map(TestSource::as_str))
-    .bind::<Timestamptz, _>(lead.created_at)
+    .bind::<Timestamptz, _>(lead.created_at))
     .execute(conn)
     .await?;
     Ok(n == 1)

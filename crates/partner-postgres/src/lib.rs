@@ -225,3 +225,34 @@ fn is_violation(e: &DieselError, kind: fn(&DatabaseErrorKind) -> bool) -> bool {
 fn corrupt(what: &'static str) -> RepoError {
     RepoError::new(format!("stored {what} does not parse"))
 }
+
+/// A `sql_query` whose text the code fixes (never built from input), prepared once per
+/// connection and cached by its SQL text, as the DSL's queries are. diesel marks every
+/// `sql_query` unsafe to cache (its text could be anything); on a hot path that means PostgreSQL
+/// parses and plans the statement on every execution.
+pub(crate) struct Prepared<Q>(pub(crate) Q);
+
+impl<Q: diesel::query_builder::QueryFragment<diesel::pg::Pg>>
+    diesel::query_builder::QueryFragment<diesel::pg::Pg> for Prepared<Q>
+{
+    fn walk_ast<'b>(
+        &'b self,
+        pass: diesel::query_builder::AstPass<'_, 'b, diesel::pg::Pg>,
+    ) -> diesel::QueryResult<()> {
+        self.0.walk_ast(pass)
+    }
+
+    fn is_safe_to_cache_prepared(&self, _: &diesel::pg::Pg) -> diesel::QueryResult<bool> {
+        Ok(true)
+    }
+}
+
+impl<Q> diesel::query_builder::QueryId for Prepared<Q> {
+    type QueryId = ();
+    // Keyed by the rendered SQL (and bind types), not by type.
+    const HAS_STATIC_QUERY_ID: bool = false;
+}
+
+impl<Q: diesel::query_builder::Query> diesel::query_builder::Query for Prepared<Q> {
+    type SqlType = Q::SqlType;
+}

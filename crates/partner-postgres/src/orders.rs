@@ -13,7 +13,7 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use crate::leads::sub_id;
-use crate::{PgStore, corrupt, db, outbox};
+use crate::{PgStore, Prepared, corrupt, db, outbox};
 
 #[derive(QueryableByName)]
 struct OrderRow {
@@ -155,14 +155,16 @@ async fn page(
     } else {
         "o.created_date <= $2 AND (o.created_date, o.order_id COLLATE \"C\") < ($2, $3 COLLATE \"C\")"
     };
-    let stored: Vec<OrderRow> = diesel::sql_query(format!(
-        "{ORDER_SELECT} WHERE o.partner_id = $1 AND {stored_after} \
-         ORDER BY o.created_date DESC, o.order_id COLLATE \"C\" DESC LIMIT $4"
-    ))
-    .bind::<Text, _>(partner.as_str())
-    .bind::<Timestamptz, _>(key.created_date)
-    .bind::<Text, _>(&key.order_id)
-    .bind::<BigInt, _>(limit_sql)
+    let stored: Vec<OrderRow> = Prepared(
+        diesel::sql_query(format!(
+            "{ORDER_SELECT} WHERE o.partner_id = $1 AND {stored_after} \
+             ORDER BY o.created_date DESC, o.order_id COLLATE \"C\" DESC LIMIT $4"
+        ))
+        .bind::<Text, _>(partner.as_str())
+        .bind::<Timestamptz, _>(key.created_date)
+        .bind::<Text, _>(&key.order_id)
+        .bind::<BigInt, _>(limit_sql),
+    )
     .load(conn)
     .await
     .map_err(db)?;
@@ -171,15 +173,17 @@ async fn page(
     } else {
         "e.occurred_at <= $2 AND (e.occurred_at, ($5 || e.run_id) COLLATE \"C\") < ($2, $3 COLLATE \"C\")"
     };
-    let simulated: Vec<EventRow> = diesel::sql_query(format!(
-        "{EVENT_SELECT} WHERE e.partner_id = $1 AND e.event = 'order_completed' AND {simulated_after} \
-         ORDER BY e.occurred_at DESC, ($5 || e.run_id) COLLATE \"C\" DESC LIMIT $4"
-    ))
-    .bind::<Text, _>(partner.as_str())
-    .bind::<Timestamptz, _>(key.created_date)
-    .bind::<Text, _>(&key.order_id)
-    .bind::<BigInt, _>(limit_sql)
-    .bind::<Text, _>(SIMULATED_PREFIX)
+    let simulated: Vec<EventRow> = Prepared(
+        diesel::sql_query(format!(
+            "{EVENT_SELECT} WHERE e.partner_id = $1 AND e.event = 'order_completed' AND {simulated_after} \
+             ORDER BY e.occurred_at DESC, ($5 || e.run_id) COLLATE \"C\" DESC LIMIT $4"
+        ))
+        .bind::<Text, _>(partner.as_str())
+        .bind::<Timestamptz, _>(key.created_date)
+        .bind::<Text, _>(&key.order_id)
+        .bind::<BigInt, _>(limit_sql)
+        .bind::<Text, _>(SIMULATED_PREFIX),
+    )
     .load(conn)
     .await
     .map_err(db)?;

@@ -17,7 +17,8 @@ pub(crate) async fn write(
         // The event, and in the same statement one delivery per endpoint of the partner that
         // subscribed to its kind and is not disabled. Whether the kind waits for the endpoint's
         // stored delay is the domain's rule (`EventKind::honours_endpoint_delay`), bound as $6.
-        let n = diesel::sql_query(
+        // Prepared once per connection (ingest runs it for every lead).
+        let n = crate::Prepared(diesel::sql_query(
             "WITH ev AS ( \
                INSERT INTO domain_events (id, partner_id, kind, subject, extra, created_at) \
                VALUES (gen_random_uuid(), $1, $2, $3, $4::jsonb, $5) RETURNING id) \
@@ -33,7 +34,7 @@ pub(crate) async fn write(
         .bind::<Text, _>(e.subject())
         .bind::<Text, _>(e.extra().to_string())
         .bind::<Timestamptz, _>(now)
-        .bind::<diesel::sql_types::Bool, _>(e.kind().honours_endpoint_delay())
+        .bind::<diesel::sql_types::Bool, _>(e.kind().honours_endpoint_delay()))
         .execute(conn)
         .await?;
         deliveries += n;

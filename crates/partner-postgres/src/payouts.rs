@@ -74,15 +74,18 @@ impl PayoutRepo for PgStore {
             created_at: time::macros::date!(2000 - 01 - 01),
             id: Uuid::nil(),
         });
-        let rows: Vec<Row> = diesel::sql_query(format!(
-            "SELECT {COLUMNS} FROM payouts WHERE partner_id = $1 {after_sql} \
-             ORDER BY payout_date DESC, created_on DESC, id DESC LIMIT $5"
-        ))
-        .bind::<Text, _>(partner.as_str())
-        .bind::<Date, _>(key.payout_date)
-        .bind::<Date, _>(key.created_at)
-        .bind::<diesel::sql_types::Uuid, _>(key.id)
-        .bind::<diesel::sql_types::BigInt, _>(i64::from(limit))
+        // Prepared once per connection: a streamed listing runs this once per chunk.
+        let rows: Vec<Row> = crate::Prepared(
+            diesel::sql_query(format!(
+                "SELECT {COLUMNS} FROM payouts WHERE partner_id = $1 {after_sql} \
+                 ORDER BY payout_date DESC, created_on DESC, id DESC LIMIT $5"
+            ))
+            .bind::<Text, _>(partner.as_str())
+            .bind::<Date, _>(key.payout_date)
+            .bind::<Date, _>(key.created_at)
+            .bind::<diesel::sql_types::Uuid, _>(key.id)
+            .bind::<diesel::sql_types::BigInt, _>(i64::from(limit)),
+        )
         .load(&mut conn)
         .await
         .map_err(db)?;

@@ -13,7 +13,8 @@ use uuid::Uuid;
 use crate::schema::{api_tokens, partners, portal_users};
 use crate::{PgStore, corrupt, db};
 
-type Row = (
+/// The token record's columns, in the order of [`record`].
+pub(crate) type Row = (
     Uuid,
     Vec<u8>,
     Uuid,
@@ -51,36 +52,7 @@ impl TokenRepo for PgStore {
             .await
             .optional()
             .map_err(db)?;
-        row.map(
-            |(
-                token_id,
-                h,
-                user_id,
-                user_deleted,
-                partner,
-                partner_active,
-                partner_dna_access,
-                admin,
-                expires_at,
-                revoked_at,
-                last_used_at,
-            )| {
-                Ok(TokenRecord {
-                    token_id,
-                    hash: TokenHash::from_bytes(&h).ok_or_else(|| corrupt("token hash"))?,
-                    user_id,
-                    user_deleted,
-                    partner_id: PartnerId::parse(&partner).map_err(|_| corrupt("partner id"))?,
-                    partner_active,
-                    partner_dna_access,
-                    admin,
-                    expires_at,
-                    revoked_at,
-                    last_used_at,
-                })
-            },
-        )
-        .transpose()
+        row.map(record).transpose()
     }
 
     async fn touch_last_used(&self, token_id: Uuid, now: OffsetDateTime) -> Result<(), RepoError> {
@@ -99,4 +71,35 @@ impl TokenRepo for PgStore {
             .map_err(db)?;
         Ok(())
     }
+}
+
+/// The domain's record of a token row.
+pub(crate) fn record(
+    (
+        token_id,
+        h,
+        user_id,
+        user_deleted,
+        partner,
+        partner_active,
+        partner_dna_access,
+        admin,
+        expires_at,
+        revoked_at,
+        last_used_at,
+    ): Row,
+) -> Result<TokenRecord, RepoError> {
+    Ok(TokenRecord {
+        token_id,
+        hash: TokenHash::from_bytes(&h).ok_or_else(|| corrupt("token hash"))?,
+        user_id,
+        user_deleted,
+        partner_id: PartnerId::parse(&partner).map_err(|_| corrupt("partner id"))?,
+        partner_active,
+        partner_dna_access,
+        admin,
+        expires_at,
+        revoked_at,
+        last_used_at,
+    })
 }

@@ -55,10 +55,13 @@ pub(crate) fn configure_public(cfg: &mut web::ServiceConfig) {
                     .route(web::delete().to(sub_accounts::delete))
                     .wrap(from_fn(partner_guard(Group::SubAccounts))),
             )
+            // Authenticates inside the handlers, for GET in the page's own statement (one round
+            // trip); other methods answer 405 after authentication and the rate limit, as
+            // behind the guard.
             .service(
-                resource("/leads")
+                web::resource("/leads")
                     .route(web::get().to(leads::list))
-                    .wrap(from_fn(partner_guard(Group::Leads))),
+                    .default_service(web::to(leads::list_other_method)),
             )
             .service(
                 resource("/orders")
