@@ -633,6 +633,7 @@ mod tests {
             });
         let svc = LeadService::new(
             Arc::new(repo),
+            Arc::new(crate::ports::MockUnitOfWork::new()),
             clock.clone(),
             Arc::new(SystemRandom::new()),
             key.clone(),
