@@ -497,6 +497,53 @@ mod tests {
     use super::*;
     use crate::random::SystemRandom;
 
+    mod signature_properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        const T: i64 = 1_700_000_000;
+
+        fn at(t: i64) -> OffsetDateTime {
+            OffsetDateTime::from_unix_timestamp(t).expect("time")
+        }
+
+        proptest! {
+            /// Any header text, however malformed, is answered (never a panic), and without
+            /// the right HMAC it is never accepted.
+            #[test]
+            fn arbitrary_headers_are_refused_without_panicking(header in ".{0,200}", body in proptest::collection::vec(any::<u8>(), 0..64)) {
+                let ok = verify(&header, &body, &["whsec_test"], at(T), SIGNATURE_TOLERANCE);
+                prop_assert!(ok.is_err());
+            }
+
+            /// Structured but wrong: the right timestamp with any `v1` that is not the HMAC.
+            #[test]
+            fn a_wrong_v1_is_refused(v1 in "[0-9a-f]{0,80}", extra in "(,[a-z0-9]{1,3}=[^,]{0,10}){0,3}") {
+                let body = b"{}";
+                let right = hex(&sign(b"whsec_test", T, body));
+                prop_assume!(v1 != right);
+                let header = format!("t={T},v1={v1}{extra}");
+                prop_assert!(verify(&header, body, &["whsec_test"], at(T), SIGNATURE_TOLERANCE).is_err());
+            }
+
+            /// What we sign verifies, for any body and any secret among several, and stops
+            /// verifying when one byte of the body changes.
+            #[test]
+            fn what_is_signed_verifies_and_tampering_does_not(body in proptest::collection::vec(any::<u8>(), 1..256), flip in any::<usize>()) {
+                let a = WebhookSecret::from_stored("whsec_a".into());
+                let b = WebhookSecret::from_stored("whsec_b".into());
+                let header = signature_header_with(&[&a, &b], T, &body);
+                prop_assert!(verify(&header, &body, &["whsec_b"], at(T), SIGNATURE_TOLERANCE).is_ok());
+                let mut tampered = body.clone();
+                let i = flip % tampered.len();
+                if let Some(byte) = tampered.get_mut(i) {
+                    *byte ^= 0x01;
+                }
+                prop_assert!(verify(&header, &tampered, &["whsec_a", "whsec_b"], at(T), SIGNATURE_TOLERANCE).is_err());
+            }
+        }
+    }
+
     #[test]
     fn signatures_round_trip_and_reject_tampering() {
         let secret = WebhookSecret::generate(&SystemRandom::new());
