@@ -5,12 +5,12 @@ use std::sync::Arc;
 
 use serde::Serialize;
 use time::OffsetDateTime;
-use uuid::Uuid;
 
 use crate::clock::Clock;
 use crate::error::RepoError;
+use crate::ids::{TokenId, UserId};
 use crate::ports::{AccountRepo, NewToken, RotateOutcome};
-use crate::random::{Random, new_id};
+use crate::random::Random;
 use crate::token::{TokenPepper, TokenText};
 use crate::values::{CareService, Email, Lang, PartnerId, ValueError};
 use crate::wire;
@@ -27,9 +27,26 @@ pub struct CareServicesAccess {
 }
 
 /// The operator-managed settings of a partner account (`PUT /internal/v1/partners/{id}`).
+///
+/// Only [`PartnerSettings::parse`] makes one, so every value holds its invariant: a trimmed
+/// display name of 1-200 characters without control characters, `defaultLang` among
+/// `enabledLangs`, and no duplicate language or service.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PartnerSettings {
+    name: String,
+    email: Email,
+    active: bool,
+    dna_access: bool,
+    headless_links: bool,
+    default_lang: Lang,
+    enabled_langs: Vec<Lang>,
+    care_services: CareServicesAccess,
+}
+
+/// The fields of [`PartnerSettings`] as given, before the rules that span them are checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartnerSettingsInput {
     pub name: String,
     pub email: Email,
     pub active: bool,
@@ -42,28 +59,95 @@ pub struct PartnerSettings {
 }
 
 impl PartnerSettings {
-    /// Checks the rules that span fields: a display name of 1-200 characters, `defaultLang`
-    /// among `enabledLangs`; lists are deduplicated.
-    pub fn checked(mut self) -> Result<Self, ValueError> {
-        self.name = self.name.trim().to_owned();
-        if self.name.is_empty() {
+    /// Checks the rules that span fields: a display name of 1-200 characters (trimmed),
+    /// `defaultLang` among `enabledLangs`; lists are deduplicated, keeping the first of each.
+    pub fn parse(input: PartnerSettingsInput) -> Result<Self, ValueError> {
+        let PartnerSettingsInput {
+            name,
+            email,
+            active,
+            dna_access,
+            headless_links,
+            default_lang,
+            mut enabled_langs,
+            mut care_services,
+        } = input;
+        let name = name.trim().to_owned();
+        if name.is_empty() {
             return Err(ValueError::Missing("name"));
         }
-        if self.name.chars().count() > 200 || self.name.chars().any(char::is_control) {
+        if name.chars().count() > 200 || name.chars().any(char::is_control) {
             return Err(ValueError::invalid(
                 "name",
                 "1-200 characters, no control characters",
             ));
         }
-        dedup(&mut self.enabled_langs);
-        dedup(&mut self.care_services.services);
-        if !self.enabled_langs.contains(&self.default_lang) {
+        dedup(&mut enabled_langs);
+        dedup(&mut care_services.services);
+        if !enabled_langs.contains(&default_lang) {
             return Err(ValueError::invalid(
                 "defaultLang",
                 "must be one of enabledLangs",
             ));
         }
-        Ok(self)
+        Ok(Self {
+            name,
+            email,
+            active,
+            dna_access,
+            headless_links,
+            default_lang,
+            enabled_langs,
+            care_services,
+        })
+    }
+
+    /// The display name (trimmed, 1-200 characters).
+    #[must_use]
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The partner's contact email.
+    #[must_use]
+    pub fn email(&self) -> &Email {
+        &self.email
+    }
+
+    /// Whether the account is active (an inactive partner's tokens answer 403).
+    #[must_use]
+    pub fn active(&self) -> bool {
+        self.active
+    }
+
+    /// Whether the partner may use the DNA links endpoint.
+    #[must_use]
+    pub fn dna_access(&self) -> bool {
+        self.dna_access
+    }
+
+    /// The partner-level switch for self-hosted intake links.
+    #[must_use]
+    pub fn headless_links(&self) -> bool {
+        self.headless_links
+    }
+
+    /// The language used when none is asked for; always one of [`Self::enabled_langs`].
+    #[must_use]
+    pub fn default_lang(&self) -> Lang {
+        self.default_lang
+    }
+
+    /// The enabled languages, without duplicates, in the order given.
+    #[must_use]
+    pub fn enabled_langs(&self) -> &[Lang] {
+        &self.enabled_langs
+    }
+
+    /// What the Care Services subscription grants (services without duplicates).
+    #[must_use]
+    pub fn care_services(&self) -> &CareServicesAccess {
+        &self.care_services
     }
 }
 
@@ -76,17 +160,44 @@ fn dedup<T: PartialEq + Copy>(v: &mut Vec<T>) {
     });
 }
 
-/// A partner account.
+/// A partner account: its attribution code, its settings and when they were stored.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Partner {
-    pub partner_id: PartnerId,
+    partner_id: PartnerId,
     #[serde(flatten)]
-    pub settings: PartnerSettings,
+    settings: PartnerSettings,
     #[serde(serialize_with = "wire::ts")]
-    pub created_at: OffsetDateTime,
+    created_at: OffsetDateTime,
     #[serde(serialize_with = "wire::ts")]
-    pub updated_at: OffsetDateTime,
+    updated_at: OffsetDateTime,
+}
+
+impl Partner {
+    /// A partner as stored.
+    pub fn new(
+        partner_id: PartnerId,
+        settings: PartnerSettings,
+        created_at: OffsetDateTime,
+        updated_at: OffsetDateTime,
+    ) -> Self {
+        Self {
+            partner_id,
+            settings,
+            created_at,
+            updated_at,
+        }
+    }
+
+    #[must_use]
+    pub fn partner_id(&self) -> &PartnerId {
+        &self.partner_id
+    }
+
+    #[must_use]
+    pub fn settings(&self) -> &PartnerSettings {
+        &self.settings
+    }
 }
 
 /// The global Care Services category switches; all start on.
@@ -126,23 +237,68 @@ impl Serialize for CareFlags {
     }
 }
 
-/// A portal user; every API token belongs to exactly one.
+/// A portal user; every API token belongs to exactly one. Its id and partner never change.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PortalUser {
-    pub id: Uuid,
-    pub email: Email,
-    pub partner_id: PartnerId,
-    pub admin: bool,
+    id: UserId,
+    email: Email,
+    partner_id: PartnerId,
+    admin: bool,
     #[serde(serialize_with = "wire::ts")]
-    pub created_at: OffsetDateTime,
+    created_at: OffsetDateTime,
+}
+
+impl PortalUser {
+    /// A user as stored ([`AccountService::create_user`] makes new ones).
+    pub fn new(
+        id: UserId,
+        email: Email,
+        partner_id: PartnerId,
+        admin: bool,
+        created_at: OffsetDateTime,
+    ) -> Self {
+        Self {
+            id,
+            email,
+            partner_id,
+            admin,
+            created_at,
+        }
+    }
+
+    #[must_use]
+    pub fn id(&self) -> UserId {
+        self.id
+    }
+
+    #[must_use]
+    pub fn email(&self) -> &Email {
+        &self.email
+    }
+
+    #[must_use]
+    pub fn partner_id(&self) -> &PartnerId {
+        &self.partner_id
+    }
+
+    /// Whether the user's tokens may act for every partner (admin-only operations).
+    #[must_use]
+    pub fn admin(&self) -> bool {
+        self.admin
+    }
+
+    #[must_use]
+    pub fn created_at(&self) -> OffsetDateTime {
+        self.created_at
+    }
 }
 
 /// What is known of a token after creation: never its text.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ApiTokenInfo {
-    pub id: Uuid,
+    pub id: TokenId,
     pub token_prefix: String,
     #[serde(serialize_with = "wire::ts")]
     pub created_at: OffsetDateTime,
@@ -154,18 +310,28 @@ pub struct ApiTokenInfo {
     pub last_used_at: Option<OffsetDateTime>,
 }
 
-/// A token just created or rotated: the only time its text is available.
+/// A token just created or rotated: the only time its text is available. Only
+/// [`AccountService`] makes one (from the token it minted and stored), so its text is always
+/// the text whose keyed hash was stored under its id.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct IssuedToken {
-    pub id: Uuid,
+    id: TokenId,
     #[serde(serialize_with = "expose_token")]
-    pub token: TokenText,
-    pub token_prefix: String,
+    token: TokenText,
+    token_prefix: String,
     #[serde(serialize_with = "wire::ts")]
-    pub created_at: OffsetDateTime,
+    created_at: OffsetDateTime,
     #[serde(serialize_with = "wire::ts_opt")]
-    pub expires_at: Option<OffsetDateTime>,
+    expires_at: Option<OffsetDateTime>,
+}
+
+impl IssuedToken {
+    /// The token's secret text: hand it to the user once, never log or store it.
+    #[must_use]
+    pub fn token(&self) -> &TokenText {
+        &self.token
+    }
 }
 
 fn expose_token<S: serde::Serializer>(t: &TokenText, s: S) -> Result<S::Ok, S::Error> {
@@ -273,13 +439,13 @@ impl AccountService {
         partner_id: PartnerId,
         admin: bool,
     ) -> Result<PortalUser, CreateUserError> {
-        let user = PortalUser {
-            id: new_id(self.rng.as_ref()),
+        let user = PortalUser::new(
+            UserId::generate(self.rng.as_ref()),
             email,
             partner_id,
             admin,
-            created_at: self.clock.now(),
-        };
+            self.clock.now(),
+        );
         if self.repo.insert_user(&user).await? {
             Ok(user)
         } else {
@@ -293,7 +459,7 @@ impl AccountService {
     }
 
     /// Deletes a user; its tokens then answer `unknown_user`.
-    pub async fn delete_user(&self, id: Uuid) -> Result<(), NotFoundOr> {
+    pub async fn delete_user(&self, id: UserId) -> Result<(), NotFoundOr> {
         match self.repo.delete_user(id, self.clock.now()).await? {
             true => Ok(()),
             false => Err(NotFoundOr::NotFound),
@@ -302,7 +468,7 @@ impl AccountService {
 
     pub async fn issue_token(
         &self,
-        user_id: Uuid,
+        user_id: UserId,
         expires_at: Option<OffsetDateTime>,
     ) -> Result<IssuedToken, IssueTokenError> {
         let now = self.clock.now();
@@ -318,7 +484,7 @@ impl AccountService {
         Ok(issued(token, &new))
     }
 
-    pub async fn tokens(&self, user_id: Uuid) -> Result<Vec<ApiTokenInfo>, NotFoundOr> {
+    pub async fn tokens(&self, user_id: UserId) -> Result<Vec<ApiTokenInfo>, NotFoundOr> {
         self.repo
             .tokens_of(user_id)
             .await?
@@ -327,7 +493,7 @@ impl AccountService {
 
     /// Replaces a live token with a new one (same user, same expiry); the old one is revoked
     /// in the same transaction.
-    pub async fn rotate_token(&self, token_id: Uuid) -> Result<IssuedToken, RotateTokenError> {
+    pub async fn rotate_token(&self, token_id: TokenId) -> Result<IssuedToken, RotateTokenError> {
         let now = self.clock.now();
         let (token, mut new) = self
             .mint(now, None)
@@ -343,7 +509,7 @@ impl AccountService {
     }
 
     /// Revokes a token at once. Revoking a revoked token is a no-op.
-    pub async fn revoke_token(&self, token_id: Uuid) -> Result<(), NotFoundOr> {
+    pub async fn revoke_token(&self, token_id: TokenId) -> Result<(), NotFoundOr> {
         match self.repo.revoke_token(token_id, self.clock.now()).await? {
             true => Ok(()),
             false => Err(NotFoundOr::NotFound),
@@ -358,7 +524,7 @@ impl AccountService {
         let pepper = self.pepper.as_ref()?;
         let token = TokenText::mint(self.rng.as_ref());
         let new = NewToken {
-            id: new_id(self.rng.as_ref()),
+            id: TokenId::generate(self.rng.as_ref()),
             hash: pepper.hash(&token),
             prefix: token.display_prefix(),
             created_at: now,
@@ -387,8 +553,8 @@ mod tests {
     use futures_util::FutureExt;
     use time::macros::datetime;
 
-    fn settings() -> PartnerSettings {
-        PartnerSettings {
+    fn settings() -> PartnerSettingsInput {
+        PartnerSettingsInput {
             name: " Acme ".into(),
             email: Email::parse("ops@acme.test").expect("email"),
             active: true,
@@ -407,17 +573,30 @@ mod tests {
 
     #[test]
     fn settings_are_trimmed_and_deduplicated() {
-        let s = settings().checked().expect("valid");
-        assert_eq!(s.name, "Acme");
-        assert_eq!(s.enabled_langs, vec![Lang::En, Lang::Es]);
-        assert_eq!(s.care_services.services, vec![CareService::Dermatology]);
+        let s = PartnerSettings::parse(settings()).expect("valid");
+        assert_eq!(s.name(), "Acme");
+        assert_eq!(s.enabled_langs(), [Lang::En, Lang::Es]);
+        assert_eq!(s.care_services().services, vec![CareService::Dermatology]);
+    }
+
+    #[test]
+    fn names_must_be_1_to_200_characters_without_control_characters() {
+        for bad in ["", "   ", "a\u{7}b", &"x".repeat(201)] {
+            let mut s = settings();
+            s.name = bad.to_owned();
+            assert!(PartnerSettings::parse(s).is_err(), "{bad:?}");
+        }
+        let mut s = settings();
+        s.name = format!("  {}  ", "é".repeat(200));
+        let parsed = PartnerSettings::parse(s).expect("200 characters, trimmed");
+        assert_eq!(parsed.name().chars().count(), 200);
     }
 
     #[test]
     fn default_lang_must_be_enabled() {
         let mut s = settings();
         s.enabled_langs = vec![Lang::En];
-        assert!(s.checked().is_err());
+        assert!(PartnerSettings::parse(s).is_err());
     }
 
     fn service(repo: MockAccountRepo, pepper: bool) -> AccountService {
@@ -440,26 +619,29 @@ mod tests {
         });
         let svc = service(repo, true);
         let issued = svc
-            .issue_token(Uuid::nil(), None)
+            .issue_token(UserId::from_uuid(uuid::Uuid::nil()), None)
             .now_or_never()
             .expect("ready")
             .expect("ok");
-        let expected = TokenPepper::new(b"pepper").hash(&issued.token);
+        let expected = TokenPepper::new(b"pepper").hash(issued.token());
         assert_eq!(*stored.lock().expect("lock"), Some(expected));
-        assert_eq!(issued.token_prefix, issued.token.display_prefix());
+        assert_eq!(issued.token_prefix, issued.token().display_prefix());
     }
 
     #[test]
     fn issuing_without_pepper_or_with_past_expiry_fails_before_storage() {
         let svc = service(MockAccountRepo::new(), false);
         let r = svc
-            .issue_token(Uuid::nil(), None)
+            .issue_token(UserId::from_uuid(uuid::Uuid::nil()), None)
             .now_or_never()
             .expect("ready");
         assert!(matches!(r, Err(IssueTokenError::KeysUnavailable)));
         let svc = service(MockAccountRepo::new(), true);
         let r = svc
-            .issue_token(Uuid::nil(), Some(datetime!(2026-11-21 10:00 UTC)))
+            .issue_token(
+                UserId::from_uuid(uuid::Uuid::nil()),
+                Some(datetime!(2026-11-21 10:00 UTC)),
+            )
             .now_or_never()
             .expect("ready");
         assert!(matches!(r, Err(IssueTokenError::ExpiryNotInFuture)));

@@ -4,26 +4,54 @@
 use std::sync::Arc;
 
 use time::{Duration, OffsetDateTime};
-use uuid::Uuid;
 
 use crate::clock::Clock;
 use crate::error::RepoError;
+use crate::ids::TokenId;
 use crate::ports::{TokenRecord, TokenRepo};
 use crate::token::{TokenHash, TokenPepper, TokenText};
 use crate::values::PartnerId;
 
-/// Who is calling.
+/// Who is calling. Only [`AuthService::open`] makes one, from a token it has just verified,
+/// so holding a `Principal` means the request authenticated as that token.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Principal {
-    pub token_id: Uuid,
-    pub user_id: Uuid,
-    pub partner_id: PartnerId,
-    pub admin: bool,
+    token_id: TokenId,
+    partner_id: PartnerId,
+    admin: bool,
     /// Whether the partner's DNA links endpoint is enabled (an account-state check).
-    pub dna_access: bool,
+    dna_access: bool,
 }
 
 impl Principal {
+    #[cfg(test)]
+    pub(crate) fn for_test(partner_id: PartnerId, admin: bool) -> Self {
+        Self {
+            token_id: TokenId::from_uuid(uuid::Uuid::nil()),
+            partner_id,
+            admin,
+            dna_access: false,
+        }
+    }
+
+    /// The token the request authenticated with (the rate limit's key).
+    #[must_use]
+    pub fn token_id(&self) -> TokenId {
+        self.token_id
+    }
+
+    /// The partner the token acts for: every partner read and write is scoped by it.
+    #[must_use]
+    pub fn partner_id(&self) -> &PartnerId {
+        &self.partner_id
+    }
+
+    /// Whether the token's user is an admin (admin-only operations and scopes).
+    #[must_use]
+    pub fn admin(&self) -> bool {
+        self.admin
+    }
+
     /// Whether the partner may use the DNA links endpoint (else 403
     /// [`crate::links::DNA_DISABLED`]). The one place this rule is decided.
     pub fn may_use_dna_links(&self) -> bool {
@@ -183,7 +211,6 @@ impl AuthService {
             touch_due: touch_due(rec.last_used_at, now),
             principal: Principal {
                 token_id: rec.token_id,
-                user_id: rec.user_id,
                 partner_id: rec.partner_id,
                 admin: rec.admin,
                 dna_access: rec.partner_dna_access,
@@ -193,7 +220,7 @@ impl AuthService {
     }
 
     /// Records that the token was used now (throttled in storage as well).
-    pub async fn touch(&self, token_id: Uuid) -> Result<(), RepoError> {
+    pub async fn touch(&self, token_id: TokenId) -> Result<(), RepoError> {
         self.tokens
             .touch_last_used(token_id, self.clock.now())
             .await
@@ -225,18 +252,20 @@ pub fn bearer(header: Option<&[u8]>) -> Option<&[u8]> {
 mod tests {
     use super::*;
     use crate::clock::FixedClock;
+    use crate::ids::UserId;
     use crate::ports::{MockTokenRepo, TokenRecord};
     use crate::random::SystemRandom;
     use futures_util::FutureExt;
     use time::macros::datetime;
+    use uuid::Uuid;
 
     const NOW: OffsetDateTime = datetime!(2026-11-21 10:00 UTC);
 
     fn record(hash: crate::token::TokenHash) -> TokenRecord {
         TokenRecord {
-            token_id: Uuid::from_u128(1),
+            token_id: TokenId::from_uuid(Uuid::from_u128(1)),
             hash,
-            user_id: Uuid::from_u128(2),
+            user_id: UserId::from_uuid(Uuid::from_u128(2)),
             user_deleted: false,
             partner_id: PartnerId::parse("acme").expect("id"),
             partner_active: true,

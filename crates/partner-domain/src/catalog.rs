@@ -6,12 +6,12 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
-use uuid::Uuid;
 
 use std::sync::Arc;
 
 use crate::clock::Clock;
 use crate::error::RepoError;
+use crate::ids::{ImageFileId, ProductId};
 use crate::ports::{AccountRepo, CatalogRepo};
 use crate::values::{CareService, Lang, Money, PartnerId, ValueError, text};
 use crate::wire;
@@ -68,12 +68,12 @@ pub struct MedicalTier {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct MedicalProduct {
-    pub id: Uuid,
+    pub id: ProductId,
     pub name: String,
     pub categories: Vec<Category>,
     pub details: String,
     pub image_url: String,
-    pub image_file_id: Uuid,
+    pub image_file_id: ImageFileId,
     pub image_source_url: String,
     pub active: bool,
     pub legacy_path: String,
@@ -88,7 +88,7 @@ pub struct MedicalProduct {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DnaProduct {
-    pub id: Uuid,
+    pub id: ProductId,
     pub product_name: String,
     pub description: String,
     pub intake_path: String,
@@ -115,7 +115,7 @@ pub struct CareTier {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CareProduct {
-    pub id: Uuid,
+    pub id: ProductId,
     pub service: CareService,
     pub slug: String,
     pub product_name: String,
@@ -417,7 +417,7 @@ impl CatalogService {
     pub async fn put_medical_prices(
         &self,
         partner: &PartnerId,
-        product: Uuid,
+        product: ProductId,
         prices: BTreeMap<String, Money>,
     ) -> Result<(), PutPriceError> {
         self.known_partner(partner).await?;
@@ -437,7 +437,7 @@ impl CatalogService {
     pub async fn put_dna_price(
         &self,
         partner: &PartnerId,
-        product: Uuid,
+        product: ProductId,
         price: Money,
     ) -> Result<(), PutPriceError> {
         self.known_partner(partner).await?;

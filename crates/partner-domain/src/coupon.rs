@@ -6,15 +6,15 @@ use std::sync::Arc;
 
 use serde::{Serialize, Serializer};
 use time::OffsetDateTime;
-use uuid::Uuid;
 
+use crate::ids::BulkOrderId;
 pub use crate::ids::CouponId;
 
 use crate::auth::Principal;
 use crate::clock::Clock;
 use crate::error::RepoError;
 use crate::ports::{AccountRepo, CouponRepo, CouponWrite, SubAccountRepo};
-use crate::random::{Random, new_id, random_string};
+use crate::random::{Random, random_string};
 use crate::values::{CareService, Email, PartnerId, SubId, ValueError};
 use crate::wire;
 
@@ -221,7 +221,7 @@ pub struct Coupon {
     pub status: StoredStatus,
     pub expires_at: Option<OffsetDateTime>,
     pub redemption: Option<Redemption>,
-    pub bulk_order_id: Uuid,
+    pub bulk_order_id: BulkOrderId,
     pub purchaser_email: String,
     pub purchaser_source: String,
     pub unit_price_cents: i64,
@@ -319,7 +319,7 @@ pub struct CouponRow {
     pub redeemed_at: Option<OffsetDateTime>,
     pub redeemed_email: Option<String>,
     pub redeemed_provider_primary_external_id: Option<String>,
-    pub bulk_order_id: Uuid,
+    pub bulk_order_id: BulkOrderId,
     pub purchaser_email: String,
     pub purchaser_source: String,
     pub unit_price_cents: i64,
@@ -332,10 +332,10 @@ pub struct CouponRow {
 /// partner; a non-admin naming another partner is refused.
 pub fn listing_scope(caller: &Principal, requested: Option<&str>) -> Result<PartnerId, ScopeError> {
     match requested {
-        None => Ok(caller.partner_id.clone()),
+        None => Ok(caller.partner_id().clone()),
         Some(raw) => {
             let p = PartnerId::parse(raw).map_err(|_| ScopeError::Malformed)?;
-            if caller.admin || p == caller.partner_id {
+            if caller.admin() || p == *caller.partner_id() {
                 Ok(p)
             } else {
                 Err(ScopeError::Forbidden)
@@ -414,7 +414,7 @@ pub enum TransitionError {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct BulkOrder {
-    pub bulk_order_id: Uuid,
+    pub bulk_order_id: BulkOrderId,
     pub coupons: Vec<CouponRow>,
 }
 
@@ -460,7 +460,7 @@ impl CouponService {
         {
             return Err(IssueError::UnknownSubAccount);
         }
-        let bulk_order_id = new_id(self.rng.as_ref());
+        let bulk_order_id = BulkOrderId::generate(self.rng.as_ref());
         for _ in 0..3 {
             let coupons = self.mint(&req, bulk_order_id, now);
             if self.repo.insert_bulk(&coupons).await? == CouponWrite::Done {
@@ -476,7 +476,7 @@ impl CouponService {
     fn mint(
         &self,
         req: &BulkOrderRequest,
-        bulk_order_id: Uuid,
+        bulk_order_id: BulkOrderId,
         now: OffsetDateTime,
     ) -> Vec<Coupon> {
         let mut codes = std::collections::HashSet::with_capacity(req.quantity as usize);
@@ -569,6 +569,7 @@ mod tests {
     use super::*;
     use crate::random::SystemRandom;
     use time::macros::datetime;
+    use uuid::Uuid;
 
     const NOW: OffsetDateTime = datetime!(2026-11-21 10:00 UTC);
 
@@ -583,7 +584,7 @@ mod tests {
             status,
             expires_at,
             redemption: None,
-            bulk_order_id: Uuid::nil(),
+            bulk_order_id: BulkOrderId::from_uuid(Uuid::nil()),
             purchaser_email: "buyer@acme.test".into(),
             purchaser_source: "portal".into(),
             unit_price_cents: 9900,
@@ -694,13 +695,7 @@ mod tests {
 
     #[test]
     fn listing_scope_rules() {
-        let me = |admin| Principal {
-            token_id: Uuid::nil(),
-            user_id: Uuid::nil(),
-            partner_id: PartnerId::parse("acme").expect("id"),
-            admin,
-            dna_access: false,
-        };
+        let me = |admin| Principal::for_test(PartnerId::parse("acme").expect("id"), admin);
         assert_eq!(
             listing_scope(&me(false), None).map(|p| p.to_string()),
             Ok("acme".into())

@@ -10,6 +10,7 @@
 use serde::{Serialize, Serializer};
 use serde_json::{Value, json};
 
+use crate::ids::{EndpointId, PayoutId};
 use crate::lead::Lead;
 use crate::order::OrderListing;
 use crate::payout::Payout;
@@ -42,7 +43,7 @@ pub enum Subject {
     Lead(Lead),
     Order(OrderListing),
     Payout(Payout),
-    Endpoint(uuid::Uuid),
+    Endpoint(EndpointId),
 }
 
 impl EventKind {
@@ -142,7 +143,7 @@ pub enum DomainEvent {
     },
     PayoutCreated {
         partner_id: PartnerId,
-        payout_id: uuid::Uuid,
+        payout_id: PayoutId,
     },
 }
 

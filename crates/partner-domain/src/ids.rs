@@ -78,6 +78,41 @@ uuid_id!(
     CouponId,
     "id"
 );
+uuid_id!(
+    /// An API token (its row; never its secret text).
+    TokenId,
+    "id"
+);
+uuid_id!(
+    /// A portal user.
+    UserId,
+    "id"
+);
+uuid_id!(
+    /// A catalog product (medical, DNA or Care Services: they share one key space per kind).
+    ProductId,
+    "id"
+);
+uuid_id!(
+    /// An image file of a medical product, in the media store the product links to.
+    ImageFileId,
+    "imageFileId"
+);
+uuid_id!(
+    /// The bulk order a Care Services coupon was issued in.
+    BulkOrderId,
+    "bulkOrderId"
+);
+uuid_id!(
+    /// A payout (its `recordId` on the wire).
+    PayoutId,
+    "recordId"
+);
+uuid_id!(
+    /// An analytics event of a simulated run.
+    AnalyticsEventId,
+    "id"
+);
 
 #[cfg(test)]
 mod tests {

@@ -13,12 +13,12 @@ use std::sync::Arc;
 
 use serde::Serialize;
 use url::Url;
-use uuid::Uuid;
 
 use crate::account::{CareFlags, Partner, PartnerSettings};
 use crate::attribution::Attribution;
 use crate::catalog::{CareProduct, Category, DnaProduct, MedicalProduct};
 use crate::error::RepoError;
+use crate::ids::{ImageFileId, ProductId};
 use crate::ports::{AccountRepo, CatalogRepo, SubAccountRepo};
 use crate::values::{CareService, Lang, Money, PartnerId, SubId};
 
@@ -137,12 +137,12 @@ pub fn lang_param(
     offered: &[Lang],
 ) -> Option<Lang> {
     if let Some(l) = requested.and_then(Lang::parse)
-        && partner.enabled_langs.contains(&l)
+        && partner.enabled_langs().contains(&l)
         && offered.contains(&l)
     {
         return Some(l);
     }
-    Some(partner.default_lang).filter(|d| offered.contains(d) && *d != Lang::En)
+    Some(partner.default_lang()).filter(|d| offered.contains(d) && *d != Lang::En)
 }
 
 /// A medical tier as partners see it.
@@ -161,7 +161,7 @@ pub struct MedicalTierView {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PartnerProductLink {
-    pub record_id: Uuid,
+    pub record_id: ProductId,
     pub email: String,
     pub partner_id: PartnerId,
     pub product_name: String,
@@ -185,7 +185,7 @@ pub fn medical_link(
     lang: Option<&str>,
 ) -> PartnerProductLink {
     let code = Attribution {
-        partner_id: partner.partner_id.clone(),
+        partner_id: partner.partner_id().clone(),
         sub_id: sub,
     }
     .to_string();
@@ -194,10 +194,13 @@ pub fn medical_link(
         &[("partner_id", code.clone())],
         LinkKind::ProviderHosted,
     );
-    let (url, style) = match (&product.self_hosted_slug, partner.settings.headless_links) {
+    let (url, style) = match (
+        &product.self_hosted_slug,
+        partner.settings().headless_links(),
+    ) {
         (Some(slug), true) => {
             let mut params = vec![("partner_id", code)];
-            if let Some(l) = lang_param(lang, &partner.settings, &product.self_hosted_langs) {
+            if let Some(l) = lang_param(lang, partner.settings(), &product.self_hosted_langs) {
                 params.push(("lang", l.as_str().to_owned()));
             }
             (
@@ -213,8 +216,8 @@ pub fn medical_link(
     };
     PartnerProductLink {
         record_id: product.id,
-        email: partner.settings.email.to_string(),
-        partner_id: partner.partner_id.clone(),
+        email: partner.settings().email().to_string(),
+        partner_id: partner.partner_id().clone(),
         product_name: product.name.clone(),
         details: product.details.clone(),
         url,
@@ -242,7 +245,7 @@ pub fn medical_link(
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DnaProductLink {
-    pub record_id: Uuid,
+    pub record_id: ProductId,
     pub email: String,
     pub partner_id: PartnerId,
     pub product_name: String,
@@ -265,13 +268,13 @@ pub fn dna_link(
 ) -> DnaProductLink {
     DnaProductLink {
         record_id: product.id,
-        email: partner.settings.email.to_string(),
-        partner_id: partner.partner_id.clone(),
+        email: partner.settings().email().to_string(),
+        partner_id: partner.partner_id().clone(),
         product_name: product.product_name.clone(),
         description: product.description.clone(),
         intake_url: with_params(
             join(&bases.legacy_intake, &product.intake_path),
-            &[("partner_id", partner.partner_id.to_string())],
+            &[("partner_id", partner.partner_id().to_string())],
             LinkKind::ProviderHosted,
         ),
         product_image_url: product.product_image_url.clone(),
@@ -287,7 +290,7 @@ pub fn dna_link(
 /// Whether the partner currently sees `service`: (subscription active OR manual override) AND
 /// (yearly bundle OR individual access) AND the global category flag is on.
 pub fn care_access(partner: &PartnerSettings, flags: &CareFlags, service: CareService) -> bool {
-    let cs = &partner.care_services;
+    let cs = &partner.care_services();
     (cs.subscription_active || cs.manual_override)
         && (cs.yearly_bundle || cs.services.contains(&service))
         && flags.get(service)
@@ -320,7 +323,7 @@ pub struct CareTierView {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CareServiceLink {
-    pub record_id: Uuid,
+    pub record_id: ProductId,
     pub service: CareService,
     pub product_name: String,
     pub description: String,
@@ -352,7 +355,7 @@ pub fn embed_lang(requested: Option<&str>, partner: &PartnerSettings) -> Lang {
 pub fn embed_langs(partner: &PartnerSettings) -> Vec<Lang> {
     Lang::ALL
         .into_iter()
-        .filter(|l| partner.enabled_langs.contains(l) || partner.default_lang == *l)
+        .filter(|l| partner.enabled_langs().contains(l) || partner.default_lang() == *l)
         .collect()
 }
 
@@ -372,9 +375,9 @@ pub fn care_link(
         return None;
     }
     let base = join(&bases.care_services, &product.slug);
-    let lang = lang_param(q.lang.as_deref(), &partner.settings, &Lang::ALL);
+    let lang = lang_param(q.lang.as_deref(), partner.settings(), &Lang::ALL);
     let params = |m: Option<u8>, redeem: bool| {
-        let mut p = vec![("partner_id", partner.partner_id.to_string())];
+        let mut p = vec![("partner_id", partner.partner_id().to_string())];
         if let Some(s) = q.sub {
             p.push(("sub", s.to_string()));
         }
@@ -415,11 +418,11 @@ pub fn care_link(
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CatalogProduct {
-    pub id: Uuid,
+    pub id: ProductId,
     pub name: String,
     pub image: String,
     pub image_kind: &'static str,
-    pub image_file_id: Uuid,
+    pub image_file_id: ImageFileId,
     pub image_source_url: String,
     pub intake_url: String,
     #[serde(rename = "price1Month")]
@@ -583,7 +586,7 @@ impl LinkService {
         Ok(products
             .iter()
             .filter(|c| q.service.is_none_or(|s| s == c.service))
-            .filter(|c| care_access(&p.settings, &flags, c.service))
+            .filter(|c| care_access(p.settings(), &flags, c.service))
             .filter_map(|c| care_link(&self.bases, p, c, q))
             .collect())
     }
@@ -591,7 +594,7 @@ impl LinkService {
     /// The partner when it exists and is active (the public surfaces serve no one else).
     async fn active_partner(&self, id: &PartnerId) -> Result<Partner, CatalogError> {
         match self.accounts.partner(id).await? {
-            Some(p) if p.settings.active => Ok(p),
+            Some(p) if p.settings().active() => Ok(p),
             _ => Err(CatalogError::UnknownPartner),
         }
     }
@@ -607,9 +610,9 @@ impl LinkService {
         let p = self.active_partner(partner_id).await?;
         let links = self.accessible_care_links(&p, q).await?;
         Ok(CareEmbed {
-            partner_name: p.settings.name.clone(),
-            lang: embed_lang(q.lang.as_deref(), &p.settings),
-            langs: embed_langs(&p.settings),
+            partner_name: p.settings().name().to_owned(),
+            lang: embed_lang(q.lang.as_deref(), p.settings()),
+            langs: embed_langs(p.settings()),
             links,
         })
     }
@@ -637,7 +640,7 @@ impl LinkService {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::account::CareServicesAccess;
+    use crate::account::{CareServicesAccess, PartnerSettingsInput};
     use crate::catalog::{CareTier, MedicalTier};
     use crate::values::Email;
     use proptest::prelude::*;
@@ -651,37 +654,41 @@ mod tests {
         }
     }
 
-    fn partner(headless: bool, default_lang: Lang, enabled: &[Lang]) -> Partner {
-        Partner {
-            partner_id: PartnerId::parse("acme").expect("id"),
-            settings: PartnerSettings {
-                name: "Acme".into(),
-                email: Email::parse("ops@acme.test").expect("email"),
-                active: true,
-                dna_access: true,
-                headless_links: headless,
-                default_lang,
-                enabled_langs: enabled.to_vec(),
-                care_services: CareServicesAccess {
-                    subscription_active: true,
-                    manual_override: false,
-                    yearly_bundle: false,
-                    services: vec![CareService::Dermatology],
-                },
+    fn settings(headless: bool, default_lang: Lang, enabled: &[Lang]) -> PartnerSettingsInput {
+        PartnerSettingsInput {
+            name: "Acme".into(),
+            email: Email::parse("ops@acme.test").expect("email"),
+            active: true,
+            dna_access: true,
+            headless_links: headless,
+            default_lang,
+            enabled_langs: enabled.to_vec(),
+            care_services: CareServicesAccess {
+                subscription_active: true,
+                manual_override: false,
+                yearly_bundle: false,
+                services: vec![CareService::Dermatology],
             },
-            created_at: datetime!(2026-11-21 10:00 UTC),
-            updated_at: datetime!(2026-11-21 10:00 UTC),
         }
+    }
+
+    fn partner(headless: bool, default_lang: Lang, enabled: &[Lang]) -> Partner {
+        Partner::new(
+            PartnerId::parse("acme").expect("id"),
+            PartnerSettings::parse(settings(headless, default_lang, enabled)).expect("settings"),
+            datetime!(2026-11-21 10:00 UTC),
+            datetime!(2026-11-21 10:00 UTC),
+        )
     }
 
     fn product(slug: Option<&str>, langs: &[Lang]) -> MedicalProduct {
         MedicalProduct {
-            id: Uuid::nil(),
+            id: ProductId::from_uuid(uuid::Uuid::nil()),
             name: "Semaglutide".into(),
             categories: vec![Category::WeightLoss],
             details: "Available in all states".into(),
             image_url: "https://img.test/s.png".into(),
-            image_file_id: Uuid::nil(),
+            image_file_id: ImageFileId::from_uuid(uuid::Uuid::nil()),
             image_source_url: "https://img.test/src.png".into(),
             active: true,
             legacy_path: "weight-loss/semaglutide".into(),
@@ -773,13 +780,13 @@ mod tests {
         let es_default = partner(true, Lang::Es, &both);
         let en_only = partner(true, Lang::En, &[Lang::En]);
         let es_only = partner(true, Lang::Es, &[Lang::Es]);
-        assert_eq!(embed_lang(None, &es_default.settings), Lang::Es);
-        assert_eq!(embed_lang(Some("en"), &es_default.settings), Lang::En);
-        assert_eq!(embed_lang(Some("es"), &en_only.settings), Lang::En);
-        assert_eq!(embed_lang(Some("fr"), &en_only.settings), Lang::En);
-        assert_eq!(embed_lang(Some("en"), &es_only.settings), Lang::Es);
-        assert_eq!(embed_langs(&es_default.settings), both);
-        assert_eq!(embed_langs(&en_only.settings), [Lang::En]);
+        assert_eq!(embed_lang(None, es_default.settings()), Lang::Es);
+        assert_eq!(embed_lang(Some("en"), es_default.settings()), Lang::En);
+        assert_eq!(embed_lang(Some("es"), en_only.settings()), Lang::En);
+        assert_eq!(embed_lang(Some("fr"), en_only.settings()), Lang::En);
+        assert_eq!(embed_lang(Some("en"), es_only.settings()), Lang::Es);
+        assert_eq!(embed_langs(es_default.settings()), both);
+        assert_eq!(embed_langs(en_only.settings()), [Lang::En]);
     }
 
     #[test]
@@ -788,7 +795,7 @@ mod tests {
         let en_default = partner(true, Lang::En, &both);
         let es_default = partner(true, Lang::Es, &both);
         let en_only = partner(true, Lang::En, &[Lang::En]);
-        let s = &en_default.settings;
+        let s = &en_default.settings();
         assert_eq!(lang_param(Some("es"), s, &both), Some(Lang::Es));
         assert_eq!(
             lang_param(Some("en"), s, &both),
@@ -801,12 +808,12 @@ mod tests {
             "English default is not carried"
         );
         assert_eq!(
-            lang_param(Some("fr"), &es_default.settings, &both),
+            lang_param(Some("fr"), es_default.settings(), &both),
             Some(Lang::Es),
             "unknown: default"
         );
         assert_eq!(
-            lang_param(Some("es"), &en_only.settings, &both),
+            lang_param(Some("es"), en_only.settings(), &both),
             None,
             "disabled: default en"
         );
@@ -816,7 +823,7 @@ mod tests {
             "not offered by the product"
         );
         assert_eq!(
-            lang_param(None, &es_default.settings, &[Lang::En]),
+            lang_param(None, es_default.settings(), &[Lang::En]),
             None,
             "default not offered"
         );
@@ -867,7 +874,7 @@ mod tests {
 
     fn care(months: &[u8]) -> CareProduct {
         CareProduct {
-            id: Uuid::nil(),
+            id: ProductId::from_uuid(uuid::Uuid::nil()),
             service: CareService::Dermatology,
             slug: "derm".into(),
             product_name: "Dermatology".into(),
@@ -928,23 +935,24 @@ mod tests {
 
     #[test]
     fn care_access_combinations() {
-        let mut p = partner(true, Lang::En, &[Lang::En]).settings;
+        let mut input = settings(true, Lang::En, &[Lang::En]);
+        let p = |i: &PartnerSettingsInput| PartnerSettings::parse(i.clone()).expect("settings");
         let mut flags = CareFlags::default();
         let d = CareService::Dermatology;
         let u = CareService::UrgentCare;
-        assert!(care_access(&p, &flags, d));
+        assert!(care_access(&p(&input), &flags, d));
         assert!(
-            !care_access(&p, &flags, u),
+            !care_access(&p(&input), &flags, u),
             "no individual access, no bundle"
         );
-        p.care_services.yearly_bundle = true;
-        assert!(care_access(&p, &flags, u));
+        input.care_services.yearly_bundle = true;
+        assert!(care_access(&p(&input), &flags, u));
         flags.set(u, false);
-        assert!(!care_access(&p, &flags, u), "global flag off");
-        p.care_services.subscription_active = false;
-        assert!(!care_access(&p, &flags, d), "no subscription");
-        p.care_services.manual_override = true;
-        assert!(care_access(&p, &flags, d), "manual override");
+        assert!(!care_access(&p(&input), &flags, u), "global flag off");
+        input.care_services.subscription_active = false;
+        assert!(!care_access(&p(&input), &flags, d), "no subscription");
+        input.care_services.manual_override = true;
+        assert!(care_access(&p(&input), &flags, d), "manual override");
     }
 
     #[test]

@@ -6,14 +6,14 @@ use std::sync::Arc;
 
 use serde::Serialize;
 use time::{Date, OffsetDateTime};
-use uuid::Uuid;
 
 use crate::clock::Clock;
 use crate::error::RepoError;
 use crate::events::DomainEvent;
+use crate::ids::AnalyticsEventId;
 use crate::lead::TestSource;
 use crate::ports::{OrderRepo, UnitOfWork};
-use crate::random::{Random, new_id};
+use crate::random::Random;
 use crate::values::{Money, PartnerId, SubId, ValueError};
 use crate::wire;
 
@@ -198,7 +198,7 @@ pub struct AdminOrderFields {
 /// simulation).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AnalyticsEvent {
-    pub id: Uuid,
+    pub id: AnalyticsEventId,
     pub run_id: String,
     pub partner_id: PartnerId,
     pub sub_id: Option<SubId>,
@@ -363,7 +363,7 @@ impl OrderService {
     /// Records an analytics event (idempotent per run for `order_completed`).
     pub async fn record_event(&self, new: NewAnalyticsEvent) -> Result<(), RecordEventError> {
         let ev = AnalyticsEvent {
-            id: new_id(self.rng.as_ref()),
+            id: AnalyticsEventId::generate(self.rng.as_ref()),
             run_id: new.run_id,
             partner_id: new.partner_id,
             sub_id: new.sub_id,
@@ -432,7 +432,7 @@ mod tests {
 
     fn event() -> AnalyticsEvent {
         AnalyticsEvent {
-            id: Uuid::nil(),
+            id: AnalyticsEventId::from_uuid(uuid::Uuid::nil()),
             run_id: "run42".into(),
             partner_id: PartnerId::parse("acme").expect("id"),
             sub_id: SubId::new(3),

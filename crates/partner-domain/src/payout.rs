@@ -4,14 +4,14 @@ use std::sync::Arc;
 
 use serde::{Serialize, Serializer};
 use time::Date;
-use uuid::Uuid;
 
 use crate::clock::Clock;
 use crate::error::RepoError;
 use crate::events::DomainEvent;
+use crate::ids::PayoutId;
 use crate::order::Chunk;
 use crate::ports::{PayoutRepo, UnitOfWork};
-use crate::random::{Random, new_id};
+use crate::random::Random;
 use crate::values::{Money, PartnerId};
 
 /// Where a listing of payouts stands: the last payout listed.
@@ -19,7 +19,7 @@ use crate::values::{Money, PartnerId};
 pub struct PayoutKey {
     pub payout_date: Date,
     pub created_at: Date,
-    pub id: Uuid,
+    pub id: PayoutId,
 }
 
 impl PayoutKey {
@@ -35,7 +35,7 @@ impl PayoutKey {
 /// A stored payout. `receipt_url` and `note` are admin-only and never rendered.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Payout {
-    pub id: Uuid,
+    pub id: PayoutId,
     pub partner_id: PartnerId,
     pub email: String,
     pub created_at: Date,
@@ -50,7 +50,7 @@ pub struct Payout {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PayoutRow {
-    pub record_id: Uuid,
+    pub record_id: PayoutId,
     pub email: String,
     #[serde(serialize_with = "date")]
     pub created_at: Date,
@@ -134,7 +134,7 @@ impl PayoutService {
 
     /// Stores a payout (its `email` is the partner's, `createdAt` today) and `payout.created`.
     pub async fn record(&self, new: NewPayout) -> Result<PayoutRow, RecordPayoutError> {
-        let id = new_id(self.rng.as_ref());
+        let id = PayoutId::generate(self.rng.as_ref());
         let now = self.clock.now();
         let mut tx = self.uow.begin().await?;
         let payout = tx
@@ -192,7 +192,7 @@ mod tests {
     #[test]
     fn row_shape() {
         let p = Payout {
-            id: Uuid::nil(),
+            id: PayoutId::from_uuid(uuid::Uuid::nil()),
             partner_id: PartnerId::parse("acme").expect("id"),
             email: "ops@acme.test".into(),
             created_at: date!(2026 - 11 - 21),
@@ -205,7 +205,7 @@ mod tests {
         let v = serde_json::to_value(p.row()).expect("json");
         assert_eq!(
             v,
-            serde_json::json!({ "recordId": Uuid::nil(), "email": "ops@acme.test", "createdAt": "2026-11-21",
+            serde_json::json!({ "recordId": uuid::Uuid::nil(), "email": "ops@acme.test", "createdAt": "2026-11-21",
                 "payoutDate": "2026-11-30", "payoutAmount": 1234.5, "status": "paid" })
         );
     }

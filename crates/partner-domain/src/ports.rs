@@ -6,7 +6,6 @@
 
 use async_trait::async_trait;
 use time::OffsetDateTime;
-use uuid::Uuid;
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -18,7 +17,9 @@ use crate::cursor::Position;
 use crate::error::RepoError;
 use crate::events::DomainEvent;
 use crate::events::{Subject, SubjectKind};
-use crate::ids::{CouponId, DeliveryId, EndpointId, LeadId, SubAccountId};
+use crate::ids::{
+    CouponId, DeliveryId, EndpointId, LeadId, PayoutId, ProductId, SubAccountId, TokenId, UserId,
+};
 use crate::lead::Lead;
 use crate::order::{AnalyticsEvent, Order, OrderKey, OrderListing};
 use crate::payout::{NewPayout, Payout, PayoutKey};
@@ -34,9 +35,9 @@ use crate::webhook::{
 /// What the authentication step needs to know about a presented token, in one lookup.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TokenRecord {
-    pub token_id: Uuid,
+    pub token_id: TokenId,
     pub hash: TokenHash,
-    pub user_id: Uuid,
+    pub user_id: UserId,
     pub user_deleted: bool,
     pub partner_id: PartnerId,
     pub partner_active: bool,
@@ -61,13 +62,17 @@ pub trait TokenRepo: Send + Sync {
 
     /// Records a use at `now` unless one was recorded less than a minute before it
     /// (a conditional update, so concurrent instances write at most once a minute).
-    async fn touch_last_used(&self, token_id: Uuid, now: OffsetDateTime) -> Result<(), RepoError>;
+    async fn touch_last_used(
+        &self,
+        token_id: TokenId,
+        now: OffsetDateTime,
+    ) -> Result<(), RepoError>;
 }
 
 /// A token about to be stored: its keyed hash, never its text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewToken {
-    pub id: Uuid,
+    pub id: TokenId,
     pub hash: TokenHash,
     pub prefix: String,
     pub created_at: OffsetDateTime,
@@ -113,21 +118,21 @@ pub trait AccountRepo: Send + Sync {
     /// `false` when the user's partner does not exist.
     async fn insert_user(&self, user: &PortalUser) -> Result<bool, RepoError>;
     /// `false` when there is no such (undeleted) user.
-    async fn delete_user(&self, id: Uuid, now: OffsetDateTime) -> Result<bool, RepoError>;
+    async fn delete_user(&self, id: UserId, now: OffsetDateTime) -> Result<bool, RepoError>;
     /// `false` when there is no such (undeleted) user.
-    async fn insert_token(&self, user_id: Uuid, token: &NewToken) -> Result<bool, RepoError>;
+    async fn insert_token(&self, user_id: UserId, token: &NewToken) -> Result<bool, RepoError>;
     /// `None` when there is no such (undeleted) user.
-    async fn tokens_of(&self, user_id: Uuid) -> Result<Option<Vec<ApiTokenInfo>>, RepoError>;
+    async fn tokens_of(&self, user_id: UserId) -> Result<Option<Vec<ApiTokenInfo>>, RepoError>;
     /// Revokes `old` and stores `new` with `old`'s expiry, unless `old` is unknown or not live.
     async fn rotate_token(
         &self,
-        old: Uuid,
+        old: TokenId,
         new: &NewToken,
         now: OffsetDateTime,
     ) -> Result<RotateOutcome, RepoError>;
     /// Revokes the token at `now` (an already revoked token keeps its first revocation time);
     /// `false` when there is no such token.
-    async fn revoke_token(&self, id: Uuid, now: OffsetDateTime) -> Result<bool, RepoError>;
+    async fn revoke_token(&self, id: TokenId, now: OffsetDateTime) -> Result<bool, RepoError>;
 }
 
 /// A sub-account about to be stored.
@@ -207,7 +212,7 @@ pub trait Transaction: Send {
     /// `now`; `None`, with nothing written, when the partner does not exist.
     async fn insert_payout(
         &mut self,
-        id: Uuid,
+        id: PayoutId,
         new: &NewPayout,
         now: OffsetDateTime,
     ) -> Result<Option<Payout>, RepoError>;
@@ -324,12 +329,12 @@ pub trait CatalogRepo: Send + Sync {
     ) -> Result<(Stored<MedicalProduct>, bool), RepoError>;
     /// Every medical product (active or not), in no particular order.
     async fn medical_products(&self) -> Result<Vec<MedicalProduct>, RepoError>;
-    async fn medical_product(&self, id: Uuid) -> Result<Option<MedicalProduct>, RepoError>;
+    async fn medical_product(&self, id: ProductId) -> Result<Option<MedicalProduct>, RepoError>;
     /// Replaces the partner's prices for one product.
     async fn put_medical_prices(
         &self,
         partner: &PartnerId,
-        product: Uuid,
+        product: ProductId,
         prices: &BTreeMap<String, Money>,
         now: OffsetDateTime,
     ) -> Result<(), RepoError>;
@@ -337,7 +342,7 @@ pub trait CatalogRepo: Send + Sync {
     async fn medical_prices(
         &self,
         partner: &PartnerId,
-    ) -> Result<BTreeMap<Uuid, BTreeMap<String, Money>>, RepoError>;
+    ) -> Result<BTreeMap<ProductId, BTreeMap<String, Money>>, RepoError>;
     async fn put_dna(
         &self,
         p: &DnaProduct,
@@ -345,15 +350,18 @@ pub trait CatalogRepo: Send + Sync {
     ) -> Result<(Stored<DnaProduct>, bool), RepoError>;
     /// Every DNA product, in no particular order.
     async fn dna_products(&self) -> Result<Vec<DnaProduct>, RepoError>;
-    async fn dna_product(&self, id: Uuid) -> Result<Option<DnaProduct>, RepoError>;
+    async fn dna_product(&self, id: ProductId) -> Result<Option<DnaProduct>, RepoError>;
     async fn put_dna_price(
         &self,
         partner: &PartnerId,
-        product: Uuid,
+        product: ProductId,
         price: Money,
         now: OffsetDateTime,
     ) -> Result<(), RepoError>;
-    async fn dna_prices(&self, partner: &PartnerId) -> Result<BTreeMap<Uuid, Money>, RepoError>;
+    async fn dna_prices(
+        &self,
+        partner: &PartnerId,
+    ) -> Result<BTreeMap<ProductId, Money>, RepoError>;
     async fn put_care(
         &self,
         p: &CareProduct,

@@ -12,14 +12,15 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use async_trait::async_trait;
-use uuid::Uuid;
+
+use crate::ids::TokenId;
 
 /// Where budgets live. `charge` never fails: an adapter whose backing store is unreachable
 /// decides itself how to answer (the Redis adapter falls back to in-process budgets).
 #[async_trait]
 pub trait RateLimitStore: Send + Sync + std::fmt::Debug {
     /// Charges one request of `token` in `group` at `now_unix` (seconds).
-    async fn charge(&self, token: Uuid, group: Group, now_unix: i64) -> Decision;
+    async fn charge(&self, token: TokenId, group: Group, now_unix: i64) -> Decision;
 }
 
 /// The contract's endpoint groups; each token has its own budget in each.
@@ -83,7 +84,7 @@ struct Window {
 #[derive(Debug)]
 pub struct RateLimiter {
     quota: Quota,
-    windows: Mutex<HashMap<(Uuid, Group), Window>>,
+    windows: Mutex<HashMap<(TokenId, Group), Window>>,
 }
 
 const PRUNE_ABOVE: usize = 100_000;
@@ -104,7 +105,7 @@ impl RateLimiter {
     }
 
     /// Charges one request of `token` in `group` at `now_unix` (seconds).
-    pub fn charge(&self, token: Uuid, group: Group, now_unix: i64) -> Decision {
+    pub fn charge(&self, token: TokenId, group: Group, now_unix: i64) -> Decision {
         let (start, reset) = window(self.quota, now_unix);
         let limit = self.quota.limit;
         let mut map = match self.windows.lock() {
@@ -139,7 +140,7 @@ impl RateLimiter {
 
 #[async_trait]
 impl RateLimitStore for RateLimiter {
-    async fn charge(&self, token: Uuid, group: Group, now_unix: i64) -> Decision {
+    async fn charge(&self, token: TokenId, group: Group, now_unix: i64) -> Decision {
         RateLimiter::charge(self, token, group, now_unix)
     }
 }
@@ -154,7 +155,7 @@ mod tests {
             limit: 2,
             window_secs: 60,
         });
-        let t = Uuid::from_u128(1);
+        let t = TokenId::from_uuid(uuid::Uuid::from_u128(1));
         let a = rl.charge(t, Group::Leads, 120);
         assert_eq!((a.allowed, a.remaining, a.reset), (true, 1, 180));
         assert!(rl.charge(t, Group::Leads, 150).allowed);
@@ -166,7 +167,12 @@ mod tests {
             "groups are separate"
         );
         assert!(
-            rl.charge(Uuid::from_u128(2), Group::Leads, 179).allowed,
+            rl.charge(
+                TokenId::from_uuid(uuid::Uuid::from_u128(2)),
+                Group::Leads,
+                179
+            )
+            .allowed,
             "tokens are separate"
         );
         assert!(rl.charge(t, Group::Leads, 180).allowed, "new window");

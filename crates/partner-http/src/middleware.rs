@@ -256,7 +256,7 @@ async fn admit(
 ) -> Admission {
     if authed.touch_due {
         let st2 = st.clone();
-        let token = authed.principal.token_id;
+        let token = authed.principal.token_id();
         // Off the critical path: the answer does not wait for this write.
         actix_web::rt::spawn(async move {
             if let Err(e) = st2.auth.touch(token).await {
@@ -272,7 +272,7 @@ async fn admit(
     let now = st.clock.now().unix_timestamp();
     let decision = st
         .limiter
-        .charge(authed.principal.token_id, group, now)
+        .charge(authed.principal.token_id(), group, now)
         .await;
     if decision.allowed {
         Admission::Allowed(authed.principal, decision)

@@ -5,8 +5,10 @@ use diesel::sql_types::{Array, Bool, Bytea, Nullable, Text, Timestamptz};
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use partner_domain::RepoError;
 use partner_domain::account::{
-    ApiTokenInfo, CareFlags, CareServicesAccess, Partner, PartnerSettings, PortalUser,
+    ApiTokenInfo, CareFlags, CareServicesAccess, Partner, PartnerSettings, PartnerSettingsInput,
+    PortalUser,
 };
+use partner_domain::ids::{TokenId, UserId};
 use partner_domain::ports::{AccountRepo, NewToken, RotateOutcome};
 use partner_domain::values::{CareService, Email, Lang, PartnerId};
 use time::OffsetDateTime;
@@ -37,34 +39,36 @@ struct PartnerRow {
 impl PartnerRow {
     fn into_domain(self) -> Result<Partner, RepoError> {
         let lang = |s: &str| Lang::parse(s).ok_or_else(|| corrupt("language"));
-        Ok(Partner {
-            partner_id: PartnerId::parse(&self.partner_id).map_err(|_| corrupt("partner id"))?,
-            settings: PartnerSettings {
-                name: self.name,
-                email: Email::parse(&self.email).map_err(|_| corrupt("email"))?,
-                active: self.active,
-                dna_access: self.dna_access,
-                headless_links: self.headless_links,
-                default_lang: lang(&self.default_lang)?,
-                enabled_langs: self
-                    .enabled_langs
+        let settings = PartnerSettings::parse(PartnerSettingsInput {
+            name: self.name,
+            email: Email::parse(&self.email).map_err(|_| corrupt("email"))?,
+            active: self.active,
+            dna_access: self.dna_access,
+            headless_links: self.headless_links,
+            default_lang: lang(&self.default_lang)?,
+            enabled_langs: self
+                .enabled_langs
+                .iter()
+                .map(|l| lang(l))
+                .collect::<Result<_, _>>()?,
+            care_services: CareServicesAccess {
+                subscription_active: self.cs_subscription_active,
+                manual_override: self.cs_manual_override,
+                yearly_bundle: self.cs_yearly_bundle,
+                services: self
+                    .cs_services
                     .iter()
-                    .map(|l| lang(l))
+                    .map(|s| CareService::parse(s).ok_or_else(|| corrupt("care service")))
                     .collect::<Result<_, _>>()?,
-                care_services: CareServicesAccess {
-                    subscription_active: self.cs_subscription_active,
-                    manual_override: self.cs_manual_override,
-                    yearly_bundle: self.cs_yearly_bundle,
-                    services: self
-                        .cs_services
-                        .iter()
-                        .map(|s| CareService::parse(s).ok_or_else(|| corrupt("care service")))
-                        .collect::<Result<_, _>>()?,
-                },
             },
-            created_at: self.created_at,
-            updated_at: self.updated_at,
         })
+        .map_err(|_| corrupt("partner settings"))?;
+        Ok(Partner::new(
+            PartnerId::parse(&self.partner_id).map_err(|_| corrupt("partner id"))?,
+            settings,
+            self.created_at,
+            self.updated_at,
+        ))
     }
 }
 
@@ -87,7 +91,7 @@ fn token_info(
     (id, token_prefix, created_at, expires_at, revoked_at, last_used_at): TokenRow,
 ) -> ApiTokenInfo {
     ApiTokenInfo {
-        id,
+        id: TokenId::from_uuid(id),
         token_prefix,
         created_at,
         expires_at,
@@ -108,7 +112,7 @@ fn insert_token_query(
         "INSERT INTO api_tokens (id, user_id, token_hash, token_prefix, created_at, expires_at) \
          SELECT $1, u.id, $3, $4, $5, $6 FROM portal_users u WHERE u.id = $2 AND u.deleted_at IS NULL",
     )
-    .bind::<diesel::sql_types::Uuid, _>(t.id)
+    .bind::<diesel::sql_types::Uuid, _>(t.id.as_uuid())
     .bind::<diesel::sql_types::Uuid, _>(user_id)
     .bind::<Bytea, _>(t.hash.as_bytes())
     .bind::<Text, _>(&t.prefix)
@@ -125,9 +129,9 @@ impl AccountRepo for PgStore {
         now: OffsetDateTime,
     ) -> Result<(Partner, bool), RepoError> {
         let mut conn = self.conn().await?;
-        let langs: Vec<&str> = s.enabled_langs.iter().map(|l| l.as_str()).collect();
+        let langs: Vec<&str> = s.enabled_langs().iter().map(|l| l.as_str()).collect();
         let services: Vec<&str> = s
-            .care_services
+            .care_services()
             .services
             .iter()
             .map(|c| c.as_str())
@@ -148,16 +152,16 @@ impl AccountRepo for PgStore {
              RETURNING (xmax = 0) AS inserted",
         )
         .bind::<Text, _>(id.as_str())
-        .bind::<Text, _>(&s.name)
-        .bind::<Text, _>(s.email.as_str())
-        .bind::<Bool, _>(s.active)
-        .bind::<Bool, _>(s.dna_access)
-        .bind::<Bool, _>(s.headless_links)
-        .bind::<Text, _>(s.default_lang.as_str())
+        .bind::<Text, _>(&s.name())
+        .bind::<Text, _>(s.email().as_str())
+        .bind::<Bool, _>(s.active())
+        .bind::<Bool, _>(s.dna_access())
+        .bind::<Bool, _>(s.headless_links())
+        .bind::<Text, _>(s.default_lang().as_str())
         .bind::<Array<Text>, _>(&langs)
-        .bind::<Bool, _>(s.care_services.subscription_active)
-        .bind::<Bool, _>(s.care_services.manual_override)
-        .bind::<Bool, _>(s.care_services.yearly_bundle)
+        .bind::<Bool, _>(s.care_services().subscription_active)
+        .bind::<Bool, _>(s.care_services().manual_override)
+        .bind::<Bool, _>(s.care_services().yearly_bundle)
         .bind::<Array<Text>, _>(&services)
         .bind::<Timestamptz, _>(now)
         .get_result(&mut conn)
@@ -225,13 +229,13 @@ impl AccountRepo for PgStore {
             .map_err(db)?;
         rows.into_iter()
             .map(|(id, partner_id, email, admin, created_at)| {
-                Ok(PortalUser {
-                    id,
-                    partner_id: PartnerId::parse(&partner_id).map_err(|_| corrupt("partner id"))?,
-                    email: Email::parse(&email).map_err(|_| corrupt("email"))?,
+                Ok(PortalUser::new(
+                    UserId::from_uuid(id),
+                    Email::parse(&email).map_err(|_| corrupt("email"))?,
+                    PartnerId::parse(&partner_id).map_err(|_| corrupt("partner id"))?,
                     admin,
                     created_at,
-                })
+                ))
             })
             .collect()
     }
@@ -240,11 +244,11 @@ impl AccountRepo for PgStore {
         let mut conn = self.conn().await?;
         let r = diesel::insert_into(portal_users::table)
             .values((
-                portal_users::id.eq(u.id),
-                portal_users::partner_id.eq(u.partner_id.as_str()),
-                portal_users::email.eq(u.email.as_str()),
-                portal_users::admin.eq(u.admin),
-                portal_users::created_at.eq(u.created_at),
+                portal_users::id.eq(u.id().as_uuid()),
+                portal_users::partner_id.eq(u.partner_id().as_str()),
+                portal_users::email.eq(u.email().as_str()),
+                portal_users::admin.eq(u.admin()),
+                portal_users::created_at.eq(u.created_at()),
             ))
             .execute(&mut conn)
             .await;
@@ -261,7 +265,8 @@ impl AccountRepo for PgStore {
         }
     }
 
-    async fn delete_user(&self, id: Uuid, now: OffsetDateTime) -> Result<bool, RepoError> {
+    async fn delete_user(&self, id: UserId, now: OffsetDateTime) -> Result<bool, RepoError> {
+        let id = id.as_uuid();
         let mut conn = self.conn().await?;
         let n = diesel::update(portal_users::table)
             .filter(portal_users::id.eq(id))
@@ -273,7 +278,8 @@ impl AccountRepo for PgStore {
         Ok(n == 1)
     }
 
-    async fn insert_token(&self, user_id: Uuid, t: &NewToken) -> Result<bool, RepoError> {
+    async fn insert_token(&self, user_id: UserId, t: &NewToken) -> Result<bool, RepoError> {
+        let user_id = user_id.as_uuid();
         let mut conn = self.conn().await?;
         let n = insert_token_query(user_id, t)
             .execute(&mut conn)
@@ -282,7 +288,8 @@ impl AccountRepo for PgStore {
         Ok(n == 1)
     }
 
-    async fn tokens_of(&self, user_id: Uuid) -> Result<Option<Vec<ApiTokenInfo>>, RepoError> {
+    async fn tokens_of(&self, user_id: UserId) -> Result<Option<Vec<ApiTokenInfo>>, RepoError> {
+        let user_id = user_id.as_uuid();
         let mut conn = self.conn().await?;
         let user_live: bool = diesel::select(diesel::dsl::exists(
             portal_users::table
@@ -314,10 +321,11 @@ impl AccountRepo for PgStore {
 
     async fn rotate_token(
         &self,
-        old: Uuid,
+        old: TokenId,
         new: &NewToken,
         now: OffsetDateTime,
     ) -> Result<RotateOutcome, RepoError> {
+        let old = old.as_uuid();
         let mut conn = self.conn().await?;
         let new = new.clone();
         conn.transaction(async |conn| {
@@ -359,7 +367,8 @@ impl AccountRepo for PgStore {
         .map_err(db)
     }
 
-    async fn revoke_token(&self, id: Uuid, now: OffsetDateTime) -> Result<bool, RepoError> {
+    async fn revoke_token(&self, id: TokenId, now: OffsetDateTime) -> Result<bool, RepoError> {
+        let id = id.as_uuid();
         let mut conn = self.conn().await?;
         // Revoking twice keeps the first revocation time.
         let n = diesel::sql_query(

@@ -7,6 +7,7 @@ use diesel::sql_types::{Bool, Text, Timestamptz};
 use diesel_async::RunQueryDsl;
 use partner_domain::RepoError;
 use partner_domain::catalog::{CareProduct, DnaProduct, MedicalProduct, Stored};
+use partner_domain::ids::ProductId;
 use partner_domain::ports::CatalogRepo;
 use partner_domain::values::{Money, PartnerId};
 use serde::Serialize;
@@ -123,7 +124,7 @@ impl PgStore {
         &self,
         partner: &PartnerId,
         kind: &str,
-    ) -> Result<BTreeMap<Uuid, T>, RepoError> {
+    ) -> Result<BTreeMap<ProductId, T>, RepoError> {
         let mut conn = self.conn().await?;
         let rows: Vec<Doc> = diesel::sql_query(
             "SELECT product_id AS id, doc::text AS doc FROM partner_prices WHERE partner_id = $1 AND kind = $2",
@@ -133,7 +134,9 @@ impl PgStore {
         .load(&mut conn)
         .await
         .map_err(db)?;
-        rows.iter().map(|d| Ok((d.id, parse(d)?))).collect()
+        rows.iter()
+            .map(|d| Ok((ProductId::from_uuid(d.id), parse(d)?)))
+            .collect()
     }
 }
 
@@ -144,33 +147,33 @@ impl CatalogRepo for PgStore {
         p: &MedicalProduct,
         now: OffsetDateTime,
     ) -> Result<(Stored<MedicalProduct>, bool), RepoError> {
-        self.put_doc("medical", p.id, p, now).await
+        self.put_doc("medical", p.id.as_uuid(), p, now).await
     }
 
     async fn medical_products(&self) -> Result<Vec<MedicalProduct>, RepoError> {
         self.docs("medical").await
     }
 
-    async fn medical_product(&self, id: Uuid) -> Result<Option<MedicalProduct>, RepoError> {
-        self.doc("medical", id).await
+    async fn medical_product(&self, id: ProductId) -> Result<Option<MedicalProduct>, RepoError> {
+        self.doc("medical", id.as_uuid()).await
     }
 
     async fn put_medical_prices(
         &self,
         partner: &PartnerId,
-        product: Uuid,
+        product: ProductId,
         prices: &BTreeMap<String, Money>,
         now: OffsetDateTime,
     ) -> Result<(), RepoError> {
         let doc = serde_json::to_string(prices).map_err(RepoError::new)?;
-        self.put_price_doc(partner, "medical", product, doc, now)
+        self.put_price_doc(partner, "medical", product.as_uuid(), doc, now)
             .await
     }
 
     async fn medical_prices(
         &self,
         partner: &PartnerId,
-    ) -> Result<BTreeMap<Uuid, BTreeMap<String, Money>>, RepoError> {
+    ) -> Result<BTreeMap<ProductId, BTreeMap<String, Money>>, RepoError> {
         self.price_docs(partner, "medical").await
     }
 
@@ -179,29 +182,33 @@ impl CatalogRepo for PgStore {
         p: &DnaProduct,
         now: OffsetDateTime,
     ) -> Result<(Stored<DnaProduct>, bool), RepoError> {
-        self.put_doc("dna", p.id, p, now).await
+        self.put_doc("dna", p.id.as_uuid(), p, now).await
     }
 
     async fn dna_products(&self) -> Result<Vec<DnaProduct>, RepoError> {
         self.docs("dna").await
     }
 
-    async fn dna_product(&self, id: Uuid) -> Result<Option<DnaProduct>, RepoError> {
-        self.doc("dna", id).await
+    async fn dna_product(&self, id: ProductId) -> Result<Option<DnaProduct>, RepoError> {
+        self.doc("dna", id.as_uuid()).await
     }
 
     async fn put_dna_price(
         &self,
         partner: &PartnerId,
-        product: Uuid,
+        product: ProductId,
         price: Money,
         now: OffsetDateTime,
     ) -> Result<(), RepoError> {
         let doc = serde_json::to_string(&price).map_err(RepoError::new)?;
-        self.put_price_doc(partner, "dna", product, doc, now).await
+        self.put_price_doc(partner, "dna", product.as_uuid(), doc, now)
+            .await
     }
 
-    async fn dna_prices(&self, partner: &PartnerId) -> Result<BTreeMap<Uuid, Money>, RepoError> {
+    async fn dna_prices(
+        &self,
+        partner: &PartnerId,
+    ) -> Result<BTreeMap<ProductId, Money>, RepoError> {
         self.price_docs(partner, "dna").await
     }
 
@@ -210,7 +217,7 @@ impl CatalogRepo for PgStore {
         p: &CareProduct,
         now: OffsetDateTime,
     ) -> Result<(Stored<CareProduct>, bool), RepoError> {
-        self.put_doc("care", p.id, p, now).await
+        self.put_doc("care", p.id.as_uuid(), p, now).await
     }
 
     async fn care_products(&self) -> Result<Vec<CareProduct>, RepoError> {

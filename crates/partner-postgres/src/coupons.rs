@@ -8,7 +8,7 @@ use partner_domain::RepoError;
 use partner_domain::coupon::{
     Coupon, CouponCode, CouponQuery, CouponStatus, ProductSlug, Redemption, StoredStatus,
 };
-use partner_domain::ids::CouponId;
+use partner_domain::ids::{BulkOrderId, CouponId};
 use partner_domain::ports::{CouponRepo, CouponWrite};
 use partner_domain::values::PartnerId;
 use time::OffsetDateTime;
@@ -81,7 +81,7 @@ impl Row {
                 }),
                 None => None,
             },
-            bulk_order_id: self.bulk_order_id,
+            bulk_order_id: BulkOrderId::from_uuid(self.bulk_order_id),
             purchaser_email: self.purchaser_email,
             purchaser_source: self.purchaser_source,
             unit_price_cents: self.unit_price_cents,
@@ -165,7 +165,7 @@ impl CouponRepo for PgStore {
         .bind::<Text, _>(first.product_slug.as_str())
         .bind::<Int2, _>(i16::from(first.months))
         .bind::<Nullable<Timestamptz>, _>(first.expires_at)
-        .bind::<diesel::sql_types::Uuid, _>(first.bulk_order_id)
+        .bind::<diesel::sql_types::Uuid, _>(first.bulk_order_id.as_uuid())
         .bind::<Text, _>(&first.purchaser_email)
         .bind::<Text, _>(&first.purchaser_source)
         .bind::<BigInt, _>(first.unit_price_cents)

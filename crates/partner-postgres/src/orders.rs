@@ -5,6 +5,7 @@ use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Bool, Int2, Nullable, Text, Timestamptz};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use partner_domain::RepoError;
+use partner_domain::ids::AnalyticsEventId;
 use partner_domain::lead::TestSource;
 use partner_domain::order::{AnalyticsEvent, Order, OrderKey, OrderListing, SIMULATED_PREFIX};
 use partner_domain::ports::OrderRepo;
@@ -95,7 +96,7 @@ struct EventRow {
 impl EventRow {
     fn into_listing(self) -> Result<OrderListing, RepoError> {
         let ev = AnalyticsEvent {
-            id: self.id,
+            id: AnalyticsEventId::from_uuid(self.id),
             run_id: self.run_id,
             partner_id: PartnerId::parse(&self.partner_id).map_err(|_| corrupt("partner id"))?,
             sub_id: sub_id(self.sub_id)?,
@@ -253,7 +254,7 @@ impl OrderRepo for PgStore {
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) \
              ON CONFLICT (run_id) WHERE event = 'order_completed' DO NOTHING",
         )
-        .bind::<diesel::sql_types::Uuid, _>(ev.id)
+        .bind::<diesel::sql_types::Uuid, _>(ev.id.as_uuid())
         .bind::<Text, _>(&ev.run_id)
         .bind::<Text, _>(ev.partner_id.as_str())
         .bind::<Nullable<Int2>, _>(ev.sub_id.map(|s| i16::from(s.get())))

@@ -4,6 +4,7 @@ use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Date, Nullable, Text};
 use diesel_async::RunQueryDsl;
 use partner_domain::RepoError;
+use partner_domain::ids::PayoutId;
 use partner_domain::payout::{NewPayout, Payout, PayoutKey};
 use partner_domain::ports::PayoutRepo;
 use partner_domain::values::{Money, PartnerId};
@@ -37,7 +38,7 @@ struct Row {
 impl Row {
     fn into_domain(self) -> Result<Payout, RepoError> {
         Ok(Payout {
-            id: self.id,
+            id: PayoutId::from_uuid(self.id),
             partner_id: PartnerId::parse(&self.partner_id).map_err(|_| corrupt("partner id"))?,
             email: self.email,
             created_at: self.created_on,
@@ -72,7 +73,7 @@ impl PayoutRepo for PgStore {
         let key = after.unwrap_or(PayoutKey {
             payout_date: time::macros::date!(2000 - 01 - 01),
             created_at: time::macros::date!(2000 - 01 - 01),
-            id: Uuid::nil(),
+            id: PayoutId::from_uuid(Uuid::nil()),
         });
         // Prepared once per connection: a streamed listing runs this once per chunk.
         let rows: Vec<Row> = crate::Prepared(
@@ -83,7 +84,7 @@ impl PayoutRepo for PgStore {
             .bind::<Text, _>(partner.as_str())
             .bind::<Date, _>(key.payout_date)
             .bind::<Date, _>(key.created_at)
-            .bind::<diesel::sql_types::Uuid, _>(key.id)
+            .bind::<diesel::sql_types::Uuid, _>(key.id.as_uuid())
             .bind::<diesel::sql_types::BigInt, _>(i64::from(limit)),
         )
         .load(&mut conn)

@@ -4,6 +4,7 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use partner_domain::RepoError;
 use partner_domain::auth::LAST_USED_RESOLUTION;
+use partner_domain::ids::{TokenId, UserId};
 use partner_domain::ports::{TokenRecord, TokenRepo};
 use partner_domain::token::TokenHash;
 use partner_domain::values::PartnerId;
@@ -55,7 +56,12 @@ impl TokenRepo for PgStore {
         row.map(record).transpose()
     }
 
-    async fn touch_last_used(&self, token_id: Uuid, now: OffsetDateTime) -> Result<(), RepoError> {
+    async fn touch_last_used(
+        &self,
+        token_id: TokenId,
+        now: OffsetDateTime,
+    ) -> Result<(), RepoError> {
+        let token_id = token_id.as_uuid();
         let mut conn = self.conn().await?;
         let stale = now - LAST_USED_RESOLUTION;
         diesel::update(api_tokens::table)
@@ -90,9 +96,9 @@ pub(crate) fn record(
     ): Row,
 ) -> Result<TokenRecord, RepoError> {
     Ok(TokenRecord {
-        token_id,
+        token_id: TokenId::from_uuid(token_id),
         hash: TokenHash::from_bytes(&h).ok_or_else(|| corrupt("token hash"))?,
-        user_id,
+        user_id: UserId::from_uuid(user_id),
         user_deleted,
         partner_id: PartnerId::parse(&partner).map_err(|_| corrupt("partner id"))?,
         partner_active,

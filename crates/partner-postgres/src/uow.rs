@@ -4,13 +4,13 @@ use diesel_async::pooled_connection::deadpool::Object;
 use diesel_async::{AnsiTransactionManager, AsyncPgConnection, TransactionManager};
 use partner_domain::RepoError;
 use partner_domain::events::DomainEvent;
+use partner_domain::ids::PayoutId;
 use partner_domain::lead::{Lead, LeadId};
 use partner_domain::order::{Order, OrderListing};
 use partner_domain::payout::{NewPayout, Payout};
 use partner_domain::ports::{Transaction, UnitOfWork};
 use partner_domain::values::PartnerId;
 use time::OffsetDateTime;
-use uuid::Uuid;
 
 use crate::{PgStore, db, leads, orders, outbox, payouts};
 
@@ -79,11 +79,11 @@ impl Transaction for PgTransaction {
 
     async fn insert_payout(
         &mut self,
-        id: Uuid,
+        id: PayoutId,
         new: &NewPayout,
         now: OffsetDateTime,
     ) -> Result<Option<Payout>, RepoError> {
-        payouts::insert(self.conn()?, id, new, now).await
+        payouts::insert(self.conn()?, id.as_uuid(), new, now).await
     }
 
     async fn publish(

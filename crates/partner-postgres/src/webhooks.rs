@@ -698,7 +698,7 @@ impl DeliveryRepo for PgStore {
         for id in ids(SubjectKind::Endpoint) {
             out.insert(
                 (SubjectKind::Endpoint, id.to_string()),
-                Subject::Endpoint(id),
+                Subject::Endpoint(EndpointId::from_uuid(id)),
             );
         }
         Ok(out)

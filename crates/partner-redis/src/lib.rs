@@ -19,10 +19,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
+use partner_domain::ids::TokenId;
 use partner_domain::rate_limit::{Decision, Group, Quota, RateLimitStore, RateLimiter, window};
 use redis::AsyncConnectionConfig;
 use redis::aio::MultiplexedConnection;
-use uuid::Uuid;
 
 /// Errors are logged at most this often (the count is always kept).
 pub const LOG_INTERVAL: Duration = Duration::from_secs(10);
@@ -186,13 +186,13 @@ impl RedisRateLimiter {
 
 #[async_trait]
 impl RateLimitStore for RedisRateLimiter {
-    async fn charge(&self, token: Uuid, group: Group, now_unix: i64) -> Decision {
+    async fn charge(&self, token: TokenId, group: Group, now_unix: i64) -> Decision {
         let (start, reset) = window(self.quota, now_unix);
         let key = format!(
             "{}rl:{}:{}:{start}",
             self.prefix,
             group.as_str(),
-            token.simple()
+            token.as_uuid().simple()
         );
         // Outlives the window by a second, whatever the clocks of the instances.
         let ttl_ms = (reset - now_unix + 1).max(1).saturating_mul(1000);

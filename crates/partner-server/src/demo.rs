@@ -4,9 +4,12 @@
 use std::sync::Arc;
 
 use anyhow::Context;
-use partner_domain::account::{AccountService, CareServicesAccess, PartnerSettings};
+use partner_domain::account::{
+    AccountService, CareServicesAccess, PartnerSettings, PartnerSettingsInput,
+};
 use partner_domain::clock::{Clock, FixedClock, SystemClock};
 use partner_domain::cursor::CursorKey;
+use partner_domain::ids::{ImageFileId, ProductId};
 use partner_domain::lead::{LeadService, NewLead, Origin, Phone, TestFlag};
 use partner_domain::order::{NewAnalyticsEvent, Order, OrderService};
 use partner_domain::payout::{NewPayout, PayoutService};
@@ -58,7 +61,7 @@ pub async fn seed(config: &Config) -> anyhow::Result<DemoAccess> {
 
     let seeded = accounts.partner(&partner).await.is_err();
     if seeded {
-        let settings = PartnerSettings {
+        let settings = PartnerSettings::parse(PartnerSettingsInput {
             name: "Demo Clinic".into(),
             email: Email::parse("partners@demo-clinic.test")?,
             active: true,
@@ -72,8 +75,7 @@ pub async fn seed(config: &Config) -> anyhow::Result<DemoAccess> {
                 yearly_bundle: true,
                 services: CareService::ALL.to_vec(),
             },
-        }
-        .checked()?;
+        })?;
         accounts.put_partner(&partner, settings).await?;
         accounts
             .create_user(
@@ -92,9 +94,9 @@ pub async fn seed(config: &Config) -> anyhow::Result<DemoAccess> {
         .into_iter()
         .next()
         .context("the demo partner has no user")?;
-    let token = accounts.issue_token(user.id, None).await?;
+    let token = accounts.issue_token(user.id(), None).await?;
     Ok(DemoAccess {
-        token: token.token.expose().to_owned(),
+        token: token.token().expose().to_owned(),
         seeded,
     })
 }
@@ -310,12 +312,12 @@ async fn seed_catalog(store: Arc<PgStore>, partner: &PartnerId) -> anyhow::Resul
     for (n, name, categories, slug, langs, legacy) in medical {
         catalog
             .put_medical(MedicalProduct {
-                id: demo_id(n),
+                id: ProductId::from_uuid(demo_id(n)),
                 name: name.into(),
                 categories,
                 details: "Available in most US states".into(),
                 image_url: format!("https://images.example.com/{}.png", name.to_lowercase()),
-                image_file_id: demo_id(100 + n),
+                image_file_id: ImageFileId::from_uuid(demo_id(100 + n)),
                 image_source_url: format!(
                     "https://images.example.com/source/{}.png",
                     name.to_lowercase()
@@ -334,11 +336,15 @@ async fn seed_catalog(store: Arc<PgStore>, partner: &PartnerId) -> anyhow::Resul
             .await?;
     }
     catalog
-        .put_medical_prices(partner, demo_id(1), [("m1".to_owned(), usd(249))].into())
+        .put_medical_prices(
+            partner,
+            ProductId::from_uuid(demo_id(1)),
+            [("m1".to_owned(), usd(249))].into(),
+        )
         .await?;
     catalog
         .put_dna(DnaProduct {
-            id: demo_id(10),
+            id: ProductId::from_uuid(demo_id(10)),
             product_name: "Ancestry + Health DNA Kit".into(),
             description: "Saliva kit with ancestry and health reports".into(),
             intake_path: "dna/ancestry-health".into(),
@@ -351,7 +357,7 @@ async fn seed_catalog(store: Arc<PgStore>, partner: &PartnerId) -> anyhow::Resul
         })
         .await?;
     catalog
-        .put_dna_price(partner, demo_id(10), usd(119))
+        .put_dna_price(partner, ProductId::from_uuid(demo_id(10)), usd(119))
         .await?;
     for (n, service) in CareService::ALL.into_iter().enumerate() {
         let tiers = [1u8, 3, 6, 12]
@@ -366,7 +372,7 @@ async fn seed_catalog(store: Arc<PgStore>, partner: &PartnerId) -> anyhow::Resul
             .collect();
         catalog
             .put_care(CareProduct {
-                id: demo_id(20 + n as u128),
+                id: ProductId::from_uuid(demo_id(20 + n as u128)),
                 service,
                 slug: service.as_str().into(),
                 product_name: format!("{} membership", service.as_str().replace('-', " ")),

@@ -4,7 +4,10 @@
 use std::collections::BTreeMap;
 
 use actix_web::{http::StatusCode, web};
-use partner_domain::account::{CareServicesAccess, NotFoundOr, PartnerSettings};
+use partner_domain::account::{
+    CareServicesAccess, NotFoundOr, PartnerSettings, PartnerSettingsInput,
+};
+use partner_domain::ids::{TokenId, UserId};
 use partner_domain::values::{CareService, Email, Lang, PartnerId};
 use partner_domain::wire::parse_timestamp;
 use serde::Deserialize;
@@ -56,7 +59,7 @@ impl PartnerBody {
                 })
             })
             .collect::<std::result::Result<_, _>>()?;
-        let settings = PartnerSettings {
+        let settings = PartnerSettingsInput {
             name: self.name,
             email: Email::parse(&self.email)?,
             active: self.active,
@@ -75,7 +78,7 @@ impl PartnerBody {
                 services,
             },
         };
-        Ok(settings.checked()?)
+        Ok(PartnerSettings::parse(settings)?)
     }
 }
 
@@ -209,7 +212,7 @@ fn not_found_or(e: NotFoundOr, what: &'static str) -> ApiError {
     )
 )]
 pub(super) async fn delete_user(state: web::Data<AppState>, path: web::Path<String>) -> Result {
-    let id = uuid(&path, "user id")?;
+    let id = UserId::from_uuid(uuid(&path, "user id")?);
     state
         .accounts
         .delete_user(id)
@@ -242,7 +245,7 @@ pub(super) async fn create_token(
     path: web::Path<String>,
     OptionalJsonBody(body): OptionalJsonBody<TokenBody>,
 ) -> Result {
-    let user = uuid(&path, "user id")?;
+    let user = UserId::from_uuid(uuid(&path, "user id")?);
     let expires_at = body
         .expires_at
         .map(|s| {
@@ -266,7 +269,7 @@ pub(super) async fn create_token(
     )
 )]
 pub(super) async fn list_tokens(state: web::Data<AppState>, path: web::Path<String>) -> Result {
-    let user = uuid(&path, "user id")?;
+    let user = UserId::from_uuid(uuid(&path, "user id")?);
     let tokens = state
         .accounts
         .tokens(user)
@@ -289,7 +292,7 @@ pub(super) async fn list_tokens(state: web::Data<AppState>, path: web::Path<Stri
     )
 )]
 pub(super) async fn rotate_token(state: web::Data<AppState>, path: web::Path<String>) -> Result {
-    let id = uuid(&path, "token id")?;
+    let id = TokenId::from_uuid(uuid(&path, "token id")?);
     Ok(data(
         StatusCode::CREATED,
         state.accounts.rotate_token(id).await?,
@@ -308,7 +311,7 @@ pub(super) async fn rotate_token(state: web::Data<AppState>, path: web::Path<Str
     )
 )]
 pub(super) async fn revoke_token(state: web::Data<AppState>, path: web::Path<String>) -> Result {
-    let id = uuid(&path, "token id")?;
+    let id = TokenId::from_uuid(uuid(&path, "token id")?);
     state
         .accounts
         .revoke_token(id)

@@ -13,6 +13,7 @@ use partner_domain::attribution::Attribution;
 use partner_domain::catalog::{
     CareProduct, CareTier, Category, DnaProduct, MedicalProduct, MedicalTier, Stored,
 };
+use partner_domain::ids::{ImageFileId, ProductId};
 use partner_domain::links::CatalogProduct;
 use partner_domain::values::{CareService, Lang, Money, PartnerId, ValueError};
 use serde::{Deserialize, Serialize};
@@ -164,7 +165,7 @@ pub(super) async fn put_medical(
     JsonBody(b): JsonBody<MedicalBody>,
 ) -> Result {
     let product = MedicalProduct {
-        id: uuid(&path, "product id")?,
+        id: ProductId::from_uuid(uuid(&path, "product id")?),
         name: b.name,
         categories: b
             .categories
@@ -177,7 +178,7 @@ pub(super) async fn put_medical(
             .collect::<std::result::Result<_, _>>()?,
         details: b.details,
         image_url: b.image_url,
-        image_file_id: uuid(&b.image_file_id, "imageFileId")?,
+        image_file_id: ImageFileId::from_uuid(uuid(&b.image_file_id, "imageFileId")?),
         image_source_url: b.image_source_url,
         active: b.active,
         legacy_path: b.legacy_path,
@@ -235,7 +236,7 @@ pub(super) async fn put_dna(
     JsonBody(b): JsonBody<DnaBody>,
 ) -> Result {
     let product = DnaProduct {
-        id: uuid(&path, "product id")?,
+        id: ProductId::from_uuid(uuid(&path, "product id")?),
         product_name: b.product_name,
         description: b.description,
         intake_path: b.intake_path,
@@ -289,7 +290,7 @@ pub(super) async fn put_care(
     JsonBody(b): JsonBody<CareBody>,
 ) -> Result {
     let product = CareProduct {
-        id: uuid(&path, "product id")?,
+        id: ProductId::from_uuid(uuid(&path, "product id")?),
         service: CareService::parse(&b.service).ok_or_else(|| {
             ApiError::invalid("service must be primary-care, urgent-care, mental-health, dermatology or veterinary-care")
         })?,
@@ -339,7 +340,7 @@ pub(super) async fn put_medical_prices(
     JsonBody(b): JsonBody<MedicalPricesBody>,
 ) -> Result {
     let partner = PartnerId::parse(&path.0)?;
-    let product = uuid(&path.1, "product id")?;
+    let product = ProductId::from_uuid(uuid(&path.1, "product id")?);
     let prices = b
         .tier_prices
         .into_iter()
@@ -379,7 +380,7 @@ pub(super) async fn put_dna_price(
     JsonBody(b): JsonBody<DnaPriceBody>,
 ) -> Result {
     let partner = PartnerId::parse(&path.0)?;
-    let product = uuid(&path.1, "product id")?;
+    let product = ProductId::from_uuid(uuid(&path.1, "product id")?);
     let price = money(b.user_set_price, "userSetPrice")?;
     state
         .catalog

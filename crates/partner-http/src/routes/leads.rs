@@ -42,7 +42,7 @@ pub(super) async fn list(req: HttpRequest) -> HttpResponse {
                 &req,
                 Group::Leads,
                 async move |st, token| Ok(st.leads.list_for_token(&token, &q).await?),
-                move |st, me, leads| page_response(st.leads.finish(&me.partner_id, &query, leads)),
+                move |st, me, leads| page_response(st.leads.finish(me.partner_id(), &query, leads)),
             )
             .await
         }

@@ -42,7 +42,7 @@ fn sub(q: &Query) -> std::result::Result<Option<SubId>, ApiError> {
     )
 )]
 pub(super) async fn dna(state: web::Data<AppState>, Caller(me): Caller) -> Result {
-    Ok(ok(state.links.dna_links(&me.partner_id).await?))
+    Ok(ok(state.links.dna_links(me.partner_id()).await?))
 }
 
 #[utoipa::path(
@@ -66,7 +66,7 @@ pub(super) async fn medical(
     // An unrecognized or unavailable `lang` falls back to the partner default; never an error.
     let links = state
         .links
-        .medical_links(&me.partner_id, sub, q.get("lang"))
+        .medical_links(me.partner_id(), sub, q.get("lang"))
         .await?;
     Ok(HttpResponse::Ok().json(MedicalBody {
         data: links,
@@ -109,7 +109,7 @@ pub(super) async fn care(
         duration: crate::params::months(q.get("duration"), "duration")?,
         lang: q.get("lang").map(str::to_owned),
     };
-    let links = state.links.care_links(&me.partner_id, &query).await?;
+    let links = state.links.care_links(me.partner_id(), &query).await?;
     Ok(HttpResponse::Ok().json(CareBody {
         data: links,
         sub: query.sub.map(|s| s.to_string()),

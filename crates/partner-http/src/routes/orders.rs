@@ -28,9 +28,9 @@ use crate::middleware::Caller;
 pub(super) async fn list(state: web::Data<AppState>, Caller(me): Caller) -> Result {
     let first = state
         .orders
-        .chunk(&me.partner_id, me.admin, None, CHUNK)
+        .chunk(me.partner_id(), me.admin(), None, CHUNK)
         .await?;
-    let (partner, admin) = (me.partner_id, me.admin);
+    let (partner, admin) = (me.partner_id().clone(), me.admin());
     Ok(stream_data(first, move |after| {
         let (state, partner) = (state.clone(), partner.clone());
         async move {

@@ -21,8 +21,8 @@ use crate::middleware::Caller;
     responses((status = 200, description = "Every payout of the partner (streamed)", body = crate::routes::schemas::PayoutList))
 )]
 pub(super) async fn list(state: web::Data<AppState>, Caller(me): Caller) -> Result {
-    let first = state.payouts.chunk(&me.partner_id, None, CHUNK).await?;
-    let partner = me.partner_id;
+    let first = state.payouts.chunk(me.partner_id(), None, CHUNK).await?;
+    let partner = me.partner_id().clone();
     Ok(stream_data(first, move |after| {
         let (state, partner) = (state.clone(), partner.clone());
         async move { state.payouts.chunk(&partner, Some(after), CHUNK).await }

@@ -16,7 +16,7 @@ use crate::middleware::Caller;
     responses((status = 200, description = "The partner's sub-accounts", body = crate::routes::schemas::SubAccountList))
 )]
 pub(super) async fn list(state: web::Data<AppState>, Caller(me): Caller) -> Result {
-    Ok(ok(state.sub_accounts.list(&me.partner_id).await?))
+    Ok(ok(state.sub_accounts.list(me.partner_id()).await?))
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -52,7 +52,7 @@ pub(super) async fn create(
     let nickname = Nickname::parse(body.nickname.as_deref().unwrap_or_default())?;
     let created = state
         .sub_accounts
-        .create(&me.partner_id, sub_id, nickname)
+        .create(me.partner_id(), sub_id, nickname)
         .await?;
     Ok(data(StatusCode::CREATED, created))
 }
@@ -83,6 +83,6 @@ pub(super) async fn delete(
         None | Some("") => return Err(ApiError::invalid("recordId is required")),
         Some(s) => SubAccountId::from_uuid(uuid(s, "recordId")?),
     };
-    state.sub_accounts.delete(&me.partner_id, id).await?;
+    state.sub_accounts.delete(me.partner_id(), id).await?;
     Ok(ok_true())
 }

@@ -117,7 +117,7 @@ pub(super) async fn update(
     )
 )]
 pub(super) async fn list(state: web::Data<AppState>, Caller(me): Caller) -> Result {
-    Ok(ok(state.webhooks.list(&me.partner_id).await?))
+    Ok(ok(state.webhooks.list(me.partner_id()).await?))
 }
 
 #[utoipa::path(
@@ -132,7 +132,7 @@ pub(super) async fn post(
     Caller(me): Caller,
     JsonBody(b): JsonBody<CreateBody>,
 ) -> Result {
-    create(&state, &me.partner_id, b).await
+    create(&state, me.partner_id(), b).await
 }
 
 #[utoipa::path(
@@ -152,7 +152,7 @@ pub(super) async fn patch(
     path: web::Path<String>,
     JsonBody(b): JsonBody<PatchBody>,
 ) -> Result {
-    update(&state, &me.partner_id, &path, b).await
+    update(&state, me.partner_id(), &path, b).await
 }
 
 #[utoipa::path(
@@ -172,7 +172,7 @@ pub(super) async fn delete(
     path: web::Path<String>,
 ) -> Result {
     let id = EndpointId::from_uuid(uuid(&path, "endpoint id")?);
-    state.webhooks.delete(&me.partner_id, id).await?;
+    state.webhooks.delete(me.partner_id(), id).await?;
     Ok(ok_true())
 }
 
@@ -366,7 +366,7 @@ pub(super) async fn deliveries(
     req: HttpRequest,
 ) -> Result {
     let q = delivery_query(&req, 200)?;
-    list_deliveries(&state, &me.partner_id, q).await
+    list_deliveries(&state, me.partner_id(), q).await
 }
 
 #[utoipa::path(
@@ -385,7 +385,7 @@ pub(super) async fn delivery(
     Caller(me): Caller,
     path: web::Path<String>,
 ) -> Result {
-    show_delivery(&state, &me.partner_id, &path).await
+    show_delivery(&state, me.partner_id(), &path).await
 }
 
 #[utoipa::path(
@@ -404,7 +404,7 @@ pub(super) async fn resend(
     Caller(me): Caller,
     path: web::Path<String>,
 ) -> Result {
-    resend_delivery(&state, &me.partner_id, &path).await
+    resend_delivery(&state, me.partner_id(), &path).await
 }
 
 #[utoipa::path(
@@ -423,7 +423,7 @@ pub(super) async fn test(
     Caller(me): Caller,
     path: web::Path<String>,
 ) -> Result {
-    test_endpoint(&state, &me.partner_id, &path).await
+    test_endpoint(&state, me.partner_id(), &path).await
 }
 
 #[utoipa::path(
@@ -443,7 +443,7 @@ pub(super) async fn recover(
     path: web::Path<String>,
     JsonBody(b): JsonBody<RecoverBody>,
 ) -> Result {
-    recover_endpoint(&state, &me.partner_id, &path, b).await
+    recover_endpoint(&state, me.partner_id(), &path, b).await
 }
 
 /// The operator's log keeps its documented `?limit=` of up to 500.
