@@ -76,22 +76,13 @@ fn matching(q: &CouponQuery, now: OffsetDateTime) -> coupons::BoxedQuery<'_, Pg>
 }
 
 impl PgStore {
-    async fn coupon_by_code(&self, code: &CouponCode) -> Result<Option<Coupon>, RepoError> {
+    /// The one coupon `found` selects (by its code or its id), as it is now.
+    async fn coupon_where(
+        &self,
+        found: coupons::BoxedQuery<'_, Pg>,
+    ) -> Result<Option<Coupon>, RepoError> {
         let mut conn = self.conn().await?;
-        let row: Option<Row> = coupons::table
-            .filter(coupons::code.eq(code.as_str()))
-            .select(Row::as_select())
-            .get_result(&mut conn)
-            .await
-            .optional()
-            .map_err(db)?;
-        row.map(Row::into_domain).transpose()
-    }
-
-    async fn coupon_by_id(&self, id: Uuid) -> Result<Option<Coupon>, RepoError> {
-        let mut conn = self.conn().await?;
-        let row: Option<Row> = coupons::table
-            .find(id)
+        let row: Option<Row> = found
             .select(Row::as_select())
             .get_result(&mut conn)
             .await
@@ -174,7 +165,13 @@ impl CouponRepo for PgStore {
         };
         match updated {
             Some(r) => Ok(Ok(r.into_domain()?)),
-            None => Ok(Err(self.coupon_by_code(code).await?)),
+            None => Ok(Err(self
+                .coupon_where(
+                    coupons::table
+                        .filter(coupons::code.eq(code.as_str()))
+                        .into_boxed(),
+                )
+                .await?)),
         }
     }
 
@@ -197,7 +194,9 @@ impl CouponRepo for PgStore {
         };
         match updated {
             Some(r) => Ok(Ok(r.into_domain()?)),
-            None => Ok(Err(self.coupon_by_id(id).await?)),
+            None => Ok(Err(self
+                .coupon_where(coupons::table.find(id).into_boxed())
+                .await?)),
         }
     }
 

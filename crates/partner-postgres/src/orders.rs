@@ -16,31 +16,37 @@ use crate::models::orders::{NewOrder, OrderRow};
 use crate::schema::{analytics_events, orders, sub_accounts};
 use crate::{PgStore, Prepared, db, outbox};
 
+/// `$t` left-joined to the sub-account its row names, if any (rows without a sub id, or naming
+/// none the partner has, keep a NULL nickname).
+macro_rules! with_nickname {
+    ($t:ident) => {
+        $t::table.left_join(
+            sub_accounts::table.on(sub_accounts::partner_id
+                .eq($t::partner_id)
+                .and(sub_accounts::sub_id.nullable().eq($t::sub_id))),
+        )
+    };
+}
+
 /// Stored orders joined to their sub-account's nickname (`''` without one), selected as
 /// [`OrderRow`] reads them. A macro: the query's type is not worth naming.
 macro_rules! order_listings {
     () => {
-        orders::table
-            .left_join(
-                sub_accounts::table.on(sub_accounts::partner_id
-                    .eq(orders::partner_id)
-                    .and(sub_accounts::sub_id.nullable().eq(orders::sub_id))),
-            )
-            .select((
-                orders::order_id,
-                orders::partner_id,
-                orders::sub_id,
-                orders::created_date,
-                orders::product,
-                orders::amount_cents,
-                orders::commission_cents,
-                orders::status,
-                orders::is_test,
-                orders::source,
-                orders::customer_name,
-                orders::customer_email,
-                coalesce(sub_accounts::nickname.nullable(), ""),
-            ))
+        with_nickname!(orders).select((
+            orders::order_id,
+            orders::partner_id,
+            orders::sub_id,
+            orders::created_date,
+            orders::product,
+            orders::amount_cents,
+            orders::commission_cents,
+            orders::status,
+            orders::is_test,
+            orders::source,
+            orders::customer_name,
+            orders::customer_email,
+            coalesce(sub_accounts::nickname.nullable(), ""),
+        ))
     };
 }
 
@@ -49,12 +55,7 @@ macro_rules! order_listings {
 /// `analytics_partner_orders_idx`, which a bind parameter would keep the generic plan from using.
 macro_rules! completed_events {
     () => {
-        analytics_events::table
-            .left_join(
-                sub_accounts::table.on(sub_accounts::partner_id
-                    .eq(analytics_events::partner_id)
-                    .and(sub_accounts::sub_id.nullable().eq(analytics_events::sub_id))),
-            )
+        with_nickname!(analytics_events)
             .filter(fixed::<Bool>("analytics_events.event = 'order_completed'"))
             .select((
                 analytics_events::id,

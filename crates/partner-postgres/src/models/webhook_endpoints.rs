@@ -88,18 +88,44 @@ impl EndpointRow {
     }
 }
 
-/// A new endpoint: enabled, with no previous secret.
-#[derive(Insertable)]
-#[diesel(table_name = webhook_endpoints, treat_none_as_default_value = false)]
-pub(crate) struct NewEndpoint<'a> {
-    id: Uuid,
-    partner_id: &'a str,
+/// What a partner sets on an endpoint, written alike on create and update. `None` is written
+/// as NULL (never `DEFAULT`), so each statement has one shape.
+#[derive(Insertable, AsChangeset)]
+#[diesel(
+    table_name = webhook_endpoints,
+    treat_none_as_default_value = false,
+    treat_none_as_null = true
+)]
+pub(crate) struct Settings<'a> {
     url: &'a str,
     events: Vec<&'a str>,
     lead_created_delay_seconds: Option<i32>,
     custom_header_name: Option<&'a str>,
     custom_header_value: Option<&'a str>,
     secret: Option<&'a str>,
+}
+
+impl<'a> Settings<'a> {
+    fn of(e: &'a WebhookEndpoint) -> Self {
+        Self {
+            url: &e.url,
+            events: e.events.iter().map(|k| k.as_str()).collect(),
+            lead_created_delay_seconds: delay_seconds(e.lead_created_delay),
+            custom_header_name: e.custom_header.as_ref().map(CustomHeader::name),
+            custom_header_value: e.custom_header.as_ref().map(CustomHeader::value),
+            secret: e.secret.as_ref().map(|s| s.expose()),
+        }
+    }
+}
+
+/// A new endpoint: enabled, with no previous secret.
+#[derive(Insertable)]
+#[diesel(table_name = webhook_endpoints)]
+pub(crate) struct NewEndpoint<'a> {
+    id: Uuid,
+    partner_id: &'a str,
+    #[diesel(embed)]
+    settings: Settings<'a>,
     created_at: OffsetDateTime,
     updated_at: OffsetDateTime,
 }
@@ -109,12 +135,7 @@ impl<'a> NewEndpoint<'a> {
         Self {
             id: e.id.as_uuid(),
             partner_id: e.partner_id.as_str(),
-            url: &e.url,
-            events: e.events.iter().map(|k| k.as_str()).collect(),
-            lead_created_delay_seconds: delay_seconds(e.lead_created_delay),
-            custom_header_name: e.custom_header.as_ref().map(CustomHeader::name),
-            custom_header_value: e.custom_header.as_ref().map(CustomHeader::value),
-            secret: e.secret.as_ref().map(|s| s.expose()),
+            settings: Settings::of(e),
             created_at: e.created_at,
             updated_at: e.created_at,
         }
@@ -125,12 +146,8 @@ impl<'a> NewEndpoint<'a> {
 #[derive(AsChangeset)]
 #[diesel(table_name = webhook_endpoints, treat_none_as_null = true)]
 pub(crate) struct Changes<'a> {
-    url: &'a str,
-    events: Vec<&'a str>,
-    lead_created_delay_seconds: Option<i32>,
-    custom_header_name: Option<&'a str>,
-    custom_header_value: Option<&'a str>,
-    secret: Option<&'a str>,
+    #[diesel(embed)]
+    settings: Settings<'a>,
     updated_at: OffsetDateTime,
     disabled_at: Option<OffsetDateTime>,
     disabled_reason: Option<&'static str>,
@@ -141,12 +158,7 @@ pub(crate) struct Changes<'a> {
 impl<'a> Changes<'a> {
     pub(crate) fn of(e: &'a WebhookEndpoint) -> Self {
         Self {
-            url: &e.url,
-            events: e.events.iter().map(|k| k.as_str()).collect(),
-            lead_created_delay_seconds: delay_seconds(e.lead_created_delay),
-            custom_header_name: e.custom_header.as_ref().map(CustomHeader::name),
-            custom_header_value: e.custom_header.as_ref().map(CustomHeader::value),
-            secret: e.secret.as_ref().map(|s| s.expose()),
+            settings: Settings::of(e),
             updated_at: e.updated_at,
             disabled_at: e.disabled_at,
             disabled_reason: e.disabled_reason.map(DisabledReason::as_str),
