@@ -4,6 +4,9 @@
 //! Migrations from the workspace's top-level `migrations/` are embedded in the binary and applied
 //! at start ([`migrate`]), after [`ensure_database`] has created the database when it is missing.
 //! Time always comes in from the domain's `Clock` as a bind parameter; no query calls `now()`.
+//! Row structs and their translation live in `models/` (one file per table); statements are
+//! written with the diesel DSL, raw SQL only where it cannot say them (see `docs/architecture.md`,
+//! "Query style").
 
 #![cfg_attr(test, allow(clippy::expect_used, clippy::indexing_slicing))]
 
