@@ -6,8 +6,9 @@ use diesel::result::DatabaseErrorKind;
 use diesel::sql_types::{Array, BigInt, Bool, Int2, Nullable, Text, Timestamptz};
 use diesel_async::RunQueryDsl;
 use partner_domain::RepoError;
-use partner_domain::coupon::Coupon;
-use partner_domain::coupon::{CouponCode, CouponQuery, CouponStatus, ProductSlug, Redemption};
+use partner_domain::coupon::{
+    Coupon, CouponCode, CouponQuery, CouponStatus, ProductSlug, Redemption,
+};
 use partner_domain::ids::CouponId;
 use partner_domain::ports::{CouponRepo, CouponWrite};
 use time::OffsetDateTime;
@@ -20,7 +21,7 @@ use crate::{PgStore, db, is_violation};
 /// A bulk order's coupons in one statement, so it inserts every row or none and a duplicate
 /// code fails it whole. Raw: `INSERT … SELECT … FROM unnest($1, $2)`, which the DSL cannot
 /// write; the multi-row `VALUES` it can write would be a different statement for every number
-/// of codes (up to 10,000) and bind 14 parameters per row.
+/// of codes, and at 14 parameters a row exceed PostgreSQL's 65,535 for a 10,000-code order.
 const INSERT_BULK_SQL: &str = "\
 INSERT INTO coupons (id, code, partner_id, sub_id, product_slug, months, status, expires_at, \
   bulk_order_id, purchaser_email, purchaser_source, unit_price_cents, notes, created_at) \

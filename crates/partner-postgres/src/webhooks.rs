@@ -33,8 +33,8 @@ use crate::{PgStore, db};
 // requeue and count at once (`RECOVER_SQL`). `LISTEN`/`NOTIFY` and `SET` are not queries.
 
 /// `status = 'pending'`, the predicate of the partial indexes `webhook_deliveries_endpoint_due_idx`
-/// and (negated) `webhook_deliveries_finished_idx`: a literal, so a prepared statement's generic
-/// plan can use them.
+/// (and, negated in `prune`, of `webhook_deliveries_finished_idx`): a literal, so a prepared
+/// statement's generic plan can use them.
 const PENDING: &str = "webhook_deliveries.status = 'pending'";
 
 /// The workers' claim, in one statement (raw: the DSL cannot express a LATERAL join with a
