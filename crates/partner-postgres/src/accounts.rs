@@ -1,123 +1,55 @@
 //! Operator-side storage: partners, feature flags, portal users and tokens.
 
 use diesel::prelude::*;
-use diesel::sql_types::{Array, Bool, Bytea, Nullable, Text, Timestamptz};
+use diesel::sql_types::{Bool, Bytea, Nullable, Text, Timestamptz};
+use diesel::upsert::excluded;
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use partner_domain::RepoError;
-use partner_domain::account::{
-    ApiTokenInfo, CareFlags, CareServicesAccess, Partner, PartnerSettings, PartnerSettingsInput,
-    PortalUser,
-};
+use partner_domain::account::{ApiTokenInfo, CareFlags, Partner, PartnerSettings, PortalUser};
 use partner_domain::ids::{TokenId, UserId};
 use partner_domain::ports::{AccountRepo, NewToken, RotateOutcome};
-use partner_domain::values::{CareService, Email, Lang, PartnerId};
+use partner_domain::values::{CareService, PartnerId};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
+use crate::dsl::{coalesce, fixed};
+use crate::models::api_tokens::{TokenRow, token_info};
+use crate::models::care_service_flags::{FlagRow, flags};
+use crate::models::partners::{NewPartner, PartnerRow};
+use crate::models::portal_users::{NewUser, UserRow, user};
 use crate::schema::{api_tokens, care_service_flags, partners, portal_users};
-use crate::{PgStore, corrupt, db, is_violation};
+use crate::{PgStore, db, is_violation};
 
-#[derive(Queryable, QueryableByName)]
-#[diesel(table_name = partners)]
-struct PartnerRow {
-    partner_id: String,
-    name: String,
-    email: String,
-    active: bool,
-    dna_access: bool,
-    headless_links: bool,
-    default_lang: String,
-    enabled_langs: Vec<String>,
-    cs_subscription_active: bool,
-    cs_manual_override: bool,
-    cs_yearly_bundle: bool,
-    cs_services: Vec<String>,
-    created_at: OffsetDateTime,
-    updated_at: OffsetDateTime,
-}
-
-impl PartnerRow {
-    fn into_domain(self) -> Result<Partner, RepoError> {
-        let lang = |s: &str| Lang::parse(s).ok_or_else(|| corrupt("language"));
-        let settings = PartnerSettings::parse(PartnerSettingsInput {
-            name: self.name,
-            email: Email::parse(&self.email).map_err(|_| corrupt("email"))?,
-            active: self.active,
-            dna_access: self.dna_access,
-            headless_links: self.headless_links,
-            default_lang: lang(&self.default_lang)?,
-            enabled_langs: self
-                .enabled_langs
-                .iter()
-                .map(|l| lang(l))
-                .collect::<Result<_, _>>()?,
-            care_services: CareServicesAccess {
-                subscription_active: self.cs_subscription_active,
-                manual_override: self.cs_manual_override,
-                yearly_bundle: self.cs_yearly_bundle,
-                services: self
-                    .cs_services
-                    .iter()
-                    .map(|s| CareService::parse(s).ok_or_else(|| corrupt("care service")))
-                    .collect::<Result<_, _>>()?,
-            },
-        })
-        .map_err(|_| corrupt("partner settings"))?;
-        Ok(Partner::new(
-            PartnerId::parse(&self.partner_id).map_err(|_| corrupt("partner id"))?,
-            settings,
-            self.created_at,
-            self.updated_at,
-        ))
-    }
-}
-
-#[derive(QueryableByName)]
-struct Upserted {
-    #[diesel(sql_type = Bool)]
-    inserted: bool,
-}
-
-type TokenRow = (
-    Uuid,
-    String,
-    OffsetDateTime,
-    Option<OffsetDateTime>,
-    Option<OffsetDateTime>,
-    Option<OffsetDateTime>,
-);
-
-fn token_info(
-    (id, token_prefix, created_at, expires_at, revoked_at, last_used_at): TokenRow,
-) -> ApiTokenInfo {
-    ApiTokenInfo {
-        id: TokenId::from_uuid(id),
-        token_prefix,
-        created_at,
-        expires_at,
-        revoked_at,
-        last_used_at,
-    }
-}
-
-fn insert_token_query(
+/// Stores the token only if its user exists and is not deleted, in one statement
+/// (`INSERT … SELECT … FROM portal_users`).
+async fn insert_token(
+    conn: &mut diesel_async::AsyncPgConnection,
     user_id: Uuid,
     t: &NewToken,
-) -> impl diesel::query_builder::QueryFragment<diesel::pg::Pg>
-+ diesel_async::methods::ExecuteDsl<diesel_async::AsyncPgConnection>
-+ Send
-+ '_ {
-    // One statement: the token is stored only if its user exists and is not deleted.
-    diesel::sql_query(
-        "INSERT INTO api_tokens (id, user_id, token_hash, token_prefix, created_at, expires_at) \
-         SELECT $1, u.id, $3, $4, $5, $6 FROM portal_users u WHERE u.id = $2 AND u.deleted_at IS NULL",
-    )
-    .bind::<diesel::sql_types::Uuid, _>(t.id.as_uuid())
-    .bind::<diesel::sql_types::Uuid, _>(user_id)
-    .bind::<Bytea, _>(t.hash.as_bytes())
-    .bind::<Text, _>(&t.prefix)
-    .bind::<Timestamptz, _>(t.created_at)
-    .bind::<Nullable<Timestamptz>, _>(t.expires_at)
+) -> QueryResult<usize> {
+    let from_live_user = portal_users::table
+        .filter(portal_users::id.eq(user_id))
+        .filter(portal_users::deleted_at.is_null())
+        .select((
+            t.id.as_uuid().into_sql::<diesel::sql_types::Uuid>(),
+            portal_users::id,
+            t.hash.as_bytes().into_sql::<Bytea>(),
+            t.prefix.as_str().into_sql::<Text>(),
+            t.created_at.into_sql::<Timestamptz>(),
+            t.expires_at.into_sql::<Nullable<Timestamptz>>(),
+        ));
+    diesel::insert_into(api_tokens::table)
+        .values(from_live_user)
+        .into_columns((
+            api_tokens::id,
+            api_tokens::user_id,
+            api_tokens::token_hash,
+            api_tokens::token_prefix,
+            api_tokens::created_at,
+            api_tokens::expires_at,
+        ))
+        .execute(conn)
+        .await
 }
 
 #[async_trait::async_trait]
@@ -129,56 +61,44 @@ impl AccountRepo for PgStore {
         now: OffsetDateTime,
     ) -> Result<(Partner, bool), RepoError> {
         let mut conn = self.conn().await?;
-        let langs: Vec<&str> = s.enabled_langs().iter().map(|l| l.as_str()).collect();
-        let services: Vec<&str> = s
-            .care_services()
-            .services
-            .iter()
-            .map(|c| c.as_str())
-            .collect();
-        let up: Upserted = diesel::sql_query(
-            "INSERT INTO partners (partner_id, name, email, active, dna_access, headless_links, \
-               default_lang, enabled_langs, cs_subscription_active, cs_manual_override, \
-               cs_yearly_bundle, cs_services, created_at, updated_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13) \
-             ON CONFLICT (partner_id) DO UPDATE SET name = EXCLUDED.name, email = EXCLUDED.email, \
-               active = EXCLUDED.active, dna_access = EXCLUDED.dna_access, \
-               headless_links = EXCLUDED.headless_links, default_lang = EXCLUDED.default_lang, \
-               enabled_langs = EXCLUDED.enabled_langs, \
-               cs_subscription_active = EXCLUDED.cs_subscription_active, \
-               cs_manual_override = EXCLUDED.cs_manual_override, \
-               cs_yearly_bundle = EXCLUDED.cs_yearly_bundle, cs_services = EXCLUDED.cs_services, \
-               updated_at = EXCLUDED.updated_at \
-             RETURNING (xmax = 0) AS inserted",
-        )
-        .bind::<Text, _>(id.as_str())
-        .bind::<Text, _>(&s.name())
-        .bind::<Text, _>(s.email().as_str())
-        .bind::<Bool, _>(s.active())
-        .bind::<Bool, _>(s.dna_access())
-        .bind::<Bool, _>(s.headless_links())
-        .bind::<Text, _>(s.default_lang().as_str())
-        .bind::<Array<Text>, _>(&langs)
-        .bind::<Bool, _>(s.care_services().subscription_active)
-        .bind::<Bool, _>(s.care_services().manual_override)
-        .bind::<Bool, _>(s.care_services().yearly_bundle)
-        .bind::<Array<Text>, _>(&services)
-        .bind::<Timestamptz, _>(now)
-        .get_result(&mut conn)
-        .await
-        .map_err(db)?;
+        // `xmax = 0` only on a row this statement inserted (an updated row carries the
+        // updating transaction's id), which tells a created partner from an updated one.
+        let inserted: bool = diesel::insert_into(partners::table)
+            .values(NewPartner::new(id, s, now))
+            .on_conflict(partners::partner_id)
+            .do_update()
+            .set((
+                partners::name.eq(excluded(partners::name)),
+                partners::email.eq(excluded(partners::email)),
+                partners::active.eq(excluded(partners::active)),
+                partners::dna_access.eq(excluded(partners::dna_access)),
+                partners::headless_links.eq(excluded(partners::headless_links)),
+                partners::default_lang.eq(excluded(partners::default_lang)),
+                partners::enabled_langs.eq(excluded(partners::enabled_langs)),
+                partners::cs_subscription_active.eq(excluded(partners::cs_subscription_active)),
+                partners::cs_manual_override.eq(excluded(partners::cs_manual_override)),
+                partners::cs_yearly_bundle.eq(excluded(partners::cs_yearly_bundle)),
+                partners::cs_services.eq(excluded(partners::cs_services)),
+                partners::updated_at.eq(excluded(partners::updated_at)),
+            ))
+            .returning(fixed::<Bool>("xmax = 0"))
+            .get_result(&mut conn)
+            .await
+            .map_err(db)?;
         let row: PartnerRow = partners::table
             .find(id.as_str())
+            .select(PartnerRow::as_select())
             .first(&mut conn)
             .await
             .map_err(db)?;
-        Ok((row.into_domain()?, up.inserted))
+        Ok((row.into_domain()?, inserted))
     }
 
     async fn partner(&self, id: &PartnerId) -> Result<Option<Partner>, RepoError> {
         let mut conn = self.conn().await?;
         let row: Option<PartnerRow> = partners::table
             .find(id.as_str())
+            .select(PartnerRow::as_select())
             .first(&mut conn)
             .await
             .optional()
@@ -213,7 +133,7 @@ impl AccountRepo for PgStore {
 
     async fn users_of(&self, partner: &PartnerId) -> Result<Vec<PortalUser>, RepoError> {
         let mut conn = self.conn().await?;
-        let rows: Vec<(Uuid, String, String, bool, OffsetDateTime)> = portal_users::table
+        let rows: Vec<UserRow> = portal_users::table
             .filter(portal_users::partner_id.eq(partner.as_str()))
             .filter(portal_users::deleted_at.is_null())
             .order((portal_users::created_at.asc(), portal_users::id.asc()))
@@ -227,29 +147,13 @@ impl AccountRepo for PgStore {
             .load(&mut conn)
             .await
             .map_err(db)?;
-        rows.into_iter()
-            .map(|(id, partner_id, email, admin, created_at)| {
-                Ok(PortalUser::new(
-                    UserId::from_uuid(id),
-                    Email::parse(&email).map_err(|_| corrupt("email"))?,
-                    PartnerId::parse(&partner_id).map_err(|_| corrupt("partner id"))?,
-                    admin,
-                    created_at,
-                ))
-            })
-            .collect()
+        rows.into_iter().map(user).collect()
     }
 
     async fn insert_user(&self, u: &PortalUser) -> Result<bool, RepoError> {
         let mut conn = self.conn().await?;
         let r = diesel::insert_into(portal_users::table)
-            .values((
-                portal_users::id.eq(u.id().as_uuid()),
-                portal_users::partner_id.eq(u.partner_id().as_str()),
-                portal_users::email.eq(u.email().as_str()),
-                portal_users::admin.eq(u.admin()),
-                portal_users::created_at.eq(u.created_at()),
-            ))
+            .values(NewUser::new(u))
             .execute(&mut conn)
             .await;
         match r {
@@ -281,10 +185,7 @@ impl AccountRepo for PgStore {
     async fn insert_token(&self, user_id: UserId, t: &NewToken) -> Result<bool, RepoError> {
         let user_id = user_id.as_uuid();
         let mut conn = self.conn().await?;
-        let n = insert_token_query(user_id, t)
-            .execute(&mut conn)
-            .await
-            .map_err(db)?;
+        let n = insert_token(&mut conn, user_id, t).await.map_err(db)?;
         Ok(n == 1)
     }
 
@@ -360,7 +261,7 @@ impl AccountRepo for PgStore {
                 .execute(conn)
                 .await?;
             let new = NewToken { expires_at, ..new };
-            insert_token_query(user_id, &new).execute(conn).await?;
+            insert_token(conn, user_id, &new).await?;
             Ok::<_, diesel::result::Error>(RotateOutcome::Rotated { expires_at })
         })
         .await
@@ -371,29 +272,20 @@ impl AccountRepo for PgStore {
         let id = id.as_uuid();
         let mut conn = self.conn().await?;
         // Revoking twice keeps the first revocation time.
-        let n = diesel::sql_query(
-            "UPDATE api_tokens SET revoked_at = COALESCE(revoked_at, $2) WHERE id = $1",
-        )
-        .bind::<diesel::sql_types::Uuid, _>(id)
-        .bind::<Timestamptz, _>(now)
-        .execute(&mut conn)
-        .await
-        .map_err(db)?;
+        let n = diesel::update(api_tokens::table.find(id))
+            .set(api_tokens::revoked_at.eq(coalesce(api_tokens::revoked_at, now).nullable()))
+            .execute(&mut conn)
+            .await
+            .map_err(db)?;
         Ok(n == 1)
     }
 }
 
 async fn load_flags(conn: &mut diesel_async::AsyncPgConnection) -> Result<CareFlags, RepoError> {
-    let rows: Vec<(String, bool)> = care_service_flags::table
+    let rows: Vec<FlagRow> = care_service_flags::table
         .select((care_service_flags::service, care_service_flags::enabled))
         .load(conn)
         .await
         .map_err(db)?;
-    let mut flags = CareFlags::default();
-    for (service, on) in rows {
-        if let Some(s) = CareService::parse(&service) {
-            flags.set(s, on);
-        }
-    }
-    Ok(flags)
+    Ok(flags(rows))
 }

@@ -3,7 +3,8 @@
 use std::collections::BTreeMap;
 
 use diesel::prelude::*;
-use diesel::sql_types::{Bool, Text, Timestamptz};
+use diesel::sql_types::{Bool, Text};
+use diesel::upsert::excluded;
 use diesel_async::RunQueryDsl;
 use partner_domain::RepoError;
 use partner_domain::catalog::{CareProduct, DnaProduct, MedicalProduct, Stored};
@@ -15,29 +16,10 @@ use serde::de::DeserializeOwned;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use crate::{PgStore, corrupt, db};
-
-#[derive(QueryableByName)]
-struct Put {
-    #[diesel(sql_type = Timestamptz)]
-    created_at: OffsetDateTime,
-    #[diesel(sql_type = Timestamptz)]
-    updated_at: OffsetDateTime,
-    #[diesel(sql_type = Bool)]
-    inserted: bool,
-}
-
-#[derive(QueryableByName)]
-struct Doc {
-    #[diesel(sql_type = diesel::sql_types::Uuid)]
-    id: Uuid,
-    #[diesel(sql_type = Text)]
-    doc: String,
-}
-
-fn parse<T: DeserializeOwned>(d: &Doc) -> Result<T, RepoError> {
-    serde_json::from_str(&d.doc).map_err(|_| corrupt("catalog document"))
-}
+use crate::dsl::fixed;
+use crate::models::catalog_products::{Doc, JsonText, Put, parse};
+use crate::schema::{catalog_products, partner_prices};
+use crate::{PgStore, db};
 
 impl PgStore {
     async fn put_doc<T: Serialize + Clone>(
@@ -49,18 +31,30 @@ impl PgStore {
     ) -> Result<(Stored<T>, bool), RepoError> {
         let mut conn = self.conn().await?;
         let doc = serde_json::to_string(record).map_err(RepoError::new)?;
-        let put: Put = diesel::sql_query(
-            "INSERT INTO catalog_products (kind, id, doc, created_at, updated_at) VALUES ($1, $2, $3::jsonb, $4, $4) \
-             ON CONFLICT (kind, id) DO UPDATE SET doc = EXCLUDED.doc, updated_at = EXCLUDED.updated_at \
-             RETURNING created_at, updated_at, (xmax = 0) AS inserted",
-        )
-        .bind::<Text, _>(kind)
-        .bind::<diesel::sql_types::Uuid, _>(id)
-        .bind::<Text, _>(doc)
-        .bind::<Timestamptz, _>(now)
-        .get_result(&mut conn)
-        .await
-        .map_err(db)?;
+        // `xmax = 0` only on a row this statement inserted (an updated row carries the
+        // updating transaction's id).
+        let put: Put = diesel::insert_into(catalog_products::table)
+            .values((
+                catalog_products::kind.eq(kind),
+                catalog_products::id.eq(id),
+                catalog_products::doc.eq(JsonText(doc)),
+                catalog_products::created_at.eq(now),
+                catalog_products::updated_at.eq(now),
+            ))
+            .on_conflict((catalog_products::kind, catalog_products::id))
+            .do_update()
+            .set((
+                catalog_products::doc.eq(excluded(catalog_products::doc)),
+                catalog_products::updated_at.eq(excluded(catalog_products::updated_at)),
+            ))
+            .returning((
+                catalog_products::created_at,
+                catalog_products::updated_at,
+                fixed::<Bool>("xmax = 0"),
+            ))
+            .get_result(&mut conn)
+            .await
+            .map_err(db)?;
         Ok((
             Stored {
                 record: record.clone(),
@@ -73,26 +67,24 @@ impl PgStore {
 
     async fn docs<T: DeserializeOwned>(&self, kind: &str) -> Result<Vec<T>, RepoError> {
         let mut conn = self.conn().await?;
-        let rows: Vec<Doc> =
-            diesel::sql_query("SELECT id, doc::text AS doc FROM catalog_products WHERE kind = $1")
-                .bind::<Text, _>(kind)
-                .load(&mut conn)
-                .await
-                .map_err(db)?;
+        let rows: Vec<Doc> = catalog_products::table
+            .filter(catalog_products::kind.eq(kind))
+            .select((catalog_products::id, catalog_products::doc.cast::<Text>()))
+            .load(&mut conn)
+            .await
+            .map_err(db)?;
         rows.iter().map(parse).collect()
     }
 
     async fn doc<T: DeserializeOwned>(&self, kind: &str, id: Uuid) -> Result<Option<T>, RepoError> {
         let mut conn = self.conn().await?;
-        let row: Option<Doc> = diesel::sql_query(
-            "SELECT id, doc::text AS doc FROM catalog_products WHERE kind = $1 AND id = $2",
-        )
-        .bind::<Text, _>(kind)
-        .bind::<diesel::sql_types::Uuid, _>(id)
-        .get_result(&mut conn)
-        .await
-        .optional()
-        .map_err(db)?;
+        let row: Option<Doc> = catalog_products::table
+            .find((kind, id))
+            .select((catalog_products::id, catalog_products::doc.cast::<Text>()))
+            .get_result(&mut conn)
+            .await
+            .optional()
+            .map_err(db)?;
         row.as_ref().map(parse).transpose()
     }
 
@@ -105,18 +97,27 @@ impl PgStore {
         now: OffsetDateTime,
     ) -> Result<(), RepoError> {
         let mut conn = self.conn().await?;
-        diesel::sql_query(
-            "INSERT INTO partner_prices (partner_id, kind, product_id, doc, updated_at) VALUES ($1, $2, $3, $4::jsonb, $5) \
-             ON CONFLICT (partner_id, kind, product_id) DO UPDATE SET doc = EXCLUDED.doc, updated_at = EXCLUDED.updated_at",
-        )
-        .bind::<Text, _>(partner.as_str())
-        .bind::<Text, _>(kind)
-        .bind::<diesel::sql_types::Uuid, _>(product)
-        .bind::<Text, _>(doc)
-        .bind::<Timestamptz, _>(now)
-        .execute(&mut conn)
-        .await
-        .map_err(db)?;
+        diesel::insert_into(partner_prices::table)
+            .values((
+                partner_prices::partner_id.eq(partner.as_str()),
+                partner_prices::kind.eq(kind),
+                partner_prices::product_id.eq(product),
+                partner_prices::doc.eq(JsonText(doc)),
+                partner_prices::updated_at.eq(now),
+            ))
+            .on_conflict((
+                partner_prices::partner_id,
+                partner_prices::kind,
+                partner_prices::product_id,
+            ))
+            .do_update()
+            .set((
+                partner_prices::doc.eq(excluded(partner_prices::doc)),
+                partner_prices::updated_at.eq(excluded(partner_prices::updated_at)),
+            ))
+            .execute(&mut conn)
+            .await
+            .map_err(db)?;
         Ok(())
     }
 
@@ -126,14 +127,16 @@ impl PgStore {
         kind: &str,
     ) -> Result<BTreeMap<ProductId, T>, RepoError> {
         let mut conn = self.conn().await?;
-        let rows: Vec<Doc> = diesel::sql_query(
-            "SELECT product_id AS id, doc::text AS doc FROM partner_prices WHERE partner_id = $1 AND kind = $2",
-        )
-        .bind::<Text, _>(partner.as_str())
-        .bind::<Text, _>(kind)
-        .load(&mut conn)
-        .await
-        .map_err(db)?;
+        let rows: Vec<Doc> = partner_prices::table
+            .filter(partner_prices::partner_id.eq(partner.as_str()))
+            .filter(partner_prices::kind.eq(kind))
+            .select((
+                partner_prices::product_id,
+                partner_prices::doc.cast::<Text>(),
+            ))
+            .load(&mut conn)
+            .await
+            .map_err(db)?;
         rows.iter()
             .map(|d| Ok((ProductId::from_uuid(d.id), parse(d)?)))
             .collect()

@@ -1,136 +1,95 @@
 //! Coupons: atomic bulk insert, conditional-update transitions, filtered listing.
 
+use diesel::pg::Pg;
 use diesel::prelude::*;
 use diesel::result::DatabaseErrorKind;
-use diesel::sql_types::{Array, BigInt, Int2, Nullable, Text, Timestamptz};
+use diesel::sql_types::{Array, BigInt, Bool, Int2, Nullable, Text, Timestamptz};
 use diesel_async::RunQueryDsl;
 use partner_domain::RepoError;
 use partner_domain::coupon::{
-    Coupon, CouponCode, CouponQuery, CouponStatus, ProductSlug, Redemption, StoredStatus,
+    Coupon, CouponCode, CouponQuery, CouponStatus, ProductSlug, Redemption,
 };
-use partner_domain::ids::{BulkOrderId, CouponId};
+use partner_domain::ids::CouponId;
 use partner_domain::ports::{CouponRepo, CouponWrite};
-use partner_domain::values::PartnerId;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use crate::leads::sub_id;
-use crate::{PgStore, corrupt, db, is_violation};
+use crate::models::coupons::Row;
+use crate::schema::coupons;
+use crate::{PgStore, db, is_violation};
 
-const COLUMNS: &str = "id, code, partner_id, sub_id, product_slug, months, status, expires_at, redeemed_at, \
-    redeemed_email, redeemed_provider_primary_external_id, bulk_order_id, purchaser_email, purchaser_source, \
-    unit_price_cents, notes, created_at";
+/// A bulk order's coupons in one statement, so it inserts every row or none and a duplicate
+/// code fails it whole. Raw: `INSERT … SELECT … FROM unnest($1, $2)`, which the DSL cannot
+/// write; the multi-row `VALUES` it can write would be a different statement for every number
+/// of codes, and at 14 parameters a row exceed PostgreSQL's 65,535 for a 10,000-code order.
+const INSERT_BULK_SQL: &str = "\
+INSERT INTO coupons (id, code, partner_id, sub_id, product_slug, months, status, expires_at, \
+  bulk_order_id, purchaser_email, purchaser_source, unit_price_cents, notes, created_at) \
+SELECT u.id, u.code, $3, $4, $5, $6, 'active', $7, $8, $9, $10, $11, $12, $13 \
+FROM unnest($1::uuid[], $2::text[]) AS u (id, code)";
 
-#[derive(QueryableByName)]
-struct Row {
-    #[diesel(sql_type = diesel::sql_types::Uuid)]
-    id: Uuid,
-    #[diesel(sql_type = Text)]
-    code: String,
-    #[diesel(sql_type = Text)]
-    partner_id: String,
-    #[diesel(sql_type = Nullable<Int2>)]
-    sub_id: Option<i16>,
-    #[diesel(sql_type = Text)]
-    product_slug: String,
-    #[diesel(sql_type = Int2)]
-    months: i16,
-    #[diesel(sql_type = Text)]
-    status: String,
-    #[diesel(sql_type = Nullable<Timestamptz>)]
-    expires_at: Option<OffsetDateTime>,
-    #[diesel(sql_type = Nullable<Timestamptz>)]
-    redeemed_at: Option<OffsetDateTime>,
-    #[diesel(sql_type = Nullable<Text>)]
-    redeemed_email: Option<String>,
-    #[diesel(sql_type = Nullable<Text>)]
-    redeemed_provider_primary_external_id: Option<String>,
-    #[diesel(sql_type = diesel::sql_types::Uuid)]
-    bulk_order_id: Uuid,
-    #[diesel(sql_type = Text)]
-    purchaser_email: String,
-    #[diesel(sql_type = Text)]
-    purchaser_source: String,
-    #[diesel(sql_type = BigInt)]
-    unit_price_cents: i64,
-    #[diesel(sql_type = Nullable<Text>)]
-    notes: Option<String>,
-    #[diesel(sql_type = Timestamptz)]
-    created_at: OffsetDateTime,
+type Condition = Box<dyn BoxableExpression<coupons::table, Pg, SqlType = Nullable<Bool>>>;
+
+/// Still active at `now`: not redeemed or voided, and not expired.
+fn active_at(now: OffsetDateTime) -> Condition {
+    Box::new(
+        coupons::status.eq("active").nullable().and(
+            coupons::expires_at
+                .is_null()
+                .nullable()
+                .or(coupons::expires_at.gt(now)),
+        ),
+    )
 }
 
-impl Row {
-    fn into_domain(self) -> Result<Coupon, RepoError> {
-        Ok(Coupon {
-            id: CouponId::from_uuid(self.id),
-            code: CouponCode::normalize(&self.code).ok_or_else(|| corrupt("coupon code"))?,
-            partner_id: PartnerId::parse(&self.partner_id).map_err(|_| corrupt("partner id"))?,
-            sub_id: sub_id(self.sub_id)?,
-            product_slug: ProductSlug::parse(&self.product_slug)
-                .ok_or_else(|| corrupt("product slug"))?,
-            months: u8::try_from(self.months).map_err(|_| corrupt("months"))?,
-            status: StoredStatus::parse(&self.status).ok_or_else(|| corrupt("coupon status"))?,
-            expires_at: self.expires_at,
-            redemption: match self.redeemed_at {
-                Some(at) => Some(Redemption {
-                    at,
-                    email: self.redeemed_email.unwrap_or_default(),
-                    provider_primary_external_id: self
-                        .redeemed_provider_primary_external_id
-                        .unwrap_or_default(),
-                }),
-                None => None,
-            },
-            bulk_order_id: BulkOrderId::from_uuid(self.bulk_order_id),
-            purchaser_email: self.purchaser_email,
-            purchaser_source: self.purchaser_source,
-            unit_price_cents: self.unit_price_cents,
-            notes: self.notes,
-            created_at: self.created_at,
-        })
+/// The condition for an effective status at `now`.
+fn status_condition(s: CouponStatus, now: OffsetDateTime) -> Condition {
+    match s {
+        CouponStatus::Active => active_at(now),
+        CouponStatus::Expired => Box::new(
+            coupons::status
+                .eq("active")
+                .nullable()
+                .and(coupons::expires_at.le(now)),
+        ),
+        CouponStatus::Redeemed => Box::new(coupons::status.eq("redeemed").nullable()),
+        CouponStatus::Void => Box::new(coupons::status.eq("void").nullable()),
     }
 }
 
-#[derive(QueryableByName)]
-struct Count {
-    #[diesel(sql_type = BigInt)]
-    n: i64,
+/// The partner's coupons the query asks for (any of its statuses, its product), unordered.
+fn matching(q: &CouponQuery, now: OffsetDateTime) -> coupons::BoxedQuery<'_, Pg> {
+    let mut found = coupons::table
+        .filter(coupons::partner_id.eq(q.partner.as_str()))
+        .into_boxed();
+    if let Some(slug) = q.product_slug {
+        found = found.filter(coupons::product_slug.eq(slug.as_str()));
+    }
+    let any = q
+        .statuses
+        .iter()
+        .map(|s| status_condition(*s, now))
+        .reduce(|a, b| Box::new(a.or(b)));
+    if let Some(any) = any {
+        found = found.filter(any);
+    }
+    found
 }
 
 impl PgStore {
+    /// The one coupon `found` selects (by its code or its id), as it is now.
     async fn coupon_where(
         &self,
-        clause: &str,
-        bind: CouponKey<'_>,
+        found: coupons::BoxedQuery<'_, Pg>,
     ) -> Result<Option<Coupon>, RepoError> {
         let mut conn = self.conn().await?;
-        let q = diesel::sql_query(format!("SELECT {COLUMNS} FROM coupons WHERE {clause}"));
-        let row: Option<Row> = match bind {
-            CouponKey::Code(c) => q.bind::<Text, _>(c.as_str()).get_result(&mut conn).await,
-            CouponKey::Id(id) => {
-                q.bind::<diesel::sql_types::Uuid, _>(id)
-                    .get_result(&mut conn)
-                    .await
-            }
-        }
-        .optional()
-        .map_err(db)?;
+        let row: Option<Row> = found
+            .select(Row::as_select())
+            .get_result(&mut conn)
+            .await
+            .optional()
+            .map_err(db)?;
         row.map(Row::into_domain).transpose()
-    }
-}
-
-enum CouponKey<'a> {
-    Code(&'a CouponCode),
-    Id(Uuid),
-}
-
-/// The SQL condition for an effective status; `now` is always bind `$2`.
-fn status_condition(s: CouponStatus) -> &'static str {
-    match s {
-        CouponStatus::Active => "(status = 'active' AND (expires_at IS NULL OR expires_at > $2))",
-        CouponStatus::Expired => "(status = 'active' AND expires_at <= $2)",
-        CouponStatus::Redeemed => "status = 'redeemed'",
-        CouponStatus::Void => "status = 'void'",
     }
 }
 
@@ -151,28 +110,22 @@ impl CouponRepo for PgStore {
         let ids: Vec<Uuid> = coupons.iter().map(|c| c.id.as_uuid()).collect();
         let codes: Vec<&str> = coupons.iter().map(|c| c.code.as_str()).collect();
         let mut conn = self.conn().await?;
-        // One statement: it inserts every row or none, and a duplicate code fails it whole.
-        let r = diesel::sql_query(
-            "INSERT INTO coupons (id, code, partner_id, sub_id, product_slug, months, status, expires_at, \
-               bulk_order_id, purchaser_email, purchaser_source, unit_price_cents, notes, created_at) \
-             SELECT u.id, u.code, $3, $4, $5, $6, 'active', $7, $8, $9, $10, $11, $12, $13 \
-             FROM unnest($1::uuid[], $2::text[]) AS u (id, code)",
-        )
-        .bind::<Array<diesel::sql_types::Uuid>, _>(&ids)
-        .bind::<Array<Text>, _>(&codes)
-        .bind::<Text, _>(first.partner_id.as_str())
-        .bind::<Nullable<Int2>, _>(first.sub_id.map(|s| i16::from(s.get())))
-        .bind::<Text, _>(first.product_slug.as_str())
-        .bind::<Int2, _>(i16::from(first.months))
-        .bind::<Nullable<Timestamptz>, _>(first.expires_at)
-        .bind::<diesel::sql_types::Uuid, _>(first.bulk_order_id.as_uuid())
-        .bind::<Text, _>(&first.purchaser_email)
-        .bind::<Text, _>(&first.purchaser_source)
-        .bind::<BigInt, _>(first.unit_price_cents)
-        .bind::<Nullable<Text>, _>(first.notes.as_deref())
-        .bind::<Timestamptz, _>(first.created_at)
-        .execute(&mut conn)
-        .await;
+        let r = diesel::sql_query(INSERT_BULK_SQL)
+            .bind::<Array<diesel::sql_types::Uuid>, _>(&ids)
+            .bind::<Array<Text>, _>(&codes)
+            .bind::<Text, _>(first.partner_id.as_str())
+            .bind::<Nullable<Int2>, _>(first.sub_id.map(|s| i16::from(s.get())))
+            .bind::<Text, _>(first.product_slug.as_str())
+            .bind::<Int2, _>(i16::from(first.months))
+            .bind::<Nullable<Timestamptz>, _>(first.expires_at)
+            .bind::<diesel::sql_types::Uuid, _>(first.bulk_order_id.as_uuid())
+            .bind::<Text, _>(&first.purchaser_email)
+            .bind::<Text, _>(&first.purchaser_source)
+            .bind::<BigInt, _>(first.unit_price_cents)
+            .bind::<Nullable<Text>, _>(first.notes.as_deref())
+            .bind::<Timestamptz, _>(first.created_at)
+            .execute(&mut conn)
+            .await;
         match r {
             Ok(_) => Ok(CouponWrite::Done),
             Err(e) if is_violation(&e, |k| matches!(k, DatabaseErrorKind::UniqueViolation)) => {
@@ -193,28 +146,32 @@ impl CouponRepo for PgStore {
             let mut conn = self.conn().await?;
             // The whole transition is this one conditional update: of concurrent attempts,
             // exactly one finds the row still active.
-            diesel::sql_query(format!(
-                "UPDATE coupons SET status = 'redeemed', redeemed_at = $4, redeemed_email = $5, \
-                   redeemed_provider_primary_external_id = $6 \
-                 WHERE code = $1 AND status = 'active' AND (expires_at IS NULL OR expires_at > $4) \
-                   AND product_slug = $2 AND months = $3 \
-                 RETURNING {COLUMNS}"
-            ))
-            .bind::<Text, _>(code.as_str())
-            .bind::<Text, _>(slug.as_str())
-            .bind::<Int2, _>(i16::from(months))
-            .bind::<Timestamptz, _>(who.at)
-            .bind::<Text, _>(&who.email)
-            .bind::<Text, _>(&who.provider_primary_external_id)
-            .get_result(&mut conn)
-            .await
-            .optional()
-            .map_err(db)?
+            diesel::update(coupons::table)
+                .filter(coupons::code.eq(code.as_str()))
+                .filter(active_at(who.at))
+                .filter(coupons::product_slug.eq(slug.as_str()))
+                .filter(coupons::months.eq(i16::from(months)))
+                .set((
+                    coupons::status.eq("redeemed"),
+                    coupons::redeemed_at.eq(who.at),
+                    coupons::redeemed_email.eq(&who.email),
+                    coupons::redeemed_provider_primary_external_id
+                        .eq(&who.provider_primary_external_id),
+                ))
+                .returning(Row::as_returning())
+                .get_result(&mut conn)
+                .await
+                .optional()
+                .map_err(db)?
         };
         match updated {
             Some(r) => Ok(Ok(r.into_domain()?)),
             None => Ok(Err(self
-                .coupon_where("code = $1", CouponKey::Code(code))
+                .coupon_where(
+                    coupons::table
+                        .filter(coupons::code.eq(code.as_str()))
+                        .into_boxed(),
+                )
                 .await?)),
         }
     }
@@ -227,21 +184,20 @@ impl CouponRepo for PgStore {
         let id = id.as_uuid();
         let updated: Option<Row> = {
             let mut conn = self.conn().await?;
-            diesel::sql_query(format!(
-                "UPDATE coupons SET status = 'void', voided_at = $2 \
-                 WHERE id = $1 AND status = 'active' AND (expires_at IS NULL OR expires_at > $2) \
-                 RETURNING {COLUMNS}"
-            ))
-            .bind::<diesel::sql_types::Uuid, _>(id)
-            .bind::<Timestamptz, _>(now)
-            .get_result(&mut conn)
-            .await
-            .optional()
-            .map_err(db)?
+            diesel::update(coupons::table.find(id))
+                .filter(active_at(now))
+                .set((coupons::status.eq("void"), coupons::voided_at.eq(now)))
+                .returning(Row::as_returning())
+                .get_result(&mut conn)
+                .await
+                .optional()
+                .map_err(db)?
         };
         match updated {
             Some(r) => Ok(Ok(r.into_domain()?)),
-            None => Ok(Err(self.coupon_where("id = $1", CouponKey::Id(id)).await?)),
+            None => Ok(Err(self
+                .coupon_where(coupons::table.find(id).into_boxed())
+                .await?)),
         }
     }
 
@@ -250,41 +206,24 @@ impl CouponRepo for PgStore {
         q: &CouponQuery,
         now: OffsetDateTime,
     ) -> Result<(Vec<Coupon>, u64), RepoError> {
-        // $1 partner, $2 now, $3 product slug (or NULL for any).
-        let mut filter =
-            String::from("partner_id = $1 AND ($3::text IS NULL OR product_slug = $3)");
-        if !q.statuses.is_empty() {
-            let any: Vec<&str> = q.statuses.iter().map(|s| status_condition(*s)).collect();
-            filter.push_str(&format!(" AND ({})", any.join(" OR ")));
-        } else {
-            // Keeps `$2` referenced, so its type is known whatever the filter.
-            filter.push_str(" AND $2::timestamptz IS NOT NULL");
-        }
-        let slug = q.product_slug.map(ProductSlug::as_str);
         let mut conn = self.conn().await?;
-        let total: Count =
-            diesel::sql_query(format!("SELECT count(*) AS n FROM coupons WHERE {filter}"))
-                .bind::<Text, _>(q.partner.as_str())
-                .bind::<Timestamptz, _>(now)
-                .bind::<Nullable<Text>, _>(slug)
-                .get_result(&mut conn)
-                .await
-                .map_err(db)?;
-        let rows: Vec<Row> = diesel::sql_query(format!(
-            "SELECT {COLUMNS} FROM coupons WHERE {filter} ORDER BY created_at DESC, code ASC LIMIT $4 OFFSET $5"
-        ))
-        .bind::<Text, _>(q.partner.as_str())
-        .bind::<Timestamptz, _>(now)
-        .bind::<Nullable<Text>, _>(slug)
-        .bind::<BigInt, _>(i64::from(q.limit))
-        .bind::<BigInt, _>(i64::try_from(q.offset).unwrap_or(i64::MAX))
-        .load(&mut conn)
-        .await
-        .map_err(db)?;
+        let total: i64 = matching(q, now)
+            .count()
+            .get_result(&mut conn)
+            .await
+            .map_err(db)?;
+        let rows: Vec<Row> = matching(q, now)
+            .select(Row::as_select())
+            .order((coupons::created_at.desc(), coupons::code.asc()))
+            .limit(i64::from(q.limit))
+            .offset(i64::try_from(q.offset).unwrap_or(i64::MAX))
+            .load(&mut conn)
+            .await
+            .map_err(db)?;
         let items = rows
             .into_iter()
             .map(Row::into_domain)
             .collect::<Result<_, _>>()?;
-        Ok((items, u64::try_from(total.n).unwrap_or(0)))
+        Ok((items, u64::try_from(total).unwrap_or(0)))
     }
 }

@@ -6,89 +6,17 @@ use diesel_async::RunQueryDsl;
 use partner_domain::RepoError;
 use partner_domain::auth::Sealed;
 use partner_domain::cursor::Position;
-use partner_domain::lead::{Lead, LeadId, Origin, TestFlag, TestSource};
+use partner_domain::lead::{Lead, LeadId, TestSource};
 use partner_domain::ports::LeadRepo;
 use partner_domain::token::TokenHash;
-use partner_domain::values::{PartnerId, SubId};
+use partner_domain::values::PartnerId;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use crate::{PgStore, corrupt, db, tokens};
-
-const COLUMNS: &str = "id, partner_id, sub_id, first_name, last_name, email, email_consent, phone, sms_consent, \
-                       origin, location, question_id, test_source, created_at, updated_at";
-
-#[derive(Queryable, QueryableByName)]
-struct Row {
-    #[diesel(sql_type = diesel::sql_types::Uuid)]
-    id: Uuid,
-    #[diesel(sql_type = Text)]
-    partner_id: String,
-    #[diesel(sql_type = Nullable<Int2>)]
-    sub_id: Option<i16>,
-    #[diesel(sql_type = Text)]
-    first_name: String,
-    #[diesel(sql_type = Text)]
-    last_name: String,
-    #[diesel(sql_type = Text)]
-    email: String,
-    #[diesel(sql_type = Bool)]
-    email_consent: bool,
-    #[diesel(sql_type = Nullable<Text>)]
-    phone: Option<String>,
-    #[diesel(sql_type = Bool)]
-    sms_consent: bool,
-    #[diesel(sql_type = Text)]
-    origin: String,
-    #[diesel(sql_type = Text)]
-    location: String,
-    #[diesel(sql_type = Nullable<Text>)]
-    question_id: Option<String>,
-    #[diesel(sql_type = Nullable<Text>)]
-    test_source: Option<String>,
-    #[diesel(sql_type = Timestamptz)]
-    created_at: OffsetDateTime,
-    #[diesel(sql_type = Timestamptz)]
-    updated_at: OffsetDateTime,
-}
-
-pub(crate) fn sub_id(v: Option<i16>) -> Result<Option<SubId>, RepoError> {
-    v.map(|n| {
-        u16::try_from(n)
-            .ok()
-            .and_then(SubId::new)
-            .ok_or_else(|| corrupt("sub id"))
-    })
-    .transpose()
-}
-
-impl Row {
-    fn into_domain(self) -> Result<Lead, RepoError> {
-        let test = match self.test_source.as_deref() {
-            None => TestFlag::REAL,
-            Some(s) => TestFlag::from_stored(Some(
-                TestSource::parse(s).ok_or_else(|| corrupt("test source"))?,
-            )),
-        };
-        Ok(Lead {
-            id: LeadId::from_uuid(self.id),
-            partner_id: PartnerId::parse(&self.partner_id).map_err(|_| corrupt("partner id"))?,
-            sub_id: sub_id(self.sub_id)?,
-            first_name: self.first_name,
-            last_name: self.last_name,
-            email: self.email,
-            email_consent: self.email_consent,
-            phone: self.phone,
-            sms_consent: self.sms_consent,
-            origin: Origin::parse(&self.origin).map_err(|_| corrupt("origin"))?,
-            location: self.location,
-            question_id: self.question_id,
-            test,
-            created_at: self.created_at,
-            updated_at: self.updated_at,
-        })
-    }
-}
+use crate::models::api_tokens as tokens;
+use crate::models::leads::{Changes, Row};
+use crate::schema::leads;
+use crate::{PgStore, corrupt, db};
 
 #[async_trait::async_trait]
 impl LeadRepo for PgStore {
@@ -99,7 +27,7 @@ impl LeadRepo for PgStore {
         include_test: bool,
         limit: u16,
     ) -> Result<Vec<Lead>, RepoError> {
-        use crate::schema::leads::dsl as l;
+        use leads::dsl as l;
         let mut conn = self.conn().await?;
         // Built with the DSL (not `sql_query`) so the statement is prepared once per connection
         // and cached. `NOT is_test` is rendered literally so the plan can use the partial index.
@@ -177,7 +105,8 @@ impl LeadRepo for PgStore {
 /// The token lookup and the leads page in one statement: the CTE resolves the token (with its
 /// user and partner); the first branch of the UNION ALL returns the token's columns once (lead
 /// columns NULL), the second the page of that token's partner (token columns NULL), read only
-/// when the token is live at `now`. No row at all: no token has that hash. Rendered as SQL text with bind parameters but
+/// when the token is live at `now`. No row at all: no token has that hash. Raw, because the DSL
+/// cannot write a `UNION ALL` over a `CROSS JOIN LATERAL`. Rendered as SQL text with bind parameters but
 /// without `sql_query`'s "do not cache" mark, so diesel-async prepares each of its four shapes
 /// (with/without cursor, with/without test rows) once per connection, as pgbench `-M prepared`.
 struct LeadsForToken {
@@ -349,14 +278,24 @@ pub(crate) async fn leads_by_ids(
     conn: &mut diesel_async::AsyncPgConnection,
     ids: &[Uuid],
 ) -> Result<Vec<Lead>, RepoError> {
-    let rows: Vec<Row> =
-        diesel::sql_query(format!("SELECT {COLUMNS} FROM leads WHERE id = ANY($1)"))
-            .bind::<diesel::sql_types::Array<diesel::sql_types::Uuid>, _>(ids)
-            .load(conn)
-            .await
-            .map_err(db)?;
+    let rows: Vec<Row> = leads::table
+        .filter(leads::id.eq_any(ids))
+        .select(Row::as_select())
+        .load(conn)
+        .await
+        .map_err(db)?;
     rows.into_iter().map(Row::into_domain).collect()
 }
+
+/// Raw, and prepared once per connection through [`crate::Prepared`]: ingest's hot path
+/// (`docs/performance.md`). An `INSERT … SELECT … WHERE EXISTS`, which the DSL cannot write: it
+/// inserts nothing when the partner does not exist, where a foreign-key violation would leave
+/// the transaction unusable.
+const INSERT_SQL: &str = "\
+INSERT INTO leads (id, partner_id, sub_id, first_name, last_name, email, email_consent, \
+  phone, sms_consent, origin, location, question_id, is_test, test_source, created_at, updated_at) \
+SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $15 \
+WHERE EXISTS (SELECT 1 FROM partners WHERE partner_id = $2)";
 
 /// Inserts a lead unless its partner does not exist (then 0 rows, and the transaction stays
 /// usable, which a foreign-key violation would not leave it).
@@ -364,28 +303,24 @@ pub(crate) async fn insert(
     conn: &mut diesel_async::AsyncPgConnection,
     lead: &Lead,
 ) -> Result<bool, diesel::result::Error> {
-    // Prepared once per connection, like the outbox statement: ingest's hot path.
-    let n = crate::Prepared(diesel::sql_query(
-        "INSERT INTO leads (id, partner_id, sub_id, first_name, last_name, email, email_consent, \
-           phone, sms_consent, origin, location, question_id, is_test, test_source, created_at, updated_at) \
-         SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $15 \
-         WHERE EXISTS (SELECT 1 FROM partners WHERE partner_id = $2)",
+    let n = crate::Prepared(
+        diesel::sql_query(INSERT_SQL)
+            .bind::<diesel::sql_types::Uuid, _>(lead.id.as_uuid())
+            .bind::<Text, _>(lead.partner_id.as_str())
+            .bind::<Nullable<Int2>, _>(lead.sub_id.map(|s| i16::from(s.get())))
+            .bind::<Text, _>(&lead.first_name)
+            .bind::<Text, _>(&lead.last_name)
+            .bind::<Text, _>(&lead.email)
+            .bind::<Bool, _>(lead.email_consent)
+            .bind::<Nullable<Text>, _>(lead.phone.as_deref())
+            .bind::<Bool, _>(lead.sms_consent)
+            .bind::<Text, _>(lead.origin.as_str())
+            .bind::<Text, _>(&lead.location)
+            .bind::<Nullable<Text>, _>(lead.question_id.as_deref())
+            .bind::<Bool, _>(lead.test.is_test())
+            .bind::<Nullable<Text>, _>(lead.test.source().map(TestSource::as_str))
+            .bind::<Timestamptz, _>(lead.created_at),
     )
-    .bind::<diesel::sql_types::Uuid, _>(lead.id.as_uuid())
-    .bind::<Text, _>(lead.partner_id.as_str())
-    .bind::<Nullable<Int2>, _>(lead.sub_id.map(|s| i16::from(s.get())))
-    .bind::<Text, _>(&lead.first_name)
-    .bind::<Text, _>(&lead.last_name)
-    .bind::<Text, _>(&lead.email)
-    .bind::<Bool, _>(lead.email_consent)
-    .bind::<Nullable<Text>, _>(lead.phone.as_deref())
-    .bind::<Bool, _>(lead.sms_consent)
-    .bind::<Text, _>(lead.origin.as_str())
-    .bind::<Text, _>(&lead.location)
-    .bind::<Nullable<Text>, _>(lead.question_id.as_deref())
-    .bind::<Bool, _>(lead.test.is_test())
-    .bind::<Nullable<Text>, _>(lead.test.source().map(TestSource::as_str))
-    .bind::<Timestamptz, _>(lead.created_at))
     .execute(conn)
     .await?;
     Ok(n == 1)
@@ -396,14 +331,14 @@ pub(crate) async fn lock(
     conn: &mut diesel_async::AsyncPgConnection,
     id: LeadId,
 ) -> Result<Option<Lead>, RepoError> {
-    let row: Option<Row> = diesel::sql_query(format!(
-        "SELECT {COLUMNS} FROM leads WHERE id = $1 FOR UPDATE"
-    ))
-    .bind::<diesel::sql_types::Uuid, _>(id.as_uuid())
-    .get_result(conn)
-    .await
-    .optional()
-    .map_err(db)?;
+    let row: Option<Row> = leads::table
+        .find(id.as_uuid())
+        .select(Row::as_select())
+        .for_update()
+        .get_result(conn)
+        .await
+        .optional()
+        .map_err(db)?;
     row.map(Row::into_domain).transpose()
 }
 
@@ -412,19 +347,9 @@ pub(crate) async fn update(
     conn: &mut diesel_async::AsyncPgConnection,
     lead: &Lead,
 ) -> Result<(), diesel::result::Error> {
-    diesel::sql_query(
-        "UPDATE leads SET first_name = $2, last_name = $3, email = $4, email_consent = $5, \
-           phone = $6, sms_consent = $7, updated_at = $8 WHERE id = $1",
-    )
-    .bind::<diesel::sql_types::Uuid, _>(lead.id.as_uuid())
-    .bind::<Text, _>(&lead.first_name)
-    .bind::<Text, _>(&lead.last_name)
-    .bind::<Text, _>(&lead.email)
-    .bind::<Bool, _>(lead.email_consent)
-    .bind::<Nullable<Text>, _>(lead.phone.as_deref())
-    .bind::<Bool, _>(lead.sms_consent)
-    .bind::<Timestamptz, _>(lead.updated_at)
-    .execute(conn)
-    .await?;
+    diesel::update(leads::table.find(lead.id.as_uuid()))
+        .set(Changes::of(lead))
+        .execute(conn)
+        .await?;
     Ok(())
 }

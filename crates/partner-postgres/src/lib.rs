@@ -4,13 +4,18 @@
 //! Migrations from the workspace's top-level `migrations/` are embedded in the binary and applied
 //! at start ([`migrate`]), after [`ensure_database`] has created the database when it is missing.
 //! Time always comes in from the domain's `Clock` as a bind parameter; no query calls `now()`.
+//! Row structs and their translation live in `models/` (one file per table); statements are
+//! written with the diesel DSL, raw SQL only where it cannot say them (see `docs/architecture.md`,
+//! "Query style").
 
 #![cfg_attr(test, allow(clippy::expect_used, clippy::indexing_slicing))]
 
 mod accounts;
 mod catalog;
 mod coupons;
+mod dsl;
 mod leads;
+mod models;
 mod ops;
 mod orders;
 mod outbox;
@@ -39,6 +44,30 @@ use partner_domain::ports::Readiness;
 const MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations");
 /// Serialises concurrent migrators (several instances starting together).
 const MIGRATION_LOCK: i64 = 0x0070_6172_746e_6572;
+
+// Start-up statements stay raw: they address the server (its catalog `pg_database`, which
+// `schema.rs` does not declare; `CREATE`/`DROP DATABASE`, whose name cannot be a bind parameter)
+// or call functions that return `void`, which diesel cannot type. Each runs once per start.
+
+/// Whether the database `$1` exists.
+const DATABASE_EXISTS_SQL: &str =
+    "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1) AS found";
+/// Takes the migration lock `$1`, waiting for it.
+const ADVISORY_LOCK_SQL: &str = "SELECT pg_advisory_lock($1)";
+/// Releases the migration lock `$1`.
+const ADVISORY_UNLOCK_SQL: &str = "SELECT pg_advisory_unlock($1)";
+
+/// `name` as a quoted SQL identifier (for the statements that cannot bind it).
+fn quoted(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// `CREATE DATABASE` for a name checked to be missing.
+async fn create_database(conn: &mut AsyncPgConnection, name: &str) -> diesel::QueryResult<usize> {
+    diesel::sql_query(format!("CREATE DATABASE {}", quoted(name)))
+        .execute(conn)
+        .await
+}
 
 /// Errors of start-up: reaching PostgreSQL, creating the database, migrating. Each keeps its
 /// cause as `source()`.
@@ -74,19 +103,14 @@ pub async fn ensure_database(url: &str) -> Result<(), SetupError> {
         #[diesel(sql_type = diesel::sql_types::Bool)]
         found: bool,
     }
-    let found =
-        diesel::sql_query("SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1) AS found")
-            .bind::<diesel::sql_types::Text, _>(&name)
-            .get_result::<Found>(&mut conn)
-            .await?;
+    let found = diesel::sql_query(DATABASE_EXISTS_SQL)
+        .bind::<diesel::sql_types::Text, _>(&name)
+        .get_result::<Found>(&mut conn)
+        .await?;
     if found.found {
         return Ok(());
     }
-    let quoted = format!("\"{}\"", name.replace('"', "\"\""));
-    match diesel::sql_query(format!("CREATE DATABASE {quoted}"))
-        .execute(&mut conn)
-        .await
-    {
+    match create_database(&mut conn, &name).await {
         Ok(_) => Ok(()),
         // Another instance created it between our check and our CREATE.
         Err(DieselError::DatabaseError(_, info)) if info.message().contains("already exists") => {
@@ -104,10 +128,12 @@ pub async fn drop_database(url: &str) -> Result<(), SetupError> {
     let name = parsed.path().trim_start_matches('/').to_owned();
     parsed.set_path("/postgres");
     let mut conn = <AsyncPgConnection as AsyncConnection>::establish(parsed.as_str()).await?;
-    let quoted = format!("\"{}\"", name.replace('"', "\"\""));
-    diesel::sql_query(format!("DROP DATABASE IF EXISTS {quoted} WITH (FORCE)"))
-        .execute(&mut conn)
-        .await?;
+    diesel::sql_query(format!(
+        "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+        quoted(&name)
+    ))
+    .execute(&mut conn)
+    .await?;
     Ok(())
 }
 
@@ -120,21 +146,18 @@ pub async fn migrate(url: &str) -> Result<Vec<String>, SetupError> {
         type Wrapper =
             diesel_async::async_connection_wrapper::AsyncConnectionWrapper<AsyncPgConnection>;
         let mut conn = <Wrapper as diesel::Connection>::establish(&url)?;
-        let lock = |sql: String, conn: &mut Wrapper| {
-            diesel::RunQueryDsl::execute(diesel::sql_query(sql), conn)
+        let lock = |sql: &str, conn: &mut Wrapper| {
+            diesel::RunQueryDsl::execute(
+                diesel::sql_query(sql).bind::<diesel::sql_types::BigInt, _>(MIGRATION_LOCK),
+                conn,
+            )
         };
-        lock(
-            format!("SELECT pg_advisory_lock({MIGRATION_LOCK})"),
-            &mut conn,
-        )?;
+        lock(ADVISORY_LOCK_SQL, &mut conn)?;
         let applied = conn
             .run_pending_migrations(MIGRATIONS)
             .map(|v| v.iter().map(ToString::to_string).collect())
             .map_err(SetupError::Migration);
-        lock(
-            format!("SELECT pg_advisory_unlock({MIGRATION_LOCK})"),
-            &mut conn,
-        )?;
+        lock(ADVISORY_UNLOCK_SQL, &mut conn)?;
         applied
     })
     .await
@@ -204,7 +227,7 @@ impl PgStore {
 impl Readiness for PgStore {
     async fn ping(&self) -> Result<(), RepoError> {
         let mut conn = self.conn().await?;
-        diesel::sql_query("SELECT 1")
+        diesel::select(dsl::fixed::<diesel::sql_types::Integer>("1"))
             .execute(&mut conn)
             .await
             .map_err(RepoError::new)?;

@@ -1,11 +1,14 @@
 //! Figures for operators' metrics: the pool's state and the webhook backlog.
 
-use diesel::sql_types::{BigInt, Nullable, Timestamptz};
+use diesel::prelude::*;
+use diesel::sql_types::Bool;
 use diesel_async::RunQueryDsl;
 use partner_domain::RepoError;
 use time::OffsetDateTime;
 
 use crate::PgStore;
+use crate::dsl::fixed;
+use crate::schema::webhook_deliveries;
 
 /// The connection pool right now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,14 +31,6 @@ pub struct Backlog {
     pub oldest: Option<OffsetDateTime>,
 }
 
-#[derive(diesel::QueryableByName)]
-struct Row {
-    #[diesel(sql_type = BigInt)]
-    pending: i64,
-    #[diesel(sql_type = Nullable<Timestamptz>)]
-    oldest: Option<OffsetDateTime>,
-}
-
 impl PgStore {
     pub fn pool_state(&self) -> PoolState {
         let s = self.pool.status();
@@ -47,19 +42,19 @@ impl PgStore {
         }
     }
 
-    /// One query over the pending-deliveries index.
+    /// One query over the pending-deliveries index (its predicate written as a literal, so
+    /// the prepared statement's plan can use it).
     pub async fn webhook_backlog(&self) -> Result<Backlog, RepoError> {
         let mut conn = self.conn().await?;
-        let row = diesel::sql_query(
-            "SELECT count(*) AS pending, min(created_at) AS oldest \
-             FROM webhook_deliveries WHERE status = 'pending'",
-        )
-        .get_result::<Row>(&mut conn)
-        .await
-        .map_err(RepoError::new)?;
-        Ok(Backlog {
-            pending: row.pending,
-            oldest: row.oldest,
-        })
+        let (pending, oldest) = webhook_deliveries::table
+            .filter(fixed::<Bool>("webhook_deliveries.status = 'pending'"))
+            .select((
+                diesel::dsl::count_star(),
+                diesel::dsl::min(webhook_deliveries::created_at),
+            ))
+            .get_result::<(i64, Option<OffsetDateTime>)>(&mut conn)
+            .await
+            .map_err(RepoError::new)?;
+        Ok(Backlog { pending, oldest })
     }
 }

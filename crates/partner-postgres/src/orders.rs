@@ -2,133 +2,135 @@
 //! `order_completed` events by the domain at read time.
 
 use diesel::prelude::*;
-use diesel::sql_types::{BigInt, Bool, Int2, Nullable, Text, Timestamptz};
+use diesel::sql_types::{BigInt, Bool, Text, Timestamptz};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use partner_domain::RepoError;
-use partner_domain::ids::AnalyticsEventId;
-use partner_domain::lead::TestSource;
 use partner_domain::order::{AnalyticsEvent, Order, OrderKey, OrderListing, SIMULATED_PREFIX};
 use partner_domain::ports::OrderRepo;
-use partner_domain::values::{Money, PartnerId};
+use partner_domain::values::PartnerId;
 use time::OffsetDateTime;
-use uuid::Uuid;
 
-use crate::leads::sub_id;
-use crate::{PgStore, Prepared, corrupt, db, outbox};
+use crate::dsl::{coalesce, fixed};
+use crate::models::analytics_events::{EventRow, NewEvent};
+use crate::models::orders::{NewOrder, OrderRow};
+use crate::schema::{analytics_events, orders, sub_accounts};
+use crate::{PgStore, Prepared, db, outbox};
 
-#[derive(QueryableByName)]
-struct OrderRow {
-    #[diesel(sql_type = Text)]
-    order_id: String,
-    #[diesel(sql_type = Text)]
-    partner_id: String,
-    #[diesel(sql_type = Nullable<Int2>)]
-    sub_id: Option<i16>,
-    #[diesel(sql_type = Timestamptz)]
-    created_date: OffsetDateTime,
-    #[diesel(sql_type = Text)]
-    product: String,
-    #[diesel(sql_type = BigInt)]
-    amount_cents: i64,
-    #[diesel(sql_type = BigInt)]
-    commission_cents: i64,
-    #[diesel(sql_type = Text)]
-    status: String,
-    #[diesel(sql_type = Bool)]
-    is_test: bool,
-    #[diesel(sql_type = Text)]
-    source: String,
-    #[diesel(sql_type = Nullable<Text>)]
-    customer_name: Option<String>,
-    #[diesel(sql_type = Nullable<Text>)]
-    customer_email: Option<String>,
-    #[diesel(sql_type = Text)]
-    sub_account: String,
+/// `$t` left-joined to the sub-account its row names, if any (rows without a sub id, or naming
+/// none the partner has, keep a NULL nickname).
+macro_rules! with_nickname {
+    ($t:ident) => {
+        $t::table.left_join(
+            sub_accounts::table.on(sub_accounts::partner_id
+                .eq($t::partner_id)
+                .and(sub_accounts::sub_id.nullable().eq($t::sub_id))),
+        )
+    };
 }
 
-impl OrderRow {
-    fn into_domain(self) -> Result<OrderListing, RepoError> {
-        Ok(OrderListing {
-            order: Order {
-                order_id: self.order_id,
-                partner_id: PartnerId::parse(&self.partner_id)
-                    .map_err(|_| corrupt("partner id"))?,
-                sub_id: sub_id(self.sub_id)?,
-                created_date: self.created_date,
-                product: self.product,
-                amount: Money::from_cents(self.amount_cents),
-                commission: Money::from_cents(self.commission_cents),
-                status: self.status,
-                is_test: self.is_test,
-                source: self.source,
-                customer_name: self.customer_name,
-                customer_email: self.customer_email,
-            },
-            sub_account: self.sub_account,
-        })
-    }
+/// Stored orders joined to their sub-account's nickname (`''` without one), selected as
+/// [`OrderRow`] reads them. A macro: the query's type is not worth naming.
+macro_rules! order_listings {
+    () => {
+        with_nickname!(orders).select((
+            orders::order_id,
+            orders::partner_id,
+            orders::sub_id,
+            orders::created_date,
+            orders::product,
+            orders::amount_cents,
+            orders::commission_cents,
+            orders::status,
+            orders::is_test,
+            orders::source,
+            orders::customer_name,
+            orders::customer_email,
+            coalesce(sub_accounts::nickname.nullable(), ""),
+        ))
+    };
 }
 
-#[derive(QueryableByName)]
-struct EventRow {
-    #[diesel(sql_type = diesel::sql_types::Uuid)]
-    id: Uuid,
-    #[diesel(sql_type = Text)]
-    run_id: String,
-    #[diesel(sql_type = Text)]
-    partner_id: String,
-    #[diesel(sql_type = Nullable<Int2>)]
-    sub_id: Option<i16>,
-    #[diesel(sql_type = Text)]
-    event: String,
-    #[diesel(sql_type = Nullable<Text>)]
-    product: Option<String>,
-    #[diesel(sql_type = Nullable<BigInt>)]
-    amount_cents: Option<i64>,
-    #[diesel(sql_type = Timestamptz)]
-    occurred_at: OffsetDateTime,
-    #[diesel(sql_type = Text)]
-    test_source: String,
-    #[diesel(sql_type = Text)]
-    sub_account: String,
+/// The partner's `order_completed` events joined to their sub-account's nickname, selected as
+/// [`EventRow`] reads them. The event condition is a literal: it is the predicate of
+/// `analytics_partner_orders_idx`, which a bind parameter would keep the generic plan from using.
+macro_rules! completed_events {
+    () => {
+        with_nickname!(analytics_events)
+            .filter(fixed::<Bool>("analytics_events.event = 'order_completed'"))
+            .select((
+                analytics_events::id,
+                analytics_events::run_id,
+                analytics_events::partner_id,
+                analytics_events::sub_id,
+                analytics_events::event,
+                analytics_events::product,
+                analytics_events::amount_cents,
+                analytics_events::occurred_at,
+                analytics_events::test_source,
+                coalesce(sub_accounts::nickname.nullable(), ""),
+            ))
+    };
 }
 
-impl EventRow {
-    fn into_listing(self) -> Result<OrderListing, RepoError> {
-        let ev = AnalyticsEvent {
-            id: AnalyticsEventId::from_uuid(self.id),
-            run_id: self.run_id,
-            partner_id: PartnerId::parse(&self.partner_id).map_err(|_| corrupt("partner id"))?,
-            sub_id: sub_id(self.sub_id)?,
-            event: self.event,
-            product: self.product,
-            amount: self.amount_cents.map(Money::from_cents),
-            occurred_at: self.occurred_at,
-            test_source: TestSource::parse(&self.test_source)
-                .ok_or_else(|| corrupt("test source"))?,
-        };
-        Ok(OrderListing {
-            order: Order::simulated(&ev),
-            sub_account: self.sub_account,
-        })
-    }
-}
+// The chunk statements of the streamed listing stay raw, prepared once per connection through
+// [`Prepared`] (`docs/performance.md`): they compare and sort order ids byte-wise
+// (`COLLATE "C"`, in a row comparison and in `ORDER BY`), which the DSL cannot write. Each takes
+// the same parameters with or without a cursor (`$3 = $3`), and the first chunk starts at the
+// last instant PostgreSQL can compare.
 
-const ORDER_SELECT: &str = "SELECT o.order_id, o.partner_id, o.sub_id, o.created_date, o.product, o.amount_cents, \
+/// The columns [`OrderRow`] reads by name, and the join that gives the sub-account's nickname.
+macro_rules! order_select {
+    () => {
+        "SELECT o.order_id, o.partner_id, o.sub_id, o.created_date, o.product, o.amount_cents, \
        o.commission_cents, o.status, o.is_test, o.source, o.customer_name, o.customer_email, \
        COALESCE(s.nickname, '') AS sub_account \
-     FROM orders o LEFT JOIN sub_accounts s ON s.partner_id = o.partner_id AND s.sub_id = o.sub_id";
+     FROM orders o LEFT JOIN sub_accounts s ON s.partner_id = o.partner_id AND s.sub_id = o.sub_id"
+    };
+}
 
-const EVENT_SELECT: &str = "SELECT e.id, e.run_id, e.partner_id, e.sub_id, e.event, e.product, e.amount_cents, \
+/// The columns [`EventRow`] reads by name, and the join that gives the sub-account's nickname.
+macro_rules! event_select {
+    () => {
+        "SELECT e.id, e.run_id, e.partner_id, e.sub_id, e.event, e.product, e.amount_cents, \
        e.occurred_at, e.test_source, COALESCE(s.nickname, '') AS sub_account \
-     FROM analytics_events e LEFT JOIN sub_accounts s ON s.partner_id = e.partner_id AND s.sub_id = e.sub_id";
+     FROM analytics_events e LEFT JOIN sub_accounts s ON s.partner_id = e.partner_id AND s.sub_id = e.sub_id"
+    };
+}
+
+/// Stored orders, first chunk: `$1` partner, `$2` the latest instant, `$3` unused, `$4` limit.
+const STORED_FIRST_SQL: &str = concat!(
+    order_select!(),
+    " WHERE o.partner_id = $1 AND o.created_date <= $2 AND $3 = $3 \
+     ORDER BY o.created_date DESC, o.order_id COLLATE \"C\" DESC LIMIT $4"
+);
+
+/// Stored orders after the cursor (`$2`, `$3`): `$1` partner, `$4` limit.
+const STORED_AFTER_SQL: &str = concat!(
+    order_select!(),
+    " WHERE o.partner_id = $1 AND o.created_date <= $2 AND (o.created_date, o.order_id COLLATE \"C\") < ($2, $3 COLLATE \"C\") \
+     ORDER BY o.created_date DESC, o.order_id COLLATE \"C\" DESC LIMIT $4"
+);
+
+/// Simulated orders, first chunk: as [`STORED_FIRST_SQL`], `$5` the simulated ids' prefix.
+const SIMULATED_FIRST_SQL: &str = concat!(
+    event_select!(),
+    " WHERE e.partner_id = $1 AND e.event = 'order_completed' AND e.occurred_at <= $2 AND $3 = $3 AND $5 = $5 \
+     ORDER BY e.occurred_at DESC, ($5 || e.run_id) COLLATE \"C\" DESC LIMIT $4"
+);
+
+/// Simulated orders after the cursor: their ids (`$5 || run_id`) compared as order ids are.
+const SIMULATED_AFTER_SQL: &str = concat!(
+    event_select!(),
+    " WHERE e.partner_id = $1 AND e.event = 'order_completed' AND e.occurred_at <= $2 AND (e.occurred_at, ($5 || e.run_id) COLLATE \"C\") < ($2, $3 COLLATE \"C\") \
+     ORDER BY e.occurred_at DESC, ($5 || e.run_id) COLLATE \"C\" DESC LIMIT $4"
+);
 
 async fn listing(
     conn: &mut AsyncPgConnection,
     order_id: &str,
 ) -> Result<Option<OrderRow>, diesel::result::Error> {
-    diesel::sql_query(format!("{ORDER_SELECT} WHERE o.order_id = $1"))
-        .bind::<Text, _>(order_id)
+    order_listings!()
+        .filter(orders::order_id.eq(order_id))
         .get_result(conn)
         .await
         .optional()
@@ -144,23 +146,17 @@ async fn page(
     limit: u16,
 ) -> Result<Vec<OrderListing>, RepoError> {
     let limit_sql = i64::from(limit);
-    // The first chunk starts at the last instant PostgreSQL can compare. Both statements take
-    // the same parameters either way (`$3 = $3`), so each is prepared once per connection.
     let first = after.is_none();
     let key = after.unwrap_or(OrderKey {
         created_date: time::macros::datetime!(9999-12-31 23:59:59.999999 UTC),
         order_id: String::new(),
     });
-    let stored_after = if first {
-        "o.created_date <= $2 AND $3 = $3"
-    } else {
-        "o.created_date <= $2 AND (o.created_date, o.order_id COLLATE \"C\") < ($2, $3 COLLATE \"C\")"
-    };
     let stored: Vec<OrderRow> = Prepared(
-        diesel::sql_query(format!(
-            "{ORDER_SELECT} WHERE o.partner_id = $1 AND {stored_after} \
-             ORDER BY o.created_date DESC, o.order_id COLLATE \"C\" DESC LIMIT $4"
-        ))
+        diesel::sql_query(if first {
+            STORED_FIRST_SQL
+        } else {
+            STORED_AFTER_SQL
+        })
         .bind::<Text, _>(partner.as_str())
         .bind::<Timestamptz, _>(key.created_date)
         .bind::<Text, _>(&key.order_id)
@@ -169,16 +165,12 @@ async fn page(
     .load(conn)
     .await
     .map_err(db)?;
-    let simulated_after = if first {
-        "e.occurred_at <= $2 AND $3 = $3 AND $5 = $5"
-    } else {
-        "e.occurred_at <= $2 AND (e.occurred_at, ($5 || e.run_id) COLLATE \"C\") < ($2, $3 COLLATE \"C\")"
-    };
     let simulated: Vec<EventRow> = Prepared(
-        diesel::sql_query(format!(
-            "{EVENT_SELECT} WHERE e.partner_id = $1 AND e.event = 'order_completed' AND {simulated_after} \
-             ORDER BY e.occurred_at DESC, ($5 || e.run_id) COLLATE \"C\" DESC LIMIT $4"
-        ))
+        diesel::sql_query(if first {
+            SIMULATED_FIRST_SQL
+        } else {
+            SIMULATED_AFTER_SQL
+        })
         .bind::<Text, _>(partner.as_str())
         .bind::<Timestamptz, _>(key.created_date)
         .bind::<Text, _>(&key.order_id)
@@ -212,25 +204,20 @@ async fn load(
     partner: &PartnerId,
     (from, to): (OffsetDateTime, OffsetDateTime),
 ) -> Result<Vec<OrderListing>, RepoError> {
-    let stored: Vec<OrderRow> = diesel::sql_query(format!(
-        "{ORDER_SELECT} WHERE o.partner_id = $1 AND o.created_date >= $2 AND o.created_date < $3"
-    ))
-    .bind::<Text, _>(partner.as_str())
-    .bind::<Timestamptz, _>(from)
-    .bind::<Timestamptz, _>(to)
-    .load(conn)
-    .await
-    .map_err(db)?;
-    let simulated: Vec<EventRow> = diesel::sql_query(format!(
-        "{EVENT_SELECT} WHERE e.partner_id = $1 AND e.event = 'order_completed' \
-         AND e.occurred_at >= $2 AND e.occurred_at < $3"
-    ))
-    .bind::<Text, _>(partner.as_str())
-    .bind::<Timestamptz, _>(from)
-    .bind::<Timestamptz, _>(to)
-    .load(conn)
-    .await
-    .map_err(db)?;
+    let stored: Vec<OrderRow> = order_listings!()
+        .filter(orders::partner_id.eq(partner.as_str()))
+        .filter(orders::created_date.ge(from))
+        .filter(orders::created_date.lt(to))
+        .load(conn)
+        .await
+        .map_err(db)?;
+    let simulated: Vec<EventRow> = completed_events!()
+        .filter(analytics_events::partner_id.eq(partner.as_str()))
+        .filter(analytics_events::occurred_at.ge(from))
+        .filter(analytics_events::occurred_at.lt(to))
+        .load(conn)
+        .await
+        .map_err(db)?;
     merged(stored, simulated)
 }
 
@@ -248,25 +235,16 @@ impl OrderRepo for PgStore {
         {
             return Ok(false);
         }
-        diesel::sql_query(
-            "INSERT INTO analytics_events (id, run_id, partner_id, sub_id, event, product, amount_cents, \
-               occurred_at, test_source, recorded_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) \
-             ON CONFLICT (run_id) WHERE event = 'order_completed' DO NOTHING",
-        )
-        .bind::<diesel::sql_types::Uuid, _>(ev.id.as_uuid())
-        .bind::<Text, _>(&ev.run_id)
-        .bind::<Text, _>(ev.partner_id.as_str())
-        .bind::<Nullable<Int2>, _>(ev.sub_id.map(|s| i16::from(s.get())))
-        .bind::<Text, _>(&ev.event)
-        .bind::<Nullable<Text>, _>(ev.product.as_deref())
-        .bind::<Nullable<BigInt>, _>(ev.amount.map(Money::cents))
-        .bind::<Timestamptz, _>(ev.occurred_at)
-        .bind::<Text, _>(ev.test_source.as_str())
-        .bind::<Timestamptz, _>(now)
-        .execute(&mut conn)
-        .await
-        .map_err(db)?;
+        // The conflict target names the partial unique index by its predicate, a literal so
+        // that PostgreSQL can match it.
+        diesel::insert_into(analytics_events::table)
+            .values(NewEvent::new(ev, now))
+            .on_conflict(analytics_events::run_id)
+            .filter_target(fixed::<Bool>("event = 'order_completed'"))
+            .do_nothing()
+            .execute(&mut conn)
+            .await
+            .map_err(db)?;
         Ok(true)
     }
 
@@ -300,12 +278,11 @@ pub(crate) async fn orders_by_ids(
     conn: &mut AsyncPgConnection,
     order_ids: &[&str],
 ) -> Result<Vec<OrderListing>, RepoError> {
-    let rows: Vec<OrderRow> =
-        diesel::sql_query(format!("{ORDER_SELECT} WHERE o.order_id = ANY($1)"))
-            .bind::<diesel::sql_types::Array<Text>, _>(order_ids)
-            .load(conn)
-            .await
-            .map_err(db)?;
+    let rows: Vec<OrderRow> = order_listings!()
+        .filter(orders::order_id.eq_any(order_ids))
+        .load(conn)
+        .await
+        .map_err(db)?;
     rows.into_iter().map(OrderRow::into_domain).collect()
 }
 
@@ -315,27 +292,12 @@ pub(crate) async fn insert(
     o: &Order,
     now: OffsetDateTime,
 ) -> Result<bool, diesel::result::Error> {
-    let n = diesel::sql_query(
-        "INSERT INTO orders (order_id, partner_id, sub_id, created_date, product, amount_cents, \
-           commission_cents, status, is_test, source, customer_name, customer_email, recorded_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) \
-         ON CONFLICT (order_id) DO NOTHING",
-    )
-    .bind::<Text, _>(&o.order_id)
-    .bind::<Text, _>(o.partner_id.as_str())
-    .bind::<Nullable<Int2>, _>(o.sub_id.map(|s| i16::from(s.get())))
-    .bind::<Timestamptz, _>(o.created_date)
-    .bind::<Text, _>(&o.product)
-    .bind::<BigInt, _>(o.amount.cents())
-    .bind::<BigInt, _>(o.commission.cents())
-    .bind::<Text, _>(&o.status)
-    .bind::<Bool, _>(o.is_test)
-    .bind::<Text, _>(&o.source)
-    .bind::<Nullable<Text>, _>(o.customer_name.as_deref())
-    .bind::<Nullable<Text>, _>(o.customer_email.as_deref())
-    .bind::<Timestamptz, _>(now)
-    .execute(conn)
-    .await?;
+    let n = diesel::insert_into(orders::table)
+        .values(NewOrder::new(o, now))
+        .on_conflict(orders::order_id)
+        .do_nothing()
+        .execute(conn)
+        .await?;
     Ok(n == 1)
 }
 

@@ -1,58 +1,35 @@
 //! Payouts.
 
 use diesel::prelude::*;
-use diesel::sql_types::{BigInt, Date, Nullable, Text};
+use diesel::sql_types::{Date, Text};
 use diesel_async::RunQueryDsl;
 use partner_domain::RepoError;
 use partner_domain::ids::PayoutId;
 use partner_domain::payout::{NewPayout, Payout, PayoutKey};
 use partner_domain::ports::PayoutRepo;
-use partner_domain::values::{Money, PartnerId};
+use partner_domain::values::PartnerId;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use crate::{PgStore, corrupt, db};
+use crate::models::payouts::Row;
+use crate::schema::{partners, payouts};
+use crate::{PgStore, db};
 
-#[derive(QueryableByName)]
-struct Row {
-    #[diesel(sql_type = diesel::sql_types::Uuid)]
-    id: Uuid,
-    #[diesel(sql_type = Text)]
-    partner_id: String,
-    #[diesel(sql_type = Text)]
-    email: String,
-    #[diesel(sql_type = Date)]
-    created_on: time::Date,
-    #[diesel(sql_type = Date)]
-    payout_date: time::Date,
-    #[diesel(sql_type = BigInt)]
-    amount_cents: i64,
-    #[diesel(sql_type = Text)]
-    status: String,
-    #[diesel(sql_type = Nullable<Text>)]
-    receipt_url: Option<String>,
-    #[diesel(sql_type = Nullable<Text>)]
-    note: Option<String>,
-}
+// The listing's chunk statement stays raw on purpose: it is the statement measured in
+// `docs/performance.md` (a streamed listing runs it once per chunk), prepared once per
+// connection through [`crate::Prepared`]. It takes the same parameters with or without a cursor
+// (`$2 = $2 …`), and its keyset condition is one row comparison in the order of
+// `payouts_partner_idx`.
 
-impl Row {
-    fn into_domain(self) -> Result<Payout, RepoError> {
-        Ok(Payout {
-            id: PayoutId::from_uuid(self.id),
-            partner_id: PartnerId::parse(&self.partner_id).map_err(|_| corrupt("partner id"))?,
-            email: self.email,
-            created_at: self.created_on,
-            payout_date: self.payout_date,
-            amount: Money::from_cents(self.amount_cents),
-            status: self.status,
-            receipt_url: self.receipt_url,
-            note: self.note,
-        })
-    }
-}
+/// The first chunk: `$1` partner, `$2`-`$4` unused, `$5` limit.
+const PAGE_FIRST_SQL: &str = "SELECT id, partner_id, email, created_on, payout_date, amount_cents, status, receipt_url, note \
+     FROM payouts WHERE partner_id = $1 AND $2 = $2 AND $3 = $3 AND $4 = $4 \
+     ORDER BY payout_date DESC, created_on DESC, id DESC LIMIT $5";
 
-const COLUMNS: &str =
-    "id, partner_id, email, created_on, payout_date, amount_cents, status, receipt_url, note";
+/// A chunk after the cursor `($2, $3, $4)`, in the order `payouts_partner_idx` holds.
+const PAGE_AFTER_SQL: &str = "SELECT id, partner_id, email, created_on, payout_date, amount_cents, status, receipt_url, note \
+     FROM payouts WHERE partner_id = $1 AND (payout_date, created_on, id) < ($2, $3, $4) \
+     ORDER BY payout_date DESC, created_on DESC, id DESC LIMIT $5";
 
 #[async_trait::async_trait]
 impl PayoutRepo for PgStore {
@@ -63,11 +40,10 @@ impl PayoutRepo for PgStore {
         limit: u16,
     ) -> Result<Vec<Payout>, RepoError> {
         let mut conn = self.conn().await?;
-        // Keyset on the listing's order, which `payouts_partner_idx` holds.
-        let after_sql = if after.is_some() {
-            "AND (payout_date, created_on, id) < ($2, $3, $4)"
+        let sql = if after.is_some() {
+            PAGE_AFTER_SQL
         } else {
-            "AND $2 = $2 AND $3 = $3 AND $4 = $4"
+            PAGE_FIRST_SQL
         };
         // Unused on the first chunk; any date PostgreSQL accepts will do.
         let key = after.unwrap_or(PayoutKey {
@@ -77,15 +53,12 @@ impl PayoutRepo for PgStore {
         });
         // Prepared once per connection: a streamed listing runs this once per chunk.
         let rows: Vec<Row> = crate::Prepared(
-            diesel::sql_query(format!(
-                "SELECT {COLUMNS} FROM payouts WHERE partner_id = $1 {after_sql} \
-                 ORDER BY payout_date DESC, created_on DESC, id DESC LIMIT $5"
-            ))
-            .bind::<Text, _>(partner.as_str())
-            .bind::<Date, _>(key.payout_date)
-            .bind::<Date, _>(key.created_at)
-            .bind::<diesel::sql_types::Uuid, _>(key.id.as_uuid())
-            .bind::<diesel::sql_types::BigInt, _>(i64::from(limit)),
+            diesel::sql_query(sql)
+                .bind::<Text, _>(partner.as_str())
+                .bind::<Date, _>(key.payout_date)
+                .bind::<Date, _>(key.created_at)
+                .bind::<diesel::sql_types::Uuid, _>(key.id.as_uuid())
+                .bind::<diesel::sql_types::BigInt, _>(i64::from(limit)),
         )
         .load(&mut conn)
         .await
@@ -99,39 +72,57 @@ pub(crate) async fn payouts_by_ids(
     conn: &mut diesel_async::AsyncPgConnection,
     ids: &[Uuid],
 ) -> Result<Vec<Payout>, RepoError> {
-    let rows: Vec<Row> =
-        diesel::sql_query(format!("SELECT {COLUMNS} FROM payouts WHERE id = ANY($1)"))
-            .bind::<diesel::sql_types::Array<diesel::sql_types::Uuid>, _>(ids)
-            .load(conn)
-            .await
-            .map_err(db)?;
+    let rows: Vec<Row> = payouts::table
+        .filter(payouts::id.eq_any(ids))
+        .select(Row::as_select())
+        .load(conn)
+        .await
+        .map_err(db)?;
     rows.into_iter().map(Row::into_domain).collect()
 }
 
 /// Inserts the payout with the partner's email, copied in the same statement that checks the
-/// partner exists; `None` when it does not.
+/// partner exists (`INSERT … SELECT … FROM partners`); `None` when it does not.
 pub(crate) async fn insert(
     conn: &mut diesel_async::AsyncPgConnection,
     id: Uuid,
     new: &NewPayout,
     now: OffsetDateTime,
 ) -> Result<Option<Payout>, RepoError> {
-    let row: Option<Row> = diesel::sql_query(format!(
-        "INSERT INTO payouts ({COLUMNS}) \
-         SELECT $1, p.partner_id, p.email, $3, $4, $5, $6, $7, $8 FROM partners p WHERE p.partner_id = $2 \
-         RETURNING {COLUMNS}"
-    ))
-    .bind::<diesel::sql_types::Uuid, _>(id)
-    .bind::<Text, _>(new.partner_id.as_str())
-    .bind::<Date, _>(now.date())
-    .bind::<Date, _>(new.payout_date)
-    .bind::<BigInt, _>(new.amount.cents())
-    .bind::<Text, _>(&new.status)
-    .bind::<Nullable<Text>, _>(new.receipt_url.as_deref())
-    .bind::<Nullable<Text>, _>(new.note.as_deref())
-    .get_result(conn)
-    .await
-    .optional()
-    .map_err(db)?;
+    let from_partner = partners::table
+        .filter(partners::partner_id.eq(new.partner_id.as_str()))
+        .select((
+            id.into_sql::<diesel::sql_types::Uuid>(),
+            partners::partner_id,
+            partners::email,
+            now.date().into_sql::<Date>(),
+            new.payout_date.into_sql::<Date>(),
+            new.amount.cents().into_sql::<diesel::sql_types::BigInt>(),
+            new.status.as_str().into_sql::<Text>(),
+            new.receipt_url
+                .as_deref()
+                .into_sql::<diesel::sql_types::Nullable<Text>>(),
+            new.note
+                .as_deref()
+                .into_sql::<diesel::sql_types::Nullable<Text>>(),
+        ));
+    let row: Option<Row> = diesel::insert_into(payouts::table)
+        .values(from_partner)
+        .into_columns((
+            payouts::id,
+            payouts::partner_id,
+            payouts::email,
+            payouts::created_on,
+            payouts::payout_date,
+            payouts::amount_cents,
+            payouts::status,
+            payouts::receipt_url,
+            payouts::note,
+        ))
+        .returning(Row::as_returning())
+        .get_result(conn)
+        .await
+        .optional()
+        .map_err(db)?;
     row.map(Row::into_domain).transpose()
 }

@@ -8,44 +8,22 @@ use partner_domain::ids::SubAccountId;
 use partner_domain::ports::{InsertSubAccount, NewSubAccount, SubAccountRepo};
 use partner_domain::sub_account::SubAccount;
 use partner_domain::values::{PartnerId, SubId};
-use time::OffsetDateTime;
-use uuid::Uuid;
 
+use crate::models::sub_accounts::Row;
 use crate::schema::{partners, sub_accounts};
-use crate::{PgStore, corrupt, db};
+use crate::{PgStore, db};
 
-#[derive(Queryable, QueryableByName)]
-struct Row {
-    #[diesel(sql_type = diesel::sql_types::Uuid)]
-    id: Uuid,
-    #[diesel(sql_type = Text)]
-    email: String,
-    #[diesel(sql_type = SmallInt)]
-    sub_id: i16,
-    #[diesel(sql_type = Text)]
-    nickname: String,
-    #[diesel(sql_type = Timestamptz)]
-    created_at: OffsetDateTime,
-    #[diesel(sql_type = Timestamptz)]
-    updated_at: OffsetDateTime,
-}
-
-impl Row {
-    fn into_domain(self) -> Result<SubAccount, RepoError> {
-        let sub_id = u16::try_from(self.sub_id)
-            .ok()
-            .and_then(SubId::new)
-            .ok_or_else(|| corrupt("sub id"))?;
-        Ok(SubAccount {
-            id: SubAccountId::from_uuid(self.id),
-            email: self.email,
-            sub_id,
-            nickname: self.nickname,
-            created_at: self.created_at,
-            updated_at: self.updated_at,
-        })
-    }
-}
+/// Inserts unless the partner already has that sub id, and returns the row with the partner's
+/// email, in one round trip. Raw: a data-modifying CTE joined to `partners`, which the DSL
+/// cannot write.
+const INSERT_SQL: &str = "\
+WITH ins AS ( \
+  INSERT INTO sub_accounts (id, partner_id, sub_id, nickname, created_at, updated_at) \
+  VALUES ($1, $2, $3, $4, $5, $5) \
+  ON CONFLICT (partner_id, sub_id) DO NOTHING \
+  RETURNING * ) \
+SELECT ins.id, p.email, ins.sub_id, ins.nickname, ins.created_at, ins.updated_at \
+FROM ins JOIN partners p USING (partner_id)";
 
 #[async_trait::async_trait]
 impl SubAccountRepo for PgStore {
@@ -75,24 +53,16 @@ impl SubAccountRepo for PgStore {
         new: &NewSubAccount,
     ) -> Result<InsertSubAccount, RepoError> {
         let mut conn = self.conn().await?;
-        let row: Option<Row> = diesel::sql_query(
-            "WITH ins AS ( \
-               INSERT INTO sub_accounts (id, partner_id, sub_id, nickname, created_at, updated_at) \
-               VALUES ($1, $2, $3, $4, $5, $5) \
-               ON CONFLICT (partner_id, sub_id) DO NOTHING \
-               RETURNING * ) \
-             SELECT ins.id, p.email, ins.sub_id, ins.nickname, ins.created_at, ins.updated_at \
-             FROM ins JOIN partners p USING (partner_id)",
-        )
-        .bind::<diesel::sql_types::Uuid, _>(new.id.as_uuid())
-        .bind::<Text, _>(partner.as_str())
-        .bind::<SmallInt, _>(i16::from(new.sub_id.get()))
-        .bind::<Text, _>(new.nickname.as_str())
-        .bind::<Timestamptz, _>(new.now)
-        .get_result(&mut conn)
-        .await
-        .optional()
-        .map_err(db)?;
+        let row: Option<Row> = diesel::sql_query(INSERT_SQL)
+            .bind::<diesel::sql_types::Uuid, _>(new.id.as_uuid())
+            .bind::<Text, _>(partner.as_str())
+            .bind::<SmallInt, _>(i16::from(new.sub_id.get()))
+            .bind::<Text, _>(new.nickname.as_str())
+            .bind::<Timestamptz, _>(new.now)
+            .get_result(&mut conn)
+            .await
+            .optional()
+            .map_err(db)?;
         match row {
             Some(r) => Ok(InsertSubAccount::Inserted(r.into_domain()?)),
             None => Ok(InsertSubAccount::DuplicateSubId),

@@ -4,30 +4,14 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use partner_domain::RepoError;
 use partner_domain::auth::LAST_USED_RESOLUTION;
-use partner_domain::ids::{TokenId, UserId};
+use partner_domain::ids::TokenId;
 use partner_domain::ports::{TokenRecord, TokenRepo};
 use partner_domain::token::TokenHash;
-use partner_domain::values::PartnerId;
 use time::OffsetDateTime;
-use uuid::Uuid;
 
+use crate::models::api_tokens::{Row, record};
 use crate::schema::{api_tokens, partners, portal_users};
-use crate::{PgStore, corrupt, db};
-
-/// The token record's columns, in the order of [`record`].
-pub(crate) type Row = (
-    Uuid,
-    Vec<u8>,
-    Uuid,
-    bool,
-    String,
-    bool,
-    bool,
-    bool,
-    Option<OffsetDateTime>,
-    Option<OffsetDateTime>,
-    Option<OffsetDateTime>,
-);
+use crate::{PgStore, db};
 
 #[async_trait::async_trait]
 impl TokenRepo for PgStore {
@@ -77,35 +61,4 @@ impl TokenRepo for PgStore {
             .map_err(db)?;
         Ok(())
     }
-}
-
-/// The domain's record of a token row.
-pub(crate) fn record(
-    (
-        token_id,
-        h,
-        user_id,
-        user_deleted,
-        partner,
-        partner_active,
-        partner_dna_access,
-        admin,
-        expires_at,
-        revoked_at,
-        last_used_at,
-    ): Row,
-) -> Result<TokenRecord, RepoError> {
-    Ok(TokenRecord {
-        token_id: TokenId::from_uuid(token_id),
-        hash: TokenHash::from_bytes(&h).ok_or_else(|| corrupt("token hash"))?,
-        user_id: UserId::from_uuid(user_id),
-        user_deleted,
-        partner_id: PartnerId::parse(&partner).map_err(|_| corrupt("partner id"))?,
-        partner_active,
-        partner_dna_access,
-        admin,
-        expires_at,
-        revoked_at,
-        last_used_at,
-    })
 }

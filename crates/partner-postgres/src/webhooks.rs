@@ -2,226 +2,48 @@
 
 use std::collections::HashMap;
 
+use diesel::dsl::case_when;
 use diesel::prelude::*;
-use diesel::sql_types::{Array, Integer, Nullable, Text, Timestamptz};
-use diesel_async::{AsyncConnection, RunQueryDsl};
+use diesel::sql_types::{Array, Bool, Integer, Nullable, Text, Timestamptz};
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use partner_domain::RepoError;
 use partner_domain::events::{Subject, SubjectKind};
 use partner_domain::ids::{DeliveryId, EndpointId};
 use partner_domain::ports::{DeliveryRepo, InsertEndpoint, WebhookRepo};
 use partner_domain::values::PartnerId;
 use partner_domain::webhook::{
-    AttemptLogEntry, AttemptOutcome, ClaimRequest, ClaimedDelivery, CustomHeader, DeliveryDetail,
-    DeliveryFilter, DeliveryInfo, DisabledReason, ENDPOINT_DISABLED, EventKind, LeadCreatedDelay,
-    NextStep, WebhookEndpoint, WebhookSecret,
+    AttemptOutcome, ClaimRequest, ClaimedDelivery, DeliveryDetail, DeliveryFilter, DeliveryInfo,
+    ENDPOINT_DISABLED, NextStep, WebhookEndpoint,
 };
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use crate::{PgStore, corrupt, db};
+use crate::dsl::{RowLt, fixed};
+use crate::models::webhook_attempts::AttemptRow;
+use crate::models::webhook_deliveries::{ClaimRow, DeliveryRow, Recovered};
+use crate::models::webhook_endpoints::{Changes, EndpointRow, Health, NewEndpoint};
+use crate::schema::{domain_events, partners, webhook_deliveries, webhook_endpoints};
+use crate::schema_extra::webhook_attempts;
+use crate::{PgStore, db};
 
-const ENDPOINT_COLUMNS: &str = "id, partner_id, url, events, lead_created_delay_seconds, custom_header_name, \
-    custom_header_value, secret, created_at, updated_at, disabled_at, disabled_reason, previous_secret, \
-    previous_secret_expires_at";
+// The statements below stay raw because the DSL cannot write them: the claim (a `LATERAL` join
+// with `FOR UPDATE SKIP LOCKED`, feeding an `UPDATE` in a CTE), the batch writes over `unnest`
+// arrays (`RECORD_SQL`, `HEALTH_SQL`: one statement per batch whatever its size, with CTEs that
+// write and aggregates), and the CTEs that write an event with its delivery (`PING_SQL`) or
+// requeue and count at once (`RECOVER_SQL`). `LISTEN`/`NOTIFY` and `SET` are not queries.
 
-#[derive(QueryableByName)]
-struct EndpointRow {
-    #[diesel(sql_type = diesel::sql_types::Uuid)]
-    id: Uuid,
-    #[diesel(sql_type = Text)]
-    partner_id: String,
-    #[diesel(sql_type = Text)]
-    url: String,
-    #[diesel(sql_type = Array<Text>)]
-    events: Vec<String>,
-    #[diesel(sql_type = Nullable<Integer>)]
-    lead_created_delay_seconds: Option<i32>,
-    #[diesel(sql_type = Nullable<Text>)]
-    custom_header_name: Option<String>,
-    #[diesel(sql_type = Nullable<Text>)]
-    custom_header_value: Option<String>,
-    #[diesel(sql_type = Nullable<Text>)]
-    secret: Option<String>,
-    #[diesel(sql_type = Timestamptz)]
-    created_at: OffsetDateTime,
-    #[diesel(sql_type = Timestamptz)]
-    updated_at: OffsetDateTime,
-    #[diesel(sql_type = Nullable<Timestamptz>)]
-    disabled_at: Option<OffsetDateTime>,
-    #[diesel(sql_type = Nullable<Text>)]
-    disabled_reason: Option<String>,
-    #[diesel(sql_type = Nullable<Text>)]
-    previous_secret: Option<String>,
-    #[diesel(sql_type = Nullable<Timestamptz>)]
-    previous_secret_expires_at: Option<OffsetDateTime>,
-}
+/// `status = 'pending'`, the predicate of the partial indexes `webhook_deliveries_endpoint_due_idx`
+/// (and, negated in `prune`, of `webhook_deliveries_finished_idx`): a literal, so a prepared
+/// statement's generic plan can use them.
+const PENDING: &str = "webhook_deliveries.status = 'pending'";
 
-fn delay_seconds(d: Option<LeadCreatedDelay>) -> Option<i32> {
-    d.map(|d| i32::try_from(d.duration().whole_seconds()).unwrap_or(i32::MAX))
-}
-
-fn delay_from_seconds(s: Option<i32>) -> Result<Option<LeadCreatedDelay>, RepoError> {
-    s.map(|s| match s {
-        60 => Ok(LeadCreatedDelay::OneMinute),
-        300 => Ok(LeadCreatedDelay::FiveMinutes),
-        3600 => Ok(LeadCreatedDelay::OneHour),
-        _ => Err(corrupt("lead.created delay")),
-    })
-    .transpose()
-}
-
-fn events(v: &[String]) -> Result<Vec<EventKind>, RepoError> {
-    v.iter()
-        .map(|e| EventKind::parse(e).ok_or_else(|| corrupt("event kind")))
-        .collect()
-}
-
-fn header(name: Option<String>, value: Option<String>) -> Result<Option<CustomHeader>, RepoError> {
-    match (name, value) {
-        (Some(name), Some(value)) => CustomHeader::parse(&name, &value)
-            .map(Some)
-            .map_err(|_| corrupt("custom header")),
-        _ => Ok(None),
-    }
-}
-
-impl EndpointRow {
-    fn into_domain(self) -> Result<WebhookEndpoint, RepoError> {
-        Ok(WebhookEndpoint {
-            id: EndpointId::from_uuid(self.id),
-            partner_id: PartnerId::parse(&self.partner_id).map_err(|_| corrupt("partner id"))?,
-            url: self.url,
-            events: events(&self.events)?,
-            lead_created_delay: delay_from_seconds(self.lead_created_delay_seconds)?,
-            custom_header: header(self.custom_header_name, self.custom_header_value)?,
-            secret: self.secret.map(WebhookSecret::from_stored),
-            previous_secret: self.previous_secret.map(WebhookSecret::from_stored),
-            previous_secret_expires_at: self.previous_secret_expires_at,
-            disabled_at: self.disabled_at,
-            disabled_reason: self
-                .disabled_reason
-                .map(|r| DisabledReason::parse(&r).ok_or_else(|| corrupt("disabled reason")))
-                .transpose()?,
-            created_at: self.created_at,
-            updated_at: self.updated_at,
-        })
-    }
-}
-
-#[derive(QueryableByName)]
-struct DeliveryRow {
-    #[diesel(sql_type = diesel::sql_types::Uuid)]
-    id: Uuid,
-    #[diesel(sql_type = diesel::sql_types::Uuid)]
-    endpoint_id: Uuid,
-    #[diesel(sql_type = Text)]
-    kind: String,
-    #[diesel(sql_type = Text)]
-    status: String,
-    #[diesel(sql_type = Integer)]
-    attempts: i32,
-    #[diesel(sql_type = Nullable<Timestamptz>)]
-    next_attempt_at: Option<OffsetDateTime>,
-    #[diesel(sql_type = Nullable<Timestamptz>)]
-    last_attempt_at: Option<OffsetDateTime>,
-    #[diesel(sql_type = Nullable<Integer>)]
-    last_status_code: Option<i32>,
-    #[diesel(sql_type = Nullable<Text>)]
-    last_error: Option<String>,
-    #[diesel(sql_type = Timestamptz)]
-    created_at: OffsetDateTime,
-    #[diesel(sql_type = Nullable<Timestamptz>)]
-    delivered_at: Option<OffsetDateTime>,
-}
-
-const DELIVERY_COLUMNS: &str = "id, endpoint_id, kind, status, attempts, next_attempt_at, last_attempt_at, \
-    last_status_code, last_error, created_at, delivered_at";
-
-impl DeliveryRow {
-    fn into_domain(self) -> DeliveryInfo {
-        DeliveryInfo {
-            id: DeliveryId::from_uuid(self.id),
-            endpoint_id: EndpointId::from_uuid(self.endpoint_id),
-            event: self.kind,
-            status: self.status,
-            attempts: self.attempts,
-            next_attempt_at: self.next_attempt_at,
-            last_attempt_at: self.last_attempt_at,
-            last_status_code: self.last_status_code,
-            last_error: self.last_error,
-            created_at: self.created_at,
-            delivered_at: self.delivered_at,
-        }
-    }
-}
-
-#[derive(QueryableByName)]
-struct AttemptRow {
-    #[diesel(sql_type = Timestamptz)]
-    attempted_at: OffsetDateTime,
-    #[diesel(sql_type = Nullable<Integer>)]
-    status_code: Option<i32>,
-    #[diesel(sql_type = Nullable<Integer>)]
-    duration_ms: Option<i32>,
-    #[diesel(sql_type = Nullable<Text>)]
-    error: Option<String>,
-}
-
-#[derive(QueryableByName)]
-struct ClaimRow {
-    #[diesel(sql_type = diesel::sql_types::Uuid)]
-    id: Uuid,
-    #[diesel(sql_type = diesel::sql_types::Uuid)]
-    endpoint_id: Uuid,
-    #[diesel(sql_type = diesel::sql_types::Uuid)]
-    lease_token: Uuid,
-    #[diesel(sql_type = Integer)]
-    attempts: i32,
-    #[diesel(sql_type = Text)]
-    kind: String,
-    #[diesel(sql_type = Timestamptz)]
-    event_created_at: OffsetDateTime,
-    #[diesel(sql_type = Text)]
-    subject: String,
-    #[diesel(sql_type = Text)]
-    extra: String,
-    #[diesel(sql_type = Text)]
-    url: String,
-    #[diesel(sql_type = Nullable<Text>)]
-    secret: Option<String>,
-    #[diesel(sql_type = Nullable<Text>)]
-    previous_secret: Option<String>,
-    #[diesel(sql_type = Nullable<Text>)]
-    custom_header_name: Option<String>,
-    #[diesel(sql_type = Nullable<Text>)]
-    custom_header_value: Option<String>,
-}
-
-impl ClaimRow {
-    fn into_domain(self) -> Result<ClaimedDelivery, RepoError> {
-        Ok(ClaimedDelivery {
-            id: DeliveryId::from_uuid(self.id),
-            endpoint_id: EndpointId::from_uuid(self.endpoint_id),
-            lease: self.lease_token,
-            attempt: u32::try_from(self.attempts).map_err(|_| corrupt("attempt count"))?,
-            kind: EventKind::parse_delivered(&self.kind).ok_or_else(|| corrupt("event kind"))?,
-            event_created_at: self.event_created_at,
-            subject: self.subject,
-            extra: serde_json::from_str(&self.extra).map_err(|_| corrupt("event extra"))?,
-            url: self.url,
-            secret: self.secret.map(WebhookSecret::from_stored),
-            previous_secret: self.previous_secret.map(WebhookSecret::from_stored),
-            custom_header: header(self.custom_header_name, self.custom_header_value)?,
-        })
-    }
-}
-
-/// The workers' claim, in one statement (the DSL cannot express a LATERAL join with a locking
-/// clause). `ep`: every endpoint with room, in random order so that no endpoint is always served
+/// The workers' claim, in one statement (raw: the DSL cannot express a LATERAL join with a
+/// locking clause, nor an `UPDATE` in a CTE). `ep`: every endpoint with room, in random order so that no endpoint is always served
 /// first when `$7` (the batch limit) binds; `picked`: each endpoint's oldest due rows, at most its
 /// room, skipping rows another worker holds; `claimed`: counts the attempt, leases the row until
 /// `$2` under a fresh fencing token. The budget (`$6`) counts attempts since the last resend or
-/// recover (`attempts - attempt_base`), and so does the attempt number returned. Then what sending needs, from the event and the endpoint.
+/// recover (`attempts - attempt_base`), and so does the attempt number returned. Then what
+/// sending needs, from the event and the endpoint.
 const CLAIM_SQL: &str = "\
 WITH busy AS ( \
   SELECT * FROM unnest($4::uuid[], $5::int4[]) AS b(endpoint_id, room)), \
@@ -270,12 +92,6 @@ done AS ( \
 INSERT INTO webhook_attempts (delivery_id, attempted_at, status_code, duration_ms, error) \
 SELECT id, last_attempt_at, status_code, duration_ms, error FROM done";
 
-/// Ends the pending deliveries of the endpoints `$1` (disabled) as `failed` with `$2`. Clearing
-/// the lease fences off the outcome of an attempt in flight.
-const FAIL_DISABLED_SQL: &str = "\
-UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, lease_token = NULL, last_error = $2 \
-WHERE endpoint_id = ANY ($1::uuid[]) AND status = 'pending'";
-
 /// Endpoint health after a batch of attempts (`$2`: delivered; `$3`: the status answered; `$4`:
 /// when). A delivered attempt ends an endpoint's run of failures; a `410` disables it (`gone`);
 /// a run of failures that began `$5` seconds or more before the batch's last attempt disables it
@@ -304,29 +120,69 @@ FROM judged j WHERE e.id = j.endpoint_id \
   AND (j.disable IS NOT NULL OR j.failing_since IS DISTINCT FROM e.failing_since) \
 RETURNING e.id, e.disabled_at IS NOT NULL AS disabled";
 
-/// The partner's deliveries, newest first, filtered; `$5`/`$6` the cursor's position.
-const LIST_SQL: &str = "\
-SELECT id, endpoint_id, kind, status, attempts, next_attempt_at, last_attempt_at, last_status_code, last_error, \
-  created_at, delivered_at \
-FROM webhook_deliveries \
-WHERE partner_id = $1 \
-  AND ($2::uuid IS NULL OR endpoint_id = $2) \
-  AND (cardinality($3::text[]) = 0 OR status = ANY ($3::text[])) \
-  AND ($4::text IS NULL OR kind = $4) \
-  AND ($5::timestamptz IS NULL OR (created_at, id) < ($5, $6::uuid)) \
-ORDER BY created_at DESC, id DESC LIMIT $7";
+/// A ping: the event, written only when the endpoint is the partner's, and with it its one
+/// delivery; the event's subject is the endpoint. Raw: a CTE that writes.
+const PING_SQL: &str = "\
+WITH ev AS ( \
+  INSERT INTO domain_events (id, partner_id, kind, subject, extra, created_at) \
+  SELECT gen_random_uuid(), w.partner_id, 'ping', w.id::text, '{}'::jsonb, $4 \
+  FROM webhook_endpoints w WHERE w.partner_id = $1 AND w.id = $2 RETURNING id) \
+INSERT INTO webhook_deliveries (id, endpoint_id, partner_id, event_id, kind, status, attempts, \
+  next_attempt_at, created_at) \
+SELECT $3, $2, $1, ev.id, 'ping', 'pending', 0, $4, $4 FROM ev \
+RETURNING id, endpoint_id, kind, status, attempts, next_attempt_at, last_attempt_at, \
+  last_status_code, last_error, created_at, delivered_at";
+
+/// Queues the endpoint's deliveries that failed since `$3` again, with a fresh budget, and says
+/// in the same statement whether the endpoint is the partner's at all. Raw: a CTE that writes,
+/// counted beside a read.
+const RECOVER_SQL: &str = "\
+WITH ep AS (SELECT id FROM webhook_endpoints WHERE partner_id = $1 AND id = $2), \
+upd AS ( \
+  UPDATE webhook_deliveries d SET status = 'pending', next_attempt_at = $4, \
+    attempt_base = d.attempts, lease_token = NULL \
+  FROM ep WHERE d.endpoint_id = ep.id AND d.status = 'failed' AND d.created_at >= $3 \
+  RETURNING d.id) \
+SELECT (SELECT count(*) FROM ep) AS found, (SELECT count(*) FROM upd) AS requeued";
+
+/// Keeps the announcer's notifications off the disk's critical path (see [`announce_deliveries`]).
+const ANNOUNCER_SETUP_SQL: &str = "SET synchronous_commit = off";
+/// Wakes the workers of every instance.
+const NOTIFY_SQL: &str = "NOTIFY webhook_deliveries";
+/// Subscribes the worker's connection to [`NOTIFY_SQL`].
+const LISTEN_SQL: &str = "LISTEN webhook_deliveries";
+
+/// Ends the pending deliveries of the `disabled` endpoints as `failed` with `error`. Clearing the
+/// lease fences off the outcome of an attempt in flight.
+async fn fail_disabled(
+    conn: &mut AsyncPgConnection,
+    disabled: &[Uuid],
+    error: &str,
+) -> QueryResult<usize> {
+    diesel::update(webhook_deliveries::table)
+        .filter(webhook_deliveries::endpoint_id.eq_any(disabled))
+        .filter(fixed::<Bool>(PENDING))
+        .set((
+            webhook_deliveries::status.eq("failed"),
+            webhook_deliveries::next_attempt_at.eq(None::<OffsetDateTime>),
+            webhook_deliveries::lease_token.eq(None::<Uuid>),
+            webhook_deliveries::last_error.eq(error),
+        ))
+        .execute(conn)
+        .await
+}
 
 #[async_trait::async_trait]
 impl WebhookRepo for PgStore {
     async fn endpoints(&self, partner: &PartnerId) -> Result<Vec<WebhookEndpoint>, RepoError> {
         let mut conn = self.conn().await?;
-        let rows: Vec<EndpointRow> = diesel::sql_query(format!(
-            "SELECT {ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE partner_id = $1 ORDER BY created_at, id"
-        ))
-        .bind::<Text, _>(partner.as_str())
-        .load(&mut conn)
-        .await
-        .map_err(db)?;
+        let rows: Vec<EndpointRow> = webhook_endpoints::table
+            .filter(webhook_endpoints::partner_id.eq(partner.as_str()))
+            .order((webhook_endpoints::created_at, webhook_endpoints::id))
+            .select(EndpointRow::as_select())
+            .load(&mut conn)
+            .await
+            .map_err(db)?;
         rows.into_iter().map(EndpointRow::into_domain).collect()
     }
 
@@ -337,15 +193,14 @@ impl WebhookRepo for PgStore {
     ) -> Result<Option<WebhookEndpoint>, RepoError> {
         let id = id.as_uuid();
         let mut conn = self.conn().await?;
-        let row: Option<EndpointRow> = diesel::sql_query(format!(
-            "SELECT {ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE partner_id = $1 AND id = $2"
-        ))
-        .bind::<Text, _>(partner.as_str())
-        .bind::<diesel::sql_types::Uuid, _>(id)
-        .get_result(&mut conn)
-        .await
-        .optional()
-        .map_err(db)?;
+        let row: Option<EndpointRow> = webhook_endpoints::table
+            .filter(webhook_endpoints::partner_id.eq(partner.as_str()))
+            .filter(webhook_endpoints::id.eq(id))
+            .select(EndpointRow::as_select())
+            .get_result(&mut conn)
+            .await
+            .optional()
+            .map_err(db)?;
         row.map(EndpointRow::into_domain).transpose()
     }
 
@@ -359,42 +214,28 @@ impl WebhookRepo for PgStore {
         let max = i64::try_from(max).unwrap_or(i64::MAX);
         conn.transaction(async |conn| {
             // The partner row's lock serialises concurrent creates, so the limit holds.
-            #[derive(QueryableByName)]
-            struct N {
-                #[diesel(sql_type = diesel::sql_types::BigInt)]
-                n: i64,
-            }
-            let locked: Option<N> =
-                diesel::sql_query("SELECT 0::bigint AS n FROM partners WHERE partner_id = $1 FOR UPDATE")
-                    .bind::<Text, _>(e.partner_id.as_str())
-                    .get_result(conn)
-                    .await
-                    .optional()?;
+            let locked: Option<String> = partners::table
+                .find(e.partner_id.as_str())
+                .select(partners::partner_id)
+                .for_update()
+                .get_result(conn)
+                .await
+                .optional()?;
             if locked.is_none() {
                 return Ok(InsertEndpoint::UnknownPartner);
             }
-            let count: N = diesel::sql_query("SELECT count(*) AS n FROM webhook_endpoints WHERE partner_id = $1")
-                .bind::<Text, _>(e.partner_id.as_str())
+            let count: i64 = webhook_endpoints::table
+                .filter(webhook_endpoints::partner_id.eq(e.partner_id.as_str()))
+                .count()
                 .get_result(conn)
                 .await?;
-            if count.n >= max {
+            if count >= max {
                 return Ok(InsertEndpoint::TooMany);
             }
-            let kinds: Vec<&str> = e.events.iter().map(|k| k.as_str()).collect();
-            diesel::sql_query(format!(
-                "INSERT INTO webhook_endpoints ({ENDPOINT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, NULL, NULL, NULL, NULL)"
-            ))
-            .bind::<diesel::sql_types::Uuid, _>(e.id.as_uuid())
-            .bind::<Text, _>(e.partner_id.as_str())
-            .bind::<Text, _>(&e.url)
-            .bind::<Array<Text>, _>(&kinds)
-            .bind::<Nullable<Integer>, _>(delay_seconds(e.lead_created_delay))
-            .bind::<Nullable<Text>, _>(e.custom_header.as_ref().map(CustomHeader::name))
-            .bind::<Nullable<Text>, _>(e.custom_header.as_ref().map(CustomHeader::value))
-            .bind::<Nullable<Text>, _>(e.secret.as_ref().map(|s| s.expose()))
-            .bind::<Timestamptz, _>(e.created_at)
-            .execute(conn)
-            .await?;
+            diesel::insert_into(webhook_endpoints::table)
+                .values(NewEndpoint::new(&e))
+                .execute(conn)
+                .await?;
             Ok::<_, diesel::result::Error>(InsertEndpoint::Inserted)
         })
         .await
@@ -405,38 +246,27 @@ impl WebhookRepo for PgStore {
         let mut conn = self.conn().await?;
         let e = e.clone();
         conn.transaction(async |conn| {
-            let kinds: Vec<&str> = e.events.iter().map(|k| k.as_str()).collect();
             // Re-enabling starts the health count afresh.
-            let n = diesel::sql_query(
-                "UPDATE webhook_endpoints SET url = $3, events = $4, lead_created_delay_seconds = $5, \
-                   custom_header_name = $6, custom_header_value = $7, secret = $8, updated_at = $9, \
-                   failing_since = CASE WHEN $10::timestamptz IS NULL AND disabled_at IS NOT NULL \
-                                        THEN NULL ELSE failing_since END, \
-                   disabled_at = $10, disabled_reason = $11, previous_secret = $12, \
-                   previous_secret_expires_at = $13 \
-                 WHERE partner_id = $1 AND id = $2",
-            )
-            .bind::<Text, _>(e.partner_id.as_str())
-            .bind::<diesel::sql_types::Uuid, _>(e.id.as_uuid())
-            .bind::<Text, _>(&e.url)
-            .bind::<Array<Text>, _>(&kinds)
-            .bind::<Nullable<Integer>, _>(delay_seconds(e.lead_created_delay))
-            .bind::<Nullable<Text>, _>(e.custom_header.as_ref().map(CustomHeader::name))
-            .bind::<Nullable<Text>, _>(e.custom_header.as_ref().map(CustomHeader::value))
-            .bind::<Nullable<Text>, _>(e.secret.as_ref().map(|s| s.expose()))
-            .bind::<Timestamptz, _>(e.updated_at)
-            .bind::<Nullable<Timestamptz>, _>(e.disabled_at)
-            .bind::<Nullable<Text>, _>(e.disabled_reason.map(DisabledReason::as_str))
-            .bind::<Nullable<Text>, _>(e.previous_secret.as_ref().map(|s| s.expose()))
-            .bind::<Nullable<Timestamptz>, _>(e.previous_secret_expires_at)
-            .execute(conn)
-            .await?;
+            let re_enabled = e
+                .disabled_at
+                .into_sql::<Nullable<Timestamptz>>()
+                .is_null()
+                .and(webhook_endpoints::disabled_at.is_not_null());
+            let n = diesel::update(webhook_endpoints::table)
+                .filter(webhook_endpoints::partner_id.eq(e.partner_id.as_str()))
+                .filter(webhook_endpoints::id.eq(e.id.as_uuid()))
+                .set((
+                    Changes::of(&e),
+                    webhook_endpoints::failing_since.eq(case_when(
+                        re_enabled,
+                        None::<OffsetDateTime>.into_sql::<Nullable<Timestamptz>>(),
+                    )
+                    .otherwise(webhook_endpoints::failing_since)),
+                ))
+                .execute(conn)
+                .await?;
             if n == 1 && e.disabled_at.is_some() {
-                diesel::sql_query(FAIL_DISABLED_SQL)
-                    .bind::<Array<diesel::sql_types::Uuid>, _>(vec![e.id.as_uuid()])
-                    .bind::<Text, _>(ENDPOINT_DISABLED)
-                    .execute(conn)
-                    .await?;
+                fail_disabled(conn, &[e.id.as_uuid()], ENDPOINT_DISABLED).await?;
             }
             Ok::<_, diesel::result::Error>(n == 1)
         })
@@ -451,13 +281,12 @@ impl WebhookRepo for PgStore {
     ) -> Result<bool, RepoError> {
         let id = id.as_uuid();
         let mut conn = self.conn().await?;
-        let n =
-            diesel::sql_query("DELETE FROM webhook_endpoints WHERE partner_id = $1 AND id = $2")
-                .bind::<Text, _>(partner.as_str())
-                .bind::<diesel::sql_types::Uuid, _>(id)
-                .execute(&mut conn)
-                .await
-                .map_err(db)?;
+        let n = diesel::delete(webhook_endpoints::table)
+            .filter(webhook_endpoints::partner_id.eq(partner.as_str()))
+            .filter(webhook_endpoints::id.eq(id))
+            .execute(&mut conn)
+            .await
+            .map_err(db)?;
         Ok(n == 1)
     }
 
@@ -467,16 +296,36 @@ impl WebhookRepo for PgStore {
         filter: &DeliveryFilter,
     ) -> Result<Vec<DeliveryInfo>, RepoError> {
         let mut conn = self.conn().await?;
-        let rows: Vec<DeliveryRow> = diesel::sql_query(LIST_SQL)
-            .bind::<Text, _>(partner.as_str())
-            .bind::<Nullable<diesel::sql_types::Uuid>, _>(
-                filter.endpoint_id.map(EndpointId::as_uuid),
-            )
-            .bind::<Array<Text>, _>(&filter.statuses)
-            .bind::<Nullable<Text>, _>(filter.event.map(EventKind::as_str))
-            .bind::<Nullable<Timestamptz>, _>(filter.after.map(|p| p.created_at))
-            .bind::<Nullable<diesel::sql_types::Uuid>, _>(filter.after.map(|p| p.id))
-            .bind::<diesel::sql_types::BigInt, _>(i64::from(filter.limit))
+        // Newest first, in the order of `webhook_deliveries_partner_idx`; each filter given
+        // adds its condition (one prepared statement per combination).
+        let mut q = webhook_deliveries::table
+            .filter(webhook_deliveries::partner_id.eq(partner.as_str()))
+            .into_boxed();
+        if let Some(endpoint) = filter.endpoint_id {
+            q = q.filter(webhook_deliveries::endpoint_id.eq(endpoint.as_uuid()));
+        }
+        if !filter.statuses.is_empty() {
+            q = q.filter(webhook_deliveries::status.eq_any(&filter.statuses));
+        }
+        if let Some(kind) = filter.event {
+            q = q.filter(webhook_deliveries::kind.eq(kind.as_str()));
+        }
+        if let Some(p) = filter.after {
+            q = q.filter(RowLt(
+                (webhook_deliveries::created_at, webhook_deliveries::id),
+                (
+                    p.created_at.into_sql::<Timestamptz>(),
+                    p.id.into_sql::<diesel::sql_types::Uuid>(),
+                ),
+            ));
+        }
+        let rows: Vec<DeliveryRow> = q
+            .order((
+                webhook_deliveries::created_at.desc(),
+                webhook_deliveries::id.desc(),
+            ))
+            .limit(i64::from(filter.limit))
+            .select(DeliveryRow::as_select())
             .load(&mut conn)
             .await
             .map_err(db)?;
@@ -491,40 +340,30 @@ impl WebhookRepo for PgStore {
     ) -> Result<Option<DeliveryDetail>, RepoError> {
         let id = id.as_uuid();
         let mut conn = self.conn().await?;
-        let row: Option<DeliveryRow> = diesel::sql_query(format!(
-            "SELECT {DELIVERY_COLUMNS} FROM webhook_deliveries WHERE partner_id = $1 AND id = $2"
-        ))
-        .bind::<Text, _>(partner.as_str())
-        .bind::<diesel::sql_types::Uuid, _>(id)
-        .get_result(&mut conn)
-        .await
-        .optional()
-        .map_err(db)?;
+        let row: Option<DeliveryRow> = webhook_deliveries::table
+            .filter(webhook_deliveries::partner_id.eq(partner.as_str()))
+            .filter(webhook_deliveries::id.eq(id))
+            .select(DeliveryRow::as_select())
+            .get_result(&mut conn)
+            .await
+            .optional()
+            .map_err(db)?;
         let Some(row) = row else {
             return Ok(None);
         };
-        let attempts: Vec<AttemptRow> = diesel::sql_query(
-            "SELECT * FROM ( \
-               SELECT attempted_at, status_code, duration_ms, error FROM webhook_attempts \
-               WHERE delivery_id = $1 ORDER BY attempted_at DESC LIMIT $2) a \
-             ORDER BY attempted_at",
-        )
-        .bind::<diesel::sql_types::Uuid, _>(id)
-        .bind::<diesel::sql_types::BigInt, _>(i64::from(log_limit))
-        .load(&mut conn)
-        .await
-        .map_err(db)?;
+        // The latest `log_limit` attempts, shown oldest first.
+        let mut attempts: Vec<AttemptRow> = webhook_attempts::table
+            .filter(webhook_attempts::delivery_id.eq(id))
+            .order(webhook_attempts::attempted_at.desc())
+            .limit(i64::from(log_limit))
+            .select(AttemptRow::as_select())
+            .load(&mut conn)
+            .await
+            .map_err(db)?;
+        attempts.reverse();
         Ok(Some(DeliveryDetail {
             delivery: row.into_domain(),
-            attempt_log: attempts
-                .into_iter()
-                .map(|a| AttemptLogEntry {
-                    attempted_at: a.attempted_at,
-                    status_code: a.status_code,
-                    duration_ms: a.duration_ms,
-                    error: a.error,
-                })
-                .collect(),
+            attempt_log: attempts.into_iter().map(AttemptRow::into_domain).collect(),
         }))
     }
 
@@ -538,18 +377,21 @@ impl WebhookRepo for PgStore {
         let mut conn = self.conn().await?;
         // A fresh budget: the count since `attempt_base` starts again. Clearing the lease fences
         // off the outcome of an attempt in flight now.
-        let row: Option<DeliveryRow> = diesel::sql_query(format!(
-            "UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = $3, attempt_base = attempts, \
-               lease_token = NULL, delivered_at = NULL \
-             WHERE partner_id = $1 AND id = $2 RETURNING {DELIVERY_COLUMNS}"
-        ))
-        .bind::<Text, _>(partner.as_str())
-        .bind::<diesel::sql_types::Uuid, _>(id)
-        .bind::<Timestamptz, _>(now)
-        .get_result(&mut conn)
-        .await
-        .optional()
-        .map_err(db)?;
+        let row: Option<DeliveryRow> = diesel::update(webhook_deliveries::table)
+            .filter(webhook_deliveries::partner_id.eq(partner.as_str()))
+            .filter(webhook_deliveries::id.eq(id))
+            .set((
+                webhook_deliveries::status.eq("pending"),
+                webhook_deliveries::next_attempt_at.eq(now),
+                webhook_deliveries::attempt_base.eq(webhook_deliveries::attempts),
+                webhook_deliveries::lease_token.eq(None::<Uuid>),
+                webhook_deliveries::delivered_at.eq(None::<OffsetDateTime>),
+            ))
+            .returning(DeliveryRow::as_returning())
+            .get_result(&mut conn)
+            .await
+            .optional()
+            .map_err(db)?;
         if row.is_some() {
             self.deliveries_committed(1);
         }
@@ -566,26 +408,15 @@ impl WebhookRepo for PgStore {
         let endpoint = endpoint.as_uuid();
         let delivery_id = delivery_id.as_uuid();
         let mut conn = self.conn().await?;
-        // The event is written only when the endpoint is the partner's, and with it its one
-        // delivery; the event's subject is the endpoint.
-        let row: Option<DeliveryRow> = diesel::sql_query(format!(
-            "WITH ev AS ( \
-               INSERT INTO domain_events (id, partner_id, kind, subject, extra, created_at) \
-               SELECT gen_random_uuid(), w.partner_id, 'ping', w.id::text, '{{}}'::jsonb, $4 \
-               FROM webhook_endpoints w WHERE w.partner_id = $1 AND w.id = $2 RETURNING id) \
-             INSERT INTO webhook_deliveries (id, endpoint_id, partner_id, event_id, kind, status, attempts, \
-               next_attempt_at, created_at) \
-             SELECT $3, $2, $1, ev.id, 'ping', 'pending', 0, $4, $4 FROM ev \
-             RETURNING {DELIVERY_COLUMNS}"
-        ))
-        .bind::<Text, _>(partner.as_str())
-        .bind::<diesel::sql_types::Uuid, _>(endpoint)
-        .bind::<diesel::sql_types::Uuid, _>(delivery_id)
-        .bind::<Timestamptz, _>(now)
-        .get_result(&mut conn)
-        .await
-        .optional()
-        .map_err(db)?;
+        let row: Option<DeliveryRow> = diesel::sql_query(PING_SQL)
+            .bind::<Text, _>(partner.as_str())
+            .bind::<diesel::sql_types::Uuid, _>(endpoint)
+            .bind::<diesel::sql_types::Uuid, _>(delivery_id)
+            .bind::<Timestamptz, _>(now)
+            .get_result(&mut conn)
+            .await
+            .optional()
+            .map_err(db)?;
         if row.is_some() {
             self.deliveries_committed(1);
         }
@@ -600,30 +431,15 @@ impl WebhookRepo for PgStore {
         now: OffsetDateTime,
     ) -> Result<Option<u64>, RepoError> {
         let endpoint = endpoint.as_uuid();
-        #[derive(QueryableByName)]
-        struct Recovered {
-            #[diesel(sql_type = diesel::sql_types::BigInt)]
-            found: i64,
-            #[diesel(sql_type = diesel::sql_types::BigInt)]
-            requeued: i64,
-        }
         let mut conn = self.conn().await?;
-        let r: Recovered = diesel::sql_query(
-            "WITH ep AS (SELECT id FROM webhook_endpoints WHERE partner_id = $1 AND id = $2), \
-             upd AS ( \
-               UPDATE webhook_deliveries d SET status = 'pending', next_attempt_at = $4, \
-                 attempt_base = d.attempts, lease_token = NULL \
-               FROM ep WHERE d.endpoint_id = ep.id AND d.status = 'failed' AND d.created_at >= $3 \
-               RETURNING d.id) \
-             SELECT (SELECT count(*) FROM ep) AS found, (SELECT count(*) FROM upd) AS requeued",
-        )
-        .bind::<Text, _>(partner.as_str())
-        .bind::<diesel::sql_types::Uuid, _>(endpoint)
-        .bind::<Timestamptz, _>(since)
-        .bind::<Timestamptz, _>(now)
-        .get_result(&mut conn)
-        .await
-        .map_err(db)?;
+        let r: Recovered = diesel::sql_query(RECOVER_SQL)
+            .bind::<Text, _>(partner.as_str())
+            .bind::<diesel::sql_types::Uuid, _>(endpoint)
+            .bind::<Timestamptz, _>(since)
+            .bind::<Timestamptz, _>(now)
+            .get_result(&mut conn)
+            .await
+            .map_err(db)?;
         if r.found == 0 {
             return Ok(None);
         }
@@ -762,13 +578,6 @@ impl DeliveryRepo for PgStore {
             .filter(|o| o.duration_ms.is_some())
             .collect();
         if !attempted.is_empty() {
-            #[derive(QueryableByName)]
-            struct Health {
-                #[diesel(sql_type = diesel::sql_types::Uuid)]
-                id: Uuid,
-                #[diesel(sql_type = diesel::sql_types::Bool)]
-                disabled: bool,
-            }
             let rows: Vec<Health> = diesel::sql_query(HEALTH_SQL)
                 .bind::<Array<diesel::sql_types::Uuid>, _>(
                     attempted.iter().map(|o| o.id.as_uuid()).collect::<Vec<_>>(),
@@ -794,10 +603,7 @@ impl DeliveryRepo for PgStore {
                 .map_err(db)?;
             let disabled: Vec<Uuid> = rows.iter().filter(|r| r.disabled).map(|r| r.id).collect();
             if !disabled.is_empty() {
-                diesel::sql_query(FAIL_DISABLED_SQL)
-                    .bind::<Array<diesel::sql_types::Uuid>, _>(&disabled)
-                    .bind::<Text, _>(ENDPOINT_DISABLED)
-                    .execute(&mut conn)
+                fail_disabled(&mut conn, &disabled, ENDPOINT_DISABLED)
                     .await
                     .map_err(db)?;
             }
@@ -812,17 +618,23 @@ impl DeliveryRepo for PgStore {
         error: &str,
     ) -> Result<u64, RepoError> {
         let mut conn = self.conn().await?;
-        let n = diesel::sql_query(
-            "UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, lease_token = NULL, \
-               last_status_code = NULL, last_error = $3 \
-             WHERE status = 'pending' AND next_attempt_at <= $1 AND attempts - attempt_base >= $2",
-        )
-        .bind::<Timestamptz, _>(now)
-        .bind::<Integer, _>(i32::try_from(max_attempts).unwrap_or(i32::MAX))
-        .bind::<Text, _>(error)
-        .execute(&mut conn)
-        .await
-        .map_err(db)?;
+        let n = diesel::update(webhook_deliveries::table)
+            .filter(fixed::<Bool>(PENDING))
+            .filter(webhook_deliveries::next_attempt_at.le(now))
+            .filter(
+                (webhook_deliveries::attempts - webhook_deliveries::attempt_base)
+                    .ge(i32::try_from(max_attempts).unwrap_or(i32::MAX)),
+            )
+            .set((
+                webhook_deliveries::status.eq("failed"),
+                webhook_deliveries::next_attempt_at.eq(None::<OffsetDateTime>),
+                webhook_deliveries::lease_token.eq(None::<Uuid>),
+                webhook_deliveries::last_status_code.eq(None::<i32>),
+                webhook_deliveries::last_error.eq(error),
+            ))
+            .execute(&mut conn)
+            .await
+            .map_err(db)?;
         Ok(u64::try_from(n).unwrap_or(0))
     }
 
@@ -830,25 +642,33 @@ impl DeliveryRepo for PgStore {
         let mut conn = self.conn().await?;
         let batch = i64::from(batch);
         // Small batches, each its own statement, so pruning never holds many locks for long.
-        let deliveries = diesel::sql_query(
-            "DELETE FROM webhook_deliveries WHERE id IN ( \
-               SELECT id FROM webhook_deliveries WHERE status <> 'pending' AND created_at < $1 LIMIT $2)",
-        )
-        .bind::<Timestamptz, _>(before)
-        .bind::<diesel::sql_types::BigInt, _>(batch)
-        .execute(&mut conn)
-        .await
-        .map_err(db)?;
-        let events = diesel::sql_query(
-            "DELETE FROM domain_events WHERE id IN ( \
-               SELECT e.id FROM domain_events e WHERE e.created_at < $1 \
-                 AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id) LIMIT $2)",
-        )
-        .bind::<Timestamptz, _>(before)
-        .bind::<diesel::sql_types::BigInt, _>(batch)
-        .execute(&mut conn)
-        .await
-        .map_err(db)?;
+        let d = diesel::alias!(webhook_deliveries as d);
+        let finished = d
+            .filter(fixed::<Bool>("d.status <> 'pending'"))
+            .filter(d.field(webhook_deliveries::created_at).lt(before))
+            .select(d.field(webhook_deliveries::id))
+            .limit(batch);
+        let deliveries = diesel::delete(webhook_deliveries::table)
+            .filter(webhook_deliveries::id.eq_any(finished))
+            .execute(&mut conn)
+            .await
+            .map_err(db)?;
+        // Events no delivery refers to (an anti-join, as `NOT EXISTS` would plan).
+        let e = diesel::alias!(domain_events as e);
+        let unreferenced = e
+            .left_join(
+                webhook_deliveries::table
+                    .on(webhook_deliveries::event_id.eq(e.field(domain_events::id))),
+            )
+            .filter(e.field(domain_events::created_at).lt(before))
+            .filter(webhook_deliveries::id.is_null())
+            .select(e.field(domain_events::id))
+            .limit(batch);
+        let events = diesel::delete(domain_events::table)
+            .filter(domain_events::id.eq_any(unreferenced))
+            .execute(&mut conn)
+            .await
+            .map_err(db)?;
         Ok(u64::try_from(deliveries + events).unwrap_or(0))
     }
 }
@@ -867,7 +687,7 @@ pub async fn announce_deliveries(
     loop {
         match <diesel_async::AsyncPgConnection as AsyncConnection>::establish(&database_url).await {
             Ok(mut conn) => {
-                if let Err(e) = diesel::sql_query("SET synchronous_commit = off")
+                if let Err(e) = diesel::sql_query(ANNOUNCER_SETUP_SQL)
                     .execute(&mut conn)
                     .await
                 {
@@ -877,10 +697,7 @@ pub async fn announce_deliveries(
                         if written.changed().await.is_err() {
                             return; // the store is gone
                         }
-                        if let Err(e) = diesel::sql_query("NOTIFY webhook_deliveries")
-                            .execute(&mut conn)
-                            .await
-                        {
+                        if let Err(e) = diesel::sql_query(NOTIFY_SQL).execute(&mut conn).await {
                             tracing::warn!(error = %e, "NOTIFY webhook_deliveries failed; reconnecting");
                             break;
                         }
@@ -903,10 +720,7 @@ pub async fn listen_for_deliveries(database_url: String, wake: impl Fn() + Send 
     loop {
         match <diesel_async::AsyncPgConnection as AsyncConnection>::establish(&database_url).await {
             Ok(mut conn) => {
-                if let Err(e) = diesel::sql_query("LISTEN webhook_deliveries")
-                    .execute(&mut conn)
-                    .await
-                {
+                if let Err(e) = diesel::sql_query(LISTEN_SQL).execute(&mut conn).await {
                     tracing::warn!(error = %e, "LISTEN webhook_deliveries failed");
                 } else {
                     wake();

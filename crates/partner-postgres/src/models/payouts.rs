@@ -1,0 +1,53 @@
+//! `payouts` rows.
+
+use diesel::prelude::*;
+use diesel::sql_types::{BigInt, Date, Nullable, Text};
+use partner_domain::RepoError;
+use partner_domain::ids::PayoutId;
+use partner_domain::payout::Payout;
+use partner_domain::values::{Money, PartnerId};
+use uuid::Uuid;
+
+use crate::corrupt;
+use crate::schema::payouts;
+
+/// A payout as the listing (by name, from its raw chunk statement), webhook payloads and the
+/// insert's `RETURNING` read it.
+#[derive(Queryable, QueryableByName, Selectable)]
+#[diesel(table_name = payouts, check_for_backend(diesel::pg::Pg))]
+pub(crate) struct Row {
+    #[diesel(sql_type = diesel::sql_types::Uuid)]
+    id: Uuid,
+    #[diesel(sql_type = Text)]
+    partner_id: String,
+    #[diesel(sql_type = Text)]
+    email: String,
+    #[diesel(sql_type = Date)]
+    created_on: time::Date,
+    #[diesel(sql_type = Date)]
+    payout_date: time::Date,
+    #[diesel(sql_type = BigInt)]
+    amount_cents: i64,
+    #[diesel(sql_type = Text)]
+    status: String,
+    #[diesel(sql_type = Nullable<Text>)]
+    receipt_url: Option<String>,
+    #[diesel(sql_type = Nullable<Text>)]
+    note: Option<String>,
+}
+
+impl Row {
+    pub(crate) fn into_domain(self) -> Result<Payout, RepoError> {
+        Ok(Payout {
+            id: PayoutId::from_uuid(self.id),
+            partner_id: PartnerId::parse(&self.partner_id).map_err(|_| corrupt("partner id"))?,
+            email: self.email,
+            created_at: self.created_on,
+            payout_date: self.payout_date,
+            amount: Money::from_cents(self.amount_cents),
+            status: self.status,
+            receipt_url: self.receipt_url,
+            note: self.note,
+        })
+    }
+}

@@ -1,0 +1,119 @@
+//! `webhook_deliveries` rows.
+
+use diesel::prelude::*;
+use diesel::sql_types::{Integer, Nullable, Text, Timestamptz};
+use partner_domain::RepoError;
+use partner_domain::ids::{DeliveryId, EndpointId};
+use partner_domain::webhook::{ClaimedDelivery, DeliveryInfo, EventKind, WebhookSecret};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::corrupt;
+use crate::models::webhook_endpoints::header;
+use crate::schema::webhook_deliveries;
+
+/// A delivery as the log shows it; read by name from the raw `ping` statement.
+#[derive(Queryable, QueryableByName, Selectable)]
+#[diesel(table_name = webhook_deliveries, check_for_backend(diesel::pg::Pg))]
+pub(crate) struct DeliveryRow {
+    #[diesel(sql_type = diesel::sql_types::Uuid)]
+    id: Uuid,
+    #[diesel(sql_type = diesel::sql_types::Uuid)]
+    endpoint_id: Uuid,
+    #[diesel(sql_type = Text)]
+    kind: String,
+    #[diesel(sql_type = Text)]
+    status: String,
+    #[diesel(sql_type = Integer)]
+    attempts: i32,
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    next_attempt_at: Option<OffsetDateTime>,
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    last_attempt_at: Option<OffsetDateTime>,
+    #[diesel(sql_type = Nullable<Integer>)]
+    last_status_code: Option<i32>,
+    #[diesel(sql_type = Nullable<Text>)]
+    last_error: Option<String>,
+    #[diesel(sql_type = Timestamptz)]
+    created_at: OffsetDateTime,
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    delivered_at: Option<OffsetDateTime>,
+}
+
+impl DeliveryRow {
+    pub(crate) fn into_domain(self) -> DeliveryInfo {
+        DeliveryInfo {
+            id: DeliveryId::from_uuid(self.id),
+            endpoint_id: EndpointId::from_uuid(self.endpoint_id),
+            event: self.kind,
+            status: self.status,
+            attempts: self.attempts,
+            next_attempt_at: self.next_attempt_at,
+            last_attempt_at: self.last_attempt_at,
+            last_status_code: self.last_status_code,
+            last_error: self.last_error,
+            created_at: self.created_at,
+            delivered_at: self.delivered_at,
+        }
+    }
+}
+
+/// A claimed delivery with what sending it needs (`CLAIM_SQL`).
+#[derive(QueryableByName)]
+pub(crate) struct ClaimRow {
+    #[diesel(sql_type = diesel::sql_types::Uuid)]
+    id: Uuid,
+    #[diesel(sql_type = diesel::sql_types::Uuid)]
+    endpoint_id: Uuid,
+    #[diesel(sql_type = diesel::sql_types::Uuid)]
+    lease_token: Uuid,
+    #[diesel(sql_type = Integer)]
+    attempts: i32,
+    #[diesel(sql_type = Text)]
+    kind: String,
+    #[diesel(sql_type = Timestamptz)]
+    event_created_at: OffsetDateTime,
+    #[diesel(sql_type = Text)]
+    subject: String,
+    #[diesel(sql_type = Text)]
+    extra: String,
+    #[diesel(sql_type = Text)]
+    url: String,
+    #[diesel(sql_type = Nullable<Text>)]
+    secret: Option<String>,
+    #[diesel(sql_type = Nullable<Text>)]
+    previous_secret: Option<String>,
+    #[diesel(sql_type = Nullable<Text>)]
+    custom_header_name: Option<String>,
+    #[diesel(sql_type = Nullable<Text>)]
+    custom_header_value: Option<String>,
+}
+
+impl ClaimRow {
+    pub(crate) fn into_domain(self) -> Result<ClaimedDelivery, RepoError> {
+        Ok(ClaimedDelivery {
+            id: DeliveryId::from_uuid(self.id),
+            endpoint_id: EndpointId::from_uuid(self.endpoint_id),
+            lease: self.lease_token,
+            attempt: u32::try_from(self.attempts).map_err(|_| corrupt("attempt count"))?,
+            kind: EventKind::parse_delivered(&self.kind).ok_or_else(|| corrupt("event kind"))?,
+            event_created_at: self.event_created_at,
+            subject: self.subject,
+            extra: serde_json::from_str(&self.extra).map_err(|_| corrupt("event extra"))?,
+            url: self.url,
+            secret: self.secret.map(WebhookSecret::from_stored),
+            previous_secret: self.previous_secret.map(WebhookSecret::from_stored),
+            custom_header: header(self.custom_header_name, self.custom_header_value)?,
+        })
+    }
+}
+
+/// What `recover` found (`RECOVER_SQL`): whether the endpoint is the partner's, and how many
+/// deliveries were queued again.
+#[derive(QueryableByName)]
+pub(crate) struct Recovered {
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    pub(crate) found: i64,
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    pub(crate) requeued: i64,
+}
