@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Leads listing benchmark: seeds 1,000,000 leads across 1,000 partners (one holds 100,000),
 # then measures GET /api/v1/leads with wrk at 64 connections (first page, and a page 1,000
-# pages deep) against the same SQL run directly by pgbench, and prints, in one run, the
-# server/pgbench ratios, p99 and the server's RSS under load. The server runs one statement per
-# request (token lookup folded into the page); BENCH_COMPARE=/path/to/an/older/partner-server
-# measures that binary too, in the same run, against the two statements it sends (token lookup,
-# then the page). Stops by itself; loopback only.
+# pages deep) against the same SQL run directly by pgbench at 64 clients, and prints the
+# server/pgbench ratios, p99 and the server's RSS under load. Server and pgbench runs are
+# interleaved (BENCH_ROUNDS rounds, medians reported), once per server pool size
+# (BENCH_POOLS, default "8 16 32"). The server runs one statement per request (token lookup
+# folded into the page); BENCH_COMPARE=/path/to/an/older/partner-server measures that binary
+# too, against the two statements it sends (token lookup, then the page). Stops by itself;
+# loopback only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,12 +15,15 @@ PGHOST=127.0.0.1; PGPORT=5432; PGUSER=postgres
 export PGHOST PGPORT PGUSER
 DB=${BENCH_DB:-pp_bench}
 PORT=${BENCH_PORT:-18090}
-DURATION=${BENCH_DURATION:-15s}
+DURATION=${BENCH_DURATION:-8s}
 CONNS=64
 BIG=bench-big
 export DATABASE_URL="postgres://postgres@127.0.0.1:5432/$DB"
 export PARTNER_BIND="127.0.0.1:$PORT" PARTNER_TOKEN_PEPPER=bench-pepper PARTNER_INTERNAL_TOKEN=bench-internal-token-0123456789abcdef
-export PARTNER_RATE_LIMIT=1000000000/1s RUST_LOG=warn PARTNER_DB_POOL_SIZE=${BENCH_POOL:-32}
+export PARTNER_RATE_LIMIT=1000000000/1s RUST_LOG=warn PARTNER_DB_POOL_SIZE=32
+# The server is measured once per pool size listed (its PostgreSQL connections; see "Pool size"
+# in docs/performance.md). BENCH_POOL=n is the same as BENCH_POOLS=n.
+POOLS=${BENCH_POOLS:-${BENCH_POOL:-8 16 32}}
 
 command -v wrk >/dev/null || { apt-get install -y wrk >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y wrk >/dev/null; }; }
 command -v pgbench >/dev/null || { echo "pgbench is missing (it ships with the PostgreSQL server package)" >&2; exit 1; }
@@ -123,26 +128,54 @@ one_sql "" > /tmp/bench-first-one.sql
 one_sql " AND (leads.created_at, leads.id) < ('$DEEP_TS', '$DEEP_ID')" > /tmp/bench-deep-one.sql
 
 declare -A TPS
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
+ROUNDS=${BENCH_ROUNDS:-3}
 run_pgbench() { # key name file
   TPS[$1]=$(pgbench -n -M prepared -c $CONNS -j 2 -T "${DURATION%s}" -f "$3" "$DB" 2>/dev/null | awk '/^tps/ {print $3}')
   printf '%-28s %10s tps\n' "$2" "${TPS[$1]}"
 }
 
-# One server binary: warm-up, then both pages under wrk while its RSS is sampled.
-measure_server() { # key binary
-  local rss=/tmp/bench-rss-$1.txt
+# One server binary, interleaved with pgbench: after a warm-up, ROUNDS rounds of (wrk on the first
+# page, pgbench of the SQL that binary sends for it, wrk on page 1,000, pgbench of its SQL), so
+# each ratio compares two measurements taken seconds apart. On a shared machine the load drifts
+# over minutes; a ratio of two runs a minute apart measures the drift, not the server.
+measure_server() { # key binary sql-first sql-deep
+  local rss=/tmp/bench-rss-$1.txt r
   [ -n "$SERVER" ] || start_server "$2"
   # Warm-up (caches, prepared statements, connection pool), not reported.
   wrk -t2 -c$CONNS -d5s -H "Authorization: Bearer $TOKEN" "http://127.0.0.1:$PORT/api/v1/leads" >/dev/null
   local idle; idle=$(rss_kib)
   : >"$rss"; sample_rss "$rss" & SAMPLER=$!
-  if [ -n "${BENCH_PERF:-}" ]; then (sleep 3; perf record -F 999 -g -p $SERVER -o /tmp/bench-perf-$1.data -- sleep 6 >/dev/null 2>&1) & fi
-  run_wrk "$1-first" "$1: first page" "http://127.0.0.1:$PORT/api/v1/leads"
-  run_wrk "$1-deep" "$1: page 1000" "http://127.0.0.1:$PORT/api/v1/leads?cursor=$CURSOR"
+  if [ -n "${BENCH_PERF:-}" ]; then (sleep 3; perf record -F 499 --call-graph dwarf,16384 -p $SERVER -o /tmp/bench-perf-$1.data -- sleep 6 >/dev/null 2>&1) & fi
+  for r in $(seq 1 "$ROUNDS"); do
+    run_wrk "$1-first-$r" "$1 r$r: first page" "http://127.0.0.1:$PORT/api/v1/leads"
+    run_pgbench "$1-first-$r" "$1 r$r: pgbench, first page" "$3"
+    run_wrk "$1-deep-$r" "$1 r$r: page 1000" "http://127.0.0.1:$PORT/api/v1/leads?cursor=$CURSOR"
+    run_pgbench "$1-deep-$r" "$1 r$r: pgbench, page 1000" "$4"
+    echo "$1 r$r: ratio first $(ratio "${RPS[$1-first-$r]}" "${TPS[$1-first-$r]}"), page 1000 $(ratio "${RPS[$1-deep-$r]}" "${TPS[$1-deep-$r]}"); load $(cut -d' ' -f1 /proc/loadavg)"
+  done
   kill $SAMPLER 2>/dev/null || true; wait $SAMPLER 2>/dev/null || true
   local peak; peak=$(sort -n "$rss" | tail -1)
   echo "$1: server RSS $((idle / 1024)) MiB after the warm-up, $((peak / 1024)) MiB at the peak under load"
   stop_server
+}
+
+# Median of the arguments (numbers; units such as "ms" are stripped by the caller).
+median() { printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+# wrk's latency (e.g. 850.00us, 12.3ms, 1.2s) in ms.
+in_ms() { awk -v v="$1" 'BEGIN {n = v + 0; if (v ~ /us$/) n /= 1000; else if (v ~ /ms$/) n += 0; else if (v ~ /s$/) n *= 1000; printf "%.2f", n}'; }
+summary() { # key label
+  local page ratios p99s r
+  for page in first deep; do
+    ratios=(); p99s=()
+    for r in $(seq 1 "$ROUNDS"); do
+      ratios+=("$(ratio "${RPS[$1-$page-$r]}" "${TPS[$1-$page-$r]}")")
+      p99s+=("$(in_ms "${P99[$1-$page-$r]}")")
+    done
+    printf '%s, %-10s ratio median %s (rounds: %s), p99 median %s ms (rounds: %s ms)\n' "$2" \
+      "$([ $page = first ] && echo 'first page' || echo 'page 1000')" "$(median "${ratios[@]}")" "${ratios[*]}" \
+      "$(median "${p99s[@]}")" "${p99s[*]}"
+  done
 }
 
 # What the server sends for one request of each page, from PostgreSQL's own log.
@@ -166,22 +199,28 @@ show_logged_sql "$BIN"
 start_server "$BIN"
 
 echo "== machine: $(nproc) cores, $(free -g | awk '/Mem/ {print $2}') GiB, $(uname -r); PostgreSQL $(psql -Atqc 'show server_version' postgres); load average $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "== wrk, $CONNS connections, $DURATION each (server: release build, pool $PARTNER_DB_POOL_SIZE)"
+echo "== $ROUNDS interleaved rounds per pool size: wrk, $CONNS connections, $DURATION; pgbench -M prepared of the SQL that server sends, $CONNS clients, $DURATION"
 run_wrk healthz "healthz (no DB)" "http://127.0.0.1:$PORT/healthz"
-measure_server after "$BIN"
-[ -z "${BENCH_COMPARE:-}" ] || measure_server before "$BENCH_COMPARE"
-echo "== pgbench -M prepared, the same SQL, $CONNS clients, $DURATION each"
+stop_server
+for pool in $POOLS; do
+  export PARTNER_DB_POOL_SIZE=$pool
+  echo "-- server pool $pool"
+  measure_server "pool$pool" "$BIN" /tmp/bench-first-one.sql /tmp/bench-deep-one.sql
+  [ -z "${BENCH_COMPARE:-}" ] || measure_server "before$pool" "$BENCH_COMPARE" /tmp/bench-first-req.sql /tmp/bench-deep-req.sql
+done
+echo "== pgbench, for reference: the page query alone (no token lookup), the two statements a request sent before issue 14, and the one statement at fewer clients"
 run_pgbench first-page "page query alone, first page" /tmp/bench-first.sql
 run_pgbench deep-page "page query alone, page 1000" /tmp/bench-deep.sql
 run_pgbench first-two "lookup + page, first page" /tmp/bench-first-req.sql
 run_pgbench deep-two "lookup + page, page 1000" /tmp/bench-deep-req.sql
-run_pgbench first-one "one statement, first page" /tmp/bench-first-one.sql
-run_pgbench deep-one "one statement, page 1000" /tmp/bench-deep-one.sql
-echo "== ratios: server req/s / pgbench tps of the SQL that server sends per request (target >= 0.8; p99 target <= 25 ms)"
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
-for page in first deep; do
-  echo "$page page: one statement: $(ratio "${RPS[after-$page]}" "${TPS[$page-one]}") (p99 ${P99[after-$page]})"
-  [ -z "${BENCH_COMPARE:-}" ] || echo "$page page: BENCH_COMPARE binary, lookup + page: $(ratio "${RPS[before-$page]}" "${TPS[$page-two]}") (p99 ${P99[before-$page]})"
+for c in 8 16 32; do
+  TPS[c$c]=$(pgbench -n -M prepared -c $c -j 2 -T "${DURATION%s}" -f /tmp/bench-first-one.sql "$DB" 2>/dev/null | awk '/^tps/ {print $3}')
+  printf '%-28s %10s tps\n' "one statement, first, -c$c" "${TPS[c$c]}"
+done
+echo "== summary: server req/s / pgbench tps (64 clients) of the SQL that server sends per request, medians of the rounds (target >= 0.8; p99 target <= 25 ms)"
+for pool in $POOLS; do
+  summary "pool$pool" "pool $pool, one statement"
+  [ -z "${BENCH_COMPARE:-}" ] || summary "before$pool" "pool $pool, BENCH_COMPARE binary, lookup + page"
 done
 echo "== plans"
 psql -Atq "$DB" -c "EXPLAIN (ANALYZE, COSTS OFF) $(cat /tmp/bench-deep-one.sql)" | head -20
