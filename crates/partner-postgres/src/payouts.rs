@@ -37,17 +37,20 @@ struct Row {
 
 impl Row {
     fn into_domain(self) -> Result<Payout, RepoError> {
-        Ok(Payout {
-            id: PayoutId::from_uuid(self.id),
-            partner_id: PartnerId::parse(&self.partner_id).map_err(|_| corrupt("partner id"))?,
-            email: self.email,
-            created_at: self.created_on,
-            payout_date: self.payout_date,
-            amount: Money::from_cents(self.amount_cents),
-            status: self.status,
-            receipt_url: self.receipt_url,
-            note: self.note,
-        })
+        Ok(Payout::new(
+            PayoutId::from_uuid(self.id),
+            self.email,
+            self.created_on,
+            NewPayout {
+                partner_id: PartnerId::parse(&self.partner_id)
+                    .map_err(|_| corrupt("partner id"))?,
+                payout_date: self.payout_date,
+                amount: Money::from_cents(self.amount_cents),
+                status: self.status,
+                receipt_url: self.receipt_url,
+                note: self.note,
+            },
+        ))
     }
 }
 

@@ -691,7 +691,10 @@ impl DeliveryRepo for PgStore {
         }
         if !payouts.is_empty() {
             for p in crate::payouts::payouts_by_ids(&mut conn, &payouts).await? {
-                out.insert((SubjectKind::Payout, p.id.to_string()), Subject::Payout(p));
+                out.insert(
+                    (SubjectKind::Payout, p.id().to_string()),
+                    Subject::Payout(p),
+                );
             }
         }
         // A `ping` is about its endpoint, which the claim just read: nothing to look up.
