@@ -7,7 +7,9 @@ use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use partner_domain::RepoError;
 use partner_domain::ids::AnalyticsEventId;
 use partner_domain::lead::TestSource;
-use partner_domain::order::{AnalyticsEvent, Order, OrderKey, OrderListing, SIMULATED_PREFIX};
+use partner_domain::order::{
+    AnalyticsEvent, Order, OrderKey, OrderListing, OrderParts, SIMULATED_PREFIX,
+};
 use partner_domain::ports::OrderRepo;
 use partner_domain::values::{Money, PartnerId};
 use time::OffsetDateTime;
@@ -49,7 +51,7 @@ struct OrderRow {
 impl OrderRow {
     fn into_domain(self) -> Result<OrderListing, RepoError> {
         Ok(OrderListing {
-            order: Order {
+            order: Order::new(OrderParts {
                 order_id: self.order_id,
                 partner_id: PartnerId::parse(&self.partner_id)
                     .map_err(|_| corrupt("partner id"))?,
@@ -63,7 +65,7 @@ impl OrderRow {
                 source: self.source,
                 customer_name: self.customer_name,
                 customer_email: self.customer_email,
-            },
+            }),
             sub_account: self.sub_account,
         })
     }
@@ -321,18 +323,18 @@ pub(crate) async fn insert(
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) \
          ON CONFLICT (order_id) DO NOTHING",
     )
-    .bind::<Text, _>(&o.order_id)
-    .bind::<Text, _>(o.partner_id.as_str())
-    .bind::<Nullable<Int2>, _>(o.sub_id.map(|s| i16::from(s.get())))
-    .bind::<Timestamptz, _>(o.created_date)
-    .bind::<Text, _>(&o.product)
-    .bind::<BigInt, _>(o.amount.cents())
-    .bind::<BigInt, _>(o.commission.cents())
-    .bind::<Text, _>(&o.status)
-    .bind::<Bool, _>(o.is_test)
-    .bind::<Text, _>(&o.source)
-    .bind::<Nullable<Text>, _>(o.customer_name.as_deref())
-    .bind::<Nullable<Text>, _>(o.customer_email.as_deref())
+    .bind::<Text, _>(o.order_id())
+    .bind::<Text, _>(o.partner_id().as_str())
+    .bind::<Nullable<Int2>, _>(o.sub_id().map(|s| i16::from(s.get())))
+    .bind::<Timestamptz, _>(o.created_date())
+    .bind::<Text, _>(o.product())
+    .bind::<BigInt, _>(o.amount().cents())
+    .bind::<BigInt, _>(o.commission().cents())
+    .bind::<Text, _>(o.status())
+    .bind::<Bool, _>(o.is_test())
+    .bind::<Text, _>(o.source())
+    .bind::<Nullable<Text>, _>(o.customer_name())
+    .bind::<Nullable<Text>, _>(o.customer_email())
     .bind::<Timestamptz, _>(now)
     .execute(conn)
     .await?;

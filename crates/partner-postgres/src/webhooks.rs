@@ -684,7 +684,7 @@ impl DeliveryRepo for PgStore {
         if !orders.is_empty() {
             for o in crate::orders::orders_by_ids(&mut conn, &orders).await? {
                 out.insert(
-                    (SubjectKind::Order, o.order.order_id.clone()),
+                    (SubjectKind::Order, o.order.order_id().to_owned()),
                     Subject::Order(o),
                 );
             }

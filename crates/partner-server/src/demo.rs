@@ -11,7 +11,7 @@ use partner_domain::clock::{Clock, FixedClock, SystemClock};
 use partner_domain::cursor::CursorKey;
 use partner_domain::ids::{ImageFileId, ProductId};
 use partner_domain::lead::{LeadService, NewLead, Origin, Phone, TestFlag};
-use partner_domain::order::{NewAnalyticsEvent, Order, OrderService};
+use partner_domain::order::{NewAnalyticsEvent, Order, OrderParts, OrderService};
 use partner_domain::payout::{NewPayout, PayoutService};
 use partner_domain::random::{Random, SystemRandom};
 use partner_domain::sub_account::{CreateSubAccountError, SubAccountService};
@@ -195,7 +195,7 @@ async fn seed_activity(
     for i in 0..14i64 {
         let is_test = i >= 11;
         orders
-            .ingest(Order {
+            .ingest(Order::new(OrderParts {
                 order_id: format!("{}-{:04}", if is_test { "PTEST" } else { "ORD" }, 1000 + i),
                 partner_id: partner.clone(),
                 sub_id: SubId::new(u16::try_from(i % 3).unwrap_or(0)),
@@ -220,7 +220,7 @@ async fn seed_activity(
                     pick(&LAST, i as usize)
                 )),
                 customer_email: Some(format!("customer{i}@example.com")),
-            })
+            }))
             .await?;
     }
     for i in 0..3i64 {
