@@ -12,8 +12,8 @@ use partner_domain::ports::{DeliveryRepo, InsertEndpoint, WebhookRepo};
 use partner_domain::values::PartnerId;
 use partner_domain::webhook::{
     AttemptLogEntry, AttemptOutcome, ClaimRequest, ClaimedDelivery, CustomHeader, DeliveryDetail,
-    DeliveryFilter, DeliveryInfo, DisabledReason, ENDPOINT_DISABLED, EventKind, LeadCreatedDelay,
-    NextStep, WebhookEndpoint, WebhookSecret,
+    DeliveryFilter, DeliveryInfo, DisabledReason, ENDPOINT_DISABLED, EndpointParts, EventKind,
+    LeadCreatedDelay, NextStep, WebhookEndpoint, WebhookSecret,
 };
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -87,7 +87,11 @@ fn header(name: Option<String>, value: Option<String>) -> Result<Option<CustomHe
 
 impl EndpointRow {
     fn into_domain(self) -> Result<WebhookEndpoint, RepoError> {
-        Ok(WebhookEndpoint {
+        let disabled_reason = self
+            .disabled_reason
+            .map(|r| DisabledReason::parse(&r).ok_or_else(|| corrupt("disabled reason")))
+            .transpose()?;
+        Ok(WebhookEndpoint::new(EndpointParts {
             id: EndpointId::from_uuid(self.id),
             partner_id: PartnerId::parse(&self.partner_id).map_err(|_| corrupt("partner id"))?,
             url: self.url,
@@ -95,16 +99,14 @@ impl EndpointRow {
             lead_created_delay: delay_from_seconds(self.lead_created_delay_seconds)?,
             custom_header: header(self.custom_header_name, self.custom_header_value)?,
             secret: self.secret.map(WebhookSecret::from_stored),
-            previous_secret: self.previous_secret.map(WebhookSecret::from_stored),
-            previous_secret_expires_at: self.previous_secret_expires_at,
-            disabled_at: self.disabled_at,
-            disabled_reason: self
-                .disabled_reason
-                .map(|r| DisabledReason::parse(&r).ok_or_else(|| corrupt("disabled reason")))
-                .transpose()?,
+            previous_secret: self
+                .previous_secret
+                .map(WebhookSecret::from_stored)
+                .zip(self.previous_secret_expires_at),
+            disabled: self.disabled_at.map(|at| (at, disabled_reason)),
             created_at: self.created_at,
             updated_at: self.updated_at,
-        })
+        }))
     }
 }
 
@@ -366,7 +368,7 @@ impl WebhookRepo for PgStore {
             }
             let locked: Option<N> =
                 diesel::sql_query("SELECT 0::bigint AS n FROM partners WHERE partner_id = $1 FOR UPDATE")
-                    .bind::<Text, _>(e.partner_id.as_str())
+                    .bind::<Text, _>(e.partner_id().as_str())
                     .get_result(conn)
                     .await
                     .optional()?;
@@ -374,25 +376,25 @@ impl WebhookRepo for PgStore {
                 return Ok(InsertEndpoint::UnknownPartner);
             }
             let count: N = diesel::sql_query("SELECT count(*) AS n FROM webhook_endpoints WHERE partner_id = $1")
-                .bind::<Text, _>(e.partner_id.as_str())
+                .bind::<Text, _>(e.partner_id().as_str())
                 .get_result(conn)
                 .await?;
             if count.n >= max {
                 return Ok(InsertEndpoint::TooMany);
             }
-            let kinds: Vec<&str> = e.events.iter().map(|k| k.as_str()).collect();
+            let kinds: Vec<&str> = e.events().iter().map(|k| k.as_str()).collect();
             diesel::sql_query(format!(
                 "INSERT INTO webhook_endpoints ({ENDPOINT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, NULL, NULL, NULL, NULL)"
             ))
-            .bind::<diesel::sql_types::Uuid, _>(e.id.as_uuid())
-            .bind::<Text, _>(e.partner_id.as_str())
-            .bind::<Text, _>(&e.url)
+            .bind::<diesel::sql_types::Uuid, _>(e.id().as_uuid())
+            .bind::<Text, _>(e.partner_id().as_str())
+            .bind::<Text, _>(e.url())
             .bind::<Array<Text>, _>(&kinds)
-            .bind::<Nullable<Integer>, _>(delay_seconds(e.lead_created_delay))
-            .bind::<Nullable<Text>, _>(e.custom_header.as_ref().map(CustomHeader::name))
-            .bind::<Nullable<Text>, _>(e.custom_header.as_ref().map(CustomHeader::value))
-            .bind::<Nullable<Text>, _>(e.secret.as_ref().map(|s| s.expose()))
-            .bind::<Timestamptz, _>(e.created_at)
+            .bind::<Nullable<Integer>, _>(delay_seconds(e.lead_created_delay()))
+            .bind::<Nullable<Text>, _>(e.custom_header().map(CustomHeader::name))
+            .bind::<Nullable<Text>, _>(e.custom_header().map(CustomHeader::value))
+            .bind::<Nullable<Text>, _>(e.secret().map(|s| s.expose()))
+            .bind::<Timestamptz, _>(e.created_at())
             .execute(conn)
             .await?;
             Ok::<_, diesel::result::Error>(InsertEndpoint::Inserted)
@@ -405,7 +407,7 @@ impl WebhookRepo for PgStore {
         let mut conn = self.conn().await?;
         let e = e.clone();
         conn.transaction(async |conn| {
-            let kinds: Vec<&str> = e.events.iter().map(|k| k.as_str()).collect();
+            let kinds: Vec<&str> = e.events().iter().map(|k| k.as_str()).collect();
             // Re-enabling starts the health count afresh.
             let n = diesel::sql_query(
                 "UPDATE webhook_endpoints SET url = $3, events = $4, lead_created_delay_seconds = $5, \
@@ -416,24 +418,24 @@ impl WebhookRepo for PgStore {
                    previous_secret_expires_at = $13 \
                  WHERE partner_id = $1 AND id = $2",
             )
-            .bind::<Text, _>(e.partner_id.as_str())
-            .bind::<diesel::sql_types::Uuid, _>(e.id.as_uuid())
-            .bind::<Text, _>(&e.url)
+            .bind::<Text, _>(e.partner_id().as_str())
+            .bind::<diesel::sql_types::Uuid, _>(e.id().as_uuid())
+            .bind::<Text, _>(e.url())
             .bind::<Array<Text>, _>(&kinds)
-            .bind::<Nullable<Integer>, _>(delay_seconds(e.lead_created_delay))
-            .bind::<Nullable<Text>, _>(e.custom_header.as_ref().map(CustomHeader::name))
-            .bind::<Nullable<Text>, _>(e.custom_header.as_ref().map(CustomHeader::value))
-            .bind::<Nullable<Text>, _>(e.secret.as_ref().map(|s| s.expose()))
-            .bind::<Timestamptz, _>(e.updated_at)
-            .bind::<Nullable<Timestamptz>, _>(e.disabled_at)
-            .bind::<Nullable<Text>, _>(e.disabled_reason.map(DisabledReason::as_str))
-            .bind::<Nullable<Text>, _>(e.previous_secret.as_ref().map(|s| s.expose()))
-            .bind::<Nullable<Timestamptz>, _>(e.previous_secret_expires_at)
+            .bind::<Nullable<Integer>, _>(delay_seconds(e.lead_created_delay()))
+            .bind::<Nullable<Text>, _>(e.custom_header().map(CustomHeader::name))
+            .bind::<Nullable<Text>, _>(e.custom_header().map(CustomHeader::value))
+            .bind::<Nullable<Text>, _>(e.secret().map(|s| s.expose()))
+            .bind::<Timestamptz, _>(e.updated_at())
+            .bind::<Nullable<Timestamptz>, _>(e.disabled_at())
+            .bind::<Nullable<Text>, _>(e.disabled_reason().map(DisabledReason::as_str))
+            .bind::<Nullable<Text>, _>(e.previous_secret().map(|s| s.expose()))
+            .bind::<Nullable<Timestamptz>, _>(e.previous_secret_expires_at())
             .execute(conn)
             .await?;
-            if n == 1 && e.disabled_at.is_some() {
+            if n == 1 && e.disabled_at().is_some() {
                 diesel::sql_query(FAIL_DISABLED_SQL)
-                    .bind::<Array<diesel::sql_types::Uuid>, _>(vec![e.id.as_uuid()])
+                    .bind::<Array<diesel::sql_types::Uuid>, _>(vec![e.id().as_uuid()])
                     .bind::<Text, _>(ENDPOINT_DISABLED)
                     .execute(conn)
                     .await?;
