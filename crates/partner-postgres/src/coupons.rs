@@ -6,7 +6,8 @@ use diesel::sql_types::{Array, BigInt, Int2, Nullable, Text, Timestamptz};
 use diesel_async::RunQueryDsl;
 use partner_domain::RepoError;
 use partner_domain::coupon::{
-    Coupon, CouponCode, CouponQuery, CouponStatus, ProductSlug, Redemption, StoredStatus,
+    Coupon, CouponCode, CouponParts, CouponQuery, CouponStatus, ProductSlug, Redemption,
+    StoredStatus,
 };
 use partner_domain::ids::{BulkOrderId, CouponId};
 use partner_domain::ports::{CouponRepo, CouponWrite};
@@ -61,7 +62,7 @@ struct Row {
 
 impl Row {
     fn into_domain(self) -> Result<Coupon, RepoError> {
-        Ok(Coupon {
+        Ok(Coupon::new(CouponParts {
             id: CouponId::from_uuid(self.id),
             code: CouponCode::normalize(&self.code).ok_or_else(|| corrupt("coupon code"))?,
             partner_id: PartnerId::parse(&self.partner_id).map_err(|_| corrupt("partner id"))?,
@@ -87,7 +88,7 @@ impl Row {
             unit_price_cents: self.unit_price_cents,
             notes: self.notes,
             created_at: self.created_at,
-        })
+        }))
     }
 }
 
@@ -142,14 +143,14 @@ impl CouponRepo for PgStore {
         };
         if coupons
             .iter()
-            .any(|c| c.bulk_order_id != first.bulk_order_id)
+            .any(|c| c.bulk_order_id() != first.bulk_order_id())
         {
             return Err(RepoError::new(
                 "insert_bulk takes the coupons of one bulk order",
             ));
         }
-        let ids: Vec<Uuid> = coupons.iter().map(|c| c.id.as_uuid()).collect();
-        let codes: Vec<&str> = coupons.iter().map(|c| c.code.as_str()).collect();
+        let ids: Vec<Uuid> = coupons.iter().map(|c| c.id().as_uuid()).collect();
+        let codes: Vec<&str> = coupons.iter().map(|c| c.code().as_str()).collect();
         let mut conn = self.conn().await?;
         // One statement: it inserts every row or none, and a duplicate code fails it whole.
         let r = diesel::sql_query(
@@ -160,17 +161,17 @@ impl CouponRepo for PgStore {
         )
         .bind::<Array<diesel::sql_types::Uuid>, _>(&ids)
         .bind::<Array<Text>, _>(&codes)
-        .bind::<Text, _>(first.partner_id.as_str())
-        .bind::<Nullable<Int2>, _>(first.sub_id.map(|s| i16::from(s.get())))
-        .bind::<Text, _>(first.product_slug.as_str())
-        .bind::<Int2, _>(i16::from(first.months))
-        .bind::<Nullable<Timestamptz>, _>(first.expires_at)
-        .bind::<diesel::sql_types::Uuid, _>(first.bulk_order_id.as_uuid())
-        .bind::<Text, _>(&first.purchaser_email)
-        .bind::<Text, _>(&first.purchaser_source)
-        .bind::<BigInt, _>(first.unit_price_cents)
-        .bind::<Nullable<Text>, _>(first.notes.as_deref())
-        .bind::<Timestamptz, _>(first.created_at)
+        .bind::<Text, _>(first.partner_id().as_str())
+        .bind::<Nullable<Int2>, _>(first.sub_id().map(|s| i16::from(s.get())))
+        .bind::<Text, _>(first.product_slug().as_str())
+        .bind::<Int2, _>(i16::from(first.months()))
+        .bind::<Nullable<Timestamptz>, _>(first.expires_at())
+        .bind::<diesel::sql_types::Uuid, _>(first.bulk_order_id().as_uuid())
+        .bind::<Text, _>(first.purchaser_email())
+        .bind::<Text, _>(first.purchaser_source())
+        .bind::<BigInt, _>(first.unit_price_cents())
+        .bind::<Nullable<Text>, _>(first.notes())
+        .bind::<Timestamptz, _>(first.created_at())
         .execute(&mut conn)
         .await;
         match r {
