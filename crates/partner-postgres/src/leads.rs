@@ -6,7 +6,7 @@ use diesel_async::RunQueryDsl;
 use partner_domain::RepoError;
 use partner_domain::auth::Sealed;
 use partner_domain::cursor::Position;
-use partner_domain::lead::{Lead, LeadId, Origin, TestFlag, TestSource};
+use partner_domain::lead::{Lead, LeadId, LeadParts, Origin, TestFlag, TestSource};
 use partner_domain::ports::LeadRepo;
 use partner_domain::token::TokenHash;
 use partner_domain::values::{PartnerId, SubId};
@@ -70,7 +70,7 @@ impl Row {
                 TestSource::parse(s).ok_or_else(|| corrupt("test source"))?,
             )),
         };
-        Ok(Lead {
+        Ok(Lead::new(LeadParts {
             id: LeadId::from_uuid(self.id),
             partner_id: PartnerId::parse(&self.partner_id).map_err(|_| corrupt("partner id"))?,
             sub_id: sub_id(self.sub_id)?,
@@ -86,7 +86,7 @@ impl Row {
             test,
             created_at: self.created_at,
             updated_at: self.updated_at,
-        })
+        }))
     }
 }
 
@@ -168,7 +168,7 @@ impl LeadRepo for PgStore {
         }
         // UNION ALL keeps each branch's order in practice, but SQL does not promise it: sort
         // (already sorted: one linear pass).
-        leads.sort_by_key(|l: &Lead| std::cmp::Reverse((l.created_at, l.id)));
+        leads.sort_by_key(|l: &Lead| std::cmp::Reverse((l.created_at(), l.id())));
         leads.truncate(usize::from(limit));
         Ok(Sealed::new(token, leads))
     }
@@ -371,21 +371,21 @@ pub(crate) async fn insert(
          SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $15 \
          WHERE EXISTS (SELECT 1 FROM partners WHERE partner_id = $2)",
     )
-    .bind::<diesel::sql_types::Uuid, _>(lead.id.as_uuid())
-    .bind::<Text, _>(lead.partner_id.as_str())
-    .bind::<Nullable<Int2>, _>(lead.sub_id.map(|s| i16::from(s.get())))
-    .bind::<Text, _>(&lead.first_name)
-    .bind::<Text, _>(&lead.last_name)
-    .bind::<Text, _>(&lead.email)
-    .bind::<Bool, _>(lead.email_consent)
-    .bind::<Nullable<Text>, _>(lead.phone.as_deref())
-    .bind::<Bool, _>(lead.sms_consent)
-    .bind::<Text, _>(lead.origin.as_str())
-    .bind::<Text, _>(&lead.location)
-    .bind::<Nullable<Text>, _>(lead.question_id.as_deref())
-    .bind::<Bool, _>(lead.test.is_test())
-    .bind::<Nullable<Text>, _>(lead.test.source().map(TestSource::as_str))
-    .bind::<Timestamptz, _>(lead.created_at))
+    .bind::<diesel::sql_types::Uuid, _>(lead.id().as_uuid())
+    .bind::<Text, _>(lead.partner_id().as_str())
+    .bind::<Nullable<Int2>, _>(lead.sub_id().map(|s| i16::from(s.get())))
+    .bind::<Text, _>(lead.first_name())
+    .bind::<Text, _>(lead.last_name())
+    .bind::<Text, _>(lead.email())
+    .bind::<Bool, _>(lead.email_consent())
+    .bind::<Nullable<Text>, _>(lead.phone())
+    .bind::<Bool, _>(lead.sms_consent())
+    .bind::<Text, _>(lead.origin().as_str())
+    .bind::<Text, _>(lead.location())
+    .bind::<Nullable<Text>, _>(lead.question_id())
+    .bind::<Bool, _>(lead.test().is_test())
+    .bind::<Nullable<Text>, _>(lead.test().source().map(TestSource::as_str))
+    .bind::<Timestamptz, _>(lead.created_at()))
     .execute(conn)
     .await?;
     Ok(n == 1)
@@ -416,14 +416,14 @@ pub(crate) async fn update(
         "UPDATE leads SET first_name = $2, last_name = $3, email = $4, email_consent = $5, \
            phone = $6, sms_consent = $7, updated_at = $8 WHERE id = $1",
     )
-    .bind::<diesel::sql_types::Uuid, _>(lead.id.as_uuid())
-    .bind::<Text, _>(&lead.first_name)
-    .bind::<Text, _>(&lead.last_name)
-    .bind::<Text, _>(&lead.email)
-    .bind::<Bool, _>(lead.email_consent)
-    .bind::<Nullable<Text>, _>(lead.phone.as_deref())
-    .bind::<Bool, _>(lead.sms_consent)
-    .bind::<Timestamptz, _>(lead.updated_at)
+    .bind::<diesel::sql_types::Uuid, _>(lead.id().as_uuid())
+    .bind::<Text, _>(lead.first_name())
+    .bind::<Text, _>(lead.last_name())
+    .bind::<Text, _>(lead.email())
+    .bind::<Bool, _>(lead.email_consent())
+    .bind::<Nullable<Text>, _>(lead.phone())
+    .bind::<Bool, _>(lead.sms_consent())
+    .bind::<Timestamptz, _>(lead.updated_at())
     .execute(conn)
     .await?;
     Ok(())

@@ -680,7 +680,7 @@ impl DeliveryRepo for PgStore {
             .collect();
         if !leads.is_empty() {
             for l in crate::leads::leads_by_ids(&mut conn, &leads).await? {
-                out.insert((SubjectKind::Lead, l.id.to_string()), Subject::Lead(l));
+                out.insert((SubjectKind::Lead, l.id().to_string()), Subject::Lead(l));
             }
         }
         if !orders.is_empty() {
