@@ -1,6 +1,7 @@
 //! The product catalog: medical (elective-medication) products with price tiers, DNA testing
-//! products, Care Services products, and partners' own prices. Values are checked here once, when
-//! the operator stores them; links and the public catalog are built from them in [`crate::links`].
+//! products, Care Services products, and partners' own prices. A product is built only by its
+//! `parse`, when the operator stores it and again when its stored document is read back; links
+//! and the public catalog are built from them in [`crate::links`].
 
 use std::collections::BTreeMap;
 
@@ -64,10 +65,31 @@ pub struct MedicalTier {
     pub commission: Money,
 }
 
-/// A medical (elective-medication) product.
+/// A medical (elective-medication) product, built only by [`MedicalProduct::parse`] (also when
+/// read back from its stored document).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", try_from = "MedicalProductInput")]
 pub struct MedicalProduct {
+    id: ProductId,
+    name: String,
+    categories: Vec<Category>,
+    details: String,
+    image_url: String,
+    image_file_id: ImageFileId,
+    image_source_url: String,
+    active: bool,
+    legacy_path: String,
+    /// Set when the product is configured for self-hosted intake.
+    self_hosted_slug: Option<String>,
+    self_hosted_langs: Vec<Lang>,
+    suggested_prices: String,
+    tiers: Vec<MedicalTier>,
+}
+
+/// A medical product as the operator submits it, for [`MedicalProduct::parse`].
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MedicalProductInput {
     pub id: ProductId,
     pub name: String,
     pub categories: Vec<Category>,
@@ -84,10 +106,35 @@ pub struct MedicalProduct {
     pub tiers: Vec<MedicalTier>,
 }
 
-/// A DNA testing product.
+impl TryFrom<MedicalProductInput> for MedicalProduct {
+    type Error = ValueError;
+
+    /// Stored documents are read back through the same checks ([`MedicalProduct::parse`]).
+    fn try_from(input: MedicalProductInput) -> Result<Self, ValueError> {
+        Self::parse(input)
+    }
+}
+
+/// A DNA testing product, built only by [`DnaProduct::parse`] (also when read back).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", try_from = "DnaProductInput")]
 pub struct DnaProduct {
+    id: ProductId,
+    product_name: String,
+    description: String,
+    intake_path: String,
+    product_image_url: String,
+    minimum_price: Money,
+    recommended_price: Money,
+    maximum_price: Money,
+    parent_product: Vec<String>,
+    available: bool,
+}
+
+/// A DNA testing product as the operator submits it, for [`DnaProduct::parse`].
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DnaProductInput {
     pub id: ProductId,
     pub product_name: String,
     pub description: String,
@@ -98,6 +145,15 @@ pub struct DnaProduct {
     pub maximum_price: Money,
     pub parent_product: Vec<String>,
     pub available: bool,
+}
+
+impl TryFrom<DnaProductInput> for DnaProduct {
+    type Error = ValueError;
+
+    /// Stored documents are read back through the same checks ([`DnaProduct::parse`]).
+    fn try_from(input: DnaProductInput) -> Result<Self, ValueError> {
+        Self::parse(input)
+    }
 }
 
 /// A price tier (a membership duration) of a Care Services product.
@@ -111,10 +167,23 @@ pub struct CareTier {
     pub commission: Money,
 }
 
-/// A Care Services product.
+/// A Care Services product, built only by [`CareProduct::parse`] (also when read back).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", try_from = "CareProductInput")]
 pub struct CareProduct {
+    id: ProductId,
+    service: CareService,
+    slug: String,
+    product_name: String,
+    description: String,
+    image_url: String,
+    tiers: Vec<CareTier>,
+}
+
+/// A Care Services product as the operator submits it, for [`CareProduct::parse`].
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CareProductInput {
     pub id: ProductId,
     pub service: CareService,
     pub slug: String,
@@ -122,6 +191,15 @@ pub struct CareProduct {
     pub description: String,
     pub image_url: String,
     pub tiers: Vec<CareTier>,
+}
+
+impl TryFrom<CareProductInput> for CareProduct {
+    type Error = ValueError;
+
+    /// Stored documents are read back through the same checks ([`CareProduct::parse`]).
+    fn try_from(input: CareProductInput) -> Result<Self, ValueError> {
+        Self::parse(input)
+    }
 }
 
 /// A stored catalog record with its timestamps, as the operator API renders it.
@@ -204,6 +282,71 @@ fn unique<T: PartialEq>(
 }
 
 impl MedicalProduct {
+    #[must_use]
+    pub fn id(&self) -> ProductId {
+        self.id
+    }
+
+    #[must_use]
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    #[must_use]
+    pub fn categories(&self) -> &[Category] {
+        &self.categories
+    }
+
+    #[must_use]
+    pub fn details(&self) -> &str {
+        &self.details
+    }
+
+    #[must_use]
+    pub fn image_url(&self) -> &str {
+        &self.image_url
+    }
+
+    #[must_use]
+    pub fn image_file_id(&self) -> ImageFileId {
+        self.image_file_id
+    }
+
+    #[must_use]
+    pub fn image_source_url(&self) -> &str {
+        &self.image_source_url
+    }
+
+    #[must_use]
+    pub fn active(&self) -> bool {
+        self.active
+    }
+
+    #[must_use]
+    pub fn legacy_path(&self) -> &str {
+        &self.legacy_path
+    }
+
+    #[must_use]
+    pub fn self_hosted_slug(&self) -> Option<&str> {
+        self.self_hosted_slug.as_deref()
+    }
+
+    #[must_use]
+    pub fn self_hosted_langs(&self) -> &[Lang] {
+        &self.self_hosted_langs
+    }
+
+    #[must_use]
+    pub fn suggested_prices(&self) -> &str {
+        &self.suggested_prices
+    }
+
+    #[must_use]
+    pub fn tiers(&self) -> &[MedicalTier] {
+        &self.tiers
+    }
+
     /// The order every listing of medical products uses: by name, then id.
     pub fn sort(products: &mut [Self]) {
         products.sort_by(|a, b| (&a.name, a.id).cmp(&(&b.name, b.id)));
@@ -211,24 +354,54 @@ impl MedicalProduct {
 
     /// Checks every field and the rules across them: tier months 1, 3 or 6, one tier per
     /// duration, unique keys, `minPrice <= recommendedPrice <= maxPrice`.
-    pub fn checked(mut self) -> Result<Self, ValueError> {
-        self.name = text("name", &self.name, 1, 200)?;
-        self.details = text("details", &self.details, 0, 500)?;
-        self.suggested_prices = text("suggestedPrices", &self.suggested_prices, 0, 200)?;
-        self.image_url = parse_http_url(&self.image_url, "imageUrl")?;
-        self.image_source_url = parse_http_url(&self.image_source_url, "imageSourceUrl")?;
-        self.legacy_path = parse_path(&self.legacy_path, "legacyPath")?;
-        self.self_hosted_slug = self
+    pub fn parse(input: MedicalProductInput) -> Result<Self, ValueError> {
+        let MedicalProductInput {
+            id,
+            name,
+            categories,
+            details,
+            image_url,
+            image_file_id,
+            image_source_url,
+            active,
+            legacy_path,
+            self_hosted_slug,
+            self_hosted_langs,
+            suggested_prices,
+            tiers,
+        } = input;
+        let mut p = Self {
+            id,
+            name,
+            categories,
+            details,
+            image_url,
+            image_file_id,
+            image_source_url,
+            active,
+            legacy_path,
+            self_hosted_slug,
+            self_hosted_langs,
+            suggested_prices,
+            tiers,
+        };
+        p.name = text("name", &p.name, 1, 200)?;
+        p.details = text("details", &p.details, 0, 500)?;
+        p.suggested_prices = text("suggestedPrices", &p.suggested_prices, 0, 200)?;
+        p.image_url = parse_http_url(&p.image_url, "imageUrl")?;
+        p.image_source_url = parse_http_url(&p.image_source_url, "imageSourceUrl")?;
+        p.legacy_path = parse_path(&p.legacy_path, "legacyPath")?;
+        p.self_hosted_slug = p
             .self_hosted_slug
             .as_deref()
             .map(|s| parse_path(s, "selfHostedSlug"))
             .transpose()?;
-        unique(self.categories.iter(), "categories")?;
-        unique(self.self_hosted_langs.iter(), "selfHostedLangs")?;
-        if self.tiers.is_empty() {
+        unique(p.categories.iter(), "categories")?;
+        unique(p.self_hosted_langs.iter(), "selfHostedLangs")?;
+        if p.tiers.is_empty() {
             return Err(ValueError::Missing("tiers"));
         }
-        for t in &mut self.tiers {
+        for t in &mut p.tiers {
             t.key = parse_key(&t.key)?;
             t.label = text("tiers.label", &t.label, 1, 100)?;
             if ![1, 3, 6].contains(&t.months) {
@@ -241,9 +414,9 @@ impl MedicalProduct {
                 ));
             }
         }
-        unique(self.tiers.iter().map(|t| &t.key), "tiers.key")?;
-        unique(self.tiers.iter().map(|t| t.months), "tiers.months")?;
-        Ok(self)
+        unique(p.tiers.iter().map(|t| &t.key), "tiers.key")?;
+        unique(p.tiers.iter().map(|t| t.months), "tiers.months")?;
+        Ok(p)
     }
 
     /// The partner's price for `tier`: its own, else the recommended one.
@@ -281,30 +454,103 @@ impl MedicalProduct {
 }
 
 impl DnaProduct {
+    #[must_use]
+    pub fn id(&self) -> ProductId {
+        self.id
+    }
+
+    #[must_use]
+    pub fn product_name(&self) -> &str {
+        &self.product_name
+    }
+
+    #[must_use]
+    pub fn description(&self) -> &str {
+        &self.description
+    }
+
+    #[must_use]
+    pub fn intake_path(&self) -> &str {
+        &self.intake_path
+    }
+
+    #[must_use]
+    pub fn product_image_url(&self) -> &str {
+        &self.product_image_url
+    }
+
+    #[must_use]
+    pub fn minimum_price(&self) -> Money {
+        self.minimum_price
+    }
+
+    #[must_use]
+    pub fn recommended_price(&self) -> Money {
+        self.recommended_price
+    }
+
+    #[must_use]
+    pub fn maximum_price(&self) -> Money {
+        self.maximum_price
+    }
+
+    #[must_use]
+    pub fn parent_product(&self) -> &[String] {
+        &self.parent_product
+    }
+
+    #[must_use]
+    pub fn available(&self) -> bool {
+        self.available
+    }
+
     /// The order every listing of DNA products uses: by product name, then id.
     pub fn sort(products: &mut [Self]) {
         products.sort_by(|a, b| (&a.product_name, a.id).cmp(&(&b.product_name, b.id)));
     }
 
-    pub fn checked(mut self) -> Result<Self, ValueError> {
-        self.product_name = text("productName", &self.product_name, 1, 200)?;
-        self.description = text("description", &self.description, 0, 2000)?;
-        self.intake_path = parse_path(&self.intake_path, "intakePath")?;
-        self.product_image_url = parse_http_url(&self.product_image_url, "productImageUrl")?;
-        if !(self.minimum_price <= self.recommended_price
-            && self.recommended_price <= self.maximum_price)
-        {
+    /// Checks every field and `minimumPrice <= recommendedPrice <= maximumPrice`.
+    pub fn parse(input: DnaProductInput) -> Result<Self, ValueError> {
+        let DnaProductInput {
+            id,
+            product_name,
+            description,
+            intake_path,
+            product_image_url,
+            minimum_price,
+            recommended_price,
+            maximum_price,
+            parent_product,
+            available,
+        } = input;
+        let mut p = Self {
+            id,
+            product_name,
+            description,
+            intake_path,
+            product_image_url,
+            minimum_price,
+            recommended_price,
+            maximum_price,
+            parent_product,
+            available,
+        };
+        p.product_name = text("productName", &p.product_name, 1, 200)?;
+        p.description = text("description", &p.description, 0, 2000)?;
+        p.intake_path = parse_path(&p.intake_path, "intakePath")?;
+        p.product_image_url = parse_http_url(&p.product_image_url, "productImageUrl")?;
+        if !(p.minimum_price <= p.recommended_price && p.recommended_price <= p.maximum_price) {
             return Err(ValueError::invalid(
                 "recommendedPrice",
                 "minimumPrice <= recommendedPrice <= maximumPrice",
             ));
         }
-        self.parent_product = self
+        p.parent_product = p
             .parent_product
             .iter()
             .map(|p| text("parentProduct", p, 1, 200))
             .collect::<Result<_, _>>()?;
-        Ok(self)
+        Ok(p)
     }
 
     /// Checks a partner's price: within the product's minimum and maximum.
@@ -320,6 +566,41 @@ impl DnaProduct {
 }
 
 impl CareProduct {
+    #[must_use]
+    pub fn id(&self) -> ProductId {
+        self.id
+    }
+
+    #[must_use]
+    pub fn service(&self) -> CareService {
+        self.service
+    }
+
+    #[must_use]
+    pub fn slug(&self) -> &str {
+        &self.slug
+    }
+
+    #[must_use]
+    pub fn product_name(&self) -> &str {
+        &self.product_name
+    }
+
+    #[must_use]
+    pub fn description(&self) -> &str {
+        &self.description
+    }
+
+    #[must_use]
+    pub fn image_url(&self) -> &str {
+        &self.image_url
+    }
+
+    #[must_use]
+    pub fn tiers(&self) -> &[CareTier] {
+        &self.tiers
+    }
+
     /// The order every listing of Care Services products uses: by service, product name, id.
     pub fn sort(products: &mut [Self]) {
         products.sort_by(|a, b| {
@@ -327,24 +608,44 @@ impl CareProduct {
         });
     }
 
-    pub fn checked(mut self) -> Result<Self, ValueError> {
-        self.product_name = text("productName", &self.product_name, 1, 200)?;
-        self.description = text("description", &self.description, 0, 2000)?;
-        self.image_url = parse_http_url(&self.image_url, "imageUrl")?;
-        self.slug = parse_path(&self.slug, "slug")?;
-        if self.tiers.is_empty() {
+    /// Checks every field and the tiers: months 1, 3, 6 or 12, one tier per duration, unique
+    /// keys.
+    pub fn parse(input: CareProductInput) -> Result<Self, ValueError> {
+        let CareProductInput {
+            id,
+            service,
+            slug,
+            product_name,
+            description,
+            image_url,
+            tiers,
+        } = input;
+        let mut p = Self {
+            id,
+            service,
+            slug,
+            product_name,
+            description,
+            image_url,
+            tiers,
+        };
+        p.product_name = text("productName", &p.product_name, 1, 200)?;
+        p.description = text("description", &p.description, 0, 2000)?;
+        p.image_url = parse_http_url(&p.image_url, "imageUrl")?;
+        p.slug = parse_path(&p.slug, "slug")?;
+        if p.tiers.is_empty() {
             return Err(ValueError::Missing("tiers"));
         }
-        for t in &mut self.tiers {
+        for t in &mut p.tiers {
             t.key = parse_key(&t.key)?;
             t.label = text("tiers.label", &t.label, 1, 100)?;
             if ![1, 3, 6, 12].contains(&t.months) {
                 return Err(ValueError::invalid("tiers.months", "must be 1, 3, 6 or 12"));
             }
         }
-        unique(self.tiers.iter().map(|t| &t.key), "tiers.key")?;
-        unique(self.tiers.iter().map(|t| t.months), "tiers.months")?;
-        Ok(self)
+        unique(p.tiers.iter().map(|t| &t.key), "tiers.key")?;
+        unique(p.tiers.iter().map(|t| t.months), "tiers.months")?;
+        Ok(p)
     }
 }
 
@@ -384,25 +685,25 @@ impl CatalogService {
 
     pub async fn put_medical(
         &self,
-        p: MedicalProduct,
+        p: MedicalProductInput,
     ) -> Result<(Stored<MedicalProduct>, bool), PutPriceError> {
-        let p = p.checked()?;
+        let p = MedicalProduct::parse(p)?;
         Ok(self.repo.put_medical(&p, self.clock.now()).await?)
     }
 
     pub async fn put_dna(
         &self,
-        p: DnaProduct,
+        p: DnaProductInput,
     ) -> Result<(Stored<DnaProduct>, bool), PutPriceError> {
-        let p = p.checked()?;
+        let p = DnaProduct::parse(p)?;
         Ok(self.repo.put_dna(&p, self.clock.now()).await?)
     }
 
     pub async fn put_care(
         &self,
-        p: CareProduct,
+        p: CareProductInput,
     ) -> Result<(Stored<CareProduct>, bool), PutPriceError> {
-        let p = p.checked()?;
+        let p = CareProduct::parse(p)?;
         Ok(self.repo.put_care(&p, self.clock.now()).await?)
     }
 

@@ -209,9 +209,30 @@ pub struct Redemption {
     pub provider_primary_external_id: String,
 }
 
-/// A stored coupon.
+/// A stored coupon, or one [`CouponService`] has just minted. Built by [`Coupon::new`] from
+/// [`CouponParts`]; its state changes only in the store, by one conditional statement each.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Coupon {
+    id: CouponId,
+    code: CouponCode,
+    partner_id: PartnerId,
+    sub_id: Option<SubId>,
+    product_slug: ProductSlug,
+    months: u8,
+    status: StoredStatus,
+    expires_at: Option<OffsetDateTime>,
+    redemption: Option<Redemption>,
+    bulk_order_id: BulkOrderId,
+    purchaser_email: String,
+    purchaser_source: String,
+    unit_price_cents: i64,
+    notes: Option<String>,
+    created_at: OffsetDateTime,
+}
+
+/// A stored coupon's fields, for [`Coupon::new`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CouponParts {
     pub id: CouponId,
     pub code: CouponCode,
     pub partner_id: PartnerId,
@@ -220,6 +241,7 @@ pub struct Coupon {
     pub months: u8,
     pub status: StoredStatus,
     pub expires_at: Option<OffsetDateTime>,
+    /// Present exactly when `status` is `Redeemed` (a CHECK constraint of the table).
     pub redemption: Option<Redemption>,
     pub bulk_order_id: BulkOrderId,
     pub purchaser_email: String,
@@ -241,6 +263,109 @@ pub enum RedeemRefusal {
 }
 
 impl Coupon {
+    /// A coupon as stored or minted.
+    pub fn new(parts: CouponParts) -> Self {
+        let CouponParts {
+            id,
+            code,
+            partner_id,
+            sub_id,
+            product_slug,
+            months,
+            status,
+            expires_at,
+            redemption,
+            bulk_order_id,
+            purchaser_email,
+            purchaser_source,
+            unit_price_cents,
+            notes,
+            created_at,
+        } = parts;
+        Self {
+            id,
+            code,
+            partner_id,
+            sub_id,
+            product_slug,
+            months,
+            status,
+            expires_at,
+            redemption,
+            bulk_order_id,
+            purchaser_email,
+            purchaser_source,
+            unit_price_cents,
+            notes,
+            created_at,
+        }
+    }
+
+    #[must_use]
+    pub fn id(&self) -> CouponId {
+        self.id
+    }
+
+    #[must_use]
+    pub fn code(&self) -> &CouponCode {
+        &self.code
+    }
+
+    #[must_use]
+    pub fn partner_id(&self) -> &PartnerId {
+        &self.partner_id
+    }
+
+    #[must_use]
+    pub fn sub_id(&self) -> Option<SubId> {
+        self.sub_id
+    }
+
+    #[must_use]
+    pub fn product_slug(&self) -> ProductSlug {
+        self.product_slug
+    }
+
+    #[must_use]
+    pub fn months(&self) -> u8 {
+        self.months
+    }
+
+    #[must_use]
+    pub fn expires_at(&self) -> Option<OffsetDateTime> {
+        self.expires_at
+    }
+
+    #[must_use]
+    pub fn bulk_order_id(&self) -> BulkOrderId {
+        self.bulk_order_id
+    }
+
+    #[must_use]
+    pub fn purchaser_email(&self) -> &str {
+        &self.purchaser_email
+    }
+
+    #[must_use]
+    pub fn purchaser_source(&self) -> &str {
+        &self.purchaser_source
+    }
+
+    #[must_use]
+    pub fn unit_price_cents(&self) -> i64 {
+        self.unit_price_cents
+    }
+
+    #[must_use]
+    pub fn notes(&self) -> Option<&str> {
+        self.notes.as_deref()
+    }
+
+    #[must_use]
+    pub fn created_at(&self) -> OffsetDateTime {
+        self.created_at
+    }
+
     /// `expired` when active and past `expiresAt`; else the stored status.
     pub fn status_at(&self, now: OffsetDateTime) -> CouponStatus {
         match self.status {
@@ -486,7 +611,7 @@ impl CouponService {
             if !codes.insert(code.clone()) {
                 continue;
             }
-            out.push(Coupon {
+            out.push(Coupon::new(CouponParts {
                 id: CouponId::generate(self.rng.as_ref()),
                 code,
                 partner_id: req.partner_id.clone(),
@@ -502,7 +627,7 @@ impl CouponService {
                 unit_price_cents: req.unit_price_cents,
                 notes: req.notes.clone(),
                 created_at: now,
-            });
+            }));
         }
         out
     }

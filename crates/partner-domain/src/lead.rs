@@ -167,9 +167,31 @@ impl Phone {
     }
 }
 
-/// A stored lead.
+/// A stored lead. Made by [`LeadService::ingest`] from a parsed [`NewLead`], changed only by
+/// [`LeadPatch::apply`], and read back by [`Lead::new`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Lead {
+    id: LeadId,
+    partner_id: PartnerId,
+    sub_id: Option<SubId>,
+    first_name: String,
+    last_name: String,
+    email: String,
+    email_consent: bool,
+    phone: Option<String>,
+    sms_consent: bool,
+    origin: Origin,
+    location: String,
+    question_id: Option<String>,
+    test: TestFlag,
+    created_at: OffsetDateTime,
+    updated_at: OffsetDateTime,
+}
+
+/// A stored lead's fields, for [`Lead::new`]. The email and phone are the stored text: they
+/// were parsed when they were set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeadParts {
     pub id: LeadId,
     pub partner_id: PartnerId,
     pub sub_id: Option<SubId>,
@@ -230,6 +252,119 @@ pub struct LeadRow {
 }
 
 impl Lead {
+    /// A lead as stored.
+    pub fn new(parts: LeadParts) -> Self {
+        let LeadParts {
+            id,
+            partner_id,
+            sub_id,
+            first_name,
+            last_name,
+            email,
+            email_consent,
+            phone,
+            sms_consent,
+            origin,
+            location,
+            question_id,
+            test,
+            created_at,
+            updated_at,
+        } = parts;
+        Self {
+            id,
+            partner_id,
+            sub_id,
+            first_name,
+            last_name,
+            email,
+            email_consent,
+            phone,
+            sms_consent,
+            origin,
+            location,
+            question_id,
+            test,
+            created_at,
+            updated_at,
+        }
+    }
+
+    #[must_use]
+    pub fn id(&self) -> LeadId {
+        self.id
+    }
+
+    #[must_use]
+    pub fn partner_id(&self) -> &PartnerId {
+        &self.partner_id
+    }
+
+    #[must_use]
+    pub fn sub_id(&self) -> Option<SubId> {
+        self.sub_id
+    }
+
+    #[must_use]
+    pub fn first_name(&self) -> &str {
+        &self.first_name
+    }
+
+    #[must_use]
+    pub fn last_name(&self) -> &str {
+        &self.last_name
+    }
+
+    #[must_use]
+    pub fn email(&self) -> &str {
+        &self.email
+    }
+
+    #[must_use]
+    pub fn email_consent(&self) -> bool {
+        self.email_consent
+    }
+
+    #[must_use]
+    pub fn phone(&self) -> Option<&str> {
+        self.phone.as_deref()
+    }
+
+    #[must_use]
+    pub fn sms_consent(&self) -> bool {
+        self.sms_consent
+    }
+
+    #[must_use]
+    pub fn origin(&self) -> &Origin {
+        &self.origin
+    }
+
+    #[must_use]
+    pub fn location(&self) -> &str {
+        &self.location
+    }
+
+    #[must_use]
+    pub fn question_id(&self) -> Option<&str> {
+        self.question_id.as_deref()
+    }
+
+    #[must_use]
+    pub fn test(&self) -> TestFlag {
+        self.test
+    }
+
+    #[must_use]
+    pub fn created_at(&self) -> OffsetDateTime {
+        self.created_at
+    }
+
+    #[must_use]
+    pub fn updated_at(&self) -> OffsetDateTime {
+        self.updated_at
+    }
+
     /// [`Lead::row`] without copying the strings it can move.
     pub fn into_row(self) -> LeadRow {
         LeadRow {

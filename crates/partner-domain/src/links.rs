@@ -190,17 +190,17 @@ pub fn medical_link(
     }
     .to_string();
     let legacy = with_params(
-        join(&bases.legacy_intake, &product.legacy_path),
+        join(&bases.legacy_intake, product.legacy_path()),
         &[("partner_id", code.clone())],
         LinkKind::ProviderHosted,
     );
     let (url, style) = match (
-        &product.self_hosted_slug,
+        product.self_hosted_slug(),
         partner.settings().headless_links(),
     ) {
         (Some(slug), true) => {
             let mut params = vec![("partner_id", code)];
-            if let Some(l) = lang_param(lang, partner.settings(), &product.self_hosted_langs) {
+            if let Some(l) = lang_param(lang, partner.settings(), product.self_hosted_langs()) {
                 params.push(("lang", l.as_str().to_owned()));
             }
             (
@@ -215,19 +215,19 @@ pub fn medical_link(
         _ => (legacy.clone(), "legacy"),
     };
     PartnerProductLink {
-        record_id: product.id,
+        record_id: product.id(),
         email: partner.settings().email().to_string(),
         partner_id: partner.partner_id().clone(),
-        product_name: product.name.clone(),
-        details: product.details.clone(),
+        product_name: product.name().to_owned(),
+        details: product.details().to_owned(),
         url,
         legacy_url: legacy,
         url_style: style,
-        image_url: product.image_url.clone(),
-        category: product.categories.clone(),
-        suggested_prices: product.suggested_prices.clone(),
+        image_url: product.image_url().to_owned(),
+        category: product.categories().to_owned(),
+        suggested_prices: product.suggested_prices().to_owned(),
         tiers: product
-            .tiers
+            .tiers()
             .iter()
             .map(|t| MedicalTierView {
                 key: t.key.clone(),
@@ -267,23 +267,23 @@ pub fn dna_link(
     price: Option<Money>,
 ) -> DnaProductLink {
     DnaProductLink {
-        record_id: product.id,
+        record_id: product.id(),
         email: partner.settings().email().to_string(),
         partner_id: partner.partner_id().clone(),
-        product_name: product.product_name.clone(),
-        description: product.description.clone(),
+        product_name: product.product_name().to_owned(),
+        description: product.description().to_owned(),
         intake_url: with_params(
-            join(&bases.legacy_intake, &product.intake_path),
+            join(&bases.legacy_intake, product.intake_path()),
             &[("partner_id", partner.partner_id().to_string())],
             LinkKind::ProviderHosted,
         ),
-        product_image_url: product.product_image_url.clone(),
-        minimum_price: product.minimum_price,
-        recommended_price: product.recommended_price,
-        maximum_price: product.maximum_price,
-        user_set_price: price.unwrap_or(product.recommended_price),
-        parent_product: product.parent_product.clone(),
-        available: product.available,
+        product_image_url: product.product_image_url().to_owned(),
+        minimum_price: product.minimum_price(),
+        recommended_price: product.recommended_price(),
+        maximum_price: product.maximum_price(),
+        user_set_price: price.unwrap_or(product.recommended_price()),
+        parent_product: product.parent_product().to_owned(),
+        available: product.available(),
     }
 }
 
@@ -367,14 +367,14 @@ pub fn care_link(
     q: &CareQuery,
 ) -> Option<CareServiceLink> {
     let tiers: Vec<_> = product
-        .tiers
+        .tiers()
         .iter()
         .filter(|t| q.duration.is_none_or(|d| t.months == d))
         .collect();
     if tiers.is_empty() {
         return None;
     }
-    let base = join(&bases.care_services, &product.slug);
+    let base = join(&bases.care_services, product.slug());
     let lang = lang_param(q.lang.as_deref(), partner.settings(), &Lang::ALL);
     let params = |m: Option<u8>, redeem: bool| {
         let mut p = vec![("partner_id", partner.partner_id().to_string())];
@@ -393,11 +393,11 @@ pub fn care_link(
         with_params(base.clone(), &p, LinkKind::CareServices)
     };
     Some(CareServiceLink {
-        record_id: product.id,
-        service: product.service,
-        product_name: product.product_name.clone(),
-        description: product.description.clone(),
-        image_url: product.image_url.clone(),
+        record_id: product.id(),
+        service: product.service(),
+        product_name: product.product_name().to_owned(),
+        description: product.description().to_owned(),
+        image_url: product.image_url().to_owned(),
         url: params(q.duration, false),
         redeem_url: params(None, true),
         tiers: tiers
@@ -450,24 +450,24 @@ pub fn catalog_product(
     let term = |months| {
         price_text(
             product
-                .tiers
+                .tiers()
                 .iter()
                 .find(|t| t.months == months)
                 .map(|t| product.price(t, prices)),
         )
     };
     CatalogProduct {
-        id: product.id,
-        name: product.name.clone(),
-        image: product.image_url.clone(),
+        id: product.id(),
+        name: product.name().to_owned(),
+        image: product.image_url().to_owned(),
         image_kind: "file",
-        image_file_id: product.image_file_id,
-        image_source_url: product.image_source_url.clone(),
+        image_file_id: product.image_file_id(),
+        image_source_url: product.image_source_url().to_owned(),
         intake_url: link.url,
         price_1_month: term(1),
         price_3_month: term(3),
         price_6_month: term(6),
-        details: product.details.clone(),
+        details: product.details().to_owned(),
     }
 }
 
@@ -540,7 +540,7 @@ impl LinkService {
         DnaProduct::sort(&mut products);
         Ok(products
             .iter()
-            .map(|d| dna_link(&self.bases, &p, d, prices.get(&d.id).copied()))
+            .map(|d| dna_link(&self.bases, &p, d, prices.get(&d.id()).copied()))
             .collect())
     }
 
@@ -558,8 +558,8 @@ impl LinkService {
         MedicalProduct::sort(&mut products);
         Ok(products
             .iter()
-            .filter(|m| m.active)
-            .map(|m| medical_link(&self.bases, &p, m, prices.get(&m.id), sub, lang))
+            .filter(|m| m.active())
+            .map(|m| medical_link(&self.bases, &p, m, prices.get(&m.id()), sub, lang))
             .collect())
     }
 
@@ -585,8 +585,8 @@ impl LinkService {
         CareProduct::sort(&mut products);
         Ok(products
             .iter()
-            .filter(|c| q.service.is_none_or(|s| s == c.service))
-            .filter(|c| care_access(p.settings(), &flags, c.service))
+            .filter(|c| q.service.is_none_or(|s| s == c.service()))
+            .filter(|c| care_access(p.settings(), &flags, c.service()))
             .filter_map(|c| care_link(&self.bases, p, c, q))
             .collect())
     }
@@ -631,8 +631,8 @@ impl LinkService {
         MedicalProduct::sort(&mut products);
         Ok(products
             .iter()
-            .filter(|m| m.active && category.is_none_or(|c| m.categories.contains(&c)))
-            .map(|m| catalog_product(&self.bases, &p, m, prices.get(&m.id), attribution.sub_id))
+            .filter(|m| m.active() && category.is_none_or(|c| m.categories().contains(&c)))
+            .map(|m| catalog_product(&self.bases, &p, m, prices.get(&m.id()), attribution.sub_id))
             .collect())
     }
 }
@@ -682,7 +682,7 @@ mod tests {
     }
 
     fn product(slug: Option<&str>, langs: &[Lang]) -> MedicalProduct {
-        MedicalProduct {
+        MedicalProduct::parse(crate::catalog::MedicalProductInput {
             id: ProductId::from_uuid(uuid::Uuid::nil()),
             name: "Semaglutide".into(),
             categories: vec![Category::WeightLoss],
@@ -715,7 +715,8 @@ mod tests {
                     commission: Money::from_cents(15_000),
                 },
             ],
-        }
+        })
+        .expect("a valid product")
     }
 
     #[test]
@@ -873,7 +874,7 @@ mod tests {
     }
 
     fn care(months: &[u8]) -> CareProduct {
-        CareProduct {
+        CareProduct::parse(crate::catalog::CareProductInput {
             id: ProductId::from_uuid(uuid::Uuid::nil()),
             service: CareService::Dermatology,
             slug: "derm".into(),
@@ -890,7 +891,8 @@ mod tests {
                     commission: Money::from_cents(100),
                 })
                 .collect(),
-        }
+        })
+        .expect("a valid product")
     }
 
     #[test]

@@ -63,9 +63,28 @@ pub fn parse_run_id(s: &str) -> Result<String, ValueError> {
     Ok(s.to_owned())
 }
 
-/// An order, stored or simulated.
+/// An order, stored or simulated: built by [`Order::new`] from [`OrderParts`] whose text the
+/// caller parsed (the id by [`parse_order_id`], which refuses the `TEST-SIM-` prefix), or by
+/// [`Order::simulated`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Order {
+    order_id: String,
+    partner_id: PartnerId,
+    sub_id: Option<SubId>,
+    created_date: OffsetDateTime,
+    product: String,
+    amount: Money,
+    commission: Money,
+    status: String,
+    is_test: bool,
+    source: String,
+    customer_name: Option<String>,
+    customer_email: Option<String>,
+}
+
+/// The fields of an [`Order`] that is not simulated, for [`Order::new`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OrderParts {
     pub order_id: String,
     pub partner_id: PartnerId,
     pub sub_id: Option<SubId>,
@@ -81,6 +100,98 @@ pub struct Order {
 }
 
 impl Order {
+    /// An order as ingested or stored.
+    pub fn new(parts: OrderParts) -> Self {
+        let OrderParts {
+            order_id,
+            partner_id,
+            sub_id,
+            created_date,
+            product,
+            amount,
+            commission,
+            status,
+            is_test,
+            source,
+            customer_name,
+            customer_email,
+        } = parts;
+        Self {
+            order_id,
+            partner_id,
+            sub_id,
+            created_date,
+            product,
+            amount,
+            commission,
+            status,
+            is_test,
+            source,
+            customer_name,
+            customer_email,
+        }
+    }
+
+    #[must_use]
+    pub fn order_id(&self) -> &str {
+        &self.order_id
+    }
+
+    #[must_use]
+    pub fn partner_id(&self) -> &PartnerId {
+        &self.partner_id
+    }
+
+    #[must_use]
+    pub fn sub_id(&self) -> Option<SubId> {
+        self.sub_id
+    }
+
+    #[must_use]
+    pub fn created_date(&self) -> OffsetDateTime {
+        self.created_date
+    }
+
+    #[must_use]
+    pub fn product(&self) -> &str {
+        &self.product
+    }
+
+    #[must_use]
+    pub fn amount(&self) -> Money {
+        self.amount
+    }
+
+    #[must_use]
+    pub fn commission(&self) -> Money {
+        self.commission
+    }
+
+    #[must_use]
+    pub fn status(&self) -> &str {
+        &self.status
+    }
+
+    #[must_use]
+    pub fn is_test(&self) -> bool {
+        self.is_test
+    }
+
+    #[must_use]
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    #[must_use]
+    pub fn customer_name(&self) -> Option<&str> {
+        self.customer_name.as_deref()
+    }
+
+    #[must_use]
+    pub fn customer_email(&self) -> Option<&str> {
+        self.customer_email.as_deref()
+    }
+
     /// The order a simulated run's `order_completed` event stands for: `TEST-SIM-<runId>`,
     /// status `Simulated`, zero commission, a test order. It is never stored.
     pub fn simulated(ev: &AnalyticsEvent) -> Self {

@@ -35,15 +35,15 @@ impl PayoutKey {
 /// A stored payout. `receipt_url` and `note` are admin-only and never rendered.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Payout {
-    pub id: PayoutId,
-    pub partner_id: PartnerId,
-    pub email: String,
-    pub created_at: Date,
-    pub payout_date: Date,
-    pub amount: Money,
-    pub status: String,
-    pub receipt_url: Option<String>,
-    pub note: Option<String>,
+    id: PayoutId,
+    partner_id: PartnerId,
+    email: String,
+    created_at: Date,
+    payout_date: Date,
+    amount: Money,
+    status: String,
+    receipt_url: Option<String>,
+    note: Option<String>,
 }
 
 /// The spec's `Payout`.
@@ -76,6 +76,35 @@ pub fn parse_date(s: &str) -> Option<Date> {
 }
 
 impl Payout {
+    /// A payout as stored: what the billing job reported, under the id, contact email and
+    /// recording date the store gave it.
+    pub fn new(id: PayoutId, email: String, created_at: Date, reported: NewPayout) -> Self {
+        let NewPayout {
+            partner_id,
+            payout_date,
+            amount,
+            status,
+            receipt_url,
+            note,
+        } = reported;
+        Self {
+            id,
+            partner_id,
+            email,
+            created_at,
+            payout_date,
+            amount,
+            status,
+            receipt_url,
+            note,
+        }
+    }
+
+    #[must_use]
+    pub fn id(&self) -> PayoutId {
+        self.id
+    }
+
     pub fn row(&self) -> PayoutRow {
         PayoutRow {
             record_id: self.id,
@@ -191,17 +220,19 @@ mod tests {
 
     #[test]
     fn row_shape() {
-        let p = Payout {
-            id: PayoutId::from_uuid(uuid::Uuid::nil()),
-            partner_id: PartnerId::parse("acme").expect("id"),
-            email: "ops@acme.test".into(),
-            created_at: date!(2026 - 11 - 21),
-            payout_date: date!(2026 - 11 - 30),
-            amount: Money::from_cents(123450),
-            status: "paid".into(),
-            receipt_url: Some("https://r".into()),
-            note: Some("secret".into()),
-        };
+        let p = Payout::new(
+            PayoutId::from_uuid(uuid::Uuid::nil()),
+            "ops@acme.test".into(),
+            date!(2026 - 11 - 21),
+            NewPayout {
+                partner_id: PartnerId::parse("acme").expect("id"),
+                payout_date: date!(2026 - 11 - 30),
+                amount: Money::from_cents(123450),
+                status: "paid".into(),
+                receipt_url: Some("https://r".into()),
+                note: Some("secret".into()),
+            },
+        );
         let v = serde_json::to_value(p.row()).expect("json");
         assert_eq!(
             v,

@@ -17,14 +17,41 @@ use crate::wire;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SubAccount {
-    pub id: SubAccountId,
-    pub email: String,
-    pub sub_id: SubId,
-    pub nickname: String,
+    id: SubAccountId,
+    email: String,
+    sub_id: SubId,
+    nickname: String,
     #[serde(serialize_with = "wire::ts")]
-    pub created_at: OffsetDateTime,
+    created_at: OffsetDateTime,
     #[serde(serialize_with = "wire::ts")]
-    pub updated_at: OffsetDateTime,
+    updated_at: OffsetDateTime,
+}
+
+impl SubAccount {
+    /// A sub-account as stored. The email and nickname are the stored text, not re-checked: a
+    /// stricter rule later must not make existing rows unreadable.
+    pub fn new(
+        id: SubAccountId,
+        email: String,
+        sub_id: SubId,
+        nickname: String,
+        created_at: OffsetDateTime,
+        updated_at: OffsetDateTime,
+    ) -> Self {
+        Self {
+            id,
+            email,
+            sub_id,
+            nickname,
+            created_at,
+            updated_at,
+        }
+    }
+
+    #[must_use]
+    pub fn sub_id(&self) -> SubId {
+        self.sub_id
+    }
 }
 
 /// Errors of [`SubAccountService::create`].
@@ -145,14 +172,14 @@ mod tests {
             .with(eq(acme()), mockall::predicate::always())
             .returning(|_, n| {
                 assert_eq!(n.now, datetime!(2026-11-21 10:00 UTC));
-                Ok(InsertSubAccount::Inserted(SubAccount {
-                    id: n.id,
-                    email: "ops@acme.test".into(),
-                    sub_id: n.sub_id,
-                    nickname: n.nickname.to_string(),
-                    created_at: n.now,
-                    updated_at: n.now,
-                }))
+                Ok(InsertSubAccount::Inserted(SubAccount::new(
+                    n.id,
+                    "ops@acme.test".into(),
+                    n.sub_id,
+                    n.nickname.to_string(),
+                    n.now,
+                    n.now,
+                )))
             });
         let s = svc(repo)
             .create(
@@ -163,7 +190,7 @@ mod tests {
             .now_or_never()
             .expect("ready")
             .expect("created");
-        assert_eq!(s.sub_id.get(), 7);
+        assert_eq!(s.sub_id().get(), 7);
         let json = serde_json::to_value(&s).expect("json");
         assert_eq!(json["subId"], "7");
         assert_eq!(json["createdAt"], "2026-11-21T10:00:00.000Z");

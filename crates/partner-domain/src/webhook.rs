@@ -387,22 +387,44 @@ impl Serialize for DisabledReason {
 /// The `lastError` of deliveries ended because their endpoint was disabled.
 pub const ENDPOINT_DISABLED: &str = "endpoint disabled";
 
-/// A configured endpoint.
+/// A configured endpoint. Made by [`WebhookService`] when a partner creates one, or by
+/// [`WebhookEndpoint::new`] from what the store holds; only the service changes it afterwards.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WebhookEndpoint {
+    id: EndpointId,
+    partner_id: PartnerId,
+    url: String,
+    events: Vec<EventKind>,
+    lead_created_delay: Option<LeadCreatedDelay>,
+    custom_header: Option<CustomHeader>,
+    secret: Option<WebhookSecret>,
+    /// The secret a rotation replaced, still signing until `previous_secret_expires_at`.
+    previous_secret: Option<WebhookSecret>,
+    previous_secret_expires_at: Option<OffsetDateTime>,
+    /// Set while the endpoint is disabled: no deliveries are queued for it.
+    disabled_at: Option<OffsetDateTime>,
+    disabled_reason: Option<DisabledReason>,
+    created_at: OffsetDateTime,
+    updated_at: OffsetDateTime,
+}
+
+/// A stored endpoint's fields, for [`WebhookEndpoint::new`]. The pairs the table's CHECK
+/// constraints tie together are pairs here, so no endpoint has an overlap end without the
+/// previous secret, or a reason without being disabled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EndpointParts {
     pub id: EndpointId,
     pub partner_id: PartnerId,
+    /// The stored address, not re-checked: it was checked when it was set.
     pub url: String,
     pub events: Vec<EventKind>,
     pub lead_created_delay: Option<LeadCreatedDelay>,
     pub custom_header: Option<CustomHeader>,
     pub secret: Option<WebhookSecret>,
-    /// The secret a rotation replaced, still signing until `previous_secret_expires_at`.
-    pub previous_secret: Option<WebhookSecret>,
-    pub previous_secret_expires_at: Option<OffsetDateTime>,
-    /// Set while the endpoint is disabled: no deliveries are queued for it.
-    pub disabled_at: Option<OffsetDateTime>,
-    pub disabled_reason: Option<DisabledReason>,
+    /// The secret a rotation replaced and until when it still signs.
+    pub previous_secret: Option<(WebhookSecret, OffsetDateTime)>,
+    /// Since when the endpoint is disabled, and why (`None`: the partner disabled it).
+    pub disabled: Option<(OffsetDateTime, Option<DisabledReason>)>,
     pub created_at: OffsetDateTime,
     pub updated_at: OffsetDateTime,
 }
@@ -433,6 +455,108 @@ pub struct EndpointRow {
 }
 
 impl WebhookEndpoint {
+    /// An endpoint as stored.
+    pub fn new(parts: EndpointParts) -> Self {
+        let EndpointParts {
+            id,
+            partner_id,
+            url,
+            events,
+            lead_created_delay,
+            custom_header,
+            secret,
+            previous_secret,
+            disabled,
+            created_at,
+            updated_at,
+        } = parts;
+        let (previous_secret, previous_secret_expires_at) = previous_secret.unzip();
+        let (disabled_at, disabled_reason) = disabled.unzip();
+        Self {
+            id,
+            partner_id,
+            url,
+            events,
+            lead_created_delay,
+            custom_header,
+            secret,
+            previous_secret,
+            previous_secret_expires_at,
+            disabled_at,
+            disabled_reason: disabled_reason.flatten(),
+            created_at,
+            updated_at,
+        }
+    }
+
+    #[must_use]
+    pub fn id(&self) -> EndpointId {
+        self.id
+    }
+
+    #[must_use]
+    pub fn partner_id(&self) -> &PartnerId {
+        &self.partner_id
+    }
+
+    #[must_use]
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    #[must_use]
+    pub fn events(&self) -> &[EventKind] {
+        &self.events
+    }
+
+    #[must_use]
+    pub fn lead_created_delay(&self) -> Option<LeadCreatedDelay> {
+        self.lead_created_delay
+    }
+
+    #[must_use]
+    pub fn custom_header(&self) -> Option<&CustomHeader> {
+        self.custom_header.as_ref()
+    }
+
+    /// The current signing secret.
+    #[must_use]
+    pub fn secret(&self) -> Option<&WebhookSecret> {
+        self.secret.as_ref()
+    }
+
+    /// The secret a rotation replaced, whether or not its overlap has ended (the store keeps
+    /// it until the next change); [`Self::previous_secret_at`] is the one that signs.
+    #[must_use]
+    pub fn previous_secret(&self) -> Option<&WebhookSecret> {
+        self.previous_secret.as_ref()
+    }
+
+    #[must_use]
+    pub fn previous_secret_expires_at(&self) -> Option<OffsetDateTime> {
+        self.previous_secret_expires_at
+    }
+
+    #[must_use]
+    pub fn disabled_at(&self) -> Option<OffsetDateTime> {
+        self.disabled_at
+    }
+
+    #[must_use]
+    pub fn disabled_reason(&self) -> Option<DisabledReason> {
+        self.disabled_reason
+    }
+
+    #[must_use]
+    pub fn created_at(&self) -> OffsetDateTime {
+        self.created_at
+    }
+
+    #[must_use]
+    pub fn updated_at(&self) -> OffsetDateTime {
+        self.updated_at
+    }
+
     /// The previous secret, while its overlap lasts at `now`.
     pub fn previous_secret_at(&self, now: OffsetDateTime) -> Option<&WebhookSecret> {
         match self.previous_secret_expires_at {

@@ -150,7 +150,7 @@ impl CatalogRepo for PgStore {
         p: &MedicalProduct,
         now: OffsetDateTime,
     ) -> Result<(Stored<MedicalProduct>, bool), RepoError> {
-        self.put_doc("medical", p.id.as_uuid(), p, now).await
+        self.put_doc("medical", p.id().as_uuid(), p, now).await
     }
 
     async fn medical_products(&self) -> Result<Vec<MedicalProduct>, RepoError> {
@@ -185,7 +185,7 @@ impl CatalogRepo for PgStore {
         p: &DnaProduct,
         now: OffsetDateTime,
     ) -> Result<(Stored<DnaProduct>, bool), RepoError> {
-        self.put_doc("dna", p.id.as_uuid(), p, now).await
+        self.put_doc("dna", p.id().as_uuid(), p, now).await
     }
 
     async fn dna_products(&self) -> Result<Vec<DnaProduct>, RepoError> {
@@ -220,7 +220,7 @@ impl CatalogRepo for PgStore {
         p: &CareProduct,
         now: OffsetDateTime,
     ) -> Result<(Stored<CareProduct>, bool), RepoError> {
-        self.put_doc("care", p.id.as_uuid(), p, now).await
+        self.put_doc("care", p.id().as_uuid(), p, now).await
     }
 
     async fn care_products(&self) -> Result<Vec<CareProduct>, RepoError> {

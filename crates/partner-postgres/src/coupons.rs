@@ -101,29 +101,29 @@ impl CouponRepo for PgStore {
         };
         if coupons
             .iter()
-            .any(|c| c.bulk_order_id != first.bulk_order_id)
+            .any(|c| c.bulk_order_id() != first.bulk_order_id())
         {
             return Err(RepoError::new(
                 "insert_bulk takes the coupons of one bulk order",
             ));
         }
-        let ids: Vec<Uuid> = coupons.iter().map(|c| c.id.as_uuid()).collect();
-        let codes: Vec<&str> = coupons.iter().map(|c| c.code.as_str()).collect();
+        let ids: Vec<Uuid> = coupons.iter().map(|c| c.id().as_uuid()).collect();
+        let codes: Vec<&str> = coupons.iter().map(|c| c.code().as_str()).collect();
         let mut conn = self.conn().await?;
         let r = diesel::sql_query(INSERT_BULK_SQL)
             .bind::<Array<diesel::sql_types::Uuid>, _>(&ids)
             .bind::<Array<Text>, _>(&codes)
-            .bind::<Text, _>(first.partner_id.as_str())
-            .bind::<Nullable<Int2>, _>(first.sub_id.map(|s| i16::from(s.get())))
-            .bind::<Text, _>(first.product_slug.as_str())
-            .bind::<Int2, _>(i16::from(first.months))
-            .bind::<Nullable<Timestamptz>, _>(first.expires_at)
-            .bind::<diesel::sql_types::Uuid, _>(first.bulk_order_id.as_uuid())
-            .bind::<Text, _>(&first.purchaser_email)
-            .bind::<Text, _>(&first.purchaser_source)
-            .bind::<BigInt, _>(first.unit_price_cents)
-            .bind::<Nullable<Text>, _>(first.notes.as_deref())
-            .bind::<Timestamptz, _>(first.created_at)
+            .bind::<Text, _>(first.partner_id().as_str())
+            .bind::<Nullable<Int2>, _>(first.sub_id().map(|s| i16::from(s.get())))
+            .bind::<Text, _>(first.product_slug().as_str())
+            .bind::<Int2, _>(i16::from(first.months()))
+            .bind::<Nullable<Timestamptz>, _>(first.expires_at())
+            .bind::<diesel::sql_types::Uuid, _>(first.bulk_order_id().as_uuid())
+            .bind::<Text, _>(&first.purchaser_email())
+            .bind::<Text, _>(&first.purchaser_source())
+            .bind::<BigInt, _>(first.unit_price_cents())
+            .bind::<Nullable<Text>, _>(first.notes().as_deref())
+            .bind::<Timestamptz, _>(first.created_at())
             .execute(&mut conn)
             .await;
         match r {

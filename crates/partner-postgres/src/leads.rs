@@ -96,7 +96,7 @@ impl LeadRepo for PgStore {
         }
         // UNION ALL keeps each branch's order in practice, but SQL does not promise it: sort
         // (already sorted: one linear pass).
-        leads.sort_by_key(|l: &Lead| std::cmp::Reverse((l.created_at, l.id)));
+        leads.sort_by_key(|l: &Lead| std::cmp::Reverse((l.created_at(), l.id())));
         leads.truncate(usize::from(limit));
         Ok(Sealed::new(token, leads))
     }
@@ -305,21 +305,21 @@ pub(crate) async fn insert(
 ) -> Result<bool, diesel::result::Error> {
     let n = crate::Prepared(
         diesel::sql_query(INSERT_SQL)
-            .bind::<diesel::sql_types::Uuid, _>(lead.id.as_uuid())
-            .bind::<Text, _>(lead.partner_id.as_str())
-            .bind::<Nullable<Int2>, _>(lead.sub_id.map(|s| i16::from(s.get())))
-            .bind::<Text, _>(&lead.first_name)
-            .bind::<Text, _>(&lead.last_name)
-            .bind::<Text, _>(&lead.email)
-            .bind::<Bool, _>(lead.email_consent)
-            .bind::<Nullable<Text>, _>(lead.phone.as_deref())
-            .bind::<Bool, _>(lead.sms_consent)
-            .bind::<Text, _>(lead.origin.as_str())
-            .bind::<Text, _>(&lead.location)
-            .bind::<Nullable<Text>, _>(lead.question_id.as_deref())
-            .bind::<Bool, _>(lead.test.is_test())
-            .bind::<Nullable<Text>, _>(lead.test.source().map(TestSource::as_str))
-            .bind::<Timestamptz, _>(lead.created_at),
+            .bind::<diesel::sql_types::Uuid, _>(lead.id().as_uuid())
+            .bind::<Text, _>(lead.partner_id().as_str())
+            .bind::<Nullable<Int2>, _>(lead.sub_id().map(|s| i16::from(s.get())))
+            .bind::<Text, _>(&lead.first_name())
+            .bind::<Text, _>(&lead.last_name())
+            .bind::<Text, _>(&lead.email())
+            .bind::<Bool, _>(lead.email_consent())
+            .bind::<Nullable<Text>, _>(lead.phone().as_deref())
+            .bind::<Bool, _>(lead.sms_consent())
+            .bind::<Text, _>(lead.origin().as_str())
+            .bind::<Text, _>(&lead.location())
+            .bind::<Nullable<Text>, _>(lead.question_id().as_deref())
+            .bind::<Bool, _>(lead.test().is_test())
+            .bind::<Nullable<Text>, _>(lead.test().source().map(TestSource::as_str))
+            .bind::<Timestamptz, _>(lead.created_at()),
     )
     .execute(conn)
     .await?;
@@ -347,7 +347,7 @@ pub(crate) async fn update(
     conn: &mut diesel_async::AsyncPgConnection,
     lead: &Lead,
 ) -> Result<(), diesel::result::Error> {
-    diesel::update(leads::table.find(lead.id.as_uuid()))
+    diesel::update(leads::table.find(lead.id().as_uuid()))
         .set(Changes::of(lead))
         .execute(conn)
         .await?;

@@ -215,7 +215,7 @@ impl WebhookRepo for PgStore {
         conn.transaction(async |conn| {
             // The partner row's lock serialises concurrent creates, so the limit holds.
             let locked: Option<String> = partners::table
-                .find(e.partner_id.as_str())
+                .find(e.partner_id().as_str())
                 .select(partners::partner_id)
                 .for_update()
                 .get_result(conn)
@@ -225,7 +225,7 @@ impl WebhookRepo for PgStore {
                 return Ok(InsertEndpoint::UnknownPartner);
             }
             let count: i64 = webhook_endpoints::table
-                .filter(webhook_endpoints::partner_id.eq(e.partner_id.as_str()))
+                .filter(webhook_endpoints::partner_id.eq(e.partner_id().as_str()))
                 .count()
                 .get_result(conn)
                 .await?;
@@ -248,13 +248,13 @@ impl WebhookRepo for PgStore {
         conn.transaction(async |conn| {
             // Re-enabling starts the health count afresh.
             let re_enabled = e
-                .disabled_at
+                .disabled_at()
                 .into_sql::<Nullable<Timestamptz>>()
                 .is_null()
                 .and(webhook_endpoints::disabled_at.is_not_null());
             let n = diesel::update(webhook_endpoints::table)
-                .filter(webhook_endpoints::partner_id.eq(e.partner_id.as_str()))
-                .filter(webhook_endpoints::id.eq(e.id.as_uuid()))
+                .filter(webhook_endpoints::partner_id.eq(e.partner_id().as_str()))
+                .filter(webhook_endpoints::id.eq(e.id().as_uuid()))
                 .set((
                     Changes::of(&e),
                     webhook_endpoints::failing_since.eq(case_when(
@@ -265,8 +265,8 @@ impl WebhookRepo for PgStore {
                 ))
                 .execute(conn)
                 .await?;
-            if n == 1 && e.disabled_at.is_some() {
-                fail_disabled(conn, &[e.id.as_uuid()], ENDPOINT_DISABLED).await?;
+            if n == 1 && e.disabled_at().is_some() {
+                fail_disabled(conn, &[e.id().as_uuid()], ENDPOINT_DISABLED).await?;
             }
             Ok::<_, diesel::result::Error>(n == 1)
         })
@@ -494,20 +494,23 @@ impl DeliveryRepo for PgStore {
             .collect();
         if !leads.is_empty() {
             for l in crate::leads::leads_by_ids(&mut conn, &leads).await? {
-                out.insert((SubjectKind::Lead, l.id.to_string()), Subject::Lead(l));
+                out.insert((SubjectKind::Lead, l.id().to_string()), Subject::Lead(l));
             }
         }
         if !orders.is_empty() {
             for o in crate::orders::orders_by_ids(&mut conn, &orders).await? {
                 out.insert(
-                    (SubjectKind::Order, o.order.order_id.clone()),
+                    (SubjectKind::Order, o.order.order_id().to_owned()),
                     Subject::Order(o),
                 );
             }
         }
         if !payouts.is_empty() {
             for p in crate::payouts::payouts_by_ids(&mut conn, &payouts).await? {
-                out.insert((SubjectKind::Payout, p.id.to_string()), Subject::Payout(p));
+                out.insert(
+                    (SubjectKind::Payout, p.id().to_string()),
+                    Subject::Payout(p),
+                );
             }
         }
         // A `ping` is about its endpoint, which the claim just read: nothing to look up.

@@ -11,7 +11,7 @@ use partner_domain::clock::{Clock, FixedClock, SystemClock};
 use partner_domain::cursor::CursorKey;
 use partner_domain::ids::{ImageFileId, ProductId};
 use partner_domain::lead::{LeadService, NewLead, Origin, Phone, TestFlag};
-use partner_domain::order::{NewAnalyticsEvent, Order, OrderService};
+use partner_domain::order::{NewAnalyticsEvent, Order, OrderParts, OrderService};
 use partner_domain::payout::{NewPayout, PayoutService};
 use partner_domain::random::{Random, SystemRandom};
 use partner_domain::sub_account::{CreateSubAccountError, SubAccountService};
@@ -195,7 +195,7 @@ async fn seed_activity(
     for i in 0..14i64 {
         let is_test = i >= 11;
         orders
-            .ingest(Order {
+            .ingest(Order::new(OrderParts {
                 order_id: format!("{}-{:04}", if is_test { "PTEST" } else { "ORD" }, 1000 + i),
                 partner_id: partner.clone(),
                 sub_id: SubId::new(u16::try_from(i % 3).unwrap_or(0)),
@@ -220,7 +220,7 @@ async fn seed_activity(
                     pick(&LAST, i as usize)
                 )),
                 customer_email: Some(format!("customer{i}@example.com")),
-            })
+            }))
             .await?;
     }
     for i in 0..3i64 {
@@ -262,7 +262,8 @@ fn demo_id(n: u128) -> uuid::Uuid {
 /// Services) and the demo partner's own prices. Catalog records are global and upserted.
 async fn seed_catalog(store: Arc<PgStore>, partner: &PartnerId) -> anyhow::Result<()> {
     use partner_domain::catalog::{
-        CareProduct, CareTier, CatalogService, Category, DnaProduct, MedicalProduct, MedicalTier,
+        CareProductInput, CareTier, CatalogService, Category, DnaProductInput, MedicalProductInput,
+        MedicalTier,
     };
     let catalog = CatalogService::new(store.clone(), store, Arc::new(SystemClock));
     let usd = |d: i64| Money::from_cents(d * 100);
@@ -311,7 +312,7 @@ async fn seed_catalog(store: Arc<PgStore>, partner: &PartnerId) -> anyhow::Resul
     ];
     for (n, name, categories, slug, langs, legacy) in medical {
         catalog
-            .put_medical(MedicalProduct {
+            .put_medical(MedicalProductInput {
                 id: ProductId::from_uuid(demo_id(n)),
                 name: name.into(),
                 categories,
@@ -343,7 +344,7 @@ async fn seed_catalog(store: Arc<PgStore>, partner: &PartnerId) -> anyhow::Resul
         )
         .await?;
     catalog
-        .put_dna(DnaProduct {
+        .put_dna(DnaProductInput {
             id: ProductId::from_uuid(demo_id(10)),
             product_name: "Ancestry + Health DNA Kit".into(),
             description: "Saliva kit with ancestry and health reports".into(),
@@ -371,7 +372,7 @@ async fn seed_catalog(store: Arc<PgStore>, partner: &PartnerId) -> anyhow::Resul
             })
             .collect();
         catalog
-            .put_care(CareProduct {
+            .put_care(CareProductInput {
                 id: ProductId::from_uuid(demo_id(20 + n as u128)),
                 service,
                 slug: service.as_str().into(),

@@ -11,7 +11,7 @@ use actix_web::middleware::Next;
 use actix_web::{Error, HttpRequest, HttpResponse, web};
 use partner_domain::attribution::Attribution;
 use partner_domain::catalog::{
-    CareProduct, CareTier, Category, DnaProduct, MedicalProduct, MedicalTier, Stored,
+    CareProductInput, CareTier, Category, DnaProductInput, MedicalProductInput, MedicalTier, Stored,
 };
 use partner_domain::ids::{ImageFileId, ProductId};
 use partner_domain::links::CatalogProduct;
@@ -164,7 +164,7 @@ pub(super) async fn put_medical(
     path: web::Path<String>,
     JsonBody(b): JsonBody<MedicalBody>,
 ) -> Result {
-    let product = MedicalProduct {
+    let product = MedicalProductInput {
         id: ProductId::from_uuid(uuid(&path, "product id")?),
         name: b.name,
         categories: b
@@ -235,7 +235,7 @@ pub(super) async fn put_dna(
     path: web::Path<String>,
     JsonBody(b): JsonBody<DnaBody>,
 ) -> Result {
-    let product = DnaProduct {
+    let product = DnaProductInput {
         id: ProductId::from_uuid(uuid(&path, "product id")?),
         product_name: b.product_name,
         description: b.description,
@@ -289,7 +289,7 @@ pub(super) async fn put_care(
     path: web::Path<String>,
     JsonBody(b): JsonBody<CareBody>,
 ) -> Result {
-    let product = CareProduct {
+    let product = CareProductInput {
         id: ProductId::from_uuid(uuid(&path, "product id")?),
         service: CareService::parse(&b.service).ok_or_else(|| {
             ApiError::invalid("service must be primary-care, urgent-care, mental-health, dermatology or veterinary-care")

@@ -5,7 +5,8 @@ use actix_web::{HttpRequest, http::StatusCode, web};
 use partner_domain::account::NotFoundOr;
 use partner_domain::lead::TestSource;
 use partner_domain::order::{
-    NewAnalyticsEvent, Order, OrderIngest, parse_event_name, parse_order_id, parse_run_id,
+    NewAnalyticsEvent, Order, OrderIngest, OrderParts, parse_event_name, parse_order_id,
+    parse_run_id,
 };
 use partner_domain::payout::parse_date;
 use partner_domain::values::{Email, Money, PartnerId, text};
@@ -75,7 +76,7 @@ pub(super) async fn create_order(
     JsonBody(b): JsonBody<OrderBody>,
 ) -> Result {
     let at = attribution(&b.partner_id, b.sub_id.as_deref())?;
-    let order = Order {
+    let order = Order::new(OrderParts {
         order_id: parse_order_id(&b.order_id)?,
         partner_id: at.partner_id,
         sub_id: at.sub_id,
@@ -92,7 +93,7 @@ pub(super) async fn create_order(
             .as_deref()
             .map(|e| Email::parse_field(e, "customerEmail").map(|e| e.as_str().to_owned()))
             .transpose()?,
-    };
+    });
     Ok(match state.orders.ingest(order).await? {
         OrderIngest::Created(l) => data(StatusCode::CREATED, l.order.render(&l.sub_account, true)),
         OrderIngest::Replayed(l) => ok(l.order.render(&l.sub_account, true)),

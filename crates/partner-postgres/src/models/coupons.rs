@@ -3,7 +3,9 @@
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Int2, Nullable, Text, Timestamptz};
 use partner_domain::RepoError;
-use partner_domain::coupon::{Coupon, CouponCode, ProductSlug, Redemption, StoredStatus};
+use partner_domain::coupon::{
+    Coupon, CouponCode, CouponParts, ProductSlug, Redemption, StoredStatus,
+};
 use partner_domain::ids::{BulkOrderId, CouponId};
 use partner_domain::values::PartnerId;
 use time::OffsetDateTime;
@@ -55,7 +57,7 @@ pub(crate) struct Row {
 
 impl Row {
     pub(crate) fn into_domain(self) -> Result<Coupon, RepoError> {
-        Ok(Coupon {
+        Ok(Coupon::new(CouponParts {
             id: CouponId::from_uuid(self.id),
             code: CouponCode::normalize(&self.code).ok_or_else(|| corrupt("coupon code"))?,
             partner_id: PartnerId::parse(&self.partner_id).map_err(|_| corrupt("partner id"))?,
@@ -81,6 +83,6 @@ impl Row {
             unit_price_cents: self.unit_price_cents,
             notes: self.notes,
             created_at: self.created_at,
-        })
+        }))
     }
 }

@@ -3,7 +3,7 @@
 use diesel::prelude::*;
 use diesel::sql_types::{Bool, Int2, Nullable, Text, Timestamptz};
 use partner_domain::RepoError;
-use partner_domain::lead::{Lead, LeadId, Origin, TestFlag, TestSource};
+use partner_domain::lead::{Lead, LeadId, LeadParts, Origin, TestFlag, TestSource};
 use partner_domain::values::{PartnerId, SubId};
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -66,7 +66,7 @@ impl Row {
                 TestSource::parse(s).ok_or_else(|| corrupt("test source"))?,
             )),
         };
-        Ok(Lead {
+        Ok(Lead::new(LeadParts {
             id: LeadId::from_uuid(self.id),
             partner_id: PartnerId::parse(&self.partner_id).map_err(|_| corrupt("partner id"))?,
             sub_id: sub_id(self.sub_id)?,
@@ -82,7 +82,7 @@ impl Row {
             test,
             created_at: self.created_at,
             updated_at: self.updated_at,
-        })
+        }))
     }
 }
 
@@ -102,13 +102,13 @@ pub(crate) struct Changes<'a> {
 impl<'a> Changes<'a> {
     pub(crate) fn of(lead: &'a Lead) -> Self {
         Self {
-            first_name: &lead.first_name,
-            last_name: &lead.last_name,
-            email: &lead.email,
-            email_consent: lead.email_consent,
-            phone: lead.phone.as_deref(),
-            sms_consent: lead.sms_consent,
-            updated_at: lead.updated_at,
+            first_name: lead.first_name(),
+            last_name: lead.last_name(),
+            email: lead.email(),
+            email_consent: lead.email_consent(),
+            phone: lead.phone(),
+            sms_consent: lead.sms_consent(),
+            updated_at: lead.updated_at(),
         }
     }
 }

@@ -3,7 +3,7 @@
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Bool, Int2, Nullable, Text, Timestamptz};
 use partner_domain::RepoError;
-use partner_domain::order::{Order, OrderListing};
+use partner_domain::order::{Order, OrderListing, OrderParts};
 use partner_domain::values::{Money, PartnerId};
 use time::OffsetDateTime;
 
@@ -46,7 +46,7 @@ pub(crate) struct OrderRow {
 impl OrderRow {
     pub(crate) fn into_domain(self) -> Result<OrderListing, RepoError> {
         Ok(OrderListing {
-            order: Order {
+            order: Order::new(OrderParts {
                 order_id: self.order_id,
                 partner_id: PartnerId::parse(&self.partner_id)
                     .map_err(|_| corrupt("partner id"))?,
@@ -60,7 +60,7 @@ impl OrderRow {
                 source: self.source,
                 customer_name: self.customer_name,
                 customer_email: self.customer_email,
-            },
+            }),
             sub_account: self.sub_account,
         })
     }
@@ -89,18 +89,18 @@ pub(crate) struct NewOrder<'a> {
 impl<'a> NewOrder<'a> {
     pub(crate) fn new(o: &'a Order, now: OffsetDateTime) -> Self {
         Self {
-            order_id: &o.order_id,
-            partner_id: o.partner_id.as_str(),
-            sub_id: o.sub_id.map(|s| i16::from(s.get())),
-            created_date: o.created_date,
-            product: &o.product,
-            amount_cents: o.amount.cents(),
-            commission_cents: o.commission.cents(),
-            status: &o.status,
-            is_test: o.is_test,
-            source: &o.source,
-            customer_name: o.customer_name.as_deref(),
-            customer_email: o.customer_email.as_deref(),
+            order_id: o.order_id(),
+            partner_id: o.partner_id().as_str(),
+            sub_id: o.sub_id().map(|s| i16::from(s.get())),
+            created_date: o.created_date(),
+            product: o.product(),
+            amount_cents: o.amount().cents(),
+            commission_cents: o.commission().cents(),
+            status: o.status(),
+            is_test: o.is_test(),
+            source: o.source(),
+            customer_name: o.customer_name(),
+            customer_email: o.customer_email(),
             recorded_at: now,
         }
     }

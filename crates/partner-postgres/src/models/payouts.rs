@@ -4,7 +4,7 @@ use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Date, Nullable, Text};
 use partner_domain::RepoError;
 use partner_domain::ids::PayoutId;
-use partner_domain::payout::Payout;
+use partner_domain::payout::{NewPayout, Payout};
 use partner_domain::values::{Money, PartnerId};
 use uuid::Uuid;
 
@@ -38,16 +38,19 @@ pub(crate) struct Row {
 
 impl Row {
     pub(crate) fn into_domain(self) -> Result<Payout, RepoError> {
-        Ok(Payout {
-            id: PayoutId::from_uuid(self.id),
-            partner_id: PartnerId::parse(&self.partner_id).map_err(|_| corrupt("partner id"))?,
-            email: self.email,
-            created_at: self.created_on,
-            payout_date: self.payout_date,
-            amount: Money::from_cents(self.amount_cents),
-            status: self.status,
-            receipt_url: self.receipt_url,
-            note: self.note,
-        })
+        Ok(Payout::new(
+            PayoutId::from_uuid(self.id),
+            self.email,
+            self.created_on,
+            NewPayout {
+                partner_id: PartnerId::parse(&self.partner_id)
+                    .map_err(|_| corrupt("partner id"))?,
+                payout_date: self.payout_date,
+                amount: Money::from_cents(self.amount_cents),
+                status: self.status,
+                receipt_url: self.receipt_url,
+                note: self.note,
+            },
+        ))
     }
 }

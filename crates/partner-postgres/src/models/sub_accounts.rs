@@ -35,13 +35,13 @@ impl Row {
             .ok()
             .and_then(SubId::new)
             .ok_or_else(|| corrupt("sub id"))?;
-        Ok(SubAccount {
-            id: SubAccountId::from_uuid(self.id),
-            email: self.email,
+        Ok(SubAccount::new(
+            SubAccountId::from_uuid(self.id),
+            self.email,
             sub_id,
-            nickname: self.nickname,
-            created_at: self.created_at,
-            updated_at: self.updated_at,
-        })
+            self.nickname,
+            self.created_at,
+            self.updated_at,
+        ))
     }
 }

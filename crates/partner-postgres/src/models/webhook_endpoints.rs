@@ -5,7 +5,8 @@ use partner_domain::RepoError;
 use partner_domain::ids::EndpointId;
 use partner_domain::values::PartnerId;
 use partner_domain::webhook::{
-    CustomHeader, DisabledReason, EventKind, LeadCreatedDelay, WebhookEndpoint, WebhookSecret,
+    CustomHeader, DisabledReason, EndpointParts, EventKind, LeadCreatedDelay, WebhookEndpoint,
+    WebhookSecret,
 };
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -67,7 +68,11 @@ pub(crate) fn header(
 
 impl EndpointRow {
     pub(crate) fn into_domain(self) -> Result<WebhookEndpoint, RepoError> {
-        Ok(WebhookEndpoint {
+        let disabled_reason = self
+            .disabled_reason
+            .map(|r| DisabledReason::parse(&r).ok_or_else(|| corrupt("disabled reason")))
+            .transpose()?;
+        Ok(WebhookEndpoint::new(EndpointParts {
             id: EndpointId::from_uuid(self.id),
             partner_id: PartnerId::parse(&self.partner_id).map_err(|_| corrupt("partner id"))?,
             url: self.url,
@@ -75,16 +80,14 @@ impl EndpointRow {
             lead_created_delay: delay_from_seconds(self.lead_created_delay_seconds)?,
             custom_header: header(self.custom_header_name, self.custom_header_value)?,
             secret: self.secret.map(WebhookSecret::from_stored),
-            previous_secret: self.previous_secret.map(WebhookSecret::from_stored),
-            previous_secret_expires_at: self.previous_secret_expires_at,
-            disabled_at: self.disabled_at,
-            disabled_reason: self
-                .disabled_reason
-                .map(|r| DisabledReason::parse(&r).ok_or_else(|| corrupt("disabled reason")))
-                .transpose()?,
+            previous_secret: self
+                .previous_secret
+                .map(WebhookSecret::from_stored)
+                .zip(self.previous_secret_expires_at),
+            disabled: self.disabled_at.map(|at| (at, disabled_reason)),
             created_at: self.created_at,
             updated_at: self.updated_at,
-        })
+        }))
     }
 }
 
@@ -108,12 +111,12 @@ pub(crate) struct Settings<'a> {
 impl<'a> Settings<'a> {
     fn of(e: &'a WebhookEndpoint) -> Self {
         Self {
-            url: &e.url,
-            events: e.events.iter().map(|k| k.as_str()).collect(),
-            lead_created_delay_seconds: delay_seconds(e.lead_created_delay),
-            custom_header_name: e.custom_header.as_ref().map(CustomHeader::name),
-            custom_header_value: e.custom_header.as_ref().map(CustomHeader::value),
-            secret: e.secret.as_ref().map(|s| s.expose()),
+            url: e.url(),
+            events: e.events().iter().map(|k| k.as_str()).collect(),
+            lead_created_delay_seconds: delay_seconds(e.lead_created_delay()),
+            custom_header_name: e.custom_header().map(CustomHeader::name),
+            custom_header_value: e.custom_header().map(CustomHeader::value),
+            secret: e.secret().as_ref().map(|s| s.expose()),
         }
     }
 }
@@ -133,11 +136,11 @@ pub(crate) struct NewEndpoint<'a> {
 impl<'a> NewEndpoint<'a> {
     pub(crate) fn new(e: &'a WebhookEndpoint) -> Self {
         Self {
-            id: e.id.as_uuid(),
-            partner_id: e.partner_id.as_str(),
+            id: e.id().as_uuid(),
+            partner_id: e.partner_id().as_str(),
             settings: Settings::of(e),
-            created_at: e.created_at,
-            updated_at: e.created_at,
+            created_at: e.created_at(),
+            updated_at: e.created_at(),
         }
     }
 }
@@ -159,11 +162,11 @@ impl<'a> Changes<'a> {
     pub(crate) fn of(e: &'a WebhookEndpoint) -> Self {
         Self {
             settings: Settings::of(e),
-            updated_at: e.updated_at,
-            disabled_at: e.disabled_at,
-            disabled_reason: e.disabled_reason.map(DisabledReason::as_str),
-            previous_secret: e.previous_secret.as_ref().map(|s| s.expose()),
-            previous_secret_expires_at: e.previous_secret_expires_at,
+            updated_at: e.updated_at(),
+            disabled_at: e.disabled_at(),
+            disabled_reason: e.disabled_reason().map(DisabledReason::as_str),
+            previous_secret: e.previous_secret().as_ref().map(|s| s.expose()),
+            previous_secret_expires_at: e.previous_secret_expires_at(),
         }
     }
 }
