@@ -8,7 +8,7 @@ use partner_domain::RepoError;
 use partner_domain::ids::AnalyticsEventId;
 use partner_domain::lead::TestSource;
 use partner_domain::order::{
-    AnalyticsEvent, Order, OrderKey, OrderListing, OrderParts, SIMULATED_PREFIX,
+    AnalyticsEvent, NewAnalyticsEvent, Order, OrderKey, OrderListing, OrderParts, SIMULATED_PREFIX,
 };
 use partner_domain::ports::OrderRepo;
 use partner_domain::values::{Money, PartnerId};
@@ -97,18 +97,21 @@ struct EventRow {
 
 impl EventRow {
     fn into_listing(self) -> Result<OrderListing, RepoError> {
-        let ev = AnalyticsEvent {
-            id: AnalyticsEventId::from_uuid(self.id),
-            run_id: self.run_id,
-            partner_id: PartnerId::parse(&self.partner_id).map_err(|_| corrupt("partner id"))?,
-            sub_id: sub_id(self.sub_id)?,
-            event: self.event,
-            product: self.product,
-            amount: self.amount_cents.map(Money::from_cents),
-            occurred_at: self.occurred_at,
-            test_source: TestSource::parse(&self.test_source)
-                .ok_or_else(|| corrupt("test source"))?,
-        };
+        let ev = AnalyticsEvent::new(
+            AnalyticsEventId::from_uuid(self.id),
+            NewAnalyticsEvent {
+                run_id: self.run_id,
+                partner_id: PartnerId::parse(&self.partner_id)
+                    .map_err(|_| corrupt("partner id"))?,
+                sub_id: sub_id(self.sub_id)?,
+                event: self.event,
+                product: self.product,
+                amount: self.amount_cents.map(Money::from_cents),
+                occurred_at: self.occurred_at,
+                test_source: TestSource::parse(&self.test_source)
+                    .ok_or_else(|| corrupt("test source"))?,
+            },
+        );
         Ok(OrderListing {
             order: Order::simulated(&ev),
             sub_account: self.sub_account,
@@ -244,7 +247,7 @@ impl OrderRepo for PgStore {
         now: OffsetDateTime,
     ) -> Result<bool, RepoError> {
         let mut conn = self.conn().await?;
-        if !outbox::partner_exists(&mut conn, ev.partner_id.as_str())
+        if !outbox::partner_exists(&mut conn, ev.partner_id().as_str())
             .await
             .map_err(db)?
         {
@@ -256,15 +259,15 @@ impl OrderRepo for PgStore {
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) \
              ON CONFLICT (run_id) WHERE event = 'order_completed' DO NOTHING",
         )
-        .bind::<diesel::sql_types::Uuid, _>(ev.id.as_uuid())
-        .bind::<Text, _>(&ev.run_id)
-        .bind::<Text, _>(ev.partner_id.as_str())
-        .bind::<Nullable<Int2>, _>(ev.sub_id.map(|s| i16::from(s.get())))
-        .bind::<Text, _>(&ev.event)
-        .bind::<Nullable<Text>, _>(ev.product.as_deref())
-        .bind::<Nullable<BigInt>, _>(ev.amount.map(Money::cents))
-        .bind::<Timestamptz, _>(ev.occurred_at)
-        .bind::<Text, _>(ev.test_source.as_str())
+        .bind::<diesel::sql_types::Uuid, _>(ev.id().as_uuid())
+        .bind::<Text, _>(ev.run_id())
+        .bind::<Text, _>(ev.partner_id().as_str())
+        .bind::<Nullable<Int2>, _>(ev.sub_id().map(|s| i16::from(s.get())))
+        .bind::<Text, _>(ev.event())
+        .bind::<Nullable<Text>, _>(ev.product())
+        .bind::<Nullable<BigInt>, _>(ev.amount().map(Money::cents))
+        .bind::<Timestamptz, _>(ev.occurred_at())
+        .bind::<Text, _>(ev.test_source().as_str())
         .bind::<Timestamptz, _>(now)
         .execute(&mut conn)
         .await
