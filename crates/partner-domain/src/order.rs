@@ -309,15 +309,87 @@ pub struct AdminOrderFields {
 /// simulation).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AnalyticsEvent {
-    pub id: AnalyticsEventId,
-    pub run_id: String,
-    pub partner_id: PartnerId,
-    pub sub_id: Option<SubId>,
-    pub event: String,
-    pub product: Option<String>,
-    pub amount: Option<Money>,
-    pub occurred_at: OffsetDateTime,
-    pub test_source: TestSource,
+    id: AnalyticsEventId,
+    run_id: String,
+    partner_id: PartnerId,
+    sub_id: Option<SubId>,
+    event: String,
+    product: Option<String>,
+    amount: Option<Money>,
+    occurred_at: OffsetDateTime,
+    test_source: TestSource,
+}
+
+impl AnalyticsEvent {
+    /// An event as recorded: what the run reported, under the id the recording gave it.
+    pub fn new(id: AnalyticsEventId, reported: NewAnalyticsEvent) -> Self {
+        let NewAnalyticsEvent {
+            run_id,
+            partner_id,
+            sub_id,
+            event,
+            product,
+            amount,
+            occurred_at,
+            test_source,
+        } = reported;
+        Self {
+            id,
+            run_id,
+            partner_id,
+            sub_id,
+            event,
+            product,
+            amount,
+            occurred_at,
+            test_source,
+        }
+    }
+
+    #[must_use]
+    pub fn id(&self) -> AnalyticsEventId {
+        self.id
+    }
+
+    #[must_use]
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    #[must_use]
+    pub fn partner_id(&self) -> &PartnerId {
+        &self.partner_id
+    }
+
+    #[must_use]
+    pub fn sub_id(&self) -> Option<SubId> {
+        self.sub_id
+    }
+
+    #[must_use]
+    pub fn event(&self) -> &str {
+        &self.event
+    }
+
+    #[must_use]
+    pub fn product(&self) -> Option<&str> {
+        self.product.as_deref()
+    }
+
+    #[must_use]
+    pub fn amount(&self) -> Option<Money> {
+        self.amount
+    }
+
+    #[must_use]
+    pub fn occurred_at(&self) -> OffsetDateTime {
+        self.occurred_at
+    }
+
+    #[must_use]
+    pub fn test_source(&self) -> TestSource {
+        self.test_source
+    }
 }
 
 /// An event name: 1-64 of `a-z 0-9 _ . -`.
@@ -473,17 +545,7 @@ impl OrderService {
 
     /// Records an analytics event (idempotent per run for `order_completed`).
     pub async fn record_event(&self, new: NewAnalyticsEvent) -> Result<(), RecordEventError> {
-        let ev = AnalyticsEvent {
-            id: AnalyticsEventId::generate(self.rng.as_ref()),
-            run_id: new.run_id,
-            partner_id: new.partner_id,
-            sub_id: new.sub_id,
-            event: new.event,
-            product: new.product,
-            amount: new.amount,
-            occurred_at: new.occurred_at,
-            test_source: new.test_source,
-        };
+        let ev = AnalyticsEvent::new(AnalyticsEventId::generate(self.rng.as_ref()), new);
         if self
             .repo
             .insert_analytics_event(&ev, self.clock.now())

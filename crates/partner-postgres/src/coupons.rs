@@ -119,10 +119,10 @@ impl CouponRepo for PgStore {
             .bind::<Int2, _>(i16::from(first.months()))
             .bind::<Nullable<Timestamptz>, _>(first.expires_at())
             .bind::<diesel::sql_types::Uuid, _>(first.bulk_order_id().as_uuid())
-            .bind::<Text, _>(&first.purchaser_email())
-            .bind::<Text, _>(&first.purchaser_source())
+            .bind::<Text, _>(first.purchaser_email())
+            .bind::<Text, _>(first.purchaser_source())
             .bind::<BigInt, _>(first.unit_price_cents())
-            .bind::<Nullable<Text>, _>(first.notes().as_deref())
+            .bind::<Nullable<Text>, _>(first.notes())
             .bind::<Timestamptz, _>(first.created_at())
             .execute(&mut conn)
             .await;

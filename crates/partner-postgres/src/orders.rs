@@ -229,7 +229,7 @@ impl OrderRepo for PgStore {
         now: OffsetDateTime,
     ) -> Result<bool, RepoError> {
         let mut conn = self.conn().await?;
-        if !outbox::partner_exists(&mut conn, ev.partner_id.as_str())
+        if !outbox::partner_exists(&mut conn, ev.partner_id().as_str())
             .await
             .map_err(db)?
         {

@@ -6,7 +6,7 @@ use diesel::sql_types::{BigInt, Int2, Nullable, Text, Timestamptz};
 use partner_domain::RepoError;
 use partner_domain::ids::AnalyticsEventId;
 use partner_domain::lead::TestSource;
-use partner_domain::order::{AnalyticsEvent, Order, OrderListing};
+use partner_domain::order::{AnalyticsEvent, NewAnalyticsEvent, Order, OrderListing};
 use partner_domain::values::{Money, PartnerId};
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -43,18 +43,21 @@ pub(crate) struct EventRow {
 
 impl EventRow {
     pub(crate) fn into_listing(self) -> Result<OrderListing, RepoError> {
-        let ev = AnalyticsEvent {
-            id: AnalyticsEventId::from_uuid(self.id),
-            run_id: self.run_id,
-            partner_id: PartnerId::parse(&self.partner_id).map_err(|_| corrupt("partner id"))?,
-            sub_id: sub_id(self.sub_id)?,
-            event: self.event,
-            product: self.product,
-            amount: self.amount_cents.map(Money::from_cents),
-            occurred_at: self.occurred_at,
-            test_source: TestSource::parse(&self.test_source)
-                .ok_or_else(|| corrupt("test source"))?,
-        };
+        let ev = AnalyticsEvent::new(
+            AnalyticsEventId::from_uuid(self.id),
+            NewAnalyticsEvent {
+                run_id: self.run_id,
+                partner_id: PartnerId::parse(&self.partner_id)
+                    .map_err(|_| corrupt("partner id"))?,
+                sub_id: sub_id(self.sub_id)?,
+                event: self.event,
+                product: self.product,
+                amount: self.amount_cents.map(Money::from_cents),
+                occurred_at: self.occurred_at,
+                test_source: TestSource::parse(&self.test_source)
+                    .ok_or_else(|| corrupt("test source"))?,
+            },
+        );
         Ok(OrderListing {
             order: Order::simulated(&ev),
             sub_account: self.sub_account,
@@ -82,15 +85,15 @@ pub(crate) struct NewEvent<'a> {
 impl<'a> NewEvent<'a> {
     pub(crate) fn new(ev: &'a AnalyticsEvent, now: OffsetDateTime) -> Self {
         Self {
-            id: ev.id.as_uuid(),
-            run_id: &ev.run_id,
-            partner_id: ev.partner_id.as_str(),
-            sub_id: ev.sub_id.map(|s| i16::from(s.get())),
-            event: &ev.event,
-            product: ev.product.as_deref(),
-            amount_cents: ev.amount.map(Money::cents),
-            occurred_at: ev.occurred_at,
-            test_source: ev.test_source.as_str(),
+            id: ev.id().as_uuid(),
+            run_id: ev.run_id(),
+            partner_id: ev.partner_id().as_str(),
+            sub_id: ev.sub_id().map(|s| i16::from(s.get())),
+            event: ev.event(),
+            product: ev.product(),
+            amount_cents: ev.amount().map(Money::cents),
+            occurred_at: ev.occurred_at(),
+            test_source: ev.test_source().as_str(),
             recorded_at: now,
         }
     }
