@@ -17,6 +17,7 @@ mod leads;
 mod links;
 mod openapi;
 mod operate;
+mod one_trip;
 mod operator;
 mod orders;
 mod receiver;

@@ -11,7 +11,7 @@ use uuid::Uuid;
 use std::collections::{BTreeMap, HashMap};
 
 use crate::account::{ApiTokenInfo, CareFlags, Partner, PartnerSettings, PortalUser};
-use crate::auth::Sealed;
+use crate::auth::{Sealed, TokenKey};
 use crate::catalog::{CareProduct, DnaProduct, MedicalProduct, Stored};
 use crate::coupon::{Coupon, CouponCode, CouponQuery, ProductSlug, Redemption};
 use crate::cursor::Position;
@@ -152,6 +152,10 @@ pub enum InsertSubAccount {
 pub trait SubAccountRepo: Send + Sync {
     /// The partner's sub-accounts, by `subId`.
     async fn list(&self, partner: &PartnerId) -> Result<Vec<SubAccount>, RepoError>;
+    /// In ONE round trip: the token of `key` (as [`TokenRepo::find_by_hash`]) and what
+    /// [`SubAccountRepo::list`] reads for its partner, taken from the token by the statement
+    /// itself; rows only for a token live at `key.now` (see [`LeadRepo::page_leads_for_token`]).
+    async fn list_for_token(&self, key: TokenKey) -> Result<Sealed<Vec<SubAccount>>, RepoError>;
     /// Inserts unless the partner already has a sub-account with that `subId` (decided by the
     /// store's unique constraint, so concurrent creations cannot both succeed).
     async fn insert(
@@ -287,6 +291,13 @@ pub trait OrderRepo: Send + Sync {
         after: Option<OrderKey>,
         limit: u16,
     ) -> Result<Vec<OrderListing>, RepoError>;
+    /// In ONE round trip: the token of `key` and the first [`OrderRepo::orders_page`] of its
+    /// partner (taken from the token by the statements; rows only for a live token).
+    async fn orders_page_for_token(
+        &self,
+        key: TokenKey,
+        limit: u16,
+    ) -> Result<Sealed<Vec<OrderListing>>, RepoError>;
     /// Stored and simulated orders with `from <= createdDate < to`.
     async fn orders_between(
         &self,
@@ -308,6 +319,13 @@ pub trait PayoutRepo: Send + Sync {
         after: Option<PayoutKey>,
         limit: u16,
     ) -> Result<Vec<Payout>, RepoError>;
+    /// In ONE round trip: the token of `key` and the first [`PayoutRepo::payouts_page`] of its
+    /// partner (taken from the token by the statement; rows only for a live token).
+    async fn payouts_page_for_token(
+        &self,
+        key: TokenKey,
+        limit: u16,
+    ) -> Result<Sealed<Vec<Payout>>, RepoError>;
 }
 
 /// Storage of the product catalog and partners' prices. Products are global; prices MUST be
