@@ -438,6 +438,12 @@ pub enum InsertEndpoint {
 pub trait WebhookRepo: Send + Sync {
     /// The partner's endpoints, oldest first.
     async fn endpoints(&self, partner: &PartnerId) -> Result<Vec<WebhookEndpoint>, RepoError>;
+    /// In ONE round trip: the token of `key` and [`WebhookRepo::endpoints`] of its partner
+    /// (taken from the token by the statement; rows only for a live token).
+    async fn endpoints_for_token(
+        &self,
+        key: TokenKey,
+    ) -> Result<Sealed<Vec<WebhookEndpoint>>, RepoError>;
     async fn endpoint(
         &self,
         partner: &PartnerId,
@@ -461,6 +467,21 @@ pub trait WebhookRepo: Send + Sync {
         partner: &PartnerId,
         filter: &DeliveryFilter,
     ) -> Result<Vec<DeliveryInfo>, RepoError>;
+    /// In ONE round trip: the token of `key` and [`WebhookRepo::deliveries`] of its partner
+    /// (taken from the token by the statement; rows only for a live token).
+    async fn deliveries_for_token(
+        &self,
+        key: TokenKey,
+        filter: &DeliveryFilter,
+    ) -> Result<Sealed<Vec<DeliveryInfo>>, RepoError>;
+    /// In ONE round trip: the token of `key` and [`WebhookRepo::delivery`] of its partner
+    /// (taken from the token by both statements; nothing for a token that is not live).
+    async fn delivery_for_token(
+        &self,
+        key: TokenKey,
+        id: DeliveryId,
+        log_limit: u16,
+    ) -> Result<Sealed<Option<DeliveryDetail>>, RepoError>;
     /// One of the partner's deliveries with its last `log_limit` attempts, oldest first.
     async fn delivery(
         &self,

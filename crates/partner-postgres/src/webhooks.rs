@@ -3,9 +3,10 @@
 use std::collections::HashMap;
 
 use diesel::prelude::*;
-use diesel::sql_types::{Array, Integer, Nullable, Text, Timestamptz};
-use diesel_async::{AsyncConnection, RunQueryDsl};
+use diesel::sql_types::{Array, Bytea, Integer, Nullable, Text, Timestamptz};
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use partner_domain::RepoError;
+use partner_domain::auth::{Sealed, TokenKey};
 use partner_domain::events::{Subject, SubjectKind};
 use partner_domain::ids::{DeliveryId, EndpointId};
 use partner_domain::ports::{DeliveryRepo, InsertEndpoint, WebhookRepo};
@@ -18,6 +19,7 @@ use partner_domain::webhook::{
 use time::OffsetDateTime;
 use uuid::Uuid;
 
+use crate::tokens::{self, TokenPartner};
 use crate::{PgStore, corrupt, db};
 
 const ENDPOINT_COLUMNS: &str = "id, partner_id, url, events, lead_created_delay_seconds, custom_header_name, \
@@ -316,8 +318,171 @@ WHERE partner_id = $1 \
   AND ($5::timestamptz IS NULL OR (created_at, id) < ($5, $6::uuid)) \
 ORDER BY created_at DESC, id DESC LIMIT $7";
 
+/// [`LIST_SQL`] with the partner taken from the token in SQL (hash `$1`, instant `$8`).
+fn list_for_token_sql() -> String {
+    format!(
+        "SELECT id, endpoint_id, kind, status, attempts, next_attempt_at, last_attempt_at, \
+           last_status_code, last_error, created_at, delivered_at \
+         FROM webhook_deliveries \
+         WHERE partner_id = {} \
+           AND ($2::uuid IS NULL OR endpoint_id = $2) \
+           AND (cardinality($3::text[]) = 0 OR status = ANY ($3::text[])) \
+           AND ($4::text IS NULL OR kind = $4) \
+           AND ($5::timestamptz IS NULL OR (created_at, id) < ($5, $6::uuid)) \
+         ORDER BY created_at DESC, id DESC LIMIT $7",
+        TokenPartner::sql(1, 8)
+    )
+}
+
+/// The reads of a partner's webhook endpoints and deliveries for a token, each with the partner
+/// taken from the token in SQL, to be pipelined with the token lookup.
+mod for_token {
+    use super::*;
+
+    pub(super) async fn endpoints(
+        mut conn: &AsyncPgConnection,
+        partner: &TokenPartner,
+    ) -> Result<Vec<WebhookEndpoint>, RepoError> {
+        let (hash, now) = partner.binds();
+        let rows: Vec<EndpointRow> = crate::Prepared(
+            diesel::sql_query(format!(
+                "SELECT {ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE partner_id = {} \
+                 ORDER BY created_at, id",
+                TokenPartner::sql(1, 2)
+            ))
+            .bind::<Bytea, _>(hash)
+            .bind::<Timestamptz, _>(now),
+        )
+        .load(&mut conn)
+        .await
+        .map_err(db)?;
+        rows.into_iter().map(EndpointRow::into_domain).collect()
+    }
+
+    pub(super) async fn deliveries(
+        mut conn: &AsyncPgConnection,
+        partner: &TokenPartner,
+        filter: &DeliveryFilter,
+    ) -> Result<Vec<DeliveryInfo>, RepoError> {
+        let (hash, now) = partner.binds();
+        let rows: Vec<DeliveryRow> = crate::Prepared(
+            diesel::sql_query(list_for_token_sql())
+                .bind::<Bytea, _>(hash)
+                .bind::<Nullable<diesel::sql_types::Uuid>, _>(
+                    filter.endpoint_id.map(EndpointId::as_uuid),
+                )
+                .bind::<Array<Text>, _>(&filter.statuses)
+                .bind::<Nullable<Text>, _>(filter.event.map(EventKind::as_str))
+                .bind::<Nullable<Timestamptz>, _>(filter.after.map(|p| p.created_at))
+                .bind::<Nullable<diesel::sql_types::Uuid>, _>(filter.after.map(|p| p.id))
+                .bind::<diesel::sql_types::BigInt, _>(i64::from(filter.limit))
+                .bind::<Timestamptz, _>(now),
+        )
+        .load(&mut conn)
+        .await
+        .map_err(db)?;
+        Ok(rows.into_iter().map(DeliveryRow::into_domain).collect())
+    }
+
+    /// The delivery and its attempt log: two statements, both pipelined with the token lookup;
+    /// the log's reads only a delivery of the token's partner.
+    pub(super) async fn delivery(
+        mut conn: &AsyncPgConnection,
+        partner: &TokenPartner,
+        id: DeliveryId,
+        log_limit: u16,
+    ) -> Result<Option<DeliveryDetail>, RepoError> {
+        let id = id.as_uuid();
+        let (hash, now) = partner.binds();
+        let row = crate::Prepared(
+            diesel::sql_query(format!(
+                "SELECT {DELIVERY_COLUMNS} FROM webhook_deliveries WHERE partner_id = {} AND id = $3",
+                TokenPartner::sql(1, 2)
+            ))
+            .bind::<Bytea, _>(hash)
+            .bind::<Timestamptz, _>(now)
+            .bind::<diesel::sql_types::Uuid, _>(id),
+        )
+        .load::<DeliveryRow>(&mut conn);
+        let attempts = crate::Prepared(
+            diesel::sql_query(format!(
+                "SELECT * FROM ( \
+                   SELECT attempted_at, status_code, duration_ms, error FROM webhook_attempts \
+                   WHERE delivery_id = $3 AND EXISTS (SELECT 1 FROM webhook_deliveries d \
+                     WHERE d.id = $3 AND d.partner_id = {}) \
+                   ORDER BY attempted_at DESC LIMIT $4) a \
+                 ORDER BY attempted_at",
+                TokenPartner::sql(1, 2)
+            ))
+            .bind::<Bytea, _>(hash)
+            .bind::<Timestamptz, _>(now)
+            .bind::<diesel::sql_types::Uuid, _>(id)
+            .bind::<diesel::sql_types::BigInt, _>(i64::from(log_limit)),
+        )
+        .load::<AttemptRow>(&mut conn);
+        let (row, attempts) = futures_util::future::try_join(row, attempts)
+            .await
+            .map_err(db)?;
+        // At most one row: the id is the primary key.
+        Ok(row.into_iter().next().map(|row| DeliveryDetail {
+            delivery: row.into_domain(),
+            attempt_log: attempts
+                .into_iter()
+                .map(|a| AttemptLogEntry {
+                    attempted_at: a.attempted_at,
+                    status_code: a.status_code,
+                    duration_ms: a.duration_ms,
+                    error: a.error,
+                })
+                .collect(),
+        }))
+    }
+}
+
 #[async_trait::async_trait]
 impl WebhookRepo for PgStore {
+    async fn endpoints_for_token(
+        &self,
+        key: TokenKey,
+    ) -> Result<Sealed<Vec<WebhookEndpoint>>, RepoError> {
+        let conn = self.conn().await?;
+        let (token, endpoints) = futures_util::future::try_join(
+            tokens::lookup(&conn, &key.hash),
+            for_token::endpoints(&conn, &TokenPartner::of(key)),
+        )
+        .await?;
+        Ok(Sealed::new(token, endpoints))
+    }
+
+    async fn deliveries_for_token(
+        &self,
+        key: TokenKey,
+        filter: &DeliveryFilter,
+    ) -> Result<Sealed<Vec<DeliveryInfo>>, RepoError> {
+        let conn = self.conn().await?;
+        let (token, deliveries) = futures_util::future::try_join(
+            tokens::lookup(&conn, &key.hash),
+            for_token::deliveries(&conn, &TokenPartner::of(key), filter),
+        )
+        .await?;
+        Ok(Sealed::new(token, deliveries))
+    }
+
+    async fn delivery_for_token(
+        &self,
+        key: TokenKey,
+        id: DeliveryId,
+        log_limit: u16,
+    ) -> Result<Sealed<Option<DeliveryDetail>>, RepoError> {
+        let conn = self.conn().await?;
+        let (token, detail) = futures_util::future::try_join(
+            tokens::lookup(&conn, &key.hash),
+            for_token::delivery(&conn, &TokenPartner::of(key), id, log_limit),
+        )
+        .await?;
+        Ok(Sealed::new(token, detail))
+    }
+
     async fn endpoints(&self, partner: &PartnerId) -> Result<Vec<WebhookEndpoint>, RepoError> {
         let mut conn = self.conn().await?;
         let rows: Vec<EndpointRow> = diesel::sql_query(format!(

@@ -113,10 +113,14 @@ pub(crate) fn configure_public(cfg: &mut web::ServiceConfig) {
                     .wrap(from_fn(care_services_enabled)),
             )
             .service(
-                resource("/webhook-endpoints")
+                web::resource("/webhook-endpoints")
                     .route(web::get().to(webhooks::list))
-                    .route(web::post().to(webhooks::post))
-                    .wrap(from_fn(partner_guard(Group::WebhookEndpoints))),
+                    .route(
+                        web::post()
+                            .to(webhooks::post)
+                            .wrap(from_fn(partner_guard(Group::WebhookEndpoints))),
+                    )
+                    .default_service(guarded_405(Group::WebhookEndpoints)),
             )
             .service(
                 resource("/webhook-endpoints/{id}")
@@ -135,14 +139,14 @@ pub(crate) fn configure_public(cfg: &mut web::ServiceConfig) {
                     .wrap(from_fn(partner_guard(Group::WebhookEndpoints))),
             )
             .service(
-                resource("/webhook-deliveries")
+                web::resource("/webhook-deliveries")
                     .route(web::get().to(webhooks::deliveries))
-                    .wrap(from_fn(partner_guard(Group::WebhookEndpoints))),
+                    .default_service(guarded_405(Group::WebhookEndpoints)),
             )
             .service(
-                resource("/webhook-deliveries/{id}")
+                web::resource("/webhook-deliveries/{id}")
                     .route(web::get().to(webhooks::delivery))
-                    .wrap(from_fn(partner_guard(Group::WebhookEndpoints))),
+                    .default_service(guarded_405(Group::WebhookEndpoints)),
             )
             .service(
                 resource("/webhook-deliveries/{id}/resend")
