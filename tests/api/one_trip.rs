@@ -162,6 +162,34 @@ async fn every_partner_read_answers_only_its_tenant_and_only_a_live_token() {
     )
     .await;
 
+    // A delivery cursor is the partner's own: another partner's answers 400 (its page, read at
+    // the cursor's position within the other partner's own rows, is discarded), an unknown
+    // token with it 401.
+    let page = app
+        .get_ok("/api/v1/webhook-deliveries?limit=1", &acme.token)
+        .await;
+    let cursor = page["page"]["nextCursor"].as_str().expect("a next page");
+    let with_cursor = format!("/api/v1/webhook-deliveries?limit=1&cursor={cursor}");
+    assert_eq!(status(&app, &with_cursor, &acme.token).await.0, StatusCode::OK);
+    assert_error(
+        app.api(Method::GET, &with_cursor, &zeta.token)
+            .send()
+            .await
+            .expect("send"),
+        400,
+        "invalid_request",
+    )
+    .await;
+    assert_error(
+        app.api(Method::GET, &with_cursor, &format!("pk_live_{}", "b".repeat(43)))
+            .send()
+            .await
+            .expect("send"),
+        401,
+        "invalid_token",
+    )
+    .await;
+
     // An unknown token, and no token.
     let unknown = format!("pk_live_{}", "a".repeat(43));
     for read in READS {

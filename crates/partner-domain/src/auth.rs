@@ -100,6 +100,15 @@ impl<T> Sealed<T> {
     pub fn new(token: Option<TokenRecord>, content: T) -> Self {
         Self { token, content }
     }
+
+    /// The content made into something else, still sealed with the same token record (e.g. rows
+    /// rendered into the answer's shape); `f` gets nothing out of the seal.
+    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Sealed<U> {
+        Sealed {
+            token: self.token,
+            content: f(self.content),
+        }
+    }
 }
 
 /// How stale `lastUsedAt` may get before it is written again.

@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, HashMap};
 use crate::account::{ApiTokenInfo, CareFlags, Partner, PartnerSettings, PortalUser};
 use crate::auth::{Sealed, TokenKey};
 use crate::catalog::{CareProduct, DnaProduct, MedicalProduct, Stored};
-use crate::coupon::{Coupon, CouponCode, CouponQuery, ProductSlug, Redemption};
+use crate::coupon::{Coupon, CouponCode, CouponFilter, CouponQuery, ProductSlug, Redemption};
 use crate::cursor::Position;
 use crate::error::RepoError;
 use crate::events::DomainEvent;
@@ -420,6 +420,14 @@ pub trait CouponRepo: Send + Sync {
         q: &CouponQuery,
         now: OffsetDateTime,
     ) -> Result<(Vec<Coupon>, u64), RepoError>;
+    /// In ONE round trip: the token of `key` and [`CouponRepo::list`] at `key.now` for the
+    /// partner the statements derive from the token by [`crate::coupon::listing_scope`]'s rule
+    /// (nothing when the token is not live or the scope is refused).
+    async fn list_for_token(
+        &self,
+        key: TokenKey,
+        filter: &CouponFilter,
+    ) -> Result<Sealed<(Vec<Coupon>, u64)>, RepoError>;
 }
 
 /// How an endpoint insert ended.

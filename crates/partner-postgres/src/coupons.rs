@@ -2,11 +2,12 @@
 
 use diesel::prelude::*;
 use diesel::result::DatabaseErrorKind;
-use diesel::sql_types::{Array, BigInt, Int2, Nullable, Text, Timestamptz};
-use diesel_async::RunQueryDsl;
+use diesel::sql_types::{Array, BigInt, Bytea, Int2, Nullable, Text, Timestamptz};
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use partner_domain::RepoError;
+use partner_domain::auth::{Sealed, TokenKey};
 use partner_domain::coupon::{
-    Coupon, CouponCode, CouponQuery, CouponStatus, ProductSlug, Redemption, StoredStatus,
+    Coupon, CouponCode, CouponFilter, CouponQuery, CouponStatus, ProductSlug, Redemption, StoredStatus,
 };
 use partner_domain::ids::CouponId;
 use partner_domain::ports::{CouponRepo, CouponWrite};
@@ -15,6 +16,7 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use crate::leads::sub_id;
+use crate::tokens::{self, TokenPartner};
 use crate::{PgStore, corrupt, db, is_violation};
 
 const COLUMNS: &str = "id, code, partner_id, sub_id, product_slug, months, status, expires_at, redeemed_at, \
@@ -287,4 +289,67 @@ impl CouponRepo for PgStore {
             .collect::<Result<_, _>>()?;
         Ok((items, u64::try_from(total.n).unwrap_or(0)))
     }
+
+    async fn list_for_token(
+        &self,
+        key: TokenKey,
+        filter: &CouponFilter,
+    ) -> Result<Sealed<(Vec<Coupon>, u64)>, RepoError> {
+        let conn = self.conn().await?;
+        let (token, page) = futures_util::future::try_join(
+            tokens::lookup(&conn, &key.hash),
+            list_for_token(&conn, key, filter),
+        )
+        .await?;
+        Ok(Sealed::new(token, page))
+    }
+}
+
+/// [`CouponRepo::list`]'s two statements with the partner derived from the token in SQL
+/// ([`TokenPartner::scope_sql`]), pipelined with each other and the token lookup.
+async fn list_for_token(
+    mut conn: &AsyncPgConnection,
+    key: TokenKey,
+    q: &CouponFilter,
+) -> Result<(Vec<Coupon>, u64), RepoError> {
+    // $1 token hash, $2 now, $3 product slug (or NULL for any), $4 requested partner (or NULL).
+    let mut filter = format!(
+        "partner_id = {} AND ($3::text IS NULL OR product_slug = $3)",
+        TokenPartner::scope_sql(1, 2, 4)
+    );
+    if !q.statuses.is_empty() {
+        let any: Vec<&str> = q.statuses.iter().map(|s| status_condition(*s)).collect();
+        filter.push_str(&format!(" AND ({})", any.join(" OR ")));
+    }
+    let slug = q.product_slug.map(ProductSlug::as_str);
+    let requested = q.requested.as_ref().map(PartnerId::as_str);
+    let hash = key.hash.as_bytes();
+    let total = crate::Prepared(
+        diesel::sql_query(format!("SELECT count(*) AS n FROM coupons WHERE {filter}"))
+            .bind::<Bytea, _>(hash)
+            .bind::<Timestamptz, _>(key.now)
+            .bind::<Nullable<Text>, _>(slug)
+            .bind::<Nullable<Text>, _>(requested),
+    )
+    .get_result::<Count>(&mut conn);
+    let rows = crate::Prepared(
+        diesel::sql_query(format!(
+            "SELECT {COLUMNS} FROM coupons WHERE {filter} ORDER BY created_at DESC, code ASC LIMIT $5 OFFSET $6"
+        ))
+        .bind::<Bytea, _>(hash)
+        .bind::<Timestamptz, _>(key.now)
+        .bind::<Nullable<Text>, _>(slug)
+        .bind::<Nullable<Text>, _>(requested)
+        .bind::<BigInt, _>(i64::from(q.limit))
+        .bind::<BigInt, _>(i64::try_from(q.offset).unwrap_or(i64::MAX)),
+    )
+    .load::<Row>(&mut conn);
+    let (total, rows) = futures_util::future::try_join(total, rows)
+        .await
+        .map_err(db)?;
+    let items = rows
+        .into_iter()
+        .map(Row::into_domain)
+        .collect::<Result<_, _>>()?;
+    Ok((items, u64::try_from(total.n).unwrap_or(0)))
 }

@@ -114,11 +114,22 @@ impl TokenPartner {
 
     /// The sub-select as SQL text, with the hash at parameter `$hash` and the instant at `$now`.
     pub(crate) fn sql(hash: u8, now: u8) -> String {
-        format!("{SELECT_PARTNER}${hash}{LIVE_AT}${now}))")
+        format!("(SELECT u.partner_id {FROM_TOKEN}${hash}{LIVE_AT}${now}))")
+    }
+
+    /// A listing scope as SQL text: the live token's partner when `$requested` (text) is NULL;
+    /// `$requested` when the token is an admin's or that is its own partner; else NULL (the
+    /// rule of `partner_domain::coupon::listing_scope`, which still decides the answer).
+    pub(crate) fn scope_sql(hash: u8, now: u8, requested: u8) -> String {
+        format!(
+            "(SELECT CASE WHEN ${requested}::text IS NULL THEN u.partner_id \
+               WHEN u.admin OR u.partner_id = ${requested} THEN ${requested} END \
+             {FROM_TOKEN}${hash}{LIVE_AT}${now}))"
+        )
     }
 }
 
-const SELECT_PARTNER: &str = "(SELECT u.partner_id FROM api_tokens t \
+const FROM_TOKEN: &str = "FROM api_tokens t \
        JOIN portal_users u ON u.id = t.user_id JOIN partners p ON p.partner_id = u.partner_id \
      WHERE t.token_hash = ";
 const LIVE_AT: &str = " AND t.revoked_at IS NULL AND u.deleted_at IS NULL AND p.active \
@@ -146,7 +157,8 @@ impl diesel::query_builder::QueryFragment<diesel::pg::Pg> for TokenPartner {
         &'b self,
         mut out: diesel::query_builder::AstPass<'_, 'b, diesel::pg::Pg>,
     ) -> QueryResult<()> {
-        out.push_sql(SELECT_PARTNER);
+        out.push_sql("(SELECT u.partner_id ");
+        out.push_sql(FROM_TOKEN);
         out.push_bind_param::<diesel::sql_types::Bytea, _>(&self.hash)?;
         out.push_sql(LIVE_AT);
         out.push_bind_param::<diesel::sql_types::Timestamptz, _>(&self.now)?;

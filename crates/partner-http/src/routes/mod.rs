@@ -107,9 +107,9 @@ pub(crate) fn configure_public(cfg: &mut web::ServiceConfig) {
                     .wrap(from_fn(care_services_enabled)),
             )
             .service(
-                resource("/care-services-coupons")
+                web::resource("/care-services-coupons")
                     .route(web::get().to(coupons::list))
-                    .wrap(from_fn(partner_guard(Group::Coupons)))
+                    .default_service(guarded_405(Group::Coupons))
                     .wrap(from_fn(care_services_enabled)),
             )
             .service(
