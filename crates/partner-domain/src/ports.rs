@@ -20,6 +20,7 @@ use crate::events::DomainEvent;
 use crate::events::{Subject, SubjectKind};
 use crate::ids::{CouponId, DeliveryId, EndpointId, LeadId, SubAccountId};
 use crate::lead::Lead;
+use crate::links::{CareLinkInputs, DnaLinkInputs, MedicalLinkInputs};
 use crate::order::{AnalyticsEvent, Order, OrderKey, OrderListing};
 use crate::payout::{NewPayout, Payout, PayoutKey};
 use crate::sub_account::SubAccount;
@@ -379,6 +380,25 @@ pub trait CatalogRepo: Send + Sync {
     ) -> Result<(Stored<CareProduct>, bool), RepoError>;
     /// Every Care Services product, in no particular order.
     async fn care_products(&self) -> Result<Vec<CareProduct>, RepoError>;
+    /// In ONE round trip: the token of `key` and what the DNA links of its partner are built
+    /// from (the partner, its DNA prices: taken from the token by the statements, nothing for a
+    /// token that is not live; every DNA product).
+    async fn dna_links_for_token(&self, key: TokenKey)
+    -> Result<Sealed<DnaLinkInputs>, RepoError>;
+    /// In ONE round trip: the token of `key` and what the medical links of its partner are built
+    /// from, with whether `sub` names one of its sub-accounts (as [`Self::dna_links_for_token`]).
+    async fn medical_links_for_token(
+        &self,
+        key: TokenKey,
+        sub: Option<SubId>,
+    ) -> Result<Sealed<MedicalLinkInputs>, RepoError>;
+    /// In ONE round trip: the token of `key` and what the Care Services links of its partner are
+    /// built from (the global switches too), with whether `sub` names one of its sub-accounts.
+    async fn care_links_for_token(
+        &self,
+        key: TokenKey,
+        sub: Option<SubId>,
+    ) -> Result<Sealed<CareLinkInputs>, RepoError>;
 }
 
 /// How a write that must be unique ended.

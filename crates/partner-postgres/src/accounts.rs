@@ -17,7 +17,7 @@ use crate::{PgStore, corrupt, db, is_violation};
 
 #[derive(Queryable, QueryableByName)]
 #[diesel(table_name = partners)]
-struct PartnerRow {
+pub(crate) struct PartnerRow {
     partner_id: String,
     name: String,
     email: String,
@@ -35,7 +35,7 @@ struct PartnerRow {
 }
 
 impl PartnerRow {
-    fn into_domain(self) -> Result<Partner, RepoError> {
+    pub(crate) fn into_domain(self) -> Result<Partner, RepoError> {
         let lang = |s: &str| Lang::parse(s).ok_or_else(|| corrupt("language"));
         Ok(Partner {
             partner_id: PartnerId::parse(&self.partner_id).map_err(|_| corrupt("partner id"))?,

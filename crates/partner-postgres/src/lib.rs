@@ -11,6 +11,7 @@ mod accounts;
 mod catalog;
 mod coupons;
 mod leads;
+mod links;
 mod ops;
 mod orders;
 mod outbox;

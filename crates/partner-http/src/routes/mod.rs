@@ -85,25 +85,27 @@ pub(crate) fn configure_public(cfg: &mut web::ServiceConfig) {
                     .default_service(guarded_405(Group::Payouts)),
             )
             .service(
-                resource("/dna-links")
+                web::resource("/dna-links")
                     .route(web::get().to(links::dna))
-                    .wrap(from_fn(partner_guard_requiring(
-                        Group::Links,
-                        Requirement {
-                            holds: Principal::may_use_dna_links,
-                            message: partner_domain::links::DNA_DISABLED,
-                        },
+                    .default_service(web::to(method_not_allowed).wrap(from_fn(
+                        partner_guard_requiring(
+                            Group::Links,
+                            Requirement {
+                                holds: Principal::may_use_dna_links,
+                                message: partner_domain::links::DNA_DISABLED,
+                            },
+                        ),
                     ))),
             )
             .service(
-                resource("/medical-intake-links")
+                web::resource("/medical-intake-links")
                     .route(web::get().to(links::medical))
-                    .wrap(from_fn(partner_guard(Group::Links))),
+                    .default_service(guarded_405(Group::Links)),
             )
             .service(
-                resource("/care-service-links")
+                web::resource("/care-service-links")
                     .route(web::get().to(links::care))
-                    .wrap(from_fn(partner_guard(Group::Links)))
+                    .default_service(guarded_405(Group::Links))
                     .wrap(from_fn(care_services_enabled)),
             )
             .service(
