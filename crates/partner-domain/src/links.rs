@@ -860,6 +860,53 @@ mod tests {
         }
     }
 
+    /// Links built from what was read for a token: the `sub` check first (400), then the partner
+    /// read must be the authenticated one.
+    #[test]
+    fn links_from_inputs_read_for_a_token() {
+        let svc = LinkService::new(
+            Arc::new(crate::ports::MockCatalogRepo::new()),
+            Arc::new(crate::ports::MockAccountRepo::new()),
+            Arc::new(crate::ports::MockSubAccountRepo::new()),
+            bases(),
+        );
+        let acme = PartnerId::parse("acme").expect("id");
+        let inputs = |sub_exists, p: Option<Partner>| MedicalLinkInputs {
+            sub_exists,
+            partner: p,
+            prices: BTreeMap::new(),
+            products: vec![product(None, &[])],
+        };
+        let me = partner(false, Lang::En, &[Lang::En]);
+        let links = svc
+            .medical_links_from(&acme, inputs(true, Some(me.clone())), None, None)
+            .expect("links");
+        assert_eq!(links.len(), 1);
+        assert!(matches!(
+            svc.medical_links_from(&acme, inputs(false, Some(me.clone())), SubId::new(7), None),
+            Err(LinkError::UnknownSub)
+        ));
+        let other = PartnerId::parse("beta").expect("id");
+        assert!(matches!(
+            svc.medical_links_from(&other, inputs(true, Some(me.clone())), None, None),
+            Err(LinkError::Repo(_))
+        ));
+        assert!(matches!(
+            svc.medical_links_from(&acme, inputs(true, None), None, None),
+            Err(LinkError::Repo(_))
+        ));
+        let dna = svc
+            .dna_links_from(
+                &acme,
+                DnaLinkInputs {
+                    partner: Some(me),
+                    ..DnaLinkInputs::default()
+                },
+            )
+            .expect("no products, no links");
+        assert!(dna.is_empty());
+    }
+
     #[test]
     fn headless_vs_legacy() {
         let b = bases();

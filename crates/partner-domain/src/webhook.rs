@@ -499,6 +499,50 @@ mod tests {
     use super::*;
     use crate::random::SystemRandom;
 
+    /// A delivery page read for a token at a cursor's unverified position is used only when the
+    /// cursor verifies for the authenticated partner.
+    #[test]
+    fn a_delivery_page_read_for_a_token_needs_the_partners_own_cursor() {
+        let svc = WebhookService::new(
+            std::sync::Arc::new(crate::ports::MockWebhookRepo::new()),
+            std::sync::Arc::new(crate::ports::MockAddressCheck::new()),
+            std::sync::Arc::new(crate::clock::FixedClock::new(OffsetDateTime::UNIX_EPOCH)),
+            std::sync::Arc::new(SystemRandom::new()),
+            false,
+            crate::cursor::CursorKey::new(b"deliveries"),
+        );
+        let acme = PartnerId::parse("acme").expect("id");
+        let beta = PartnerId::parse("beta").expect("id");
+        let pos = crate::cursor::Position {
+            created_at: OffsetDateTime::UNIX_EPOCH,
+            id: Uuid::nil(),
+        };
+        let cursor = crate::cursor::CursorKey::new(b"deliveries").encode(&acme, pos);
+        let q = DeliveryQuery {
+            limit: 2,
+            cursor: Some(cursor),
+            ..DeliveryQuery::default()
+        };
+        assert_eq!(
+            svc.finish_deliveries(&acme, &q, Vec::new())
+                .expect("its own cursor")
+                .items,
+            Vec::new()
+        );
+        assert!(matches!(
+            svc.finish_deliveries(&beta, &q, Vec::new()),
+            Err(EndpointError::BadCursor)
+        ));
+        let forged = DeliveryQuery {
+            cursor: Some(crate::cursor::CursorKey::new(b"leads").encode(&acme, pos)),
+            ..q
+        };
+        assert!(matches!(
+            svc.finish_deliveries(&acme, &forged, Vec::new()),
+            Err(EndpointError::BadCursor)
+        ));
+    }
+
     mod signature_properties {
         use super::*;
         use proptest::prelude::*;
