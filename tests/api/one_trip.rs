@@ -58,8 +58,11 @@ async fn populate(app: &TestApp, partner: &str, tag: &str) -> (Seeded, String) {
                  "events": ["lead.created", "order.created", "payout.created"] }),
     )
     .await;
-    app.ingest_lead(&lead_body(partner, json!({ "firstName": format!("{tag} first") })))
-        .await;
+    app.ingest_lead(&lead_body(
+        partner,
+        json!({ "firstName": format!("{tag} first") }),
+    ))
+    .await;
     post_ok(
         app,
         "/orders",
@@ -132,7 +135,11 @@ async fn every_partner_read_answers_only_its_tenant_and_only_a_live_token() {
             .await
             .expect("send");
         assert_eq!(res.status(), StatusCode::OK, "GET {p}");
-        for h in ["x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset"] {
+        for h in [
+            "x-ratelimit-limit",
+            "x-ratelimit-remaining",
+            "x-ratelimit-reset",
+        ] {
             assert!(res.headers().contains_key(h), "GET {p}: {h}");
         }
         let text = res.text().await.expect("body");
@@ -170,7 +177,10 @@ async fn every_partner_read_answers_only_its_tenant_and_only_a_live_token() {
         .await;
     let cursor = page["page"]["nextCursor"].as_str().expect("a next page");
     let with_cursor = format!("/api/v1/webhook-deliveries?limit=1&cursor={cursor}");
-    assert_eq!(status(&app, &with_cursor, &acme.token).await.0, StatusCode::OK);
+    assert_eq!(
+        status(&app, &with_cursor, &acme.token).await.0,
+        StatusCode::OK
+    );
     assert_error(
         app.api(Method::GET, &with_cursor, &zeta.token)
             .send()
@@ -181,10 +191,14 @@ async fn every_partner_read_answers_only_its_tenant_and_only_a_live_token() {
     )
     .await;
     assert_error(
-        app.api(Method::GET, &with_cursor, &format!("pk_live_{}", "b".repeat(43)))
-            .send()
-            .await
-            .expect("send"),
+        app.api(
+            Method::GET,
+            &with_cursor,
+            &format!("pk_live_{}", "b".repeat(43)),
+        )
+        .send()
+        .await
+        .expect("send"),
         401,
         "invalid_token",
     )
@@ -195,7 +209,10 @@ async fn every_partner_read_answers_only_its_tenant_and_only_a_live_token() {
     for read in READS {
         let p = path(read, &acme_delivery);
         assert_error(
-            app.api(Method::GET, &p, &unknown).send().await.expect("send"),
+            app.api(Method::GET, &p, &unknown)
+                .send()
+                .await
+                .expect("send"),
             401,
             "invalid_token",
         )
@@ -209,7 +226,12 @@ async fn every_partner_read_answers_only_its_tenant_and_only_a_live_token() {
     }
 
     // An inactive partner: 403, and access again once reactivated.
-    assert!(app.put_partner("acme", &partner_body(false)).await.status().is_success());
+    assert!(
+        app.put_partner("acme", &partner_body(false))
+            .await
+            .status()
+            .is_success()
+    );
     for read in READS {
         let p = path(read, &acme_delivery);
         let res = app
@@ -223,7 +245,12 @@ async fn every_partner_read_answers_only_its_tenant_and_only_a_live_token() {
         );
         assert_error(res, 403, "forbidden").await;
     }
-    assert!(app.put_partner("acme", &partner_body(true)).await.status().is_success());
+    assert!(
+        app.put_partner("acme", &partner_body(true))
+            .await
+            .status()
+            .is_success()
+    );
     for read in READS {
         let p = path(read, &acme_delivery);
         assert_eq!(status(&app, &p, &acme.token).await.0, StatusCode::OK, "{p}");
@@ -232,8 +259,10 @@ async fn every_partner_read_answers_only_its_tenant_and_only_a_live_token() {
     // An expired token: 401 from the instant the clock passes its expiry.
     let res = app
         .internal(Method::POST, &format!("/users/{}/tokens", acme.user_id))
-        .json(&json!({ "expiresAt": partner_domain::wire::format_timestamp(
-            partner_domain::clock::Clock::now(clock.as_ref()) + time::Duration::seconds(60)) }))
+        .json(
+            &json!({ "expiresAt": partner_domain::wire::format_timestamp(
+            partner_domain::clock::Clock::now(clock.as_ref()) + time::Duration::seconds(60)) }),
+        )
         .send()
         .await
         .expect("send");
@@ -250,7 +279,10 @@ async fn every_partner_read_answers_only_its_tenant_and_only_a_live_token() {
     for read in READS {
         let p = path(read, &acme_delivery);
         assert_error(
-            app.api(Method::GET, &p, &expiring).send().await.expect("send"),
+            app.api(Method::GET, &p, &expiring)
+                .send()
+                .await
+                .expect("send"),
             401,
             "invalid_token",
         )
@@ -294,7 +326,10 @@ async fn every_partner_read_answers_only_its_tenant_and_only_a_live_token() {
     for read in READS {
         let p = path(read, &zeta_delivery);
         assert_error(
-            app.api(Method::GET, &p, &zeta.token).send().await.expect("send"),
+            app.api(Method::GET, &p, &zeta.token)
+                .send()
+                .await
+                .expect("send"),
             401,
             "unknown_user",
         )
@@ -321,12 +356,19 @@ async fn other_methods_on_a_read_path_authenticate_before_405() {
     ] {
         let unknown = format!("pk_live_{}", "a".repeat(43));
         assert_error(
-            app.api(Method::PUT, p, &unknown).send().await.expect("send"),
+            app.api(Method::PUT, p, &unknown)
+                .send()
+                .await
+                .expect("send"),
             401,
             "invalid_token",
         )
         .await;
-        let res = app.api(Method::PUT, p, &s.token).send().await.expect("send");
+        let res = app
+            .api(Method::PUT, p, &s.token)
+            .send()
+            .await
+            .expect("send");
         assert!(res.headers().contains_key("x-ratelimit-limit"), "PUT {p}");
         assert_error(res, 405, "invalid_request").await;
     }

@@ -17,8 +17,8 @@ use uuid::Uuid;
 
 use crate::account::{CareFlags, Partner, PartnerSettings};
 use crate::attribution::Attribution;
-use crate::catalog::{CareProduct, Category, DnaProduct, MedicalProduct};
 use crate::auth::{Sealed, TokenKey};
+use crate::catalog::{CareProduct, Category, DnaProduct, MedicalProduct};
 use crate::error::RepoError;
 use crate::ports::{AccountRepo, CatalogRepo, SubAccountRepo};
 use crate::values::{CareService, Lang, Money, PartnerId, SubId};
@@ -486,7 +486,9 @@ pub enum LinkError {
 fn read_for(partner: &PartnerId, read: Option<Partner>) -> Result<Partner, RepoError> {
     match read {
         Some(p) if p.partner_id == *partner => Ok(p),
-        Some(_) => Err(RepoError::new("links read for a token held another partner")),
+        Some(_) => Err(RepoError::new(
+            "links read for a token held another partner",
+        )),
         None => Err(RepoError::new("authenticated partner vanished")),
     }
 }

@@ -413,7 +413,11 @@ impl OrderService {
     }
 
     /// The chunk of `orders`, read as at most `size` rows, rendered for an admin or not.
-    pub fn chunk_of(orders: Vec<OrderListing>, admin: bool, size: u16) -> Chunk<OrderRow, OrderKey> {
+    pub fn chunk_of(
+        orders: Vec<OrderListing>,
+        admin: bool,
+        size: u16,
+    ) -> Chunk<OrderRow, OrderKey> {
         let next = (orders.len() == usize::from(size))
             .then(|| orders.last().map(|l| OrderKey::of(&l.order)))
             .flatten();

@@ -383,8 +383,7 @@ pub trait CatalogRepo: Send + Sync {
     /// In ONE round trip: the token of `key` and what the DNA links of its partner are built
     /// from (the partner, its DNA prices: taken from the token by the statements, nothing for a
     /// token that is not live; every DNA product).
-    async fn dna_links_for_token(&self, key: TokenKey)
-    -> Result<Sealed<DnaLinkInputs>, RepoError>;
+    async fn dna_links_for_token(&self, key: TokenKey) -> Result<Sealed<DnaLinkInputs>, RepoError>;
     /// In ONE round trip: the token of `key` and what the medical links of its partner are built
     /// from, with whether `sub` names one of its sub-accounts (as [`Self::dna_links_for_token`]).
     async fn medical_links_for_token(

@@ -67,7 +67,10 @@ impl SubAccountService {
 
     /// [`Self::list`] for the partner of the token of `key`, read with the token's record in
     /// one round trip and sealed until authentication passes.
-    pub async fn list_for_token(&self, key: TokenKey) -> Result<Sealed<Vec<SubAccount>>, RepoError> {
+    pub async fn list_for_token(
+        &self,
+        key: TokenKey,
+    ) -> Result<Sealed<Vec<SubAccount>>, RepoError> {
         self.repo.list_for_token(key).await
     }
 

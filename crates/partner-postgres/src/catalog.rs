@@ -7,8 +7,8 @@ use diesel::sql_types::{Bool, Text, Timestamptz};
 use diesel_async::RunQueryDsl;
 use partner_domain::RepoError;
 use partner_domain::auth::{Sealed, TokenKey};
-use partner_domain::links::{CareLinkInputs, DnaLinkInputs, MedicalLinkInputs};
 use partner_domain::catalog::{CareProduct, DnaProduct, MedicalProduct, Stored};
+use partner_domain::links::{CareLinkInputs, DnaLinkInputs, MedicalLinkInputs};
 use partner_domain::ports::CatalogRepo;
 use partner_domain::values::{Money, PartnerId, SubId};
 use serde::Serialize;
@@ -219,10 +219,7 @@ impl CatalogRepo for PgStore {
         self.docs("care").await
     }
 
-    async fn dna_links_for_token(
-        &self,
-        key: TokenKey,
-    ) -> Result<Sealed<DnaLinkInputs>, RepoError> {
+    async fn dna_links_for_token(&self, key: TokenKey) -> Result<Sealed<DnaLinkInputs>, RepoError> {
         self.dna_link_inputs(key).await
     }
 

@@ -7,7 +7,8 @@ use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use partner_domain::RepoError;
 use partner_domain::auth::{Sealed, TokenKey};
 use partner_domain::coupon::{
-    Coupon, CouponCode, CouponFilter, CouponQuery, CouponStatus, ProductSlug, Redemption, StoredStatus,
+    Coupon, CouponCode, CouponFilter, CouponQuery, CouponStatus, ProductSlug, Redemption,
+    StoredStatus,
 };
 use partner_domain::ids::CouponId;
 use partner_domain::ports::{CouponRepo, CouponWrite};

@@ -3,8 +3,8 @@
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::{HttpRequest, HttpResponse, web};
 use partner_domain::coupon::{
-    BulkOrderRequest, CouponCode, CouponFilter, CouponPage, CouponQuery, CouponRow, CouponStatus, MAX_QUANTITY, ProductSlug,
-    ScopeError, listing_scope, parse_months,
+    BulkOrderRequest, CouponCode, CouponFilter, CouponPage, CouponQuery, CouponRow, CouponStatus,
+    MAX_QUANTITY, ProductSlug, ScopeError, listing_scope, parse_months,
 };
 use partner_domain::ids::CouponId;
 use partner_domain::lead::parse_limit;
@@ -134,7 +134,9 @@ pub(super) async fn list(req: HttpRequest) -> HttpResponse {
                     let (query, csv) = listing(&me, &q)?;
                     // The statements scoped the rows; this keeps a faulty adapter honest.
                     if page.items.iter().any(|c| c.partner_id != query.partner) {
-                        return Err(ApiError::internal(&"a coupon page held another partner's coupon"));
+                        return Err(ApiError::internal(
+                            &"a coupon page held another partner's coupon",
+                        ));
                     }
                     respond(st, page, query.limit, query.offset, csv)
                 },

@@ -5,7 +5,8 @@ use actix_web::{HttpRequest, HttpResponse, http::StatusCode, web};
 use partner_domain::account::NotFoundOr;
 use partner_domain::lead::TestSource;
 use partner_domain::order::{
-    NewAnalyticsEvent, Order, OrderIngest, OrderService, parse_event_name, parse_order_id, parse_run_id,
+    NewAnalyticsEvent, Order, OrderIngest, OrderService, parse_event_name, parse_order_id,
+    parse_run_id,
 };
 use partner_domain::payout::parse_date;
 use partner_domain::values::{Email, Money, PartnerId, text};

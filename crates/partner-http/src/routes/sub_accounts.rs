@@ -23,12 +23,7 @@ pub(super) async fn list(req: HttpRequest) -> HttpResponse {
         &req,
         Group::SubAccounts,
         None,
-        async |st, token| {
-            Ok(st
-                .sub_accounts
-                .list_for_token(st.auth.key(&token))
-                .await?)
-        },
+        async |st, token| Ok(st.sub_accounts.list_for_token(st.auth.key(&token)).await?),
         |_, _, subs| Ok(ok(subs)),
     )
     .await

@@ -7,8 +7,8 @@ use partner_domain::ids::{DeliveryId, EndpointId};
 use partner_domain::lead::parse_limit;
 use partner_domain::values::PartnerId;
 use partner_domain::webhook::{
-    CustomHeader, DeliveryQuery, EndpointPatch, WebhookService, LeadCreatedDelay, NewEndpoint, parse_endpoint_url,
-    parse_event_filter, parse_events, parse_statuses,
+    CustomHeader, DeliveryQuery, EndpointPatch, LeadCreatedDelay, NewEndpoint, WebhookService,
+    parse_endpoint_url, parse_event_filter, parse_events, parse_statuses,
 };
 use serde::Deserialize;
 use time::OffsetDateTime;
@@ -388,7 +388,9 @@ pub(super) async fn deliveries(req: HttpRequest) -> HttpResponse {
                         .await?)
                 },
                 move |st, me, rows| {
-                    let page = st.webhooks.finish_deliveries(&me.partner_id, &query, rows)?;
+                    let page = st
+                        .webhooks
+                        .finish_deliveries(&me.partner_id, &query, rows)?;
                     Ok(HttpResponse::Ok().json(PageBody {
                         data: page.items,
                         page: PageInfo {
