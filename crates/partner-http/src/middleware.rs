@@ -297,7 +297,8 @@ fn rate_limit_headers(h: &mut header::HeaderMap, decision: &Decision) {
 }
 
 /// A partner read that costs ONE database round trip: `read` gets the presented token and
-/// returns the token's record together with the data, read by one statement ([`Sealed`]);
+/// returns the token's record together with the data, read in the same round trip (one
+/// statement, or statements pipelined with the token lookup on one connection) ([`Sealed`]);
 /// `respond` gets the data only once [`partner_domain::auth::AuthService::open`] has
 /// authenticated the request and the rate limit has admitted it. Every answer is the one
 /// [`partner_guard`] gives, in the same order (401/503, 403, the endpoint's `requirement` 403
