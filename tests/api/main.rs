@@ -15,6 +15,7 @@ mod errors;
 mod hostile;
 mod leads;
 mod links;
+mod one_trip;
 mod openapi;
 mod operate;
 mod operator;

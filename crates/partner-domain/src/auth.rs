@@ -103,6 +103,16 @@ impl Presented {
     }
 }
 
+/// What a repository reads for a presented token in the same round trip as its record: the
+/// keyed hash (the statement takes the partner from the token with this hash, never from the
+/// caller) and the instant the read is made at (no rows for a token already expired then).
+/// Made by [`AuthService::key`].
+#[derive(Debug, Clone, Copy)]
+pub struct TokenKey {
+    pub hash: TokenHash,
+    pub now: OffsetDateTime,
+}
+
 /// Data read in the same database round trip as the token record it was read for (e.g. a page
 /// whose partner the statement resolved from the token hash). Its content is private: the only
 /// way to it is [`AuthService::open`], which first decides authentication from `token`, so no
@@ -117,6 +127,15 @@ impl<T> Sealed<T> {
     /// What a repository read: the token record (`None`: no token has that hash) and the data.
     pub fn new(token: Option<TokenRecord>, content: T) -> Self {
         Self { token, content }
+    }
+
+    /// The content made into something else, still sealed with the same token record (e.g. rows
+    /// rendered into the answer's shape); `f` gets nothing out of the seal.
+    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Sealed<U> {
+        Sealed {
+            token: self.token,
+            content: f(self.content),
+        }
     }
 }
 
@@ -181,6 +200,14 @@ impl AuthService {
     /// skip the read for a token already expired then (the decision is still [`Self::open`]'s).
     pub fn now(&self) -> OffsetDateTime {
         self.clock.now()
+    }
+
+    /// The key a repository reads with for `presented`, at the clock's instant.
+    pub fn key(&self, presented: &Presented) -> TokenKey {
+        TokenKey {
+            hash: presented.hash,
+            now: self.clock.now(),
+        }
     }
 
     /// Decides authentication from the token record read with `sealed`, and only when it passed

@@ -11,6 +11,7 @@ use crate::ids::BulkOrderId;
 pub use crate::ids::CouponId;
 
 use crate::auth::Principal;
+use crate::auth::{Sealed, TokenKey};
 use crate::clock::Clock;
 use crate::error::RepoError;
 use crate::ports::{AccountRepo, CouponRepo, CouponWrite, SubAccountRepo};
@@ -489,6 +490,19 @@ pub struct CouponQuery {
     pub offset: u64,
 }
 
+/// A listing request read for a token, whose partner is decided in the statement by the rule of
+/// [`listing_scope`] (the token's partner, or `requested` when the token is an admin's or names
+/// its own partner).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CouponFilter {
+    pub requested: Option<PartnerId>,
+    /// Empty: every status.
+    pub statuses: Vec<CouponStatus>,
+    pub product_slug: Option<ProductSlug>,
+    pub limit: u16,
+    pub offset: u64,
+}
+
 /// One page of a listing, with the count of all matching coupons.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CouponPage {
@@ -682,6 +696,26 @@ impl CouponService {
             items: coupons.iter().map(|c| c.row(now)).collect(),
             total,
         })
+    }
+
+    /// [`Self::list`] for the partner [`listing_scope`] gives the token of `key` (decided in the
+    /// statement), read with the token's record in one round trip and sealed until
+    /// authentication passes. The caller still decides the scope with [`listing_scope`] for the
+    /// authenticated principal (400/403) before answering with the page.
+    pub async fn list_for_token(
+        &self,
+        key: TokenKey,
+        filter: &CouponFilter,
+    ) -> Result<Sealed<CouponPage>, RepoError> {
+        let now = key.now;
+        Ok(self
+            .repo
+            .list_for_token(key, filter)
+            .await?
+            .map(|(coupons, total)| CouponPage {
+                items: coupons.iter().map(|c| c.row(now)).collect(),
+                total,
+            }))
     }
 
     pub fn now(&self) -> OffsetDateTime {

@@ -16,6 +16,7 @@ use url::Url;
 
 use crate::account::{CareFlags, Partner, PartnerSettings};
 use crate::attribution::Attribution;
+use crate::auth::{Sealed, TokenKey};
 use crate::catalog::{CareProduct, Category, DnaProduct, MedicalProduct};
 use crate::error::RepoError;
 use crate::ids::{ImageFileId, ProductId};
@@ -483,6 +484,50 @@ pub enum LinkError {
     Repo(#[from] RepoError),
 }
 
+/// The partner read for an authenticated token: it must be there, and be the authenticated one
+/// (the statements took it from the token; this keeps a faulty adapter honest).
+fn read_for(partner: &PartnerId, read: Option<Partner>) -> Result<Partner, RepoError> {
+    match read {
+        Some(p) if p.partner_id() == partner => Ok(p),
+        Some(_) => Err(RepoError::new(
+            "links read for a token held another partner",
+        )),
+        None => Err(RepoError::new("authenticated partner vanished")),
+    }
+}
+
+/// What a partner's DNA links are built from, read with a token's record in one round trip
+/// ([`CatalogRepo::dna_links_for_token`]): the token's partner (`None` when the token is not
+/// live), its DNA prices and every DNA product.
+#[derive(Debug, Clone, Default)]
+pub struct DnaLinkInputs {
+    pub partner: Option<Partner>,
+    pub prices: BTreeMap<ProductId, Money>,
+    pub products: Vec<DnaProduct>,
+}
+
+/// What a partner's medical intake links are built from, read with a token's record in one round
+/// trip ([`CatalogRepo::medical_links_for_token`]).
+#[derive(Debug, Clone, Default)]
+pub struct MedicalLinkInputs {
+    /// Whether the `sub` asked for names one of the partner's sub-accounts (`true` when none was).
+    pub sub_exists: bool,
+    pub partner: Option<Partner>,
+    pub prices: BTreeMap<ProductId, BTreeMap<String, Money>>,
+    pub products: Vec<MedicalProduct>,
+}
+
+/// What a partner's Care Services links are built from, read with a token's record in one round
+/// trip ([`CatalogRepo::care_links_for_token`]).
+#[derive(Debug, Clone, Default)]
+pub struct CareLinkInputs {
+    /// Whether the `sub` asked for names one of the partner's sub-accounts (`true` when none was).
+    pub sub_exists: bool,
+    pub partner: Option<Partner>,
+    pub flags: CareFlags,
+    pub products: Vec<CareProduct>,
+}
+
 /// Errors of the public catalog.
 #[derive(Debug, thiserror::Error)]
 pub enum CatalogError {
@@ -541,6 +586,112 @@ impl LinkService {
         Ok(products
             .iter()
             .map(|d| dna_link(&self.bases, &p, d, prices.get(&d.id()).copied()))
+            .collect())
+    }
+
+    /// What [`Self::dna_links`] reads, for the partner of the token of `key`, read with the
+    /// token's record in one round trip and sealed until authentication passes; then
+    /// [`Self::dna_links_from`] builds the links. Callers MUST first refuse a principal without
+    /// [`crate::auth::Principal::may_use_dna_links`], as for [`Self::dna_links`].
+    pub async fn dna_links_for_token(
+        &self,
+        key: TokenKey,
+    ) -> Result<Sealed<DnaLinkInputs>, RepoError> {
+        self.catalog.dna_links_for_token(key).await
+    }
+
+    /// [`Self::dna_links`] of `partner` (the authenticated one) from what was read for its token.
+    pub fn dna_links_from(
+        &self,
+        partner: &PartnerId,
+        inputs: DnaLinkInputs,
+    ) -> Result<Vec<DnaProductLink>, LinkError> {
+        let DnaLinkInputs {
+            partner: p,
+            prices,
+            mut products,
+        } = inputs;
+        let p = read_for(partner, p)?;
+        DnaProduct::sort(&mut products);
+        Ok(products
+            .iter()
+            .map(|d| dna_link(&self.bases, &p, d, prices.get(&d.id()).copied()))
+            .collect())
+    }
+
+    /// What [`Self::medical_links`] reads (with `sub`'s check), for the partner of the token of
+    /// `key`, read with the token's record in one round trip and sealed until authentication
+    /// passes; then [`Self::medical_links_from`] builds the links.
+    pub async fn medical_links_for_token(
+        &self,
+        key: TokenKey,
+        sub: Option<SubId>,
+    ) -> Result<Sealed<MedicalLinkInputs>, RepoError> {
+        self.catalog.medical_links_for_token(key, sub).await
+    }
+
+    /// [`Self::medical_links`] of `partner` (the authenticated one) from what was read for its
+    /// token: 400 for a `sub` that names none of its sub-accounts.
+    pub fn medical_links_from(
+        &self,
+        partner: &PartnerId,
+        inputs: MedicalLinkInputs,
+        sub: Option<SubId>,
+        lang: Option<&str>,
+    ) -> Result<Vec<PartnerProductLink>, LinkError> {
+        let MedicalLinkInputs {
+            sub_exists,
+            partner: p,
+            prices,
+            mut products,
+        } = inputs;
+        if !sub_exists {
+            return Err(LinkError::UnknownSub);
+        }
+        let p = read_for(partner, p)?;
+        MedicalProduct::sort(&mut products);
+        Ok(products
+            .iter()
+            .filter(|m| m.active())
+            .map(|m| medical_link(&self.bases, &p, m, prices.get(&m.id()), sub, lang))
+            .collect())
+    }
+
+    /// What [`Self::care_links`] reads (with `q.sub`'s check), for the partner of the token of
+    /// `key`, read with the token's record in one round trip and sealed until authentication
+    /// passes; then [`Self::care_links_from`] builds the links.
+    pub async fn care_links_for_token(
+        &self,
+        key: TokenKey,
+        sub: Option<SubId>,
+    ) -> Result<Sealed<CareLinkInputs>, RepoError> {
+        self.catalog.care_links_for_token(key, sub).await
+    }
+
+    /// [`Self::care_links`] of `partner` (the authenticated one) from what was read for its
+    /// token: 400 for a `sub` that names none of its sub-accounts.
+    pub fn care_links_from(
+        &self,
+        partner: &PartnerId,
+        inputs: CareLinkInputs,
+        q: &CareQuery,
+    ) -> Result<Vec<CareServiceLink>, LinkError> {
+        let CareLinkInputs {
+            sub_exists,
+            partner: p,
+            flags,
+            mut products,
+        } = inputs;
+        if !sub_exists {
+            return Err(LinkError::UnknownSub);
+        }
+        let p = read_for(partner, p)?;
+        CareProduct::sort(&mut products);
+        Ok(products
+            .iter()
+            .filter(|c| q.service.is_none_or(|s| s == c.service()))
+            .filter(|c| care_access(p.settings(), &flags, c.service()))
+            .filter_map(|c| care_link(&self.bases, &p, c, q))
             .collect())
     }
 
@@ -717,6 +868,53 @@ mod tests {
             ],
         })
         .expect("a valid product")
+    }
+
+    /// Links built from what was read for a token: the `sub` check first (400), then the partner
+    /// read must be the authenticated one.
+    #[test]
+    fn links_from_inputs_read_for_a_token() {
+        let svc = LinkService::new(
+            Arc::new(crate::ports::MockCatalogRepo::new()),
+            Arc::new(crate::ports::MockAccountRepo::new()),
+            Arc::new(crate::ports::MockSubAccountRepo::new()),
+            bases(),
+        );
+        let acme = PartnerId::parse("acme").expect("id");
+        let inputs = |sub_exists, p: Option<Partner>| MedicalLinkInputs {
+            sub_exists,
+            partner: p,
+            prices: BTreeMap::new(),
+            products: vec![product(None, &[])],
+        };
+        let me = partner(false, Lang::En, &[Lang::En]);
+        let links = svc
+            .medical_links_from(&acme, inputs(true, Some(me.clone())), None, None)
+            .expect("links");
+        assert_eq!(links.len(), 1);
+        assert!(matches!(
+            svc.medical_links_from(&acme, inputs(false, Some(me.clone())), SubId::new(7), None),
+            Err(LinkError::UnknownSub)
+        ));
+        let other = PartnerId::parse("beta").expect("id");
+        assert!(matches!(
+            svc.medical_links_from(&other, inputs(true, Some(me.clone())), None, None),
+            Err(LinkError::Repo(_))
+        ));
+        assert!(matches!(
+            svc.medical_links_from(&acme, inputs(true, None), None, None),
+            Err(LinkError::Repo(_))
+        ));
+        let dna = svc
+            .dna_links_from(
+                &acme,
+                DnaLinkInputs {
+                    partner: Some(me),
+                    ..DnaLinkInputs::default()
+                },
+            )
+            .expect("no products, no links");
+        assert!(dna.is_empty());
     }
 
     #[test]

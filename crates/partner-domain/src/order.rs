@@ -7,6 +7,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use time::{Date, OffsetDateTime};
 
+use crate::auth::{Sealed, TokenKey};
 use crate::clock::Clock;
 use crate::error::RepoError;
 use crate::events::DomainEvent;
@@ -569,16 +570,37 @@ impl OrderService {
         size: u16,
     ) -> Result<Chunk<OrderRow, OrderKey>, RepoError> {
         let orders = self.repo.orders_page(partner, after, size).await?;
+        Ok(Self::chunk_of(orders, admin, size))
+    }
+
+    /// The first [`Self::chunk`] for the partner of the token of `key`, read with the token's
+    /// record in one round trip and sealed until authentication passes; [`Self::chunk_of`]
+    /// renders what it opens to (for the authenticated principal's `admin`). The following
+    /// chunks are read after authentication, with [`Self::chunk`].
+    pub async fn first_chunk_for_token(
+        &self,
+        key: TokenKey,
+        size: u16,
+    ) -> Result<Sealed<Vec<OrderListing>>, RepoError> {
+        self.repo.orders_page_for_token(key, size).await
+    }
+
+    /// The chunk of `orders`, read as at most `size` rows, rendered for an admin or not.
+    pub fn chunk_of(
+        orders: Vec<OrderListing>,
+        admin: bool,
+        size: u16,
+    ) -> Chunk<OrderRow, OrderKey> {
         let next = (orders.len() == usize::from(size))
             .then(|| orders.last().map(|l| OrderKey::of(&l.order)))
             .flatten();
-        Ok(Chunk {
+        Chunk {
             rows: orders
                 .iter()
                 .map(|l| l.order.render(&l.sub_account, admin))
                 .collect(),
             next,
-        })
+        }
     }
 
     /// Real orders and commission of the days `from..=to` (UTC, by `createdDate`).

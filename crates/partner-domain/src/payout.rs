@@ -5,6 +5,7 @@ use std::sync::Arc;
 use serde::{Serialize, Serializer};
 use time::Date;
 
+use crate::auth::{Sealed, TokenKey};
 use crate::clock::Clock;
 use crate::error::RepoError;
 use crate::events::DomainEvent;
@@ -188,13 +189,30 @@ impl PayoutService {
         size: u16,
     ) -> Result<Chunk<PayoutRow, PayoutKey>, RepoError> {
         let payouts = self.repo.payouts_page(partner, after, size).await?;
+        Ok(Self::chunk_of(payouts, size))
+    }
+
+    /// The first [`Self::chunk`] for the partner of the token of `key`, read with the token's
+    /// record in one round trip and sealed until authentication passes; [`Self::chunk_of`]
+    /// makes the chunk of what it opens to. The following chunks are read after
+    /// authentication, with [`Self::chunk`].
+    pub async fn first_chunk_for_token(
+        &self,
+        key: TokenKey,
+        size: u16,
+    ) -> Result<Sealed<Vec<Payout>>, RepoError> {
+        self.repo.payouts_page_for_token(key, size).await
+    }
+
+    /// The chunk of `payouts`, read as at most `size` rows.
+    pub fn chunk_of(payouts: Vec<Payout>, size: u16) -> Chunk<PayoutRow, PayoutKey> {
         let next = (payouts.len() == usize::from(size))
             .then(|| payouts.last().map(PayoutKey::of))
             .flatten();
-        Ok(Chunk {
+        Chunk {
             rows: payouts.iter().map(Payout::row).collect(),
             next,
-        })
+        }
     }
 }
 

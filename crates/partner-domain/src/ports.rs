@@ -10,9 +10,9 @@ use time::OffsetDateTime;
 use std::collections::{BTreeMap, HashMap};
 
 use crate::account::{ApiTokenInfo, CareFlags, Partner, PartnerSettings, PortalUser};
-use crate::auth::Sealed;
+use crate::auth::{Sealed, TokenKey};
 use crate::catalog::{CareProduct, DnaProduct, MedicalProduct, Stored};
-use crate::coupon::{Coupon, CouponCode, CouponQuery, ProductSlug, Redemption};
+use crate::coupon::{Coupon, CouponCode, CouponFilter, CouponQuery, ProductSlug, Redemption};
 use crate::cursor::Position;
 use crate::error::RepoError;
 use crate::events::DomainEvent;
@@ -21,6 +21,7 @@ use crate::ids::{
     CouponId, DeliveryId, EndpointId, LeadId, PayoutId, ProductId, SubAccountId, TokenId, UserId,
 };
 use crate::lead::Lead;
+use crate::links::{CareLinkInputs, DnaLinkInputs, MedicalLinkInputs};
 use crate::order::{AnalyticsEvent, Order, OrderKey, OrderListing};
 use crate::payout::{NewPayout, Payout, PayoutKey};
 use crate::sub_account::SubAccount;
@@ -157,6 +158,10 @@ pub enum InsertSubAccount {
 pub trait SubAccountRepo: Send + Sync {
     /// The partner's sub-accounts, by `subId`.
     async fn list(&self, partner: &PartnerId) -> Result<Vec<SubAccount>, RepoError>;
+    /// In ONE round trip: the token of `key` (as [`TokenRepo::find_by_hash`]) and what
+    /// [`SubAccountRepo::list`] reads for its partner, taken from the token by the statement
+    /// itself; rows only for a token live at `key.now` (see [`LeadRepo::page_leads_for_token`]).
+    async fn list_for_token(&self, key: TokenKey) -> Result<Sealed<Vec<SubAccount>>, RepoError>;
     /// Inserts unless the partner already has a sub-account with that `subId` (decided by the
     /// store's unique constraint, so concurrent creations cannot both succeed).
     async fn insert(
@@ -292,6 +297,13 @@ pub trait OrderRepo: Send + Sync {
         after: Option<OrderKey>,
         limit: u16,
     ) -> Result<Vec<OrderListing>, RepoError>;
+    /// In ONE round trip: the token of `key` and the first [`OrderRepo::orders_page`] of its
+    /// partner (taken from the token by the statements; rows only for a live token).
+    async fn orders_page_for_token(
+        &self,
+        key: TokenKey,
+        limit: u16,
+    ) -> Result<Sealed<Vec<OrderListing>>, RepoError>;
     /// Stored and simulated orders with `from <= createdDate < to`.
     async fn orders_between(
         &self,
@@ -313,6 +325,13 @@ pub trait PayoutRepo: Send + Sync {
         after: Option<PayoutKey>,
         limit: u16,
     ) -> Result<Vec<Payout>, RepoError>;
+    /// In ONE round trip: the token of `key` and the first [`PayoutRepo::payouts_page`] of its
+    /// partner (taken from the token by the statement; rows only for a live token).
+    async fn payouts_page_for_token(
+        &self,
+        key: TokenKey,
+        limit: u16,
+    ) -> Result<Sealed<Vec<Payout>>, RepoError>;
 }
 
 /// Storage of the product catalog and partners' prices. Products are global; prices MUST be
@@ -369,6 +388,24 @@ pub trait CatalogRepo: Send + Sync {
     ) -> Result<(Stored<CareProduct>, bool), RepoError>;
     /// Every Care Services product, in no particular order.
     async fn care_products(&self) -> Result<Vec<CareProduct>, RepoError>;
+    /// In ONE round trip: the token of `key` and what the DNA links of its partner are built
+    /// from (the partner, its DNA prices: taken from the token by the statements, nothing for a
+    /// token that is not live; every DNA product).
+    async fn dna_links_for_token(&self, key: TokenKey) -> Result<Sealed<DnaLinkInputs>, RepoError>;
+    /// In ONE round trip: the token of `key` and what the medical links of its partner are built
+    /// from, with whether `sub` names one of its sub-accounts (as [`Self::dna_links_for_token`]).
+    async fn medical_links_for_token(
+        &self,
+        key: TokenKey,
+        sub: Option<SubId>,
+    ) -> Result<Sealed<MedicalLinkInputs>, RepoError>;
+    /// In ONE round trip: the token of `key` and what the Care Services links of its partner are
+    /// built from (the global switches too), with whether `sub` names one of its sub-accounts.
+    async fn care_links_for_token(
+        &self,
+        key: TokenKey,
+        sub: Option<SubId>,
+    ) -> Result<Sealed<CareLinkInputs>, RepoError>;
 }
 
 /// How a write that must be unique ended.
@@ -410,6 +447,14 @@ pub trait CouponRepo: Send + Sync {
         q: &CouponQuery,
         now: OffsetDateTime,
     ) -> Result<(Vec<Coupon>, u64), RepoError>;
+    /// In ONE round trip: the token of `key` and [`CouponRepo::list`] at `key.now` for the
+    /// partner the statements derive from the token by [`crate::coupon::listing_scope`]'s rule
+    /// (nothing when the token is not live or the scope is refused).
+    async fn list_for_token(
+        &self,
+        key: TokenKey,
+        filter: &CouponFilter,
+    ) -> Result<Sealed<(Vec<Coupon>, u64)>, RepoError>;
 }
 
 /// How an endpoint insert ended.
@@ -428,6 +473,12 @@ pub enum InsertEndpoint {
 pub trait WebhookRepo: Send + Sync {
     /// The partner's endpoints, oldest first.
     async fn endpoints(&self, partner: &PartnerId) -> Result<Vec<WebhookEndpoint>, RepoError>;
+    /// In ONE round trip: the token of `key` and [`WebhookRepo::endpoints`] of its partner
+    /// (taken from the token by the statement; rows only for a live token).
+    async fn endpoints_for_token(
+        &self,
+        key: TokenKey,
+    ) -> Result<Sealed<Vec<WebhookEndpoint>>, RepoError>;
     async fn endpoint(
         &self,
         partner: &PartnerId,
@@ -451,6 +502,21 @@ pub trait WebhookRepo: Send + Sync {
         partner: &PartnerId,
         filter: &DeliveryFilter,
     ) -> Result<Vec<DeliveryInfo>, RepoError>;
+    /// In ONE round trip: the token of `key` and [`WebhookRepo::deliveries`] of its partner
+    /// (taken from the token by the statement; rows only for a live token).
+    async fn deliveries_for_token(
+        &self,
+        key: TokenKey,
+        filter: &DeliveryFilter,
+    ) -> Result<Sealed<Vec<DeliveryInfo>>, RepoError>;
+    /// In ONE round trip: the token of `key` and [`WebhookRepo::delivery`] of its partner
+    /// (taken from the token by both statements; nothing for a token that is not live).
+    async fn delivery_for_token(
+        &self,
+        key: TokenKey,
+        id: DeliveryId,
+        log_limit: u16,
+    ) -> Result<Sealed<Option<DeliveryDetail>>, RepoError>;
     /// One of the partner's deliveries with its last `log_limit` attempts, oldest first.
     async fn delivery(
         &self,

@@ -6,6 +6,7 @@ pub use crate::ids::SubAccountId;
 use serde::Serialize;
 use time::OffsetDateTime;
 
+use crate::auth::{Sealed, TokenKey};
 use crate::clock::Clock;
 use crate::error::RepoError;
 use crate::ports::{InsertSubAccount, NewSubAccount, SubAccountRepo};
@@ -89,6 +90,15 @@ impl SubAccountService {
     /// The partner's sub-accounts by ascending subId.
     pub async fn list(&self, partner: &PartnerId) -> Result<Vec<SubAccount>, RepoError> {
         self.repo.list(partner).await
+    }
+
+    /// [`Self::list`] for the partner of the token of `key`, read with the token's record in
+    /// one round trip and sealed until authentication passes.
+    pub async fn list_for_token(
+        &self,
+        key: TokenKey,
+    ) -> Result<Sealed<Vec<SubAccount>>, RepoError> {
+        self.repo.list_for_token(key).await
     }
 
     pub async fn create(

@@ -10,6 +10,8 @@ use serde::{Serialize, Serializer};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
+use crate::auth::{Sealed, TokenKey};
+use crate::error::RepoError;
 use crate::ids::{DeliveryId, EndpointId};
 
 pub use crate::events::EventKind;
@@ -621,6 +623,50 @@ mod tests {
     use super::*;
     use crate::random::SystemRandom;
 
+    /// A delivery page read for a token at a cursor's unverified position is used only when the
+    /// cursor verifies for the authenticated partner.
+    #[test]
+    fn a_delivery_page_read_for_a_token_needs_the_partners_own_cursor() {
+        let svc = WebhookService::new(
+            std::sync::Arc::new(crate::ports::MockWebhookRepo::new()),
+            std::sync::Arc::new(crate::ports::MockAddressCheck::new()),
+            std::sync::Arc::new(crate::clock::FixedClock::new(OffsetDateTime::UNIX_EPOCH)),
+            std::sync::Arc::new(SystemRandom::new()),
+            false,
+            crate::cursor::CursorKey::new(b"deliveries"),
+        );
+        let acme = PartnerId::parse("acme").expect("id");
+        let beta = PartnerId::parse("beta").expect("id");
+        let pos = crate::cursor::Position {
+            created_at: OffsetDateTime::UNIX_EPOCH,
+            id: Uuid::nil(),
+        };
+        let cursor = crate::cursor::CursorKey::new(b"deliveries").encode(&acme, pos);
+        let q = DeliveryQuery {
+            limit: 2,
+            cursor: Some(cursor),
+            ..DeliveryQuery::default()
+        };
+        assert_eq!(
+            svc.finish_deliveries(&acme, &q, Vec::new())
+                .expect("its own cursor")
+                .items,
+            Vec::new()
+        );
+        assert!(matches!(
+            svc.finish_deliveries(&beta, &q, Vec::new()),
+            Err(EndpointError::BadCursor)
+        ));
+        let forged = DeliveryQuery {
+            cursor: Some(crate::cursor::CursorKey::new(b"leads").encode(&acme, pos)),
+            ..q
+        };
+        assert!(matches!(
+            svc.finish_deliveries(&acme, &forged, Vec::new()),
+            Err(EndpointError::BadCursor)
+        ));
+    }
+
     mod signature_properties {
         use super::*;
         use proptest::prelude::*;
@@ -990,6 +1036,22 @@ impl WebhookService {
             .collect())
     }
 
+    /// What [`Self::list`] reads, for the partner of the token of `key`, read with the token's
+    /// record in one round trip and sealed until authentication passes; [`Self::rows`] renders
+    /// what it opens to.
+    pub async fn list_for_token(
+        &self,
+        key: TokenKey,
+    ) -> Result<Sealed<Vec<WebhookEndpoint>>, RepoError> {
+        self.repo.endpoints_for_token(key).await
+    }
+
+    /// The listing of `endpoints`, as [`Self::list`] answers it.
+    pub fn rows(&self, endpoints: &[WebhookEndpoint]) -> Vec<EndpointRow> {
+        let now = self.clock.now();
+        endpoints.iter().map(|e| e.row(now)).collect()
+    }
+
     pub async fn create(
         &self,
         partner: &PartnerId,
@@ -1122,7 +1184,61 @@ impl WebhookService {
             after,
             limit: q.limit.saturating_add(1),
         };
-        let mut rows = self.repo.deliveries(partner, &filter).await?;
+        let rows = self.repo.deliveries(partner, &filter).await?;
+        Ok(self.deliveries_page(partner, q, rows))
+    }
+
+    /// The rows [`Self::deliveries`] reads, for the partner of the token of `key`, read with the
+    /// token's record in one round trip and sealed until authentication passes; then
+    /// [`Self::finish_deliveries`] checks the cursor against the authenticated partner. The
+    /// cursor's position is read unverified ([`crate::cursor::peek`]), within the token's own
+    /// partner's rows; a cursor that is not even well-formed reads no rows.
+    pub async fn deliveries_for_token(
+        &self,
+        key: TokenKey,
+        q: &DeliveryQuery,
+    ) -> Result<Sealed<Vec<DeliveryInfo>>, RepoError> {
+        let (after, limit) = match &q.cursor {
+            None => (None, q.limit.saturating_add(1)),
+            Some(c) => match crate::cursor::peek(c) {
+                Some(pos) => (Some(pos), q.limit.saturating_add(1)),
+                None => (None, 0),
+            },
+        };
+        let filter = DeliveryFilter {
+            endpoint_id: q.endpoint_id,
+            statuses: q.statuses.clone(),
+            event: q.event,
+            after,
+            limit,
+        };
+        self.repo.deliveries_for_token(key, &filter).await
+    }
+
+    /// The answer of [`Self::deliveries_for_token`] once the request is authenticated as
+    /// `partner`: 400 unless the cursor verifies for that partner (a verified cursor names the
+    /// position it was read at: the same bytes).
+    pub fn finish_deliveries(
+        &self,
+        partner: &PartnerId,
+        q: &DeliveryQuery,
+        rows: Vec<DeliveryInfo>,
+    ) -> Result<crate::lead::Page<DeliveryInfo>, EndpointError> {
+        if let Some(c) = &q.cursor
+            && self.cursors.decode(partner, c).is_none()
+        {
+            return Err(EndpointError::BadCursor);
+        }
+        Ok(self.deliveries_page(partner, q, rows))
+    }
+
+    /// A page of `rows` (read with one more than `q.limit`, to learn whether a next page exists).
+    fn deliveries_page(
+        &self,
+        partner: &PartnerId,
+        q: &DeliveryQuery,
+        mut rows: Vec<DeliveryInfo>,
+    ) -> crate::lead::Page<DeliveryInfo> {
         let more = rows.len() > usize::from(q.limit);
         rows.truncate(usize::from(q.limit));
         let next_cursor = more.then(|| rows.last()).flatten().map(|d| {
@@ -1134,11 +1250,11 @@ impl WebhookService {
                 },
             )
         });
-        Ok(crate::lead::Page {
+        crate::lead::Page {
             items: rows,
             next_cursor,
             limit: q.limit,
-        })
+        }
     }
 
     /// The partner's endpoint, which must be enabled for anything to be sent to it.
@@ -1168,6 +1284,24 @@ impl WebhookService {
             .delivery(partner, id, ATTEMPT_LOG_LIMIT)
             .await?
             .ok_or(EndpointError::DeliveryNotFound)
+    }
+
+    /// What [`Self::delivery`] reads, for the partner of the token of `key`, read with the
+    /// token's record in one round trip and sealed until authentication passes;
+    /// [`Self::found`] answers for what it opens to.
+    pub async fn delivery_for_token(
+        &self,
+        key: TokenKey,
+        id: DeliveryId,
+    ) -> Result<Sealed<Option<DeliveryDetail>>, RepoError> {
+        self.repo
+            .delivery_for_token(key, id, ATTEMPT_LOG_LIMIT)
+            .await
+    }
+
+    /// [`Self::delivery`]'s answer for what was read: 404 when nothing was.
+    pub fn found(detail: Option<DeliveryDetail>) -> Result<DeliveryDetail, EndpointError> {
+        detail.ok_or(EndpointError::DeliveryNotFound)
     }
 
     /// Sends a delivery again: pending, due now, with a fresh retry budget; same id.

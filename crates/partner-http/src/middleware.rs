@@ -297,14 +297,17 @@ fn rate_limit_headers(h: &mut header::HeaderMap, decision: &Decision) {
 }
 
 /// A partner read that costs ONE database round trip: `read` gets the presented token and
-/// returns the token's record together with the data, read by one statement ([`Sealed`]);
+/// returns the token's record together with the data, read in the same round trip (one
+/// statement, or statements pipelined with the token lookup on one connection) ([`Sealed`]);
 /// `respond` gets the data only once [`partner_domain::auth::AuthService::open`] has
 /// authenticated the request and the rate limit has admitted it. Every answer is the one
-/// [`partner_guard`] gives, in the same order (401/503, 403, 429 with `X-RateLimit-*`), so a
-/// route uses this instead of the guard, not beside it.
+/// [`partner_guard`] gives, in the same order (401/503, 403, the endpoint's `requirement` 403
+/// as [`partner_guard_requiring`], 429 with `X-RateLimit-*`), so a route uses this instead of
+/// the guard, not beside it.
 pub(crate) async fn one_trip<T, Fut>(
     req: &HttpRequest,
     group: Group,
+    requirement: Option<Requirement>,
     read: impl FnOnce(web::Data<AppState>, Presented) -> Fut,
     respond: impl FnOnce(&web::Data<AppState>, Principal, T) -> Result<HttpResponse, ApiError>,
 ) -> HttpResponse
@@ -330,7 +333,7 @@ where
         Ok(o) => o,
         Err(e) => return ApiError::from(e).error_response(),
     };
-    let (mut res, decision) = match admit(&st, group, None, authed).await {
+    let (mut res, decision) = match admit(&st, group, requirement, authed).await {
         Admission::Denied(e) => return e.error_response(),
         Admission::Limited(e, decision) => (e.error_response(), decision),
         Admission::Allowed(principal, decision) => (

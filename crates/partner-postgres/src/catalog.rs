@@ -7,10 +7,12 @@ use diesel::sql_types::{Bool, Text};
 use diesel::upsert::excluded;
 use diesel_async::RunQueryDsl;
 use partner_domain::RepoError;
+use partner_domain::auth::{Sealed, TokenKey};
 use partner_domain::catalog::{CareProduct, DnaProduct, MedicalProduct, Stored};
 use partner_domain::ids::ProductId;
+use partner_domain::links::{CareLinkInputs, DnaLinkInputs, MedicalLinkInputs};
 use partner_domain::ports::CatalogRepo;
-use partner_domain::values::{Money, PartnerId};
+use partner_domain::values::{Money, PartnerId, SubId};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use time::OffsetDateTime;
@@ -225,5 +227,25 @@ impl CatalogRepo for PgStore {
 
     async fn care_products(&self) -> Result<Vec<CareProduct>, RepoError> {
         self.docs("care").await
+    }
+
+    async fn dna_links_for_token(&self, key: TokenKey) -> Result<Sealed<DnaLinkInputs>, RepoError> {
+        self.dna_link_inputs(key).await
+    }
+
+    async fn medical_links_for_token(
+        &self,
+        key: TokenKey,
+        sub: Option<SubId>,
+    ) -> Result<Sealed<MedicalLinkInputs>, RepoError> {
+        self.medical_link_inputs(key, sub).await
+    }
+
+    async fn care_links_for_token(
+        &self,
+        key: TokenKey,
+        sub: Option<SubId>,
+    ) -> Result<Sealed<CareLinkInputs>, RepoError> {
+        self.care_link_inputs(key, sub).await
     }
 }

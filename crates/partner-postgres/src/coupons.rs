@@ -4,10 +4,11 @@ use diesel::pg::Pg;
 use diesel::prelude::*;
 use diesel::result::DatabaseErrorKind;
 use diesel::sql_types::{Array, BigInt, Bool, Int2, Nullable, Text, Timestamptz};
-use diesel_async::RunQueryDsl;
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use partner_domain::RepoError;
+use partner_domain::auth::{Sealed, TokenKey};
 use partner_domain::coupon::{
-    Coupon, CouponCode, CouponQuery, CouponStatus, ProductSlug, Redemption,
+    Coupon, CouponCode, CouponFilter, CouponQuery, CouponStatus, ProductSlug, Redemption,
 };
 use partner_domain::ids::CouponId;
 use partner_domain::ports::{CouponRepo, CouponWrite};
@@ -16,6 +17,7 @@ use uuid::Uuid;
 
 use crate::models::coupons::Row;
 use crate::schema::coupons;
+use crate::tokens::{self, TokenScope};
 use crate::{PgStore, db, is_violation};
 
 /// A bulk order's coupons in one statement, so it inserts every row or none and a duplicate
@@ -59,14 +61,39 @@ fn status_condition(s: CouponStatus, now: OffsetDateTime) -> Condition {
 
 /// The partner's coupons the query asks for (any of its statuses, its product), unordered.
 fn matching(q: &CouponQuery, now: OffsetDateTime) -> coupons::BoxedQuery<'_, Pg> {
-    let mut found = coupons::table
-        .filter(coupons::partner_id.eq(q.partner.as_str()))
-        .into_boxed();
-    if let Some(slug) = q.product_slug {
+    narrowed(
+        coupons::table
+            .filter(coupons::partner_id.eq(q.partner.as_str()))
+            .into_boxed(),
+        q.product_slug,
+        &q.statuses,
+        now,
+    )
+}
+
+/// [`matching`] with the partner the token's listing scope gives ([`TokenScope`]).
+fn matching_for_token<'a>(scope: &TokenScope, q: &'a CouponFilter) -> coupons::BoxedQuery<'a, Pg> {
+    narrowed(
+        coupons::table
+            .filter(coupons::partner_id.eq(scope.clone()))
+            .into_boxed(),
+        q.product_slug,
+        &q.statuses,
+        scope.now(),
+    )
+}
+
+/// `found` cut to any of `statuses` (none: every status) and to `slug`.
+fn narrowed<'a>(
+    mut found: coupons::BoxedQuery<'a, Pg>,
+    slug: Option<ProductSlug>,
+    statuses: &[CouponStatus],
+    now: OffsetDateTime,
+) -> coupons::BoxedQuery<'a, Pg> {
+    if let Some(slug) = slug {
         found = found.filter(coupons::product_slug.eq(slug.as_str()));
     }
-    let any = q
-        .statuses
+    let any = statuses
         .iter()
         .map(|s| status_condition(*s, now))
         .reduce(|a, b| Box::new(a.or(b)));
@@ -226,4 +253,45 @@ impl CouponRepo for PgStore {
             .collect::<Result<_, _>>()?;
         Ok((items, u64::try_from(total).unwrap_or(0)))
     }
+
+    async fn list_for_token(
+        &self,
+        key: TokenKey,
+        filter: &CouponFilter,
+    ) -> Result<Sealed<(Vec<Coupon>, u64)>, RepoError> {
+        let conn = self.conn().await?;
+        let (token, page) = futures_util::future::try_join(
+            tokens::lookup(&conn, &key.hash),
+            list_for_token(&conn, key, filter),
+        )
+        .await?;
+        Ok(Sealed::new(token, page))
+    }
+}
+
+/// [`CouponRepo::list`]'s two statements with the partner derived from the token in SQL
+/// ([`TokenScope`]), pipelined with each other and the token lookup.
+async fn list_for_token(
+    mut conn: &AsyncPgConnection,
+    key: TokenKey,
+    q: &CouponFilter,
+) -> Result<(Vec<Coupon>, u64), RepoError> {
+    let scope = TokenScope::of(key, q.requested.as_ref());
+    let total = matching_for_token(&scope, q)
+        .count()
+        .get_result::<i64>(&mut conn);
+    let rows = matching_for_token(&scope, q)
+        .select(Row::as_select())
+        .order((coupons::created_at.desc(), coupons::code.asc()))
+        .limit(i64::from(q.limit))
+        .offset(i64::try_from(q.offset).unwrap_or(i64::MAX))
+        .load::<Row>(&mut conn);
+    let (total, rows) = futures_util::future::try_join(total, rows)
+        .await
+        .map_err(db)?;
+    let items = rows
+        .into_iter()
+        .map(Row::into_domain)
+        .collect::<Result<_, _>>()?;
+    Ok((items, u64::try_from(total).unwrap_or(0)))
 }

@@ -15,6 +15,7 @@ mod catalog;
 mod coupons;
 mod dsl;
 mod leads;
+mod links;
 mod models;
 mod ops;
 mod orders;

@@ -5,6 +5,7 @@ use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Bool, Text, Timestamptz};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use partner_domain::RepoError;
+use partner_domain::auth::{Sealed, TokenKey};
 use partner_domain::order::{AnalyticsEvent, Order, OrderKey, OrderListing, SIMULATED_PREFIX};
 use partner_domain::ports::OrderRepo;
 use partner_domain::values::PartnerId;
@@ -14,6 +15,7 @@ use crate::dsl::{coalesce, fixed};
 use crate::models::analytics_events::{EventRow, NewEvent};
 use crate::models::orders::{NewOrder, OrderRow};
 use crate::schema::{analytics_events, orders, sub_accounts};
+use crate::tokens::{self, TokenPartner};
 use crate::{PgStore, Prepared, db, outbox};
 
 /// `$t` left-joined to the sub-account its row names, if any (rows without a sub id, or naming
@@ -185,6 +187,52 @@ async fn page(
     Ok(all)
 }
 
+/// The first chunk of [`page`] with the partner taken from the token in SQL: both statements are
+/// pipelined with the token lookup (one round trip for the three).
+async fn first_page_for_token(
+    mut conn: &AsyncPgConnection,
+    partner: &TokenPartner,
+    limit: u16,
+) -> Result<Vec<OrderListing>, RepoError> {
+    let (hash, now) = partner.binds();
+    let limit_sql = i64::from(limit);
+    let stored = Prepared(
+        diesel::sql_query(format!(
+            concat!(
+                order_select!(),
+                " WHERE o.partner_id = {} \
+             ORDER BY o.created_date DESC, o.order_id COLLATE \"C\" DESC LIMIT $3"
+            ),
+            TokenPartner::sql(1, 2)
+        ))
+        .bind::<diesel::sql_types::Bytea, _>(hash)
+        .bind::<Timestamptz, _>(now)
+        .bind::<BigInt, _>(limit_sql),
+    )
+    .load::<OrderRow>(&mut conn);
+    let simulated = Prepared(
+        diesel::sql_query(format!(
+            concat!(
+                event_select!(),
+                " WHERE e.partner_id = {} AND e.event = 'order_completed' \
+             ORDER BY e.occurred_at DESC, ($4 || e.run_id) COLLATE \"C\" DESC LIMIT $3"
+            ),
+            TokenPartner::sql(1, 2)
+        ))
+        .bind::<diesel::sql_types::Bytea, _>(hash)
+        .bind::<Timestamptz, _>(now)
+        .bind::<BigInt, _>(limit_sql)
+        .bind::<Text, _>(SIMULATED_PREFIX),
+    )
+    .load::<EventRow>(&mut conn);
+    let (stored, simulated) = futures_util::future::try_join(stored, simulated)
+        .await
+        .map_err(db)?;
+    let mut all = merged(stored, simulated)?;
+    all.truncate(usize::from(limit));
+    Ok(all)
+}
+
 /// The rows as domain listings, merged in the listing's order by the domain's rule.
 fn merged(stored: Vec<OrderRow>, simulated: Vec<EventRow>) -> Result<Vec<OrderListing>, RepoError> {
     let stored = stored
@@ -223,6 +271,20 @@ async fn load(
 
 #[async_trait::async_trait]
 impl OrderRepo for PgStore {
+    async fn orders_page_for_token(
+        &self,
+        key: TokenKey,
+        limit: u16,
+    ) -> Result<Sealed<Vec<OrderListing>>, RepoError> {
+        let conn = self.conn().await?;
+        let (token, orders) = futures_util::future::try_join(
+            tokens::lookup(&conn, &key.hash),
+            first_page_for_token(&conn, &TokenPartner::of(key), limit),
+        )
+        .await?;
+        Ok(Sealed::new(token, orders))
+    }
+
     async fn insert_analytics_event(
         &self,
         ev: &AnalyticsEvent,

@@ -1,9 +1,10 @@
 //! Payouts.
 
 use diesel::prelude::*;
-use diesel::sql_types::{Date, Text};
-use diesel_async::RunQueryDsl;
+use diesel::sql_types::{BigInt, Date, Text};
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use partner_domain::RepoError;
+use partner_domain::auth::{Sealed, TokenKey};
 use partner_domain::ids::PayoutId;
 use partner_domain::payout::{NewPayout, Payout, PayoutKey};
 use partner_domain::ports::PayoutRepo;
@@ -13,6 +14,7 @@ use uuid::Uuid;
 
 use crate::models::payouts::Row;
 use crate::schema::{partners, payouts};
+use crate::tokens::{self, TokenPartner};
 use crate::{PgStore, db};
 
 // The listing's chunk statement stays raw on purpose: it is the statement measured in
@@ -65,6 +67,45 @@ impl PayoutRepo for PgStore {
         .map_err(db)?;
         rows.into_iter().map(Row::into_domain).collect()
     }
+
+    async fn payouts_page_for_token(
+        &self,
+        key: TokenKey,
+        limit: u16,
+    ) -> Result<Sealed<Vec<Payout>>, RepoError> {
+        let conn = self.conn().await?;
+        let (token, payouts) = futures_util::future::try_join(
+            tokens::lookup(&conn, &key.hash),
+            first_page_for_token(&conn, &TokenPartner::of(key), limit),
+        )
+        .await?;
+        Ok(Sealed::new(token, payouts))
+    }
+}
+
+/// The first page of [`PayoutRepo::payouts_page`] with the partner taken from the token in SQL,
+/// to be pipelined with the token lookup.
+async fn first_page_for_token(
+    mut conn: &AsyncPgConnection,
+    partner: &TokenPartner,
+    limit: u16,
+) -> Result<Vec<Payout>, RepoError> {
+    let (hash, now) = partner.binds();
+    let rows: Vec<Row> = crate::Prepared(
+        diesel::sql_query(format!(
+            "SELECT id, partner_id, email, created_on, payout_date, amount_cents, status, receipt_url, note \
+             FROM payouts WHERE partner_id = {} \
+             ORDER BY payout_date DESC, created_on DESC, id DESC LIMIT $3",
+            TokenPartner::sql(1, 2)
+        ))
+        .bind::<diesel::sql_types::Bytea, _>(hash)
+        .bind::<diesel::sql_types::Timestamptz, _>(now)
+        .bind::<BigInt, _>(i64::from(limit)),
+    )
+    .load(&mut conn)
+    .await
+    .map_err(db)?;
+    rows.into_iter().map(Row::into_domain).collect()
 }
 
 /// One payout by id (for webhook payloads).

@@ -14,3 +14,7 @@ diesel::table! {
 }
 
 diesel::joinable!(webhook_attempts -> crate::schema::webhook_deliveries (delivery_id));
+
+// A delivery's attempt log read for a token names the delivery in an `EXISTS` sub-select.
+use crate::schema::webhook_deliveries;
+diesel::allow_tables_to_appear_in_same_query!(webhook_attempts, webhook_deliveries);

@@ -2,8 +2,9 @@
 
 use diesel::prelude::*;
 use diesel::sql_types::{SmallInt, Text, Timestamptz};
-use diesel_async::RunQueryDsl;
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use partner_domain::RepoError;
+use partner_domain::auth::{Sealed, TokenKey};
 use partner_domain::ids::SubAccountId;
 use partner_domain::ports::{InsertSubAccount, NewSubAccount, SubAccountRepo};
 use partner_domain::sub_account::SubAccount;
@@ -11,6 +12,7 @@ use partner_domain::values::{PartnerId, SubId};
 
 use crate::models::sub_accounts::Row;
 use crate::schema::{partners, sub_accounts};
+use crate::tokens::{self, TokenPartner};
 use crate::{PgStore, db};
 
 /// Inserts unless the partner already has that sub id, and returns the row with the partner's
@@ -45,6 +47,16 @@ impl SubAccountRepo for PgStore {
             .await
             .map_err(db)?;
         rows.into_iter().map(Row::into_domain).collect()
+    }
+
+    async fn list_for_token(&self, key: TokenKey) -> Result<Sealed<Vec<SubAccount>>, RepoError> {
+        let conn = self.conn().await?;
+        let (token, subs) = futures_util::future::try_join(
+            tokens::lookup(&conn, &key.hash),
+            list_for_token(&conn, TokenPartner::of(key)),
+        )
+        .await?;
+        Ok(Sealed::new(token, subs))
     }
 
     async fn insert(
@@ -91,4 +103,28 @@ impl SubAccountRepo for PgStore {
         .await
         .map_err(db)
     }
+}
+
+/// [`SubAccountRepo::list`]'s statement with the partner taken from the token in SQL, to be
+/// pipelined with the token lookup.
+async fn list_for_token(
+    mut conn: &AsyncPgConnection,
+    partner: TokenPartner,
+) -> Result<Vec<SubAccount>, RepoError> {
+    let rows: Vec<Row> = sub_accounts::table
+        .inner_join(partners::table)
+        .filter(sub_accounts::partner_id.eq(partner))
+        .order(sub_accounts::sub_id.asc())
+        .select((
+            sub_accounts::id,
+            partners::email,
+            sub_accounts::sub_id,
+            sub_accounts::nickname,
+            sub_accounts::created_at,
+            sub_accounts::updated_at,
+        ))
+        .load(&mut conn)
+        .await
+        .map_err(db)?;
+    rows.into_iter().map(Row::into_domain).collect()
 }

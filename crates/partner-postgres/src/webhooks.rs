@@ -3,10 +3,12 @@
 use std::collections::HashMap;
 
 use diesel::dsl::case_when;
+use diesel::pg::Pg;
 use diesel::prelude::*;
 use diesel::sql_types::{Array, Bool, Integer, Nullable, Text, Timestamptz};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use partner_domain::RepoError;
+use partner_domain::auth::{Sealed, TokenKey};
 use partner_domain::events::{Subject, SubjectKind};
 use partner_domain::ids::{DeliveryId, EndpointId};
 use partner_domain::ports::{DeliveryRepo, InsertEndpoint, WebhookRepo};
@@ -24,6 +26,7 @@ use crate::models::webhook_deliveries::{ClaimRow, DeliveryRow, Recovered};
 use crate::models::webhook_endpoints::{Changes, EndpointRow, Health, NewEndpoint};
 use crate::schema::{domain_events, partners, webhook_deliveries, webhook_endpoints};
 use crate::schema_extra::webhook_attempts;
+use crate::tokens::{self, TokenPartner};
 use crate::{PgStore, db};
 
 // The statements below stay raw because the DSL cannot write them: the claim (a `LATERAL` join
@@ -172,8 +175,159 @@ async fn fail_disabled(
         .await
 }
 
+/// A partner's deliveries as [`WebhookRepo::deliveries`] lists them: `found` (the partner's
+/// rows) cut by each filter given (one prepared statement per combination), newest first in the
+/// order of `webhook_deliveries_partner_idx`.
+fn delivery_listing<'a>(
+    mut found: webhook_deliveries::BoxedQuery<'a, Pg>,
+    filter: &'a DeliveryFilter,
+) -> webhook_deliveries::BoxedQuery<'a, Pg> {
+    if let Some(endpoint) = filter.endpoint_id {
+        found = found.filter(webhook_deliveries::endpoint_id.eq(endpoint.as_uuid()));
+    }
+    if !filter.statuses.is_empty() {
+        found = found.filter(webhook_deliveries::status.eq_any(&filter.statuses));
+    }
+    if let Some(kind) = filter.event {
+        found = found.filter(webhook_deliveries::kind.eq(kind.as_str()));
+    }
+    if let Some(p) = filter.after {
+        found = found.filter(RowLt(
+            (webhook_deliveries::created_at, webhook_deliveries::id),
+            (
+                p.created_at.into_sql::<Timestamptz>(),
+                p.id.into_sql::<diesel::sql_types::Uuid>(),
+            ),
+        ));
+    }
+    found
+        .order((
+            webhook_deliveries::created_at.desc(),
+            webhook_deliveries::id.desc(),
+        ))
+        .limit(i64::from(filter.limit))
+}
+
+/// The reads of a partner's webhook endpoints and deliveries for a token: the statements of
+/// their `WebhookRepo` siblings with the partner taken from the token in SQL, to be pipelined
+/// with the token lookup.
+mod for_token {
+    use super::*;
+
+    pub(super) async fn endpoints(
+        mut conn: &AsyncPgConnection,
+        partner: &TokenPartner,
+    ) -> Result<Vec<WebhookEndpoint>, RepoError> {
+        let rows: Vec<EndpointRow> = webhook_endpoints::table
+            .filter(webhook_endpoints::partner_id.eq(partner.clone()))
+            .order((webhook_endpoints::created_at, webhook_endpoints::id))
+            .select(EndpointRow::as_select())
+            .load(&mut conn)
+            .await
+            .map_err(db)?;
+        rows.into_iter().map(EndpointRow::into_domain).collect()
+    }
+
+    pub(super) async fn deliveries(
+        mut conn: &AsyncPgConnection,
+        partner: &TokenPartner,
+        filter: &DeliveryFilter,
+    ) -> Result<Vec<DeliveryInfo>, RepoError> {
+        let rows: Vec<DeliveryRow> = delivery_listing(
+            webhook_deliveries::table
+                .filter(webhook_deliveries::partner_id.eq(partner.clone()))
+                .into_boxed(),
+            filter,
+        )
+        .select(DeliveryRow::as_select())
+        .load(&mut conn)
+        .await
+        .map_err(db)?;
+        Ok(rows.into_iter().map(DeliveryRow::into_domain).collect())
+    }
+
+    /// The delivery and its attempt log: two statements, both pipelined with the token lookup;
+    /// the log's reads only a delivery of the token's partner.
+    pub(super) async fn delivery(
+        mut conn: &AsyncPgConnection,
+        partner: &TokenPartner,
+        id: DeliveryId,
+        log_limit: u16,
+    ) -> Result<Option<DeliveryDetail>, RepoError> {
+        let id = id.as_uuid();
+        let row = webhook_deliveries::table
+            .filter(webhook_deliveries::partner_id.eq(partner.clone()))
+            .filter(webhook_deliveries::id.eq(id))
+            .select(DeliveryRow::as_select())
+            .load::<DeliveryRow>(&mut conn);
+        // The latest `log_limit` attempts (shown oldest first), of a delivery of the partner.
+        let attempts = webhook_attempts::table
+            .filter(webhook_attempts::delivery_id.eq(id))
+            .filter(diesel::dsl::exists(
+                webhook_deliveries::table
+                    .filter(webhook_deliveries::id.eq(id))
+                    .filter(webhook_deliveries::partner_id.eq(partner.clone())),
+            ))
+            .order(webhook_attempts::attempted_at.desc())
+            .limit(i64::from(log_limit))
+            .select(AttemptRow::as_select())
+            .load::<AttemptRow>(&mut conn);
+        let (row, mut attempts) = futures_util::future::try_join(row, attempts)
+            .await
+            .map_err(db)?;
+        attempts.reverse();
+        // At most one row: the id is the primary key.
+        Ok(row.into_iter().next().map(|row| DeliveryDetail {
+            delivery: row.into_domain(),
+            attempt_log: attempts.into_iter().map(AttemptRow::into_domain).collect(),
+        }))
+    }
+}
+
 #[async_trait::async_trait]
 impl WebhookRepo for PgStore {
+    async fn endpoints_for_token(
+        &self,
+        key: TokenKey,
+    ) -> Result<Sealed<Vec<WebhookEndpoint>>, RepoError> {
+        let conn = self.conn().await?;
+        let (token, endpoints) = futures_util::future::try_join(
+            tokens::lookup(&conn, &key.hash),
+            for_token::endpoints(&conn, &TokenPartner::of(key)),
+        )
+        .await?;
+        Ok(Sealed::new(token, endpoints))
+    }
+
+    async fn deliveries_for_token(
+        &self,
+        key: TokenKey,
+        filter: &DeliveryFilter,
+    ) -> Result<Sealed<Vec<DeliveryInfo>>, RepoError> {
+        let conn = self.conn().await?;
+        let (token, deliveries) = futures_util::future::try_join(
+            tokens::lookup(&conn, &key.hash),
+            for_token::deliveries(&conn, &TokenPartner::of(key), filter),
+        )
+        .await?;
+        Ok(Sealed::new(token, deliveries))
+    }
+
+    async fn delivery_for_token(
+        &self,
+        key: TokenKey,
+        id: DeliveryId,
+        log_limit: u16,
+    ) -> Result<Sealed<Option<DeliveryDetail>>, RepoError> {
+        let conn = self.conn().await?;
+        let (token, detail) = futures_util::future::try_join(
+            tokens::lookup(&conn, &key.hash),
+            for_token::delivery(&conn, &TokenPartner::of(key), id, log_limit),
+        )
+        .await?;
+        Ok(Sealed::new(token, detail))
+    }
+
     async fn endpoints(&self, partner: &PartnerId) -> Result<Vec<WebhookEndpoint>, RepoError> {
         let mut conn = self.conn().await?;
         let rows: Vec<EndpointRow> = webhook_endpoints::table
@@ -296,39 +450,16 @@ impl WebhookRepo for PgStore {
         filter: &DeliveryFilter,
     ) -> Result<Vec<DeliveryInfo>, RepoError> {
         let mut conn = self.conn().await?;
-        // Newest first, in the order of `webhook_deliveries_partner_idx`; each filter given
-        // adds its condition (one prepared statement per combination).
-        let mut q = webhook_deliveries::table
-            .filter(webhook_deliveries::partner_id.eq(partner.as_str()))
-            .into_boxed();
-        if let Some(endpoint) = filter.endpoint_id {
-            q = q.filter(webhook_deliveries::endpoint_id.eq(endpoint.as_uuid()));
-        }
-        if !filter.statuses.is_empty() {
-            q = q.filter(webhook_deliveries::status.eq_any(&filter.statuses));
-        }
-        if let Some(kind) = filter.event {
-            q = q.filter(webhook_deliveries::kind.eq(kind.as_str()));
-        }
-        if let Some(p) = filter.after {
-            q = q.filter(RowLt(
-                (webhook_deliveries::created_at, webhook_deliveries::id),
-                (
-                    p.created_at.into_sql::<Timestamptz>(),
-                    p.id.into_sql::<diesel::sql_types::Uuid>(),
-                ),
-            ));
-        }
-        let rows: Vec<DeliveryRow> = q
-            .order((
-                webhook_deliveries::created_at.desc(),
-                webhook_deliveries::id.desc(),
-            ))
-            .limit(i64::from(filter.limit))
-            .select(DeliveryRow::as_select())
-            .load(&mut conn)
-            .await
-            .map_err(db)?;
+        let rows: Vec<DeliveryRow> = delivery_listing(
+            webhook_deliveries::table
+                .filter(webhook_deliveries::partner_id.eq(partner.as_str()))
+                .into_boxed(),
+            filter,
+        )
+        .select(DeliveryRow::as_select())
+        .load(&mut conn)
+        .await
+        .map_err(db)?;
         Ok(rows.into_iter().map(DeliveryRow::into_domain).collect())
     }
 

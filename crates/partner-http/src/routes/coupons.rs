@@ -3,8 +3,8 @@
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::{HttpRequest, HttpResponse, web};
 use partner_domain::coupon::{
-    BulkOrderRequest, CouponCode, CouponQuery, CouponRow, CouponStatus, MAX_QUANTITY, ProductSlug,
-    ScopeError, listing_scope, parse_months,
+    BulkOrderRequest, CouponCode, CouponFilter, CouponPage, CouponQuery, CouponRow, CouponStatus,
+    MAX_QUANTITY, ProductSlug, ScopeError, listing_scope, parse_months,
 };
 use partner_domain::ids::CouponId;
 use partner_domain::lead::parse_limit;
@@ -17,7 +17,9 @@ use super::{Result, data, ok};
 use crate::AppState;
 use crate::error::ApiError;
 use crate::extract::{JsonBody, Query, uuid};
-use crate::middleware::Caller;
+use crate::middleware::one_trip;
+use crate::ratelimit::Group;
+use partner_domain::auth::Principal;
 
 fn slug(s: &str) -> std::result::Result<ProductSlug, ApiError> {
     ProductSlug::parse(s).ok_or_else(|| {
@@ -109,18 +111,100 @@ fn csv_body(rows: &[CouponRow]) -> std::result::Result<Vec<u8>, ApiError> {
         (status = 404, description = "The Care Services API is disabled", body = crate::routes::schemas::ErrorBody),
     )
 )]
-pub(super) async fn list(
-    state: web::Data<AppState>,
-    Caller(me): Caller,
-    req: HttpRequest,
-) -> Result {
-    let q = Query::of(&req)?;
-    let partner = listing_scope(&me, q.get("partner_id")).map_err(|e| match e {
+pub(super) async fn list(req: HttpRequest) -> HttpResponse {
+    // One round trip: the page and its count are read with the token's record, for the partner
+    // the statements derive from the token (`listing_scope`'s rule). The parameters are checked
+    // again once authenticated, in their original order, so every 400/403 is the one the guard
+    // path gave; a request with an invalid parameter looks the token up alone.
+    let parsed = Query::of(&req).and_then(|q| unscoped(&q));
+    match parsed {
+        Ok((filter, _)) => {
+            one_trip(
+                &req,
+                Group::Coupons,
+                None,
+                async move |st, token| {
+                    Ok(st
+                        .coupons
+                        .list_for_token(st.auth.key(&token), &filter)
+                        .await?)
+                },
+                |st, me, page| {
+                    let q = Query::of(&req)?;
+                    let (query, csv) = listing(&me, &q)?;
+                    // The statements scoped the rows; this keeps a faulty adapter honest.
+                    if page.items.iter().any(|c| c.partner_id != query.partner) {
+                        return Err(ApiError::internal(
+                            &"a coupon page held another partner's coupon",
+                        ));
+                    }
+                    respond(st, page, query.limit, query.offset, csv)
+                },
+            )
+            .await
+        }
+        Err(e) => {
+            one_trip(
+                &req,
+                Group::Coupons,
+                None,
+                async |st, token| st.auth.lookup(&token).await,
+                |_, me, ()| {
+                    let q = Query::of(&req)?;
+                    Err(listing(&me, &q).err().unwrap_or(e))
+                },
+            )
+            .await
+        }
+    }
+}
+
+/// The listing's parameters that need no caller: `partner_id` only parsed, the others checked.
+fn unscoped(q: &Query) -> std::result::Result<(CouponFilter, bool), ApiError> {
+    let requested = q
+        .get("partner_id")
+        .map(PartnerId::parse)
+        .transpose()
+        .map_err(|_| ApiError::invalid("partner_id is malformed"))?;
+    let (statuses, product_slug, csv, limit, offset) = parameters(q)?;
+    Ok((
+        CouponFilter {
+            requested,
+            statuses,
+            product_slug,
+            limit,
+            offset,
+        },
+        csv,
+    ))
+}
+
+/// The listing asked for by `me`, in the order the parameters were always checked: whose
+/// coupons (400 malformed, 403 another partner's without admin), then the others.
+fn listing(me: &Principal, q: &Query) -> std::result::Result<(CouponQuery, bool), ApiError> {
+    let partner = listing_scope(me, q.get("partner_id")).map_err(|e| match e {
         ScopeError::Malformed => ApiError::invalid("partner_id is malformed"),
         ScopeError::Forbidden => {
             ApiError::forbidden("only admin tokens may list another partner's coupons")
         }
     })?;
+    let (statuses, product_slug, csv, limit, offset) = parameters(q)?;
+    Ok((
+        CouponQuery {
+            partner,
+            statuses,
+            product_slug,
+            limit,
+            offset,
+        },
+        csv,
+    ))
+}
+
+type Parameters = (Vec<CouponStatus>, Option<ProductSlug>, bool, u16, u64);
+
+/// `status`, `product_slug`, `format`, `limit`, `offset`, checked in that order.
+fn parameters(q: &Query) -> std::result::Result<Parameters, ApiError> {
     let statuses = match q.get("status") {
         None | Some("") => Vec::new(),
         Some(s) => CouponStatus::parse_list(s)?,
@@ -133,16 +217,11 @@ pub(super) async fn list(
     };
     let limit = parse_limit(q.get("limit"), if csv { 500 } else { 100 }, 500)?;
     let offset = crate::params::offset(q.get("offset"))?;
-    let page = state
-        .coupons
-        .list(&CouponQuery {
-            partner,
-            statuses,
-            product_slug,
-            limit,
-            offset,
-        })
-        .await?;
+    Ok((statuses, product_slug, csv, limit, offset))
+}
+
+/// The page as JSON, or as the CSV export.
+fn respond(state: &AppState, page: CouponPage, limit: u16, offset: u64, csv: bool) -> Result {
     if !csv {
         return Ok(HttpResponse::Ok().json(ListBody {
             data: page.items,

@@ -41,6 +41,7 @@ pub(super) async fn list(req: HttpRequest) -> HttpResponse {
             one_trip(
                 &req,
                 Group::Leads,
+                None,
                 async move |st, token| Ok(st.leads.list_for_token(&token, &q).await?),
                 move |st, me, leads| page_response(st.leads.finish(me.partner_id(), &query, leads)),
             )
@@ -50,6 +51,7 @@ pub(super) async fn list(req: HttpRequest) -> HttpResponse {
             one_trip(
                 &req,
                 Group::Leads,
+                None,
                 async |st, token| st.auth.lookup(&token).await,
                 move |_, _, ()| Err(e),
             )
@@ -63,6 +65,7 @@ pub(super) async fn list_other_method(req: HttpRequest) -> HttpResponse {
     one_trip(
         &req,
         Group::Leads,
+        None,
         async |st, token| st.auth.lookup(&token).await,
         |_, _, ()| Err(ApiError::for_status(StatusCode::METHOD_NOT_ALLOWED)),
     )

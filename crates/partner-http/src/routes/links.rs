@@ -1,16 +1,17 @@
 //! `GET /api/v1/dna-links`, `/medical-intake-links`, `/care-service-links`.
 
-use actix_web::{HttpRequest, HttpResponse, web};
+use actix_web::{HttpRequest, HttpResponse};
 use partner_domain::links::CareQuery;
 use partner_domain::links::{CareServiceLink, PartnerProductLink};
 use partner_domain::values::{CareService, SubId};
 use serde::Serialize;
 
-use super::{Result, ok};
-use crate::AppState;
+use super::ok;
 use crate::error::ApiError;
 use crate::extract::Query;
-use crate::middleware::Caller;
+use crate::middleware::{Requirement, one_trip};
+use crate::ratelimit::Group;
+use partner_domain::auth::Principal;
 
 #[derive(Serialize)]
 struct MedicalBody {
@@ -41,8 +42,20 @@ fn sub(q: &Query) -> std::result::Result<Option<SubId>, ApiError> {
         (status = 403, description = "DNA links are disabled for this account, or the account is inactive", body = crate::routes::schemas::ErrorBody),
     )
 )]
-pub(super) async fn dna(state: web::Data<AppState>, Caller(me): Caller) -> Result {
-    Ok(ok(state.links.dna_links(me.partner_id()).await?))
+pub(super) async fn dna(req: HttpRequest) -> HttpResponse {
+    // One round trip: the partner, its prices and the products are read with the token's record;
+    // the DNA-access 403 comes with the account state, before the rate limit, as in the guard.
+    one_trip(
+        &req,
+        Group::Links,
+        Some(Requirement {
+            holds: Principal::may_use_dna_links,
+            message: partner_domain::links::DNA_DISABLED,
+        }),
+        async |st, token| Ok(st.links.dna_links_for_token(st.auth.key(&token)).await?),
+        |st, me, inputs| Ok(ok(st.links.dna_links_from(me.partner_id(), inputs)?)),
+    )
+    .await
 }
 
 #[utoipa::path(
@@ -56,22 +69,53 @@ pub(super) async fn dna(state: web::Data<AppState>, Caller(me): Caller) -> Resul
         (status = 400, description = "`sub` is invalid or names no sub-account", body = crate::routes::schemas::ErrorBody),
     )
 )]
-pub(super) async fn medical(
-    state: web::Data<AppState>,
-    Caller(me): Caller,
-    req: HttpRequest,
-) -> Result {
-    let q = Query::of(&req)?;
-    let sub = sub(&q)?;
-    // An unrecognized or unavailable `lang` falls back to the partner default; never an error.
-    let links = state
-        .links
-        .medical_links(me.partner_id(), sub, q.get("lang"))
-        .await?;
-    Ok(HttpResponse::Ok().json(MedicalBody {
-        data: links,
-        sub: sub.map(|s| s.to_string()),
-    }))
+pub(super) async fn medical(req: HttpRequest) -> HttpResponse {
+    // One round trip: the sub-account check, the partner, its prices and the products are read
+    // with the token's record. An invalid query looks the token up alone and answers 400 after
+    // authentication and the rate limit, as behind the guard.
+    let q = match Query::of(&req) {
+        Ok(q) => q,
+        Err(e) => return lookup_then(&req, e).await,
+    };
+    let sub = match sub(&q) {
+        Ok(s) => s,
+        Err(e) => return lookup_then(&req, e).await,
+    };
+    one_trip(
+        &req,
+        Group::Links,
+        None,
+        async move |st, token| {
+            Ok(st
+                .links
+                .medical_links_for_token(st.auth.key(&token), sub)
+                .await?)
+        },
+        |st, me, inputs| {
+            // An unrecognized or unavailable `lang` falls back to the partner default; never an
+            // error.
+            let links = st
+                .links
+                .medical_links_from(me.partner_id(), inputs, sub, q.get("lang"))?;
+            Ok(HttpResponse::Ok().json(MedicalBody {
+                data: links,
+                sub: sub.map(|s| s.to_string()),
+            }))
+        },
+    )
+    .await
+}
+
+/// The token lookup alone, then `e` (400) once authenticated and admitted, as behind the guard.
+async fn lookup_then(req: &HttpRequest, e: ApiError) -> HttpResponse {
+    one_trip(
+        req,
+        Group::Links,
+        None,
+        async |st, token| st.auth.lookup(&token).await,
+        move |_, _, ()| Err(e),
+    )
+    .await
 }
 
 #[utoipa::path(
@@ -88,13 +132,41 @@ pub(super) async fn medical(
         (status = 404, description = "The Care Services API is disabled", body = crate::routes::schemas::ErrorBody),
     )
 )]
-pub(super) async fn care(
-    state: web::Data<AppState>,
-    Caller(me): Caller,
-    req: HttpRequest,
-) -> Result {
-    let q = Query::of(&req)?;
-    let query = CareQuery {
+pub(super) async fn care(req: HttpRequest) -> HttpResponse {
+    // One round trip: the sub-account check, the partner, the global switches and the products
+    // are read with the token's record. An invalid query looks the token up alone and answers
+    // 400 after authentication and the rate limit, as behind the guard.
+    let query = match care_query(&req) {
+        Ok(q) => q,
+        Err(e) => return lookup_then(&req, e).await,
+    };
+    let sub = query.sub;
+    one_trip(
+        &req,
+        Group::Links,
+        None,
+        async move |st, token| {
+            Ok(st
+                .links
+                .care_links_for_token(st.auth.key(&token), sub)
+                .await?)
+        },
+        |st, me, inputs| {
+            let links = st.links.care_links_from(me.partner_id(), inputs, &query)?;
+            Ok(HttpResponse::Ok().json(CareBody {
+                data: links,
+                sub: query.sub.map(|s| s.to_string()),
+                service: query.service.map(CareService::as_str),
+                duration: query.duration,
+            }))
+        },
+    )
+    .await
+}
+
+fn care_query(req: &HttpRequest) -> std::result::Result<CareQuery, ApiError> {
+    let q = Query::of(req)?;
+    Ok(CareQuery {
         service: q
             .get("service")
             .map(|s| {
@@ -108,12 +180,5 @@ pub(super) async fn care(
         sub: sub(&q)?,
         duration: crate::params::months(q.get("duration"), "duration")?,
         lang: q.get("lang").map(str::to_owned),
-    };
-    let links = state.links.care_links(me.partner_id(), &query).await?;
-    Ok(HttpResponse::Ok().json(CareBody {
-        data: links,
-        sub: query.sub.map(|s| s.to_string()),
-        service: query.service.map(CareService::as_str),
-        duration: query.duration,
-    }))
+    })
 }

@@ -48,12 +48,23 @@ pub(crate) fn configure_public(cfg: &mut web::ServiceConfig) {
         web::scope("/api/v1")
             // The document is public: partners read it before they have a token.
             .service(resource("/openapi.json").route(web::get().to(openapi::partner_document)))
+            // Partner reads (GET) authenticate inside their handlers, in the read's own round
+            // trip (`middleware::one_trip`); writes, and the 405 of other methods, stay behind the
+            // guard, so every answer keeps its order of checks.
             .service(
-                resource("/sub-accounts")
+                web::resource("/sub-accounts")
                     .route(web::get().to(sub_accounts::list))
-                    .route(web::post().to(sub_accounts::create))
-                    .route(web::delete().to(sub_accounts::delete))
-                    .wrap(from_fn(partner_guard(Group::SubAccounts))),
+                    .route(
+                        web::post()
+                            .to(sub_accounts::create)
+                            .wrap(from_fn(partner_guard(Group::SubAccounts))),
+                    )
+                    .route(
+                        web::delete()
+                            .to(sub_accounts::delete)
+                            .wrap(from_fn(partner_guard(Group::SubAccounts))),
+                    )
+                    .default_service(guarded_405(Group::SubAccounts)),
             )
             // Authenticates inside the handlers, for GET in the page's own statement (one round
             // trip); other methods answer 405 after authentication and the rate limit, as
@@ -64,48 +75,54 @@ pub(crate) fn configure_public(cfg: &mut web::ServiceConfig) {
                     .default_service(web::to(leads::list_other_method)),
             )
             .service(
-                resource("/orders")
+                web::resource("/orders")
                     .route(web::get().to(orders::list))
-                    .wrap(from_fn(partner_guard(Group::Orders))),
+                    .default_service(guarded_405(Group::Orders)),
             )
             .service(
-                resource("/payouts")
+                web::resource("/payouts")
                     .route(web::get().to(payouts::list))
-                    .wrap(from_fn(partner_guard(Group::Payouts))),
+                    .default_service(guarded_405(Group::Payouts)),
             )
             .service(
-                resource("/dna-links")
+                web::resource("/dna-links")
                     .route(web::get().to(links::dna))
-                    .wrap(from_fn(partner_guard_requiring(
-                        Group::Links,
-                        Requirement {
-                            holds: Principal::may_use_dna_links,
-                            message: partner_domain::links::DNA_DISABLED,
-                        },
+                    .default_service(web::to(method_not_allowed).wrap(from_fn(
+                        partner_guard_requiring(
+                            Group::Links,
+                            Requirement {
+                                holds: Principal::may_use_dna_links,
+                                message: partner_domain::links::DNA_DISABLED,
+                            },
+                        ),
                     ))),
             )
             .service(
-                resource("/medical-intake-links")
+                web::resource("/medical-intake-links")
                     .route(web::get().to(links::medical))
-                    .wrap(from_fn(partner_guard(Group::Links))),
+                    .default_service(guarded_405(Group::Links)),
             )
             .service(
-                resource("/care-service-links")
+                web::resource("/care-service-links")
                     .route(web::get().to(links::care))
-                    .wrap(from_fn(partner_guard(Group::Links)))
+                    .default_service(guarded_405(Group::Links))
                     .wrap(from_fn(care_services_enabled)),
             )
             .service(
-                resource("/care-services-coupons")
+                web::resource("/care-services-coupons")
                     .route(web::get().to(coupons::list))
-                    .wrap(from_fn(partner_guard(Group::Coupons)))
+                    .default_service(guarded_405(Group::Coupons))
                     .wrap(from_fn(care_services_enabled)),
             )
             .service(
-                resource("/webhook-endpoints")
+                web::resource("/webhook-endpoints")
                     .route(web::get().to(webhooks::list))
-                    .route(web::post().to(webhooks::post))
-                    .wrap(from_fn(partner_guard(Group::WebhookEndpoints))),
+                    .route(
+                        web::post()
+                            .to(webhooks::post)
+                            .wrap(from_fn(partner_guard(Group::WebhookEndpoints))),
+                    )
+                    .default_service(guarded_405(Group::WebhookEndpoints)),
             )
             .service(
                 resource("/webhook-endpoints/{id}")
@@ -124,14 +141,14 @@ pub(crate) fn configure_public(cfg: &mut web::ServiceConfig) {
                     .wrap(from_fn(partner_guard(Group::WebhookEndpoints))),
             )
             .service(
-                resource("/webhook-deliveries")
+                web::resource("/webhook-deliveries")
                     .route(web::get().to(webhooks::deliveries))
-                    .wrap(from_fn(partner_guard(Group::WebhookEndpoints))),
+                    .default_service(guarded_405(Group::WebhookEndpoints)),
             )
             .service(
-                resource("/webhook-deliveries/{id}")
+                web::resource("/webhook-deliveries/{id}")
                     .route(web::get().to(webhooks::delivery))
-                    .wrap(from_fn(partner_guard(Group::WebhookEndpoints))),
+                    .default_service(guarded_405(Group::WebhookEndpoints)),
             )
             .service(
                 resource("/webhook-deliveries/{id}/resend")
@@ -264,6 +281,12 @@ pub(crate) fn configure_internal(cfg: &mut web::ServiceConfig) {
 /// enclosing scope's 404 default).
 pub(crate) fn resource(path: &str) -> actix_web::Resource {
     web::resource(path).default_service(web::to(method_not_allowed))
+}
+
+/// The 405 of a resource whose GET authenticates in its handler: behind the partner guard, as
+/// when the guard wrapped the whole resource (401/403/429 first).
+fn guarded_405(group: Group) -> actix_web::Route {
+    web::to(method_not_allowed).wrap(from_fn(partner_guard(group)))
 }
 
 async fn method_not_allowed() -> HttpResponse {

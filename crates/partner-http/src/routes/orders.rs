@@ -1,12 +1,12 @@
 //! Orders: the partner's whole history, streamed (`GET /api/v1/orders`), and the operator's
 //! order and analytics-event ingest and commission summary.
 
-use actix_web::{HttpRequest, http::StatusCode, web};
+use actix_web::{HttpRequest, HttpResponse, http::StatusCode, web};
 use partner_domain::account::NotFoundOr;
 use partner_domain::lead::TestSource;
 use partner_domain::order::{
-    NewAnalyticsEvent, Order, OrderIngest, OrderParts, parse_event_name, parse_order_id,
-    parse_run_id,
+    NewAnalyticsEvent, Order, OrderIngest, OrderParts, OrderService, parse_event_name,
+    parse_order_id, parse_run_id,
 };
 use partner_domain::payout::parse_date;
 use partner_domain::values::{Email, Money, PartnerId, text};
@@ -19,28 +19,42 @@ use crate::AppState;
 use crate::error::ApiError;
 use crate::extract::{JsonBody, Query};
 
-use crate::middleware::Caller;
+use crate::middleware::one_trip;
+use crate::ratelimit::Group;
 
 /// `{ data: Order[] }`, the whole history, streamed chunk by chunk.
 #[utoipa::path(
     get, path = "/api/v1/orders", tag = "activity",
     responses((status = 200, description = "Every order of the partner (streamed)", body = crate::routes::schemas::OrderList))
 )]
-pub(super) async fn list(state: web::Data<AppState>, Caller(me): Caller) -> Result {
-    let first = state
-        .orders
-        .chunk(me.partner_id(), me.admin(), None, CHUNK)
-        .await?;
-    let (partner, admin) = (me.partner_id().clone(), me.admin());
-    Ok(stream_data(first, move |after| {
-        let (state, partner) = (state.clone(), partner.clone());
-        async move {
-            state
+pub(super) async fn list(req: HttpRequest) -> HttpResponse {
+    // The first chunk is read with the token's record (one round trip); the following ones,
+    // after authentication, for the authenticated partner.
+    one_trip(
+        &req,
+        Group::Orders,
+        None,
+        async |st, token| {
+            Ok(st
                 .orders
-                .chunk(&partner, admin, Some(after), CHUNK)
-                .await
-        }
-    }))
+                .first_chunk_for_token(st.auth.key(&token), CHUNK)
+                .await?)
+        },
+        |st, me, orders| {
+            let first = OrderService::chunk_of(orders, me.admin(), CHUNK);
+            let (state, partner, admin) = (st.clone(), me.partner_id().clone(), me.admin());
+            Ok(stream_data(first, move |after| {
+                let (state, partner) = (state.clone(), partner.clone());
+                async move {
+                    state
+                        .orders
+                        .chunk(&partner, admin, Some(after), CHUNK)
+                        .await
+                }
+            }))
+        },
+    )
+    .await
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]

@@ -1,8 +1,8 @@
 //! Payouts: the partner's listing, streamed (`GET /api/v1/payouts`), and the operator's
 //! recording of a payout (`POST /internal/v1/payouts`).
 
-use actix_web::{http::StatusCode, web};
-use partner_domain::payout::{NewPayout, parse_date};
+use actix_web::{HttpRequest, HttpResponse, http::StatusCode, web};
+use partner_domain::payout::{NewPayout, PayoutService, parse_date};
 use partner_domain::values::{Money, PartnerId, text};
 use serde::Deserialize;
 
@@ -13,20 +13,37 @@ use crate::AppState;
 use crate::error::ApiError;
 use crate::extract::JsonBody;
 
-use crate::middleware::Caller;
+use crate::middleware::one_trip;
+use crate::ratelimit::Group;
 
 /// `{ data: Payout[] }`, streamed chunk by chunk.
 #[utoipa::path(
     get, path = "/api/v1/payouts", tag = "activity",
     responses((status = 200, description = "Every payout of the partner (streamed)", body = crate::routes::schemas::PayoutList))
 )]
-pub(super) async fn list(state: web::Data<AppState>, Caller(me): Caller) -> Result {
-    let first = state.payouts.chunk(me.partner_id(), None, CHUNK).await?;
-    let partner = me.partner_id().clone();
-    Ok(stream_data(first, move |after| {
-        let (state, partner) = (state.clone(), partner.clone());
-        async move { state.payouts.chunk(&partner, Some(after), CHUNK).await }
-    }))
+pub(super) async fn list(req: HttpRequest) -> HttpResponse {
+    // The first chunk is read with the token's record (one round trip); the following ones,
+    // after authentication, for the authenticated partner.
+    one_trip(
+        &req,
+        Group::Payouts,
+        None,
+        async |st, token| {
+            Ok(st
+                .payouts
+                .first_chunk_for_token(st.auth.key(&token), CHUNK)
+                .await?)
+        },
+        |st, me, payouts| {
+            let first = PayoutService::chunk_of(payouts, CHUNK);
+            let (state, partner) = (st.clone(), me.partner_id().clone());
+            Ok(stream_data(first, move |after| {
+                let (state, partner) = (state.clone(), partner.clone());
+                async move { state.payouts.chunk(&partner, Some(after), CHUNK).await }
+            }))
+        },
+    )
+    .await
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]

@@ -1,6 +1,6 @@
 //! `GET/POST/DELETE /api/v1/sub-accounts`.
 
-use actix_web::{http::StatusCode, web};
+use actix_web::{HttpRequest, HttpResponse, http::StatusCode, web};
 use partner_domain::ids::SubAccountId;
 use partner_domain::values::{Nickname, SubId};
 use serde::Deserialize;
@@ -9,14 +9,24 @@ use super::{Result, data, ok, ok_true};
 use crate::AppState;
 use crate::error::ApiError;
 use crate::extract::{JsonBody, uuid};
-use crate::middleware::Caller;
+use crate::middleware::{Caller, one_trip};
+use crate::ratelimit::Group;
 
 #[utoipa::path(
     get, path = "/api/v1/sub-accounts", tag = "sub-accounts",
     responses((status = 200, description = "The partner's sub-accounts", body = crate::routes::schemas::SubAccountList))
 )]
-pub(super) async fn list(state: web::Data<AppState>, Caller(me): Caller) -> Result {
-    Ok(ok(state.sub_accounts.list(me.partner_id()).await?))
+pub(super) async fn list(req: HttpRequest) -> HttpResponse {
+    // One round trip: the list is read with the token's record ([`one_trip`] stands in for the
+    // partner guard and keeps its answers).
+    one_trip(
+        &req,
+        Group::SubAccounts,
+        None,
+        async |st, token| Ok(st.sub_accounts.list_for_token(st.auth.key(&token)).await?),
+        |_, _, subs| Ok(ok(subs)),
+    )
+    .await
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]

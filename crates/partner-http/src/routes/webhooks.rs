@@ -7,8 +7,8 @@ use partner_domain::ids::{DeliveryId, EndpointId};
 use partner_domain::lead::parse_limit;
 use partner_domain::values::PartnerId;
 use partner_domain::webhook::{
-    CustomHeader, DeliveryQuery, EndpointPatch, LeadCreatedDelay, NewEndpoint, parse_endpoint_url,
-    parse_event_filter, parse_events, parse_statuses,
+    CustomHeader, DeliveryQuery, EndpointPatch, LeadCreatedDelay, NewEndpoint, WebhookService,
+    parse_endpoint_url, parse_event_filter, parse_events, parse_statuses,
 };
 use serde::Deserialize;
 use time::OffsetDateTime;
@@ -18,7 +18,8 @@ use super::{PageBody, PageInfo, Result, data, ok, ok_true};
 use crate::AppState;
 use crate::error::ApiError;
 use crate::extract::{JsonBody, Query, nullable, uuid};
-use crate::middleware::Caller;
+use crate::middleware::{Caller, one_trip};
+use crate::ratelimit::Group;
 
 #[derive(Deserialize, utoipa::ToSchema)]
 #[schema(as = CustomHeaderInput)]
@@ -116,8 +117,17 @@ pub(super) async fn update(
         (status = 200, description = "The endpoints", body = crate::routes::schemas::WebhookEndpointList),
     )
 )]
-pub(super) async fn list(state: web::Data<AppState>, Caller(me): Caller) -> Result {
-    Ok(ok(state.webhooks.list(me.partner_id()).await?))
+pub(super) async fn list(req: HttpRequest) -> HttpResponse {
+    // One round trip: the endpoints are read with the token's record ([`one_trip`] stands in
+    // for the partner guard and keeps its answers).
+    one_trip(
+        &req,
+        Group::WebhookEndpoints,
+        None,
+        async |st, token| Ok(st.webhooks.list_for_token(st.auth.key(&token)).await?),
+        |st, _, endpoints| Ok(ok(st.webhooks.rows(&endpoints))),
+    )
+    .await
 }
 
 #[utoipa::path(
@@ -360,13 +370,52 @@ pub(super) async fn recover_endpoint(
         (status = 400, description = "A parameter is invalid", body = crate::routes::schemas::ErrorBody),
     )
 )]
-pub(super) async fn deliveries(
-    state: web::Data<AppState>,
-    Caller(me): Caller,
-    req: HttpRequest,
-) -> Result {
-    let q = delivery_query(&req, 200)?;
-    list_deliveries(&state, me.partner_id(), q).await
+pub(super) async fn deliveries(req: HttpRequest) -> HttpResponse {
+    // One round trip: the page is read with the token's record. An invalid query looks the
+    // token up alone and answers 400 after authentication and the rate limit, as behind the
+    // guard; a cursor is verified for the authenticated partner before the page is used.
+    match delivery_query(&req, 200) {
+        Ok(q) => {
+            let query = q.clone();
+            one_trip(
+                &req,
+                Group::WebhookEndpoints,
+                None,
+                async move |st, token| {
+                    Ok(st
+                        .webhooks
+                        .deliveries_for_token(st.auth.key(&token), &q)
+                        .await?)
+                },
+                move |st, me, rows| {
+                    let page = st
+                        .webhooks
+                        .finish_deliveries(me.partner_id(), &query, rows)?;
+                    Ok(HttpResponse::Ok().json(PageBody {
+                        data: page.items,
+                        page: PageInfo {
+                            next_cursor: page.next_cursor,
+                            limit: page.limit,
+                        },
+                    }))
+                },
+            )
+            .await
+        }
+        Err(e) => lookup_then(&req, e).await,
+    }
+}
+
+/// The token lookup alone, then `e` (400) once authenticated and admitted, as behind the guard.
+async fn lookup_then(req: &HttpRequest, e: ApiError) -> HttpResponse {
+    one_trip(
+        req,
+        Group::WebhookEndpoints,
+        None,
+        async |st, token| st.auth.lookup(&token).await,
+        move |_, _, ()| Err(e),
+    )
+    .await
 }
 
 #[utoipa::path(
@@ -380,12 +429,28 @@ pub(super) async fn deliveries(
         (status = 404, description = "No such delivery", body = crate::routes::schemas::ErrorBody),
     )
 )]
-pub(super) async fn delivery(
-    state: web::Data<AppState>,
-    Caller(me): Caller,
-    path: web::Path<String>,
-) -> Result {
-    show_delivery(&state, me.partner_id(), &path).await
+pub(super) async fn delivery(req: HttpRequest, path: web::Path<String>) -> HttpResponse {
+    // One round trip: the delivery and its log are read with the token's record. A malformed
+    // id looks the token up alone and answers 400 after authentication, as behind the guard.
+    match uuid(&path, "delivery id") {
+        Ok(id) => {
+            let id = DeliveryId::from_uuid(id);
+            one_trip(
+                &req,
+                Group::WebhookEndpoints,
+                None,
+                async move |st, token| {
+                    Ok(st
+                        .webhooks
+                        .delivery_for_token(st.auth.key(&token), id)
+                        .await?)
+                },
+                |_, _, detail| Ok(ok(WebhookService::found(detail)?)),
+            )
+            .await
+        }
+        Err(e) => lookup_then(&req, e).await,
+    }
 }
 
 #[utoipa::path(

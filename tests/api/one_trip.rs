@@ -1,0 +1,375 @@
+//! Every authenticated partner read (`GET`), whichever way it authenticates (in its own round
+//! trip or behind the guard): the authentication answers and their order, revocation on the very
+//! next request (on this instance and another), and tenancy, one table for all of them.
+
+use std::sync::Arc;
+
+use partner_domain::clock::FixedClock;
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+use time::OffsetDateTime;
+
+use crate::helpers::{Seeded, TestApp, assert_error, body, lead_body, partner_body};
+
+/// Each partner read, with the rate-limit group it charges (checked through its headers).
+const READS: [&str; 11] = [
+    "/api/v1/sub-accounts",
+    "/api/v1/leads",
+    "/api/v1/orders",
+    "/api/v1/payouts",
+    "/api/v1/dna-links",
+    "/api/v1/medical-intake-links?sub=7",
+    "/api/v1/care-service-links?sub=7",
+    "/api/v1/care-services-coupons",
+    "/api/v1/webhook-endpoints",
+    "/api/v1/webhook-deliveries",
+    "/api/v1/webhook-deliveries/{delivery}",
+];
+
+/// What only the other tenant has: none of it may appear in the first tenant's answers.
+const MARK: &str = "zeta";
+
+async fn post_ok(app: &TestApp, path: &str, b: Value) -> Value {
+    let res = app
+        .internal(Method::POST, path)
+        .json(&b)
+        .send()
+        .await
+        .expect("send");
+    assert!(res.status().is_success(), "POST {path}: {}", res.status());
+    body(res).await
+}
+
+/// A partner with a sub-account (subId 7), a lead, an order, a simulated order, a payout, coupons,
+/// a webhook endpoint and a delivery; every free text carries `tag`. Returns its seed and the id
+/// of its delivery.
+async fn populate(app: &TestApp, partner: &str, tag: &str) -> (Seeded, String) {
+    let s = app.seed(partner, false).await;
+    let res = app
+        .api(Method::POST, "/api/v1/sub-accounts", &s.token)
+        .json(&json!({ "subId": "7", "nickname": format!("{tag} nick") }))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(res.status(), StatusCode::CREATED);
+    app.create_webhook_endpoint(
+        &s.token,
+        &json!({ "url": format!("https://hooks.{tag}.invalid/x"),
+                 "events": ["lead.created", "order.created", "payout.created"] }),
+    )
+    .await;
+    app.ingest_lead(&lead_body(
+        partner,
+        json!({ "firstName": format!("{tag} first") }),
+    ))
+    .await;
+    post_ok(
+        app,
+        "/orders",
+        json!({ "orderId": format!("{tag}-order-1"), "partnerId": partner, "subId": "7",
+                "createdDate": "2026-11-20T10:00:00.000Z", "product": format!("{tag} product"),
+                "amount": 299.0, "commission": 45.5, "status": "shipped", "isTest": false,
+                "source": "pharmacy", "customerName": "Ann Lee", "customerEmail": "ann@example.com" }),
+    )
+    .await;
+    post_ok(
+        app,
+        "/analytics-events",
+        json!({ "runId": format!("{tag}-run"), "partnerId": partner, "event": "order_completed",
+                "product": format!("{tag} simulated"), "amount": 10, "occurredAt": "2026-11-19T10:00:00.000Z",
+                "testSource": "simulation" }),
+    )
+    .await;
+    post_ok(
+        app,
+        "/payouts",
+        json!({ "partnerId": partner, "payoutDate": "2026-11-15", "payoutAmount": 12.5,
+                "status": format!("{tag}-paid") }),
+    )
+    .await;
+    post_ok(
+        app,
+        "/care-services-coupons/bulk-orders",
+        json!({ "partnerId": partner, "productSlug": "primary", "months": 12, "quantity": 2,
+                "unitPriceCents": 9900, "purchaserEmail": format!("buyer@{tag}.test"),
+                "purchaserSource": format!("{tag} source") }),
+    )
+    .await;
+    let deliveries = app.get_ok("/api/v1/webhook-deliveries", &s.token).await;
+    let delivery = deliveries["data"][0]["id"]
+        .as_str()
+        .expect("a delivery of the partner's events")
+        .to_owned();
+    (s, delivery)
+}
+
+fn path(read: &str, delivery: &str) -> String {
+    read.replace("{delivery}", delivery)
+}
+
+async fn status(app: &TestApp, path: &str, token: &str) -> (StatusCode, String) {
+    let res = app
+        .api(Method::GET, path, token)
+        .send()
+        .await
+        .expect("send");
+    let st = res.status();
+    (st, res.text().await.expect("body"))
+}
+
+#[tokio::test]
+async fn every_partner_read_answers_only_its_tenant_and_only_a_live_token() {
+    let clock = Arc::new(FixedClock::new(OffsetDateTime::now_utc()));
+    let app = TestApp::spawn_full(|_| {}, clock.clone()).await;
+    let (acme, acme_delivery) = populate(&app, "acme", "acme").await;
+    let (zeta, zeta_delivery) = populate(&app, "zeta", MARK).await;
+    let other = app.sibling().await;
+
+    // Tenancy: a live token reads its own partner's rows, none of the other's; a delivery id of
+    // the other partner is 404.
+    for read in READS {
+        let p = path(read, &acme_delivery);
+        let res = app
+            .api(Method::GET, &p, &acme.token)
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(res.status(), StatusCode::OK, "GET {p}");
+        for h in [
+            "x-ratelimit-limit",
+            "x-ratelimit-remaining",
+            "x-ratelimit-reset",
+        ] {
+            assert!(res.headers().contains_key(h), "GET {p}: {h}");
+        }
+        let text = res.text().await.expect("body");
+        assert!(
+            !text.contains(MARK) && !text.contains(&zeta_delivery),
+            "GET {p} shows the other tenant: {text}"
+        );
+        // The other tenant's own read does show its rows (so the check above means something).
+        let (st, text) = status(&app, &path(read, &zeta_delivery), &zeta.token).await;
+        assert_eq!(st, StatusCode::OK, "GET {read} for zeta");
+        assert!(
+            text.contains(MARK) || text.contains(&zeta_delivery) || read.contains("links"),
+            "{read}: {text}"
+        );
+    }
+    assert_error(
+        app.api(
+            Method::GET,
+            &format!("/api/v1/webhook-deliveries/{zeta_delivery}"),
+            &acme.token,
+        )
+        .send()
+        .await
+        .expect("send"),
+        404,
+        "not_found",
+    )
+    .await;
+
+    // A delivery cursor is the partner's own: another partner's answers 400 (its page, read at
+    // the cursor's position within the other partner's own rows, is discarded), an unknown
+    // token with it 401.
+    let page = app
+        .get_ok("/api/v1/webhook-deliveries?limit=1", &acme.token)
+        .await;
+    let cursor = page["page"]["nextCursor"].as_str().expect("a next page");
+    let with_cursor = format!("/api/v1/webhook-deliveries?limit=1&cursor={cursor}");
+    assert_eq!(
+        status(&app, &with_cursor, &acme.token).await.0,
+        StatusCode::OK
+    );
+    assert_error(
+        app.api(Method::GET, &with_cursor, &zeta.token)
+            .send()
+            .await
+            .expect("send"),
+        400,
+        "invalid_request",
+    )
+    .await;
+    assert_error(
+        app.api(
+            Method::GET,
+            &with_cursor,
+            &format!("pk_live_{}", "b".repeat(43)),
+        )
+        .send()
+        .await
+        .expect("send"),
+        401,
+        "invalid_token",
+    )
+    .await;
+
+    // An unknown token, and no token.
+    let unknown = format!("pk_live_{}", "a".repeat(43));
+    for read in READS {
+        let p = path(read, &acme_delivery);
+        assert_error(
+            app.api(Method::GET, &p, &unknown)
+                .send()
+                .await
+                .expect("send"),
+            401,
+            "invalid_token",
+        )
+        .await;
+        assert_error(
+            app.request(Method::GET, &p).send().await.expect("send"),
+            401,
+            "missing_bearer",
+        )
+        .await;
+    }
+
+    // An inactive partner: 403, and access again once reactivated.
+    assert!(
+        app.put_partner("acme", &partner_body(false))
+            .await
+            .status()
+            .is_success()
+    );
+    for read in READS {
+        let p = path(read, &acme_delivery);
+        let res = app
+            .api(Method::GET, &p, &acme.token)
+            .send()
+            .await
+            .expect("send");
+        assert!(
+            !res.headers().contains_key("x-ratelimit-limit"),
+            "GET {p}: 403 comes before the rate limit"
+        );
+        assert_error(res, 403, "forbidden").await;
+    }
+    assert!(
+        app.put_partner("acme", &partner_body(true))
+            .await
+            .status()
+            .is_success()
+    );
+    for read in READS {
+        let p = path(read, &acme_delivery);
+        assert_eq!(status(&app, &p, &acme.token).await.0, StatusCode::OK, "{p}");
+    }
+
+    // An expired token: 401 from the instant the clock passes its expiry.
+    let res = app
+        .internal(Method::POST, &format!("/users/{}/tokens", acme.user_id))
+        .json(
+            &json!({ "expiresAt": partner_domain::wire::format_timestamp(
+            partner_domain::clock::Clock::now(clock.as_ref()) + time::Duration::seconds(60)) }),
+        )
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(res.status(), StatusCode::CREATED);
+    let expiring = body(res).await["data"]["token"]
+        .as_str()
+        .expect("token")
+        .to_owned();
+    for read in READS {
+        let p = path(read, &acme_delivery);
+        assert_eq!(status(&app, &p, &expiring).await.0, StatusCode::OK, "{p}");
+    }
+    clock.advance(time::Duration::seconds(60));
+    for read in READS {
+        let p = path(read, &acme_delivery);
+        assert_error(
+            app.api(Method::GET, &p, &expiring)
+                .send()
+                .await
+                .expect("send"),
+            401,
+            "invalid_token",
+        )
+        .await;
+    }
+
+    // Revocation acts on the very next request, on this instance and on another one, for a token
+    // each read has just served.
+    for read in READS {
+        let p = path(read, &acme_delivery);
+        let (token_id, token) = app.create_token(&acme.user_id).await;
+        assert_eq!(status(&app, &p, &token).await.0, StatusCode::OK, "{p}");
+        assert_eq!(status(&other, &p, &token).await.0, StatusCode::OK, "{p}");
+        let res = app
+            .internal(Method::DELETE, &format!("/tokens/{token_id}"))
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(res.status(), StatusCode::OK);
+        for instance in [&app, &other] {
+            assert_error(
+                instance
+                    .api(Method::GET, &p, &token)
+                    .send()
+                    .await
+                    .expect("send"),
+                401,
+                "invalid_token",
+            )
+            .await;
+        }
+    }
+
+    // A deleted user's token: 401 `unknown_user`.
+    let res = app
+        .internal(Method::DELETE, &format!("/users/{}", zeta.user_id))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(res.status(), StatusCode::OK);
+    for read in READS {
+        let p = path(read, &zeta_delivery);
+        assert_error(
+            app.api(Method::GET, &p, &zeta.token)
+                .send()
+                .await
+                .expect("send"),
+            401,
+            "unknown_user",
+        )
+        .await;
+    }
+}
+
+/// Other methods on a read's path still authenticate first, then answer 405 with the
+/// rate-limit headers; an unknown token gets 401, not 405.
+#[tokio::test]
+async fn other_methods_on_a_read_path_authenticate_before_405() {
+    let app = TestApp::spawn().await;
+    let s = app.seed("acme", false).await;
+    for p in [
+        "/api/v1/sub-accounts",
+        "/api/v1/orders",
+        "/api/v1/payouts",
+        "/api/v1/dna-links",
+        "/api/v1/medical-intake-links",
+        "/api/v1/care-service-links",
+        "/api/v1/care-services-coupons",
+        "/api/v1/webhook-endpoints",
+        "/api/v1/webhook-deliveries",
+    ] {
+        let unknown = format!("pk_live_{}", "a".repeat(43));
+        assert_error(
+            app.api(Method::PUT, p, &unknown)
+                .send()
+                .await
+                .expect("send"),
+            401,
+            "invalid_token",
+        )
+        .await;
+        let res = app
+            .api(Method::PUT, p, &s.token)
+            .send()
+            .await
+            .expect("send");
+        assert!(res.headers().contains_key("x-ratelimit-limit"), "PUT {p}");
+        assert_error(res, 405, "invalid_request").await;
+    }
+}
