@@ -20,7 +20,7 @@ use crate::auth::{Sealed, TokenKey};
 use crate::catalog::{CareProduct, Category, DnaProduct, MedicalProduct};
 use crate::error::RepoError;
 use crate::ids::{ImageFileId, ProductId};
-use crate::ports::{AccountRepo, CatalogRepo, SubAccountRepo};
+use crate::ports::{AccountRepo, CatalogRepo};
 use crate::values::{CareService, Lang, Money, PartnerId, SubId};
 
 /// The administrator-configured bases of every link.
@@ -542,7 +542,6 @@ pub enum CatalogError {
 pub struct LinkService {
     catalog: Arc<dyn CatalogRepo>,
     accounts: Arc<dyn AccountRepo>,
-    subs: Arc<dyn SubAccountRepo>,
     bases: LinkBases,
 }
 
@@ -550,49 +549,21 @@ impl LinkService {
     pub fn new(
         catalog: Arc<dyn CatalogRepo>,
         accounts: Arc<dyn AccountRepo>,
-        subs: Arc<dyn SubAccountRepo>,
         bases: LinkBases,
     ) -> Self {
         Self {
             catalog,
             accounts,
-            subs,
             bases,
         }
     }
 
-    async fn partner(&self, id: &PartnerId) -> Result<Partner, RepoError> {
-        self.accounts
-            .partner(id)
-            .await?
-            .ok_or_else(|| RepoError::new("authenticated partner vanished"))
-    }
-
-    async fn check_sub(&self, partner: &PartnerId, sub: Option<SubId>) -> Result<(), LinkError> {
-        match sub {
-            Some(s) if !self.subs.exists(partner, s).await? => Err(LinkError::UnknownSub),
-            _ => Ok(()),
-        }
-    }
-
-    /// The DNA links of the partner. Callers MUST first refuse a principal without
-    /// [`crate::auth::Principal::may_use_dna_links`] (403 [`DNA_DISABLED`]); the HTTP guard does,
+    /// What the partner's DNA links are built from (the partner, its DNA prices, every DNA
+    /// product), for the partner of the token of `key`, read with the token's record in one
+    /// round trip and sealed until authentication passes; then [`Self::dna_links_from`] builds
+    /// the links. Callers MUST first refuse a principal without
+    /// [`crate::auth::Principal::may_use_dna_links`] (403 [`DNA_DISABLED`]); the HTTP layer does,
     /// before the rate limit, where the contract orders account-state checks.
-    pub async fn dna_links(&self, partner: &PartnerId) -> Result<Vec<DnaProductLink>, LinkError> {
-        let p = self.partner(partner).await?;
-        let prices = self.catalog.dna_prices(partner).await?;
-        let mut products = self.catalog.dna_products().await?;
-        DnaProduct::sort(&mut products);
-        Ok(products
-            .iter()
-            .map(|d| dna_link(&self.bases, &p, d, prices.get(&d.id()).copied()))
-            .collect())
-    }
-
-    /// What [`Self::dna_links`] reads, for the partner of the token of `key`, read with the
-    /// token's record in one round trip and sealed until authentication passes; then
-    /// [`Self::dna_links_from`] builds the links. Callers MUST first refuse a principal without
-    /// [`crate::auth::Principal::may_use_dna_links`], as for [`Self::dna_links`].
     pub async fn dna_links_for_token(
         &self,
         key: TokenKey,
@@ -600,7 +571,7 @@ impl LinkService {
         self.catalog.dna_links_for_token(key).await
     }
 
-    /// [`Self::dna_links`] of `partner` (the authenticated one) from what was read for its token.
+    /// The DNA links of `partner` (the authenticated one) from what was read for its token.
     pub fn dna_links_from(
         &self,
         partner: &PartnerId,
@@ -619,9 +590,9 @@ impl LinkService {
             .collect())
     }
 
-    /// What [`Self::medical_links`] reads (with `sub`'s check), for the partner of the token of
-    /// `key`, read with the token's record in one round trip and sealed until authentication
-    /// passes; then [`Self::medical_links_from`] builds the links.
+    /// What the links of every active medical product are built from (with `sub`'s check), for
+    /// the partner of the token of `key`, read with the token's record in one round trip and
+    /// sealed until authentication passes; then [`Self::medical_links_from`] builds the links.
     pub async fn medical_links_for_token(
         &self,
         key: TokenKey,
@@ -630,7 +601,8 @@ impl LinkService {
         self.catalog.medical_links_for_token(key, sub).await
     }
 
-    /// [`Self::medical_links`] of `partner` (the authenticated one) from what was read for its
+    /// The links of every active medical product of `partner` (the authenticated one) from what
+    /// was read for its
     /// token: 400 for a `sub` that names none of its sub-accounts.
     pub fn medical_links_from(
         &self,
@@ -657,7 +629,8 @@ impl LinkService {
             .collect())
     }
 
-    /// What [`Self::care_links`] reads (with `q.sub`'s check), for the partner of the token of
+    /// What the links of the Care Services products the partner can access are built from (with
+    /// `q.sub`'s check), for the partner of the token of
     /// `key`, read with the token's record in one round trip and sealed until authentication
     /// passes; then [`Self::care_links_from`] builds the links.
     pub async fn care_links_for_token(
@@ -668,7 +641,8 @@ impl LinkService {
         self.catalog.care_links_for_token(key, sub).await
     }
 
-    /// [`Self::care_links`] of `partner` (the authenticated one) from what was read for its
+    /// The Care Services links `partner` (the authenticated one) can access, from what was read
+    /// for its
     /// token: 400 for a `sub` that names none of its sub-accounts.
     pub fn care_links_from(
         &self,
@@ -693,36 +667,6 @@ impl LinkService {
             .filter(|c| care_access(p.settings(), &flags, c.service()))
             .filter_map(|c| care_link(&self.bases, &p, c, q))
             .collect())
-    }
-
-    /// Links of every active medical product.
-    pub async fn medical_links(
-        &self,
-        partner: &PartnerId,
-        sub: Option<SubId>,
-        lang: Option<&str>,
-    ) -> Result<Vec<PartnerProductLink>, LinkError> {
-        self.check_sub(partner, sub).await?;
-        let p = self.partner(partner).await?;
-        let prices = self.catalog.medical_prices(partner).await?;
-        let mut products = self.catalog.medical_products().await?;
-        MedicalProduct::sort(&mut products);
-        Ok(products
-            .iter()
-            .filter(|m| m.active())
-            .map(|m| medical_link(&self.bases, &p, m, prices.get(&m.id()), sub, lang))
-            .collect())
-    }
-
-    /// Links of the Care Services products the partner can currently access.
-    pub async fn care_links(
-        &self,
-        partner: &PartnerId,
-        q: &CareQuery,
-    ) -> Result<Vec<CareServiceLink>, LinkError> {
-        self.check_sub(partner, q.sub).await?;
-        let p = self.partner(partner).await?;
-        Ok(self.accessible_care_links(&p, q).await?)
     }
 
     /// The Care Services links `p` can access now, filtered by `q.service` (and `q.duration`).
@@ -877,7 +821,6 @@ mod tests {
         let svc = LinkService::new(
             Arc::new(crate::ports::MockCatalogRepo::new()),
             Arc::new(crate::ports::MockAccountRepo::new()),
-            Arc::new(crate::ports::MockSubAccountRepo::new()),
             bases(),
         );
         let acme = PartnerId::parse("acme").expect("id");

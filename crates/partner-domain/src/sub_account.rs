@@ -87,13 +87,8 @@ impl SubAccountService {
         Self { repo, clock, rng }
     }
 
-    /// The partner's sub-accounts by ascending subId.
-    pub async fn list(&self, partner: &PartnerId) -> Result<Vec<SubAccount>, RepoError> {
-        self.repo.list(partner).await
-    }
-
-    /// [`Self::list`] for the partner of the token of `key`, read with the token's record in
-    /// one round trip and sealed until authentication passes.
+    /// The sub-accounts (by ascending subId) of the partner of the token of `key`, read with the
+    /// token's record in one round trip and sealed until authentication passes.
     pub async fn list_for_token(
         &self,
         key: TokenKey,
