@@ -195,6 +195,14 @@ async fn metrics_listener_serves_prometheus_text_and_counters_move() {
             "{series} is exported"
         );
     }
+    // The gauge's ceiling is the whole configured size, split between one pool per HTTP
+    // worker and the shared pool.
+    let workers = std::thread::available_parallelism().map_or(2, usize::from);
+    let (per_worker, shared) = partner_postgres::split_pool(app.config.db_pool_size, workers);
+    assert_eq!(
+        value(&after, r#"db_pool_connections{state="max"}"#),
+        (per_worker * workers + shared) as f64
+    );
     // The partner API is not served on the metrics listener, nor /metrics on the API's.
     let res = app
         .request(Method::GET, "/metrics")

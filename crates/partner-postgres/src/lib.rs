@@ -165,46 +165,144 @@ pub async fn migrate(url: &str) -> Result<Vec<String>, SetupError> {
     .map_err(SetupError::MigrationTask)?
 }
 
-/// The store: one pool shared by every repository implementation.
+/// The store: every repository implementation over one set of connection pools.
+///
+/// A thread that called [`PgStore::attach_worker`] (an HTTP worker) draws its connections from
+/// a pool of its own; every other thread (webhook delivery, gauges, the operator listener)
+/// from the shared pool. Why: diesel-async drives each connection from a task spawned on the
+/// thread that opened it, so a connection used by another thread costs two cross-thread wake-ups
+/// per statement (`docs/performance.md`, "Worker-local pools").
 #[derive(Clone)]
 pub struct PgStore {
     pool: Pool<AsyncPgConnection>,
+    workers: Arc<WorkerPools>,
     /// Counts commits that wrote deliveries; workers of this process and the announcer of
     /// [`announce_deliveries`] watch it.
     written: Arc<tokio::sync::watch::Sender<u64>>,
+}
+
+/// The pools of the attached worker threads, each opened lazily on its own thread.
+struct WorkerPools {
+    url: String,
+    /// Connections of each worker's pool.
+    size: usize,
+    /// Worker pools planned, attached or not.
+    planned: usize,
+    /// Worker pools that may still be attached.
+    slots: std::sync::Mutex<usize>,
+    pools: thread_local::ThreadLocal<Pool<AsyncPgConnection>>,
 }
 
 impl std::fmt::Debug for PgStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PgStore")
             .field("status", &self.pool.status())
+            .field("worker_pools", &self.workers.pools.iter().count())
             .finish()
     }
 }
 
+/// How `max_size` connections are shared between `workers` HTTP worker pools and the shared
+/// pool: `(per worker, shared)`. Three quarters go to the workers, which serve the requests;
+/// the rest, at least 2, to the shared pool, so webhook delivery keeps connections of its own
+/// under any request load (and requests keep theirs under any backlog). Each worker gets at
+/// least 1; the total exceeds `max_size` only when `max_size` is below `workers + 2`.
+pub fn split_pool(max_size: usize, workers: usize) -> (usize, usize) {
+    if workers == 0 {
+        return (0, max_size.max(1));
+    }
+    let for_workers = (max_size.saturating_mul(3) / 4).min(max_size.saturating_sub(2));
+    let per_worker = (for_workers / workers).max(1);
+    let shared = max_size
+        .saturating_sub(per_worker.saturating_mul(workers))
+        .max(2);
+    (per_worker, shared)
+}
+
+fn build_pool(url: &str, max_size: usize) -> Result<Pool<AsyncPgConnection>, SetupError> {
+    // `Fast` recycling: the default (`Verified`) sends `SELECT 1` on every checkout, a round
+    // trip per repository call. Connections diesel saw break are still discarded; one the
+    // server dropped silently fails its next query once (500) and is then replaced.
+    let mut manager_config = diesel_async::pooled_connection::ManagerConfig::default();
+    manager_config.recycling_method = diesel_async::pooled_connection::RecyclingMethod::Fast;
+    let manager =
+        AsyncDieselConnectionManager::<AsyncPgConnection>::new_with_config(url, manager_config);
+    Pool::builder(manager)
+        .max_size(max_size)
+        .runtime(deadpool::Runtime::Tokio1)
+        .wait_timeout(Some(Duration::from_secs(5)))
+        .create_timeout(Some(Duration::from_secs(5)))
+        .recycle_timeout(Some(Duration::from_secs(5)))
+        .build()
+        .map_err(SetupError::Pool)
+}
+
 impl PgStore {
-    /// A pool of at most `max_size` connections. Waiting for a connection or opening one gives
-    /// up after 5 s, so a database outage fails requests quickly instead of piling them up.
+    /// One shared pool of at most `max_size` connections. Waiting for a connection or opening
+    /// one gives up after 5 s, so a database outage fails requests quickly instead of piling
+    /// them up. No connection is opened before one is needed.
     pub fn new(url: &str, max_size: usize) -> Result<Self, SetupError> {
-        // `Fast` recycling: the default (`Verified`) sends `SELECT 1` on every checkout, a round
-        // trip per repository call. Connections diesel saw break are still discarded; one the
-        // server dropped silently fails its next query once (500) and is then replaced.
-        let mut manager_config = diesel_async::pooled_connection::ManagerConfig::default();
-        manager_config.recycling_method = diesel_async::pooled_connection::RecyclingMethod::Fast;
-        let manager =
-            AsyncDieselConnectionManager::<AsyncPgConnection>::new_with_config(url, manager_config);
-        let pool = Pool::builder(manager)
-            .max_size(max_size)
-            .runtime(deadpool::Runtime::Tokio1)
-            .wait_timeout(Some(Duration::from_secs(5)))
-            .create_timeout(Some(Duration::from_secs(5)))
-            .recycle_timeout(Some(Duration::from_secs(5)))
-            .build()
-            .map_err(SetupError::Pool)?;
+        Self::with_worker_pools(url, max_size, 0)
+    }
+
+    /// As [`PgStore::new`], with `max_size` split by [`split_pool`] between up to `workers`
+    /// worker pools ([`PgStore::attach_worker`]) and the shared pool.
+    pub fn with_worker_pools(
+        url: &str,
+        max_size: usize,
+        workers: usize,
+    ) -> Result<Self, SetupError> {
+        let (per_worker, shared) = split_pool(max_size, workers);
+        // Checked here, so attaching a worker later cannot fail.
+        if workers > 0 {
+            build_pool(url, per_worker)?;
+        }
         Ok(Self {
-            pool,
+            pool: build_pool(url, shared)?,
+            workers: Arc::new(WorkerPools {
+                url: url.to_owned(),
+                size: per_worker,
+                planned: workers,
+                slots: std::sync::Mutex::new(workers),
+                pools: thread_local::ThreadLocal::new(),
+            }),
             written: Arc::new(tokio::sync::watch::Sender::new(0)),
         })
+    }
+
+    /// Gives the calling thread a pool of its own, if a worker slot is left (call it once from
+    /// each HTTP worker thread, before it serves). Its connections are opened on this thread,
+    /// so their driving tasks run on this thread's runtime, where their queries are issued.
+    /// Returns whether the thread has a pool of its own.
+    pub fn attach_worker(&self) -> bool {
+        let w = &self.workers;
+        if w.pools.get().is_some() {
+            return true;
+        }
+        let mut slots = w
+            .slots
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if *slots == 0 {
+            return false;
+        }
+        match build_pool(&w.url, w.size) {
+            Ok(pool) => {
+                *slots -= 1;
+                w.pools.get_or(|| pool);
+                tracing::debug!(
+                    thread = std::thread::current().name().unwrap_or("unnamed"),
+                    connections = w.size,
+                    "worker pool attached"
+                );
+                true
+            }
+            // Not reached: the same configuration was built in `with_worker_pools`.
+            Err(e) => {
+                tracing::error!(error = %e, "worker pool not built; using the shared pool");
+                false
+            }
+        }
     }
 
     /// Changes whenever a transaction of this store that wrote deliveries has committed.
@@ -219,8 +317,13 @@ impl PgStore {
         }
     }
 
+    /// The calling thread's pool, else the shared one.
+    fn pool(&self) -> &Pool<AsyncPgConnection> {
+        self.workers.pools.get().unwrap_or(&self.pool)
+    }
+
     async fn conn(&self) -> Result<Object<AsyncPgConnection>, RepoError> {
-        self.pool.get().await.map_err(RepoError::new)
+        self.pool().get().await.map_err(RepoError::new)
     }
 }
 
@@ -279,4 +382,52 @@ impl<Q> diesel::query_builder::QueryId for Prepared<Q> {
 
 impl<Q: diesel::query_builder::Query> diesel::query_builder::Query for Prepared<Q> {
     type SqlType = Q::SqlType;
+}
+
+#[cfg(test)]
+mod pool_tests {
+    use super::split_pool;
+
+    #[test]
+    fn the_pool_is_split_three_quarters_to_the_workers() {
+        assert_eq!(split_pool(16, 2), (6, 4));
+        assert_eq!(split_pool(8, 2), (3, 2));
+        assert_eq!(split_pool(12, 2), (4, 4));
+        assert_eq!(split_pool(16, 8), (1, 8));
+        assert_eq!(split_pool(16, 0), (0, 16));
+        for size in 4..=64 {
+            for workers in 1..=size - 2 {
+                let (per, shared) = split_pool(size, workers);
+                assert!(per >= 1 && shared >= 2, "{size}/{workers}");
+                assert_eq!(per * workers + shared, size, "{size}/{workers}");
+            }
+        }
+    }
+
+    #[test]
+    fn only_as_many_threads_as_planned_get_a_pool_of_their_own() {
+        // No connection is opened: pools connect on first use.
+        let store = super::PgStore::with_worker_pools("postgres://nowhere.invalid/db", 8, 1)
+            .expect("pools");
+        assert!(store.attach_worker());
+        assert!(
+            store.attach_worker(),
+            "attaching twice keeps the thread's pool"
+        );
+        let other = store.clone();
+        let attached = std::thread::spawn(move || other.attach_worker())
+            .join()
+            .expect("thread");
+        assert!(!attached, "the one worker slot is taken");
+        let state = store.pool_state();
+        assert_eq!(state.max, 8);
+        assert_eq!((state.idle, state.in_use, state.waiting), (0, 0, 0));
+    }
+
+    #[test]
+    fn below_workers_plus_two_each_pool_still_gets_its_minimum() {
+        assert_eq!(split_pool(4, 4), (1, 2));
+        assert_eq!(split_pool(1, 2), (1, 2));
+        assert_eq!(split_pool(0, 0), (0, 1));
+    }
 }

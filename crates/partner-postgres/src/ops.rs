@@ -19,7 +19,7 @@ pub struct PoolState {
     pub in_use: usize,
     /// Callers waiting for a connection.
     pub waiting: usize,
-    /// The pool's ceiling.
+    /// The most connections this process may open: every pool's ceiling, summed.
     pub max: usize,
 }
 
@@ -33,13 +33,24 @@ pub struct Backlog {
 
 impl PgStore {
     pub fn pool_state(&self) -> PoolState {
-        let s = self.pool.status();
-        PoolState {
-            idle: s.available,
-            in_use: s.size.saturating_sub(s.available),
-            waiting: s.waiting,
-            max: s.max_size,
+        // Summed over the shared pool and every worker's pool.
+        let mut state = PoolState {
+            idle: 0,
+            in_use: 0,
+            waiting: 0,
+            max: 0,
+        };
+        for s in
+            std::iter::once(self.pool.status()).chain(self.workers.pools.iter().map(|p| p.status()))
+        {
+            state.idle += s.available;
+            state.in_use += s.size.saturating_sub(s.available);
+            state.waiting += s.waiting;
         }
+        // Planned, not only attached, worker pools: the most this process may open.
+        state.max =
+            self.pool.status().max_size + self.workers.size.saturating_mul(self.workers.planned);
+        state
     }
 
     /// One query over the pending-deliveries index (its predicate written as a literal, so

@@ -74,7 +74,17 @@ impl Application {
         clock: Arc<dyn Clock>,
     ) -> anyhow::Result<Self> {
         prepare_database(config, migrations).await?;
-        let store = Arc::new(PgStore::new(&config.database_url, config.db_pool_size)?);
+        // One HTTP worker per core, each with a pool of its own (`PgStore::attach_worker`); a
+        // process that serves no API has only the shared pool.
+        let http_workers = match config.role {
+            Role::All | Role::Api => std::thread::available_parallelism().map_or(2, usize::from),
+            Role::Worker => 0,
+        };
+        let store = Arc::new(PgStore::with_worker_pools(
+            &config.database_url,
+            config.db_pool_size,
+            http_workers,
+        )?);
         let rng: Arc<dyn Random> = Arc::new(SystemRandom::new());
         let pepper = config
             .token_pepper
@@ -268,9 +278,13 @@ impl Application {
             Role::All | Role::Api => Surface::Full,
             Role::Worker => Surface::HealthOnly,
         };
+        let worker_store = store.clone();
         let server = HttpServer::new(move || {
+            // Runs on each worker thread as it starts.
+            worker_store.attach_worker();
             App::new().configure(|cfg| partner_http::configure_surface(cfg, state.clone(), surface))
         })
+        .workers(http_workers.max(1))
         .listen(listener)?
         .shutdown_timeout(10)
         .run();
