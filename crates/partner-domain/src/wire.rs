@@ -43,7 +43,7 @@ pub fn format_timestamp(t: OffsetDateTime) -> String {
 
 /// The 24 ASCII bytes of [`format_timestamp`], digit by digit: `write!` with `{:02}` went through
 /// `core::fmt`'s padding machinery, about 4 % of the server's samples in a leads listing.
-fn timestamp_bytes(t: OffsetDateTime) -> [u8; 24] {
+pub fn timestamp_bytes(t: OffsetDateTime) -> [u8; 24] {
     let t = clamp_to_wire(t);
     let mut b = *b"0000-00-00T00:00:00.000Z";
     let mut put = |at: std::ops::Range<usize>, mut v: u32| {
