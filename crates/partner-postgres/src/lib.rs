@@ -171,7 +171,7 @@ pub async fn migrate(url: &str) -> Result<Vec<String>, SetupError> {
 /// a pool of its own; every other thread (webhook delivery, gauges, the operator listener)
 /// from the shared pool. Why: diesel-async drives each connection from a task spawned on the
 /// thread that opened it, so a connection used by another thread costs two cross-thread wake-ups
-/// per statement (`docs/performance.md`, "Worker-local pools").
+/// per statement (`docs/decisions.md`, "Worker-local pools").
 #[derive(Clone)]
 pub struct PgStore {
     pool: Pool<AsyncPgConnection>,
@@ -183,6 +183,8 @@ pub struct PgStore {
 
 /// The pools of the attached worker threads, each opened lazily on its own thread.
 struct WorkerPools {
+    /// Tells this store's pools apart in [`ATTACHED`].
+    id: u64,
     url: String,
     /// Connections of each worker's pool.
     size: usize,
@@ -191,6 +193,15 @@ struct WorkerPools {
     /// Worker pools that may still be attached.
     slots: std::sync::Mutex<usize>,
     pools: thread_local::ThreadLocal<Pool<AsyncPgConnection>>,
+}
+
+static NEXT_STORE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+std::thread_local! {
+    /// The stores whose worker pool this OS thread attached. `thread_local::ThreadLocal` hands
+    /// an exited thread's value to the next thread that gets its recycled id; this tells that
+    /// case apart from a second call on the same thread.
+    static ATTACHED: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 impl std::fmt::Debug for PgStore {
@@ -260,6 +271,7 @@ impl PgStore {
         Ok(Self {
             pool: build_pool(url, shared)?,
             workers: Arc::new(WorkerPools {
+                id: NEXT_STORE.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
                 url: url.to_owned(),
                 size: per_worker,
                 planned: workers,
@@ -276,7 +288,19 @@ impl PgStore {
     /// Returns whether the thread has a pool of its own.
     pub fn attach_worker(&self) -> bool {
         let w = &self.workers;
-        if w.pools.get().is_some() {
+        let mine = ATTACHED.with_borrow(|ids| ids.contains(&w.id));
+        if let Some(pool) = w.pools.get() {
+            if !mine {
+                // Inherited from a worker thread that exited (actix restarts a worker that
+                // stopped): its idle connections were driven by that thread's runtime, which is
+                // gone, so they are closed; the pool opens new ones on this thread.
+                let closed = pool.retain(|_, _| false).removed.len();
+                tracing::warn!(
+                    closed,
+                    "worker pool taken over from an exited worker thread"
+                );
+                ATTACHED.with_borrow_mut(|ids| ids.push(w.id));
+            }
             return true;
         }
         let mut slots = w
@@ -290,6 +314,7 @@ impl PgStore {
             Ok(pool) => {
                 *slots -= 1;
                 w.pools.get_or(|| pool);
+                ATTACHED.with_borrow_mut(|ids| ids.push(w.id));
                 tracing::debug!(
                     thread = std::thread::current().name().unwrap_or("unnamed"),
                     connections = w.size,
@@ -317,9 +342,14 @@ impl PgStore {
         }
     }
 
-    /// The calling thread's pool, else the shared one.
+    /// The calling thread's pool, else the shared one. A thread that did not attach (whatever
+    /// `ThreadLocal` holds under its recycled id) uses the shared pool.
     fn pool(&self) -> &Pool<AsyncPgConnection> {
-        self.workers.pools.get().unwrap_or(&self.pool)
+        let w = &self.workers;
+        match w.pools.get() {
+            Some(pool) if ATTACHED.with_borrow(|ids| ids.contains(&w.id)) => pool,
+            _ => &self.pool,
+        }
     }
 
     async fn conn(&self) -> Result<Object<AsyncPgConnection>, RepoError> {
