@@ -177,11 +177,13 @@ async fn fail_disabled(
 
 /// A partner's deliveries as [`WebhookRepo::deliveries`] lists them: `found` (the partner's
 /// rows) cut by each filter given (one prepared statement per combination), newest first in the
-/// order of `webhook_deliveries_partner_idx`.
-fn delivery_listing<'a>(
-    mut found: webhook_deliveries::BoxedQuery<'a, Pg>,
-    filter: &'a DeliveryFilter,
-) -> webhook_deliveries::BoxedQuery<'a, Pg> {
+/// order of `webhook_deliveries_partner_idx`. Both the partner-keyed and the token-keyed read
+/// call it; they differ only in how `found` names the partner.
+async fn delivery_listing(
+    mut conn: &AsyncPgConnection,
+    mut found: webhook_deliveries::BoxedQuery<'_, Pg>,
+    filter: &DeliveryFilter,
+) -> Result<Vec<DeliveryInfo>, RepoError> {
     if let Some(endpoint) = filter.endpoint_id {
         found = found.filter(webhook_deliveries::endpoint_id.eq(endpoint.as_uuid()));
     }
@@ -200,12 +202,17 @@ fn delivery_listing<'a>(
             ),
         ));
     }
-    found
+    let rows: Vec<DeliveryRow> = found
         .order((
             webhook_deliveries::created_at.desc(),
             webhook_deliveries::id.desc(),
         ))
         .limit(i64::from(filter.limit))
+        .select(DeliveryRow::as_select())
+        .load(&mut conn)
+        .await
+        .map_err(db)?;
+    Ok(rows.into_iter().map(DeliveryRow::into_domain).collect())
 }
 
 /// The reads of a partner's webhook endpoints and deliveries for a token: the statements of
@@ -229,21 +236,18 @@ mod for_token {
     }
 
     pub(super) async fn deliveries(
-        mut conn: &AsyncPgConnection,
+        conn: &AsyncPgConnection,
         partner: &TokenPartner,
         filter: &DeliveryFilter,
     ) -> Result<Vec<DeliveryInfo>, RepoError> {
-        let rows: Vec<DeliveryRow> = delivery_listing(
+        delivery_listing(
+            conn,
             webhook_deliveries::table
                 .filter(webhook_deliveries::partner_id.eq(partner.clone()))
                 .into_boxed(),
             filter,
         )
-        .select(DeliveryRow::as_select())
-        .load(&mut conn)
         .await
-        .map_err(db)?;
-        Ok(rows.into_iter().map(DeliveryRow::into_domain).collect())
     }
 
     /// The delivery and its attempt log: two statements, both pipelined with the token lookup;
@@ -449,18 +453,15 @@ impl WebhookRepo for PgStore {
         partner: &PartnerId,
         filter: &DeliveryFilter,
     ) -> Result<Vec<DeliveryInfo>, RepoError> {
-        let mut conn = self.conn().await?;
-        let rows: Vec<DeliveryRow> = delivery_listing(
+        let conn = self.conn().await?;
+        delivery_listing(
+            &conn,
             webhook_deliveries::table
                 .filter(webhook_deliveries::partner_id.eq(partner.as_str()))
                 .into_boxed(),
             filter,
         )
-        .select(DeliveryRow::as_select())
-        .load(&mut conn)
         .await
-        .map_err(db)?;
-        Ok(rows.into_iter().map(DeliveryRow::into_domain).collect())
     }
 
     async fn delivery(
