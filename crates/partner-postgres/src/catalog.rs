@@ -2,10 +2,11 @@
 
 use std::collections::BTreeMap;
 
+use diesel::pg::Pg;
 use diesel::prelude::*;
 use diesel::sql_types::{Bool, Text};
 use diesel::upsert::excluded;
-use diesel_async::RunQueryDsl;
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use partner_domain::RepoError;
 use partner_domain::auth::{Sealed, TokenKey};
 use partner_domain::catalog::{CareProduct, DnaProduct, MedicalProduct, Stored};
@@ -128,21 +129,38 @@ impl PgStore {
         partner: &PartnerId,
         kind: &str,
     ) -> Result<BTreeMap<ProductId, T>, RepoError> {
-        let mut conn = self.conn().await?;
-        let rows: Vec<Doc> = partner_prices::table
-            .filter(partner_prices::partner_id.eq(partner.as_str()))
-            .filter(partner_prices::kind.eq(kind))
-            .select((
-                partner_prices::product_id,
-                partner_prices::doc.cast::<Text>(),
-            ))
-            .load(&mut conn)
-            .await
-            .map_err(db)?;
-        rows.iter()
-            .map(|d| Ok((ProductId::from_uuid(d.id), parse(d)?)))
-            .collect()
+        let conn = self.conn().await?;
+        price_docs(
+            &conn,
+            partner_prices::table
+                .filter(partner_prices::partner_id.eq(partner.as_str()))
+                .into_boxed(),
+            kind,
+        )
+        .await
     }
+}
+
+/// The prices of one kind of product among `found` (one partner's rows), by product. The
+/// partner-keyed read and the token-keyed one (`links.rs`) differ only in how `found` names the
+/// partner.
+pub(crate) async fn price_docs<T: DeserializeOwned>(
+    mut conn: &AsyncPgConnection,
+    found: partner_prices::BoxedQuery<'_, Pg>,
+    kind: &str,
+) -> Result<BTreeMap<ProductId, T>, RepoError> {
+    let rows: Vec<Doc> = found
+        .filter(partner_prices::kind.eq(kind))
+        .select((
+            partner_prices::product_id,
+            partner_prices::doc.cast::<Text>(),
+        ))
+        .load(&mut conn)
+        .await
+        .map_err(db)?;
+    rows.iter()
+        .map(|d| Ok((ProductId::from_uuid(d.id), parse(d)?)))
+        .collect()
 }
 
 #[async_trait::async_trait]

@@ -136,23 +136,18 @@ async fn sub_exists(
 
 /// The token's partner's prices of one kind of product, by product.
 async fn prices<T: DeserializeOwned>(
-    mut conn: &AsyncPgConnection,
+    conn: &AsyncPgConnection,
     tp: &TokenPartner,
     kind: &str,
 ) -> Result<BTreeMap<ProductId, T>, RepoError> {
-    let rows: Vec<Doc> = partner_prices::table
-        .filter(partner_prices::partner_id.eq(tp.clone()))
-        .filter(partner_prices::kind.eq(kind))
-        .select((
-            partner_prices::product_id,
-            partner_prices::doc.cast::<Text>(),
-        ))
-        .load(&mut conn)
-        .await
-        .map_err(db)?;
-    rows.iter()
-        .map(|d| Ok((ProductId::from_uuid(d.id), parse(d)?)))
-        .collect()
+    crate::catalog::price_docs(
+        conn,
+        partner_prices::table
+            .filter(partner_prices::partner_id.eq(tp.clone()))
+            .into_boxed(),
+        kind,
+    )
+    .await
 }
 
 /// Every product of one kind (global: no partner).
