@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use partner_domain::clock::FixedClock;
+use partner_domain::kernel::clock::FixedClock;
 use reqwest::{Method, StatusCode};
 use serde_json::json;
 use time::OffsetDateTime;
@@ -117,8 +117,8 @@ trait PlusSecs {
 
 impl PlusSecs for FixedClock {
     fn now_plus_secs(&self, s: i64) -> String {
-        use partner_domain::clock::Clock;
-        partner_domain::wire::format_timestamp(self.now() + time::Duration::seconds(s))
+        use partner_domain::kernel::clock::Clock;
+        partner_domain::kernel::wire::format_timestamp(self.now() + time::Duration::seconds(s))
     }
 }
 

@@ -3,7 +3,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use partner_domain::clock::{Clock, FixedClock};
+use partner_domain::kernel::clock::{Clock, FixedClock};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use time::OffsetDateTime;
@@ -311,7 +311,8 @@ async fn an_active_coupon_past_its_expiry_reads_expired_everywhere() {
     let clock = Arc::new(FixedClock::new(OffsetDateTime::now_utc()));
     let app = TestApp::spawn_full(|_| {}, clock.clone()).await;
     let s = app.seed("acme", false).await;
-    let expires = partner_domain::wire::format_timestamp(clock.now() + time::Duration::hours(1));
+    let expires =
+        partner_domain::kernel::wire::format_timestamp(clock.now() + time::Duration::hours(1));
     let order = issue_ok(&app, &bulk("acme", 2, json!({ "expiresAt": expires }))).await;
     issue_ok(&app, &bulk("acme", 1, json!({}))).await;
     let code = order["coupons"][0]["code"]

@@ -5,7 +5,7 @@
 
 use std::sync::{Arc, Once};
 
-use partner_domain::clock::{Clock, SystemClock};
+use partner_domain::kernel::clock::{Clock, SystemClock};
 use partner_server::config::Config;
 use partner_server::startup::{Application, Migrations};
 use reqwest::{Method, RequestBuilder, Response, StatusCode};

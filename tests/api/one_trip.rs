@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use partner_domain::clock::FixedClock;
+use partner_domain::kernel::clock::FixedClock;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use time::OffsetDateTime;
@@ -260,8 +260,8 @@ async fn every_partner_read_answers_only_its_tenant_and_only_a_live_token() {
     let res = app
         .internal(Method::POST, &format!("/users/{}/tokens", acme.user_id))
         .json(
-            &json!({ "expiresAt": partner_domain::wire::format_timestamp(
-            partner_domain::clock::Clock::now(clock.as_ref()) + time::Duration::seconds(60)) }),
+            &json!({ "expiresAt": partner_domain::kernel::wire::format_timestamp(
+            partner_domain::kernel::clock::Clock::now(clock.as_ref()) + time::Duration::seconds(60)) }),
         )
         .send()
         .await

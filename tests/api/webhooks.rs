@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use partner_domain::clock::FixedClock;
+use partner_domain::kernel::clock::FixedClock;
 use partner_domain::webhook::verify_signature;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};

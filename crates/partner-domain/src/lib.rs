@@ -12,29 +12,19 @@
 #![cfg_attr(test, allow(clippy::expect_used, clippy::indexing_slicing))]
 
 pub mod account;
-pub mod attribution;
-pub mod auth;
 pub mod catalog;
-pub mod clock;
 pub mod coupon;
-pub mod csv_cell;
-pub mod cursor;
-pub mod error;
 pub mod events;
-pub mod ids;
+pub mod kernel;
 pub mod lead;
 pub mod links;
 pub mod order;
 pub mod payout;
 pub mod ports;
-pub mod random;
 pub mod rate_limit;
 pub mod sub_account;
-pub mod token;
-pub mod values;
 pub mod webhook;
-pub mod wire;
 
-pub use clock::{Clock, SystemClock};
-pub use error::RepoError;
-pub use random::{Random, SystemRandom};
+pub use kernel::clock::{Clock, SystemClock};
+pub use kernel::error::RepoError;
+pub use kernel::random::{Random, SystemRandom};

@@ -9,25 +9,25 @@ use time::OffsetDateTime;
 
 use std::collections::{BTreeMap, HashMap};
 
+use crate::account::auth::{Sealed, TokenKey};
+use crate::account::token::TokenHash;
 use crate::account::{ApiTokenInfo, CareFlags, Partner, PartnerSettings, PortalUser};
-use crate::auth::{Sealed, TokenKey};
 use crate::catalog::{CareProduct, DnaProduct, MedicalProduct, Stored};
 use crate::coupon::{Coupon, CouponCode, CouponFilter, CouponQuery, ProductSlug, Redemption};
-use crate::cursor::Position;
-use crate::error::RepoError;
 use crate::events::DomainEvent;
 use crate::events::{Subject, SubjectKind};
-use crate::ids::{
+use crate::kernel::cursor::Position;
+use crate::kernel::error::RepoError;
+use crate::kernel::ids::{
     CouponId, DeliveryId, EndpointId, LeadId, PayoutId, ProductId, SubAccountId, TokenId, UserId,
 };
+use crate::kernel::values::Money;
+use crate::kernel::values::{CareService, Nickname, PartnerId, SubId};
 use crate::lead::Lead;
 use crate::links::{CareLinkInputs, DnaLinkInputs, MedicalLinkInputs};
 use crate::order::{AnalyticsEvent, Order, OrderKey, OrderListing};
 use crate::payout::{NewPayout, Payout, PayoutKey};
 use crate::sub_account::SubAccount;
-use crate::token::TokenHash;
-use crate::values::Money;
-use crate::values::{CareService, Nickname, PartnerId, SubId};
 use crate::webhook::{
     AttemptOutcome, ClaimRequest, ClaimedDelivery, DeliveryDetail, DeliveryFilter, DeliveryInfo,
     WebhookEndpoint,
@@ -265,7 +265,7 @@ pub trait LeadRepo: Send + Sync {
     /// [`LeadRepo::page_leads`] would read for its partner. Rows are read only for a token that
     /// is live at `now` (not revoked or expired, user not deleted, partner active), and only of
     /// that token's partner; whether the request is authenticated is still decided by
-    /// [`crate::auth::AuthService::open`] from the record.
+    /// [`crate::account::auth::AuthService::open`] from the record.
     async fn page_leads_for_token(
         &self,
         hash: &TokenHash,

@@ -13,7 +13,7 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 
-use crate::ids::TokenId;
+use crate::kernel::ids::TokenId;
 
 /// Where budgets live. `charge` never fails: an adapter whose backing store is unreachable
 /// decides itself how to answer (the Redis adapter falls back to in-process budgets).

@@ -4,7 +4,7 @@
 
 use std::borrow::Borrow;
 
-use partner_domain::csv_cell::neutralize_csv_cell;
+use partner_domain::kernel::csv_cell::neutralize_csv_cell;
 
 /// A CSV document of `header` and `rows`. Every cell, header included, is neutralised (the
 /// header names are constants that never need it).
@@ -35,7 +35,7 @@ mod tests {
     #![allow(clippy::expect_used, clippy::indexing_slicing)]
 
     use super::*;
-    use partner_domain::csv_cell::{NEUTRALIZING_PREFIX, is_formula_like};
+    use partner_domain::kernel::csv_cell::{NEUTRALIZING_PREFIX, is_formula_like};
     use proptest::prelude::*;
 
     fn read(doc: &[u8]) -> Vec<Vec<String>> {

@@ -8,16 +8,16 @@ use actix_web::http::StatusCode;
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::{HttpResponse, ResponseError};
 use partner_domain::RepoError;
+use partner_domain::account::auth::AuthError;
 use partner_domain::account::{CreateUserError, IssueTokenError, RotateTokenError};
-use partner_domain::auth::AuthError;
 use partner_domain::catalog::PutPriceError;
 use partner_domain::coupon::{IssueError, RedeemRefusal, TransitionError};
+use partner_domain::kernel::values::ValueError;
 use partner_domain::lead::{IngestLeadError, ListLeadsError, PatchLeadError};
 use partner_domain::links::{CatalogError, LinkError};
 use partner_domain::order::{IngestOrderError, RecordEventError};
 use partner_domain::payout::RecordPayoutError;
 use partner_domain::sub_account::{CreateSubAccountError, DeleteSubAccountError};
-use partner_domain::values::ValueError;
 use partner_domain::webhook::EndpointError;
 use serde::Serialize;
 

@@ -25,10 +25,10 @@ use std::sync::Arc;
 
 use actix_web::web;
 use partner_domain::account::AccountService;
-use partner_domain::auth::AuthService;
+use partner_domain::account::auth::AuthService;
 use partner_domain::catalog::CatalogService;
-use partner_domain::clock::Clock;
 use partner_domain::coupon::CouponService;
+use partner_domain::kernel::clock::Clock;
 use partner_domain::lead::LeadService;
 use partner_domain::links::LinkService;
 use partner_domain::order::OrderService;

@@ -9,9 +9,9 @@ use actix_web::http::header::{self, HeaderValue};
 use actix_web::middleware::Next;
 use actix_web::{Error, HttpMessage, HttpRequest, HttpResponse, ResponseError, web};
 use futures_util::FutureExt;
-use partner_domain::auth::{AuthError, Authenticated, Presented, Principal, Sealed};
+use partner_domain::account::auth::{AuthError, Authenticated, Presented, Principal, Sealed};
+use partner_domain::kernel::compare::constant_time_eq;
 use partner_domain::rate_limit::Decision;
-use partner_domain::token::constant_time_eq;
 
 use crate::AppState;
 use crate::error::ApiError;
@@ -299,7 +299,7 @@ fn rate_limit_headers(h: &mut header::HeaderMap, decision: &Decision) {
 /// A partner read that costs ONE database round trip: `read` gets the presented token and
 /// returns the token's record together with the data, read in the same round trip (one
 /// statement, or statements pipelined with the token lookup on one connection) ([`Sealed`]);
-/// `respond` gets the data only once [`partner_domain::auth::AuthService::open`] has
+/// `respond` gets the data only once [`partner_domain::account::auth::AuthService::open`] has
 /// authenticated the request and the rate limit has admitted it. Every answer is the one
 /// [`partner_guard`] gives, in the same order (401/503, 403, the endpoint's `requirement` 403
 /// as [`partner_guard_requiring`], 429 with `X-RateLimit-*`), so a route uses this instead of
@@ -372,7 +372,7 @@ pub async fn internal_guard(
         .headers()
         .get(header::AUTHORIZATION)
         .map(|v| v.as_bytes());
-    match partner_domain::auth::bearer(header) {
+    match partner_domain::account::auth::bearer(header) {
         None => Ok(req.error_response(ApiError::missing_bearer())),
         Some(t) if !same_secret(t, expected.as_bytes()) => {
             Ok(req.error_response(ApiError::invalid_token()))

@@ -6,9 +6,9 @@ use diesel::upsert::excluded;
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use partner_domain::RepoError;
 use partner_domain::account::{ApiTokenInfo, CareFlags, Partner, PartnerSettings, PortalUser};
-use partner_domain::ids::{TokenId, UserId};
+use partner_domain::kernel::ids::{TokenId, UserId};
+use partner_domain::kernel::values::{CareService, PartnerId};
 use partner_domain::ports::{AccountRepo, NewToken, RotateOutcome};
-use partner_domain::values::{CareService, PartnerId};
 use time::OffsetDateTime;
 use uuid::Uuid;
 

@@ -6,11 +6,11 @@ use diesel::result::DatabaseErrorKind;
 use diesel::sql_types::{Array, BigInt, Bool, Int2, Nullable, Text, Timestamptz};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use partner_domain::RepoError;
-use partner_domain::auth::{Sealed, TokenKey};
+use partner_domain::account::auth::{Sealed, TokenKey};
 use partner_domain::coupon::{
     Coupon, CouponCode, CouponFilter, CouponQuery, CouponStatus, ProductSlug, Redemption,
 };
-use partner_domain::ids::CouponId;
+use partner_domain::kernel::ids::CouponId;
 use partner_domain::ports::{CouponRepo, CouponWrite};
 use time::OffsetDateTime;
 use uuid::Uuid;

@@ -4,12 +4,12 @@ use diesel::prelude::*;
 use diesel::sql_types::{Bool, Int2, Nullable, Text, Timestamptz};
 use diesel_async::RunQueryDsl;
 use partner_domain::RepoError;
-use partner_domain::auth::Sealed;
-use partner_domain::cursor::Position;
+use partner_domain::account::auth::Sealed;
+use partner_domain::account::token::TokenHash;
+use partner_domain::kernel::cursor::Position;
+use partner_domain::kernel::values::PartnerId;
 use partner_domain::lead::{Lead, LeadId, TestSource};
 use partner_domain::ports::LeadRepo;
-use partner_domain::token::TokenHash;
-use partner_domain::values::PartnerId;
 use time::OffsetDateTime;
 use uuid::Uuid;
 

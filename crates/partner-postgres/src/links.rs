@@ -9,11 +9,11 @@ use diesel::sql_types::Text;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use futures_util::future::{try_join4, try_join5};
 use partner_domain::RepoError;
+use partner_domain::account::auth::{Sealed, TokenKey};
 use partner_domain::account::{CareFlags, Partner};
-use partner_domain::auth::{Sealed, TokenKey};
-use partner_domain::ids::ProductId;
+use partner_domain::kernel::ids::ProductId;
+use partner_domain::kernel::values::SubId;
 use partner_domain::links::{CareLinkInputs, DnaLinkInputs, MedicalLinkInputs};
-use partner_domain::values::SubId;
 use serde::de::DeserializeOwned;
 
 use crate::models::care_service_flags::{FlagRow, flags};

@@ -5,10 +5,10 @@ use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Bool, Text, Timestamptz};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use partner_domain::RepoError;
-use partner_domain::auth::{Sealed, TokenKey};
+use partner_domain::account::auth::{Sealed, TokenKey};
+use partner_domain::kernel::values::PartnerId;
 use partner_domain::order::{AnalyticsEvent, Order, OrderKey, OrderListing, SIMULATED_PREFIX};
 use partner_domain::ports::OrderRepo;
-use partner_domain::values::PartnerId;
 use time::OffsetDateTime;
 
 use crate::dsl::{coalesce, fixed};

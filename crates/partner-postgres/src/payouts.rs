@@ -4,11 +4,11 @@ use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Date, Text};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use partner_domain::RepoError;
-use partner_domain::auth::{Sealed, TokenKey};
-use partner_domain::ids::PayoutId;
+use partner_domain::account::auth::{Sealed, TokenKey};
+use partner_domain::kernel::ids::PayoutId;
+use partner_domain::kernel::values::PartnerId;
 use partner_domain::payout::{NewPayout, Payout, PayoutKey};
 use partner_domain::ports::PayoutRepo;
-use partner_domain::values::PartnerId;
 use time::OffsetDateTime;
 use uuid::Uuid;
 

@@ -4,11 +4,11 @@ use diesel::prelude::*;
 use diesel::sql_types::{SmallInt, Text, Timestamptz};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use partner_domain::RepoError;
-use partner_domain::auth::{Sealed, TokenKey};
-use partner_domain::ids::SubAccountId;
+use partner_domain::account::auth::{Sealed, TokenKey};
+use partner_domain::kernel::ids::SubAccountId;
+use partner_domain::kernel::values::{PartnerId, SubId};
 use partner_domain::ports::{InsertSubAccount, NewSubAccount, SubAccountRepo};
 use partner_domain::sub_account::SubAccount;
-use partner_domain::values::{PartnerId, SubId};
 
 use crate::models::sub_accounts::Row;
 use crate::schema::{partners, sub_accounts};

@@ -4,12 +4,12 @@ use diesel_async::pooled_connection::deadpool::Object;
 use diesel_async::{AnsiTransactionManager, AsyncPgConnection, TransactionManager};
 use partner_domain::RepoError;
 use partner_domain::events::DomainEvent;
-use partner_domain::ids::PayoutId;
+use partner_domain::kernel::ids::PayoutId;
+use partner_domain::kernel::values::PartnerId;
 use partner_domain::lead::{Lead, LeadId};
 use partner_domain::order::{Order, OrderListing};
 use partner_domain::payout::{NewPayout, Payout};
 use partner_domain::ports::{Transaction, UnitOfWork};
-use partner_domain::values::PartnerId;
 use time::OffsetDateTime;
 
 use crate::{PgStore, db, leads, orders, outbox, payouts};

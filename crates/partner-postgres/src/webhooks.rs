@@ -8,11 +8,11 @@ use diesel::prelude::*;
 use diesel::sql_types::{Array, Bool, Integer, Nullable, Text, Timestamptz};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use partner_domain::RepoError;
-use partner_domain::auth::{Sealed, TokenKey};
+use partner_domain::account::auth::{Sealed, TokenKey};
 use partner_domain::events::{Subject, SubjectKind};
-use partner_domain::ids::{DeliveryId, EndpointId};
+use partner_domain::kernel::ids::{DeliveryId, EndpointId};
+use partner_domain::kernel::values::PartnerId;
 use partner_domain::ports::{DeliveryRepo, InsertEndpoint, WebhookRepo};
-use partner_domain::values::PartnerId;
 use partner_domain::webhook::{
     AttemptOutcome, ClaimRequest, ClaimedDelivery, DeliveryDetail, DeliveryFilter, DeliveryInfo,
     ENDPOINT_DISABLED, NextStep, WebhookEndpoint,

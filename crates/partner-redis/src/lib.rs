@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use partner_domain::ids::TokenId;
+use partner_domain::kernel::ids::TokenId;
 use partner_domain::rate_limit::{Decision, Group, Quota, RateLimitStore, RateLimiter, window};
 use redis::AsyncConnectionConfig;
 use redis::aio::MultiplexedConnection;

@@ -4,19 +4,19 @@
 use std::sync::Arc;
 
 use anyhow::Context;
+use partner_domain::account::token::TokenPepper;
 use partner_domain::account::{
     AccountService, CareServicesAccess, PartnerSettings, PartnerSettingsInput,
 };
-use partner_domain::clock::{Clock, FixedClock, SystemClock};
-use partner_domain::cursor::CursorKey;
-use partner_domain::ids::{ImageFileId, ProductId};
+use partner_domain::kernel::clock::{Clock, FixedClock, SystemClock};
+use partner_domain::kernel::cursor::CursorKey;
+use partner_domain::kernel::ids::{ImageFileId, ProductId};
+use partner_domain::kernel::random::{Random, SystemRandom};
+use partner_domain::kernel::values::{CareService, Email, Lang, Money, Nickname, PartnerId, SubId};
 use partner_domain::lead::{LeadService, NewLead, Origin, Phone, TestFlag};
 use partner_domain::order::{NewAnalyticsEvent, Order, OrderParts, OrderService};
 use partner_domain::payout::{NewPayout, PayoutService};
-use partner_domain::random::{Random, SystemRandom};
 use partner_domain::sub_account::{CreateSubAccountError, SubAccountService};
-use partner_domain::token::TokenPepper;
-use partner_domain::values::{CareService, Email, Lang, Money, Nickname, PartnerId, SubId};
 use partner_postgres::PgStore;
 use time::Duration;
 
@@ -36,7 +36,11 @@ pub struct DemoAccess {
 pub fn prepare_config(config: &mut Config) {
     let rng = SystemRandom::new();
     let random = |len| {
-        partner_domain::random::random_string(&rng, b"abcdefghijklmnopqrstuvwxyz0123456789", len)
+        partner_domain::kernel::random::random_string(
+            &rng,
+            b"abcdefghijklmnopqrstuvwxyz0123456789",
+            len,
+        )
     };
     if config.token_pepper.is_none() {
         config.token_pepper = Some(random(48));

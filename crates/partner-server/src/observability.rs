@@ -8,7 +8,7 @@ use std::time::Duration;
 use actix_web::{App, HttpResponse, HttpServer, web};
 use anyhow::Context;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
-use partner_domain::clock::Clock;
+use partner_domain::kernel::clock::Clock;
 use partner_postgres::PgStore;
 
 /// How often the database gauges are refreshed.

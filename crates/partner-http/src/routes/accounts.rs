@@ -7,9 +7,9 @@ use actix_web::{http::StatusCode, web};
 use partner_domain::account::{
     CareServicesAccess, NotFoundOr, PartnerSettings, PartnerSettingsInput,
 };
-use partner_domain::ids::{TokenId, UserId};
-use partner_domain::values::{CareService, Email, Lang, PartnerId};
-use partner_domain::wire::parse_timestamp;
+use partner_domain::kernel::ids::{TokenId, UserId};
+use partner_domain::kernel::values::{CareService, Email, Lang, PartnerId};
+use partner_domain::kernel::wire::parse_timestamp;
 use serde::Deserialize;
 
 use super::{Result, data, ok, ok_true};

@@ -9,13 +9,13 @@ use actix_web::http::header::{self, HeaderName, HeaderValue};
 use actix_web::http::{Method, StatusCode};
 use actix_web::middleware::Next;
 use actix_web::{Error, HttpRequest, HttpResponse, web};
-use partner_domain::attribution::Attribution;
 use partner_domain::catalog::{
     CareProductInput, CareTier, Category, DnaProductInput, MedicalProductInput, MedicalTier, Stored,
 };
-use partner_domain::ids::{ImageFileId, ProductId};
+use partner_domain::kernel::ids::{ImageFileId, ProductId};
+use partner_domain::kernel::values::{CareService, Lang, Money, PartnerId, ValueError};
 use partner_domain::links::CatalogProduct;
-use partner_domain::values::{CareService, Lang, Money, PartnerId, ValueError};
+use partner_domain::links::attribution::Attribution;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 

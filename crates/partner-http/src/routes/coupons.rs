@@ -6,11 +6,11 @@ use partner_domain::coupon::{
     BulkOrderRequest, CouponCode, CouponFilter, CouponPage, CouponQuery, CouponRow, CouponStatus,
     MAX_QUANTITY, ProductSlug, ScopeError, listing_scope, parse_months,
 };
-use partner_domain::ids::CouponId;
+use partner_domain::kernel::ids::CouponId;
+use partner_domain::kernel::values::{Email, PartnerId, SubId, text};
+use partner_domain::kernel::wire::{format_timestamp, parse_timestamp};
 use partner_domain::lead::parse_limit;
 use partner_domain::payout::format_date;
-use partner_domain::values::{Email, PartnerId, SubId, text};
-use partner_domain::wire::{format_timestamp, parse_timestamp};
 use serde::{Deserialize, Serialize};
 
 use super::{Result, data, ok};
@@ -19,7 +19,7 @@ use crate::error::ApiError;
 use crate::extract::{JsonBody, Query, uuid};
 use crate::middleware::one_trip;
 use crate::ratelimit::Group;
-use partner_domain::auth::Principal;
+use partner_domain::account::auth::Principal;
 
 fn slug(s: &str) -> std::result::Result<ProductSlug, ApiError> {
     ProductSlug::parse(s).ok_or_else(|| {

@@ -7,8 +7,8 @@ use actix_web::http::header::{self, HeaderValue};
 use actix_web::{HttpRequest, HttpResponse, web};
 use std::sync::LazyLock;
 
+use partner_domain::kernel::values::{CareService, Lang, PartnerId, SubId};
 use partner_domain::links::{CareEmbed, CareQuery, CareServiceLink};
-use partner_domain::values::{CareService, Lang, PartnerId, SubId};
 
 use super::Result;
 use crate::AppState;

@@ -1,8 +1,8 @@
 //! Parsing helpers shared by the operator's ingest bodies (leads, orders, payouts).
 
-use partner_domain::attribution::Attribution;
-use partner_domain::values::{SubId, ValueError, text};
-use partner_domain::wire::parse_timestamp;
+use partner_domain::kernel::values::{SubId, ValueError, text};
+use partner_domain::kernel::wire::parse_timestamp;
+use partner_domain::links::attribution::Attribution;
 
 use crate::error::ApiError;
 

@@ -2,8 +2,8 @@
 //! enrichment (`POST /internal/v1/leads`, `PATCH /internal/v1/leads/{id}`).
 
 use actix_web::{HttpRequest, HttpResponse, http::StatusCode, web};
+use partner_domain::kernel::values::{Email, ValueError, text};
 use partner_domain::lead::{LeadId, LeadPatch, NewLead, Origin, Phone, TestFlag};
-use partner_domain::values::{Email, ValueError, text};
 use serde::Deserialize;
 
 use super::fields::{attribution, optional_text};
@@ -12,8 +12,8 @@ use crate::AppState;
 use crate::error::ApiError;
 use crate::extract::{JsonBody, Query, nullable, uuid};
 
+use partner_domain::kernel::wire::timestamp_bytes;
 use partner_domain::lead::{LeadQuery, LeadRow, ListLeadsError, Page, TestSource, parse_limit};
-use partner_domain::wire::timestamp_bytes;
 
 use crate::middleware::one_trip;
 use crate::ratelimit::Group;
@@ -282,8 +282,8 @@ pub(super) async fn patch_lead(
 mod tests {
     #![allow(clippy::expect_used)]
 
+    use partner_domain::kernel::values::PartnerId;
     use partner_domain::lead::{LeadId, LeadRow, Page, TestSource};
-    use partner_domain::values::PartnerId;
     use proptest::prelude::*;
     use time::OffsetDateTime;
 

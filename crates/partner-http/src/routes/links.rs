@@ -1,9 +1,9 @@
 //! `GET /api/v1/dna-links`, `/medical-intake-links`, `/care-service-links`.
 
 use actix_web::{HttpRequest, HttpResponse};
+use partner_domain::kernel::values::{CareService, SubId};
 use partner_domain::links::CareQuery;
 use partner_domain::links::{CareServiceLink, PartnerProductLink};
-use partner_domain::values::{CareService, SubId};
 use serde::Serialize;
 
 use super::ok;
@@ -11,7 +11,7 @@ use crate::error::ApiError;
 use crate::extract::Query;
 use crate::middleware::{Requirement, one_trip};
 use crate::ratelimit::Group;
-use partner_domain::auth::Principal;
+use partner_domain::account::auth::Principal;
 
 #[derive(Serialize)]
 struct MedicalBody {

@@ -21,7 +21,7 @@ use actix_web::middleware::from_fn;
 use actix_web::{HttpResponse, http::StatusCode, web};
 use serde::Serialize;
 
-use partner_domain::auth::Principal;
+use partner_domain::account::auth::Principal;
 
 use crate::error::ApiError;
 use crate::middleware::{

@@ -3,13 +3,13 @@
 
 use actix_web::{HttpRequest, HttpResponse, http::StatusCode, web};
 use partner_domain::account::NotFoundOr;
+use partner_domain::kernel::values::{Email, Money, PartnerId, text};
 use partner_domain::lead::TestSource;
 use partner_domain::order::{
     NewAnalyticsEvent, Order, OrderIngest, OrderParts, OrderService, parse_event_name,
     parse_order_id, parse_run_id,
 };
 use partner_domain::payout::parse_date;
-use partner_domain::values::{Email, Money, PartnerId, text};
 use serde::Deserialize;
 
 use super::fields::{attribution, optional_text, timestamp};

@@ -2,8 +2,8 @@
 //! recording of a payout (`POST /internal/v1/payouts`).
 
 use actix_web::{HttpRequest, HttpResponse, http::StatusCode, web};
+use partner_domain::kernel::values::{Money, PartnerId, text};
 use partner_domain::payout::{NewPayout, PayoutService, parse_date};
-use partner_domain::values::{Money, PartnerId, text};
 use serde::Deserialize;
 
 use super::fields::optional_text;

@@ -1,8 +1,8 @@
 //! `GET/POST/DELETE /api/v1/sub-accounts`.
 
 use actix_web::{HttpRequest, HttpResponse, http::StatusCode, web};
-use partner_domain::ids::SubAccountId;
-use partner_domain::values::{Nickname, SubId};
+use partner_domain::kernel::ids::SubAccountId;
+use partner_domain::kernel::values::{Nickname, SubId};
 use serde::Deserialize;
 
 use super::{Result, data, ok, ok_true};

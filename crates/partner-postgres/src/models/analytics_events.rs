@@ -4,10 +4,10 @@
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Int2, Nullable, Text, Timestamptz};
 use partner_domain::RepoError;
-use partner_domain::ids::AnalyticsEventId;
+use partner_domain::kernel::ids::AnalyticsEventId;
+use partner_domain::kernel::values::{Money, PartnerId};
 use partner_domain::lead::TestSource;
 use partner_domain::order::{AnalyticsEvent, NewAnalyticsEvent, Order, OrderListing};
-use partner_domain::values::{Money, PartnerId};
 use time::OffsetDateTime;
 use uuid::Uuid;
 

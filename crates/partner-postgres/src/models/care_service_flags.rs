@@ -1,7 +1,7 @@
 //! `care_service_flags` rows: the global Care Services category switches.
 
 use partner_domain::account::CareFlags;
-use partner_domain::values::CareService;
+use partner_domain::kernel::values::CareService;
 
 /// One switch: the service's name and whether it is on.
 pub(crate) type FlagRow = (String, bool);

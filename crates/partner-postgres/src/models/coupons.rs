@@ -6,8 +6,8 @@ use partner_domain::RepoError;
 use partner_domain::coupon::{
     Coupon, CouponCode, CouponParts, ProductSlug, Redemption, StoredStatus,
 };
-use partner_domain::ids::{BulkOrderId, CouponId};
-use partner_domain::values::PartnerId;
+use partner_domain::kernel::ids::{BulkOrderId, CouponId};
+use partner_domain::kernel::values::PartnerId;
 use time::OffsetDateTime;
 use uuid::Uuid;
 

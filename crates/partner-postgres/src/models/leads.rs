@@ -3,8 +3,8 @@
 use diesel::prelude::*;
 use diesel::sql_types::{Bool, Int2, Nullable, Text, Timestamptz};
 use partner_domain::RepoError;
+use partner_domain::kernel::values::{PartnerId, SubId};
 use partner_domain::lead::{Lead, LeadId, LeadParts, Origin, TestFlag, TestSource};
-use partner_domain::values::{PartnerId, SubId};
 use time::OffsetDateTime;
 use uuid::Uuid;
 

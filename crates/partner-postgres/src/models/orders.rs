@@ -3,8 +3,8 @@
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Bool, Int2, Nullable, Text, Timestamptz};
 use partner_domain::RepoError;
+use partner_domain::kernel::values::{Money, PartnerId};
 use partner_domain::order::{Order, OrderListing, OrderParts};
-use partner_domain::values::{Money, PartnerId};
 use time::OffsetDateTime;
 
 use crate::corrupt;

@@ -3,7 +3,7 @@
 use diesel::prelude::*;
 use partner_domain::RepoError;
 use partner_domain::account::{CareServicesAccess, Partner, PartnerSettings, PartnerSettingsInput};
-use partner_domain::values::{CareService, Email, Lang, PartnerId};
+use partner_domain::kernel::values::{CareService, Email, Lang, PartnerId};
 use time::OffsetDateTime;
 
 use crate::corrupt;

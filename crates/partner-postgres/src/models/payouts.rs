@@ -3,9 +3,9 @@
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Date, Nullable, Text};
 use partner_domain::RepoError;
-use partner_domain::ids::PayoutId;
+use partner_domain::kernel::ids::PayoutId;
+use partner_domain::kernel::values::{Money, PartnerId};
 use partner_domain::payout::{NewPayout, Payout};
-use partner_domain::values::{Money, PartnerId};
 use uuid::Uuid;
 
 use crate::corrupt;

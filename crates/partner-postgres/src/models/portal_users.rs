@@ -3,8 +3,8 @@
 use diesel::prelude::*;
 use partner_domain::RepoError;
 use partner_domain::account::PortalUser;
-use partner_domain::ids::UserId;
-use partner_domain::values::{Email, PartnerId};
+use partner_domain::kernel::ids::UserId;
+use partner_domain::kernel::values::{Email, PartnerId};
 use time::OffsetDateTime;
 use uuid::Uuid;
 

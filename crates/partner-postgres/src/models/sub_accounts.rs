@@ -3,9 +3,9 @@
 use diesel::prelude::*;
 use diesel::sql_types::{SmallInt, Text, Timestamptz};
 use partner_domain::RepoError;
-use partner_domain::ids::SubAccountId;
+use partner_domain::kernel::ids::SubAccountId;
+use partner_domain::kernel::values::SubId;
 use partner_domain::sub_account::SubAccount;
-use partner_domain::values::SubId;
 use time::OffsetDateTime;
 use uuid::Uuid;
 

@@ -3,7 +3,7 @@
 use diesel::prelude::*;
 use diesel::sql_types::{Integer, Nullable, Text, Timestamptz};
 use partner_domain::RepoError;
-use partner_domain::ids::{DeliveryId, EndpointId};
+use partner_domain::kernel::ids::{DeliveryId, EndpointId};
 use partner_domain::webhook::{ClaimedDelivery, DeliveryInfo, EventKind, WebhookSecret};
 use time::OffsetDateTime;
 use uuid::Uuid;

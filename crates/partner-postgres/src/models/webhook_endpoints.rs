@@ -2,8 +2,8 @@
 
 use diesel::prelude::*;
 use partner_domain::RepoError;
-use partner_domain::ids::EndpointId;
-use partner_domain::values::PartnerId;
+use partner_domain::kernel::ids::EndpointId;
+use partner_domain::kernel::values::PartnerId;
 use partner_domain::webhook::{
     CustomHeader, DisabledReason, EndpointParts, EventKind, LeadCreatedDelay, WebhookEndpoint,
     WebhookSecret,

@@ -10,15 +10,15 @@ use serde::{Serialize, Serializer};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use crate::auth::{Sealed, TokenKey};
-use crate::error::RepoError;
-use crate::ids::{DeliveryId, EndpointId};
+use crate::account::auth::{Sealed, TokenKey};
+use crate::kernel::error::RepoError;
+use crate::kernel::ids::{DeliveryId, EndpointId};
 
 pub use crate::events::EventKind;
-use crate::random::{Random, random_string};
-use crate::token::constant_time_eq;
-use crate::values::{PartnerId, ValueError};
-use crate::wire;
+use crate::kernel::compare::constant_time_eq;
+use crate::kernel::random::{Random, random_string};
+use crate::kernel::values::{PartnerId, ValueError};
+use crate::kernel::wire;
 
 /// An account may have at most this many endpoints.
 pub const MAX_ENDPOINTS: usize = 10;
@@ -621,7 +621,7 @@ pub fn parse_events(items: &[String]) -> Result<Vec<EventKind>, ValueError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::random::SystemRandom;
+    use crate::kernel::random::SystemRandom;
 
     /// A delivery page read for a token at a cursor's unverified position is used only when the
     /// cursor verifies for the authenticated partner.
@@ -630,18 +630,20 @@ mod tests {
         let svc = WebhookService::new(
             std::sync::Arc::new(crate::ports::MockWebhookRepo::new()),
             std::sync::Arc::new(crate::ports::MockAddressCheck::new()),
-            std::sync::Arc::new(crate::clock::FixedClock::new(OffsetDateTime::UNIX_EPOCH)),
+            std::sync::Arc::new(crate::kernel::clock::FixedClock::new(
+                OffsetDateTime::UNIX_EPOCH,
+            )),
             std::sync::Arc::new(SystemRandom::new()),
             false,
-            crate::cursor::CursorKey::new(b"deliveries"),
+            crate::kernel::cursor::CursorKey::new(b"deliveries"),
         );
         let acme = PartnerId::parse("acme").expect("id");
         let beta = PartnerId::parse("beta").expect("id");
-        let pos = crate::cursor::Position {
+        let pos = crate::kernel::cursor::Position {
             created_at: OffsetDateTime::UNIX_EPOCH,
             id: Uuid::nil(),
         };
-        let cursor = crate::cursor::CursorKey::new(b"deliveries").encode(&acme, pos);
+        let cursor = crate::kernel::cursor::CursorKey::new(b"deliveries").encode(&acme, pos);
         let q = DeliveryQuery {
             limit: 2,
             cursor: Some(cursor),
@@ -658,7 +660,7 @@ mod tests {
             Err(EndpointError::BadCursor)
         ));
         let forged = DeliveryQuery {
-            cursor: Some(crate::cursor::CursorKey::new(b"leads").encode(&acme, pos)),
+            cursor: Some(crate::kernel::cursor::CursorKey::new(b"leads").encode(&acme, pos)),
             ..q
         };
         assert!(matches!(
@@ -961,7 +963,7 @@ pub enum EndpointError {
     )]
     Disabled,
     #[error(transparent)]
-    Repo(#[from] crate::error::RepoError),
+    Repo(#[from] crate::kernel::error::RepoError),
 }
 
 /// Managing a partner's endpoints (for partners and the operator alike).
@@ -969,10 +971,10 @@ pub enum EndpointError {
 pub struct WebhookService {
     repo: std::sync::Arc<dyn crate::ports::WebhookRepo>,
     addresses: std::sync::Arc<dyn crate::ports::AddressCheck>,
-    clock: std::sync::Arc<dyn crate::clock::Clock>,
+    clock: std::sync::Arc<dyn crate::kernel::clock::Clock>,
     rng: std::sync::Arc<dyn Random>,
     allow_private: bool,
-    cursors: crate::cursor::CursorKey,
+    cursors: crate::kernel::cursor::CursorKey,
     secret_overlap: time::Duration,
 }
 
@@ -981,10 +983,10 @@ impl WebhookService {
     pub fn new(
         repo: std::sync::Arc<dyn crate::ports::WebhookRepo>,
         addresses: std::sync::Arc<dyn crate::ports::AddressCheck>,
-        clock: std::sync::Arc<dyn crate::clock::Clock>,
+        clock: std::sync::Arc<dyn crate::kernel::clock::Clock>,
         rng: std::sync::Arc<dyn Random>,
         allow_private: bool,
-        cursors: crate::cursor::CursorKey,
+        cursors: crate::kernel::cursor::CursorKey,
     ) -> Self {
         Self {
             repo,
@@ -1191,7 +1193,7 @@ impl WebhookService {
     /// The rows [`Self::deliveries`] reads, for the partner of the token of `key`, read with the
     /// token's record in one round trip and sealed until authentication passes; then
     /// [`Self::finish_deliveries`] checks the cursor against the authenticated partner. The
-    /// cursor's position is read unverified ([`crate::cursor::peek`]), within the token's own
+    /// cursor's position is read unverified ([`crate::kernel::cursor::peek`]), within the token's own
     /// partner's rows; a cursor that is not even well-formed reads no rows.
     pub async fn deliveries_for_token(
         &self,
@@ -1200,7 +1202,7 @@ impl WebhookService {
     ) -> Result<Sealed<Vec<DeliveryInfo>>, RepoError> {
         let (after, limit) = match &q.cursor {
             None => (None, q.limit.saturating_add(1)),
-            Some(c) => match crate::cursor::peek(c) {
+            Some(c) => match crate::kernel::cursor::peek(c) {
                 Some(pos) => (Some(pos), q.limit.saturating_add(1)),
                 None => (None, 0),
             },
@@ -1244,7 +1246,7 @@ impl WebhookService {
         let next_cursor = more.then(|| rows.last()).flatten().map(|d| {
             self.cursors.encode(
                 partner,
-                crate::cursor::Position {
+                crate::kernel::cursor::Position {
                     created_at: d.created_at,
                     id: d.id.as_uuid(),
                 },
@@ -1419,7 +1421,7 @@ pub struct DeliveryFilter {
     pub endpoint_id: Option<EndpointId>,
     pub statuses: Vec<&'static str>,
     pub event: Option<EventKind>,
-    pub after: Option<crate::cursor::Position>,
+    pub after: Option<crate::kernel::cursor::Position>,
     pub limit: u16,
 }
 

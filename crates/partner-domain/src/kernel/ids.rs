@@ -5,8 +5,8 @@ use std::fmt;
 
 use uuid::Uuid;
 
-use crate::random::Random;
-use crate::values::ValueError;
+use crate::kernel::random::Random;
+use crate::kernel::values::ValueError;
 
 macro_rules! uuid_id {
     ($(#[$doc:meta])* $name:ident, $field:literal) => {
@@ -23,7 +23,7 @@ macro_rules! uuid_id {
 
             /// A new random (v4) id.
             pub fn generate(rng: &dyn Random) -> Self {
-                Self(crate::random::new_id(rng))
+                Self(crate::kernel::random::new_id(rng))
             }
 
             /// Parses the text of a request (path or body); the error names the field.

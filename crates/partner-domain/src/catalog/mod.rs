@@ -10,12 +10,12 @@ use time::OffsetDateTime;
 
 use std::sync::Arc;
 
-use crate::clock::Clock;
-use crate::error::RepoError;
-use crate::ids::{ImageFileId, ProductId};
+use crate::kernel::clock::Clock;
+use crate::kernel::error::RepoError;
+use crate::kernel::ids::{ImageFileId, ProductId};
+use crate::kernel::values::{CareService, Lang, Money, PartnerId, ValueError, text};
+use crate::kernel::wire;
 use crate::ports::{AccountRepo, CatalogRepo};
-use crate::values::{CareService, Lang, Money, PartnerId, ValueError, text};
-use crate::wire;
 
 /// A medication catalog category (a public catalog path).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

@@ -7,17 +7,17 @@ use std::sync::Arc;
 use serde::{Serialize, Serializer};
 use time::OffsetDateTime;
 
-use crate::ids::BulkOrderId;
-pub use crate::ids::CouponId;
+use crate::kernel::ids::BulkOrderId;
+pub use crate::kernel::ids::CouponId;
 
-use crate::auth::Principal;
-use crate::auth::{Sealed, TokenKey};
-use crate::clock::Clock;
-use crate::error::RepoError;
+use crate::account::auth::Principal;
+use crate::account::auth::{Sealed, TokenKey};
+use crate::kernel::clock::Clock;
+use crate::kernel::error::RepoError;
+use crate::kernel::random::{Random, random_string};
+use crate::kernel::values::{CareService, Email, PartnerId, SubId, ValueError};
+use crate::kernel::wire;
 use crate::ports::{AccountRepo, CouponRepo, CouponWrite, SubAccountRepo};
-use crate::random::{Random, random_string};
-use crate::values::{CareService, Email, PartnerId, SubId, ValueError};
-use crate::wire;
 
 const CODE_ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
 /// Codes per bulk order at most.
@@ -718,7 +718,7 @@ impl CouponService {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::random::SystemRandom;
+    use crate::kernel::random::SystemRandom;
     use time::macros::datetime;
     use uuid::Uuid;
 

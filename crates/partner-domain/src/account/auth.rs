@@ -5,12 +5,12 @@ use std::sync::Arc;
 
 use time::{Duration, OffsetDateTime};
 
-use crate::clock::Clock;
-use crate::error::RepoError;
-use crate::ids::TokenId;
+use crate::account::token::{TokenHash, TokenPepper, TokenText};
+use crate::kernel::clock::Clock;
+use crate::kernel::error::RepoError;
+use crate::kernel::ids::TokenId;
+use crate::kernel::values::PartnerId;
 use crate::ports::{TokenRecord, TokenRepo};
-use crate::token::{TokenHash, TokenPepper, TokenText};
-use crate::values::PartnerId;
 
 /// Who is calling. Only [`AuthService::open`] makes one, from a token it has just verified,
 /// so holding a `Principal` means the request authenticated as that token.
@@ -278,17 +278,17 @@ pub fn bearer(header: Option<&[u8]>) -> Option<&[u8]> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::clock::FixedClock;
-    use crate::ids::UserId;
+    use crate::kernel::clock::FixedClock;
+    use crate::kernel::ids::UserId;
+    use crate::kernel::random::SystemRandom;
     use crate::ports::{MockTokenRepo, TokenRecord};
-    use crate::random::SystemRandom;
     use futures_util::FutureExt;
     use time::macros::datetime;
     use uuid::Uuid;
 
     const NOW: OffsetDateTime = datetime!(2026-11-21 10:00 UTC);
 
-    fn record(hash: crate::token::TokenHash) -> TokenRecord {
+    fn record(hash: crate::account::token::TokenHash) -> TokenRecord {
         TokenRecord {
             token_id: TokenId::from_uuid(Uuid::from_u128(1)),
             hash,

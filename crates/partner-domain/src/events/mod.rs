@@ -10,11 +10,11 @@
 use serde::{Serialize, Serializer};
 use serde_json::{Value, json};
 
-use crate::ids::{EndpointId, PayoutId};
+use crate::kernel::ids::{EndpointId, PayoutId};
+use crate::kernel::values::PartnerId;
 use crate::lead::Lead;
 use crate::order::OrderListing;
 use crate::payout::Payout;
-use crate::values::PartnerId;
 
 /// The contract's event kinds, and `ping`: a test delivery sent only when a partner asks for one
 /// (extensions.md §1), which no endpoint subscribes to.
@@ -127,12 +127,12 @@ impl Serialize for EventKind {
 pub enum DomainEvent {
     LeadCreated {
         partner_id: PartnerId,
-        lead_id: crate::ids::LeadId,
+        lead_id: crate::kernel::ids::LeadId,
     },
     /// `previous_phone` / `current_phone` are already consent-rendered.
     LeadEnriched {
         partner_id: PartnerId,
-        lead_id: crate::ids::LeadId,
+        lead_id: crate::kernel::ids::LeadId,
         previous_phone: String,
         current_phone: String,
     },
@@ -231,7 +231,7 @@ mod tests {
         assert_eq!(e.extra(), json!({ "source": "shop" }));
         let l = DomainEvent::LeadCreated {
             partner_id: p,
-            lead_id: crate::ids::LeadId::from_uuid(id),
+            lead_id: crate::kernel::ids::LeadId::from_uuid(id),
         };
         assert_eq!(l.kind().subject_kind(), SubjectKind::Lead);
         assert_eq!(l.subject(), id.to_string());

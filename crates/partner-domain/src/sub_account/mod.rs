@@ -2,17 +2,17 @@
 
 use std::sync::Arc;
 
-pub use crate::ids::SubAccountId;
+pub use crate::kernel::ids::SubAccountId;
 use serde::Serialize;
 use time::OffsetDateTime;
 
-use crate::auth::{Sealed, TokenKey};
-use crate::clock::Clock;
-use crate::error::RepoError;
+use crate::account::auth::{Sealed, TokenKey};
+use crate::kernel::clock::Clock;
+use crate::kernel::error::RepoError;
+use crate::kernel::random::Random;
+use crate::kernel::values::{Nickname, PartnerId, SubId};
+use crate::kernel::wire;
 use crate::ports::{InsertSubAccount, NewSubAccount, SubAccountRepo};
-use crate::random::Random;
-use crate::values::{Nickname, PartnerId, SubId};
-use crate::wire;
 
 /// `PortalSubAccount` of the spec. `email` is the owning partner's contact email.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -134,9 +134,9 @@ impl SubAccountService {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::clock::FixedClock;
+    use crate::kernel::clock::FixedClock;
+    use crate::kernel::random::SystemRandom;
     use crate::ports::MockSubAccountRepo;
-    use crate::random::SystemRandom;
     use futures_util::FutureExt;
     use mockall::predicate::eq;
     use time::macros::datetime;

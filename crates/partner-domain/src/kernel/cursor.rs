@@ -13,8 +13,8 @@ use ring::hmac;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use crate::token::constant_time_eq;
-use crate::values::PartnerId;
+use crate::kernel::compare::constant_time_eq;
+use crate::kernel::values::PartnerId;
 
 /// A position in a (createdAt desc, id desc) listing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

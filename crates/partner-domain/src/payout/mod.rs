@@ -5,15 +5,15 @@ use std::sync::Arc;
 use serde::{Serialize, Serializer};
 use time::Date;
 
-use crate::auth::{Sealed, TokenKey};
-use crate::clock::Clock;
-use crate::error::RepoError;
+use crate::account::auth::{Sealed, TokenKey};
 use crate::events::DomainEvent;
-use crate::ids::PayoutId;
+use crate::kernel::clock::Clock;
+use crate::kernel::error::RepoError;
+use crate::kernel::ids::PayoutId;
+use crate::kernel::random::Random;
+use crate::kernel::values::{Money, PartnerId};
 use crate::order::Chunk;
 use crate::ports::{PayoutRepo, UnitOfWork};
-use crate::random::Random;
-use crate::values::{Money, PartnerId};
 
 /// Where a listing of payouts stands: the last payout listed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

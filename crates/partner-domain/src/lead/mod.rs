@@ -3,19 +3,19 @@
 
 use std::sync::Arc;
 
-pub use crate::ids::LeadId;
+pub use crate::kernel::ids::LeadId;
 use serde::{Serialize, Serializer};
 use time::OffsetDateTime;
 
-use crate::auth::{Presented, Sealed};
-use crate::clock::Clock;
-use crate::cursor::{self, CursorKey, Position};
-use crate::error::RepoError;
+use crate::account::auth::{Presented, Sealed};
 use crate::events::DomainEvent;
+use crate::kernel::clock::Clock;
+use crate::kernel::cursor::{self, CursorKey, Position};
+use crate::kernel::error::RepoError;
+use crate::kernel::random::Random;
+use crate::kernel::values::{Email, PartnerId, SubId, ValueError};
+use crate::kernel::wire;
 use crate::ports::{LeadRepo, UnitOfWork};
-use crate::random::Random;
-use crate::values::{Email, PartnerId, SubId, ValueError};
-use crate::wire;
 
 /// What a lead without consent shows instead of its email or phone.
 pub const NO_CONSENT: &str = "No Consent";
@@ -642,7 +642,7 @@ impl LeadService {
     }
 
     /// The page [`Self::list`] answers, read in the same round trip as the presented token's
-    /// record, and sealed until authentication has passed ([`crate::auth::AuthService::open`]);
+    /// record, and sealed until authentication has passed ([`crate::account::auth::AuthService::open`]);
     /// then [`Self::finish`] checks the cursor against the authenticated partner. A cursor that
     /// is not even well-formed reads no rows (the answer will be 400 after authentication).
     pub async fn list_for_token(
@@ -739,11 +739,11 @@ mod tests {
     /// partner (or key) is refused after authentication even though a page was read for it.
     #[test]
     fn list_for_token_checks_the_cursor_against_the_authenticated_partner() {
-        use crate::auth::AuthService;
-        use crate::clock::FixedClock;
+        use crate::account::auth::AuthService;
+        use crate::account::token::TokenPepper;
+        use crate::kernel::clock::FixedClock;
+        use crate::kernel::random::SystemRandom;
         use crate::ports::{MockLeadRepo, MockTokenRepo};
-        use crate::random::SystemRandom;
-        use crate::token::TokenPepper;
         use futures_util::FutureExt;
 
         let now = datetime!(2026-11-21 10:00 UTC);
@@ -991,9 +991,9 @@ mod tests {
 #[cfg(test)]
 mod service_tests {
     use super::*;
-    use crate::clock::FixedClock;
+    use crate::kernel::clock::FixedClock;
+    use crate::kernel::random::SystemRandom;
     use crate::ports::{MockLeadRepo, MockTransaction, MockUnitOfWork};
-    use crate::random::SystemRandom;
     use futures_util::FutureExt;
     use mockall::Sequence;
     use time::macros::datetime;

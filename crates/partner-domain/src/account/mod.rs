@@ -1,19 +1,22 @@
 //! Partner accounts, portal users, API tokens and the Care Services feature flags, with the
 //! operator-side service that manages them.
 
+pub mod auth;
+pub mod token;
+
 use std::sync::Arc;
 
 use serde::Serialize;
 use time::OffsetDateTime;
 
-use crate::clock::Clock;
-use crate::error::RepoError;
-use crate::ids::{TokenId, UserId};
+use crate::account::token::{TokenPepper, TokenText};
+use crate::kernel::clock::Clock;
+use crate::kernel::error::RepoError;
+use crate::kernel::ids::{TokenId, UserId};
+use crate::kernel::random::Random;
+use crate::kernel::values::{CareService, Email, Lang, PartnerId, ValueError};
+use crate::kernel::wire;
 use crate::ports::{AccountRepo, NewToken, RotateOutcome};
-use crate::random::Random;
-use crate::token::{TokenPepper, TokenText};
-use crate::values::{CareService, Email, Lang, PartnerId, ValueError};
-use crate::wire;
 
 /// What a partner's Care Services subscription grants.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -547,9 +550,9 @@ fn issued(token: TokenText, new: &NewToken) -> IssuedToken {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::clock::FixedClock;
+    use crate::kernel::clock::FixedClock;
+    use crate::kernel::random::SystemRandom;
     use crate::ports::MockAccountRepo;
-    use crate::random::SystemRandom;
     use futures_util::FutureExt;
     use time::macros::datetime;
 

@@ -71,7 +71,7 @@ pub fn timestamp_bytes(t: OffsetDateTime) -> [u8; 24] {
 pub fn parse_timestamp(s: &str) -> Option<OffsetDateTime> {
     let t = OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339).ok()?;
     let utc = to_utc(t).filter(|u| YEARS.contains(&u.year()))?;
-    Some(crate::clock::truncate_to_millis(utc))
+    Some(crate::kernel::clock::truncate_to_millis(utc))
 }
 
 /// Serde helpers: `#[serde(serialize_with = "wire::ts")]`.

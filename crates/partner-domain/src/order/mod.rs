@@ -7,16 +7,16 @@ use std::sync::Arc;
 use serde::Serialize;
 use time::{Date, OffsetDateTime};
 
-use crate::auth::{Sealed, TokenKey};
-use crate::clock::Clock;
-use crate::error::RepoError;
+use crate::account::auth::{Sealed, TokenKey};
 use crate::events::DomainEvent;
-use crate::ids::AnalyticsEventId;
+use crate::kernel::clock::Clock;
+use crate::kernel::error::RepoError;
+use crate::kernel::ids::AnalyticsEventId;
+use crate::kernel::random::Random;
+use crate::kernel::values::{Money, PartnerId, SubId, ValueError};
+use crate::kernel::wire;
 use crate::lead::TestSource;
 use crate::ports::{OrderRepo, UnitOfWork};
-use crate::random::Random;
-use crate::values::{Money, PartnerId, SubId, ValueError};
-use crate::wire;
 
 /// The prefix of simulated order ids; stored orders may not use it.
 pub const SIMULATED_PREFIX: &str = "TEST-SIM-";
@@ -765,9 +765,9 @@ mod tests {
 #[cfg(test)]
 mod service_tests {
     use super::*;
-    use crate::clock::FixedClock;
+    use crate::kernel::clock::FixedClock;
+    use crate::kernel::random::SystemRandom;
     use crate::ports::{MockOrderRepo, MockTransaction, MockUnitOfWork};
-    use crate::random::SystemRandom;
     use futures_util::FutureExt;
     use time::macros::datetime;
 

@@ -8,7 +8,7 @@
 
 use std::fmt;
 
-use crate::values::{PartnerId, SubId, ValueError};
+use crate::kernel::values::{PartnerId, SubId, ValueError};
 
 /// A partner, optionally narrowed to one of its sub-accounts.
 #[derive(Debug, Clone, PartialEq, Eq)]

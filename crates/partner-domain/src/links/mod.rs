@@ -8,20 +8,22 @@
 //! - Care Services links: `{care_services_url}/<slug>` with `partner_id`, `sub`, `m`, `lang`,
 //!   and `redeem=true` on the Bulk Code Redemption link (which never carries `m`).
 
+pub mod attribution;
+
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use serde::Serialize;
 use url::Url;
 
+use crate::account::auth::{Sealed, TokenKey};
 use crate::account::{CareFlags, Partner, PartnerSettings};
-use crate::attribution::Attribution;
-use crate::auth::{Sealed, TokenKey};
 use crate::catalog::{CareProduct, Category, DnaProduct, MedicalProduct};
-use crate::error::RepoError;
-use crate::ids::{ImageFileId, ProductId};
+use crate::kernel::error::RepoError;
+use crate::kernel::ids::{ImageFileId, ProductId};
+use crate::kernel::values::{CareService, Lang, Money, PartnerId, SubId};
+use crate::links::attribution::Attribution;
 use crate::ports::{AccountRepo, CatalogRepo};
-use crate::values::{CareService, Lang, Money, PartnerId, SubId};
 
 /// The administrator-configured bases of every link.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -562,7 +564,7 @@ impl LinkService {
     /// product), for the partner of the token of `key`, read with the token's record in one
     /// round trip and sealed until authentication passes; then [`Self::dna_links_from`] builds
     /// the links. Callers MUST first refuse a principal without
-    /// [`crate::auth::Principal::may_use_dna_links`] (403 [`DNA_DISABLED`]); the HTTP layer does,
+    /// [`crate::account::auth::Principal::may_use_dna_links`] (403 [`DNA_DISABLED`]); the HTTP layer does,
     /// before the rate limit, where the contract orders account-state checks.
     pub async fn dna_links_for_token(
         &self,
@@ -737,7 +739,7 @@ mod tests {
     use super::*;
     use crate::account::{CareServicesAccess, PartnerSettingsInput};
     use crate::catalog::{CareTier, MedicalTier};
-    use crate::values::Email;
+    use crate::kernel::values::Email;
     use proptest::prelude::*;
     use time::macros::datetime;
 

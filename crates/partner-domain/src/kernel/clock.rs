@@ -21,7 +21,7 @@ impl Clock for SystemClock {
 /// Drops sub-millisecond precision (PostgreSQL keeps microseconds, the wire shows milliseconds)
 /// and converts to UTC. Never panics: when the UTC conversion would leave the years `time` can
 /// hold, `t` keeps its offset (callers that take input convert with
-/// [`crate::wire::parse_timestamp`], which refuses such values first).
+/// [`crate::kernel::wire::parse_timestamp`], which refuses such values first).
 pub fn truncate_to_millis(t: OffsetDateTime) -> OffsetDateTime {
     let ms = t.millisecond();
     let t = t.replace_millisecond(ms).unwrap_or(t);

@@ -1,0 +1,14 @@
+//! The shared kernel: what every aggregate builds on and nothing in it depends on an aggregate.
+//! Values parsed at the edge, typed ids, injected time and randomness, signed cursors, the wire
+//! formats of timestamps, and the one storage error every port returns. It imports nothing from
+//! the rest of the crate (`tests/layers.rs` checks it).
+
+pub mod clock;
+pub mod compare;
+pub mod csv_cell;
+pub mod cursor;
+pub mod error;
+pub mod ids;
+pub mod random;
+pub mod values;
+pub mod wire;
