@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use partner_domain::ports::DeliveryRepo;
+use partner_domain::webhook::ports::DeliveryRepo;
 use partner_domain::webhook::{AttemptOutcome, ClaimRequest, NextStep};
 use partner_postgres::PgStore;
 use partner_server::config::Role;

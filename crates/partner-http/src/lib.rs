@@ -29,11 +29,11 @@ use partner_domain::account::auth::AuthService;
 use partner_domain::catalog::CatalogService;
 use partner_domain::coupon::CouponService;
 use partner_domain::kernel::clock::Clock;
+use partner_domain::kernel::readiness::Readiness;
 use partner_domain::lead::LeadService;
 use partner_domain::links::LinkService;
 use partner_domain::order::OrderService;
 use partner_domain::payout::PayoutService;
-use partner_domain::ports::Readiness;
 use partner_domain::sub_account::SubAccountService;
 use partner_domain::webhook::WebhookService;
 

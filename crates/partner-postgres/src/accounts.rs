@@ -5,10 +5,10 @@ use diesel::sql_types::{Bool, Bytea, Nullable, Text, Timestamptz};
 use diesel::upsert::excluded;
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use partner_domain::RepoError;
+use partner_domain::account::ports::{AccountRepo, NewToken, RotateOutcome};
 use partner_domain::account::{ApiTokenInfo, CareFlags, Partner, PartnerSettings, PortalUser};
 use partner_domain::kernel::ids::{TokenId, UserId};
 use partner_domain::kernel::values::{CareService, PartnerId};
-use partner_domain::ports::{AccountRepo, NewToken, RotateOutcome};
 use time::OffsetDateTime;
 use uuid::Uuid;
 

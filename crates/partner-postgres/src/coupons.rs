@@ -7,11 +7,11 @@ use diesel::sql_types::{Array, BigInt, Bool, Int2, Nullable, Text, Timestamptz};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use partner_domain::RepoError;
 use partner_domain::account::auth::{Sealed, TokenKey};
+use partner_domain::coupon::ports::{CouponRepo, CouponWrite};
 use partner_domain::coupon::{
     Coupon, CouponCode, CouponFilter, CouponQuery, CouponStatus, ProductSlug, Redemption,
 };
 use partner_domain::kernel::ids::CouponId;
-use partner_domain::ports::{CouponRepo, CouponWrite};
 use time::OffsetDateTime;
 use uuid::Uuid;
 

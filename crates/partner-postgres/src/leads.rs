@@ -8,8 +8,8 @@ use partner_domain::account::auth::Sealed;
 use partner_domain::account::token::TokenHash;
 use partner_domain::kernel::cursor::Position;
 use partner_domain::kernel::values::PartnerId;
+use partner_domain::lead::ports::LeadRepo;
 use partner_domain::lead::{Lead, LeadId, TestSource};
-use partner_domain::ports::LeadRepo;
 use time::OffsetDateTime;
 use uuid::Uuid;
 

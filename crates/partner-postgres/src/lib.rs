@@ -40,7 +40,7 @@ use diesel_async::pooled_connection::deadpool::{Object, Pool};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
 use partner_domain::RepoError;
-use partner_domain::ports::Readiness;
+use partner_domain::kernel::readiness::Readiness;
 
 const MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations");
 /// Serialises concurrent migrators (several instances starting together).

@@ -7,8 +7,8 @@ use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use partner_domain::RepoError;
 use partner_domain::account::auth::{Sealed, TokenKey};
 use partner_domain::kernel::values::PartnerId;
+use partner_domain::order::ports::OrderRepo;
 use partner_domain::order::{AnalyticsEvent, Order, OrderKey, OrderListing, SIMULATED_PREFIX};
-use partner_domain::ports::OrderRepo;
 use time::OffsetDateTime;
 
 use crate::dsl::{coalesce, fixed};

@@ -7,8 +7,8 @@ use partner_domain::RepoError;
 use partner_domain::account::auth::{Sealed, TokenKey};
 use partner_domain::kernel::ids::PayoutId;
 use partner_domain::kernel::values::PartnerId;
+use partner_domain::payout::ports::PayoutRepo;
 use partner_domain::payout::{NewPayout, Payout, PayoutKey};
-use partner_domain::ports::PayoutRepo;
 use time::OffsetDateTime;
 use uuid::Uuid;
 

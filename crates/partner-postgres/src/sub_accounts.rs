@@ -7,8 +7,8 @@ use partner_domain::RepoError;
 use partner_domain::account::auth::{Sealed, TokenKey};
 use partner_domain::kernel::ids::SubAccountId;
 use partner_domain::kernel::values::{PartnerId, SubId};
-use partner_domain::ports::{InsertSubAccount, NewSubAccount, SubAccountRepo};
 use partner_domain::sub_account::SubAccount;
+use partner_domain::sub_account::ports::{InsertSubAccount, NewSubAccount, SubAccountRepo};
 
 use crate::models::sub_accounts::Row;
 use crate::schema::{partners, sub_accounts};

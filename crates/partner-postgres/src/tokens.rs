@@ -4,10 +4,10 @@ use diesel::prelude::*;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use partner_domain::RepoError;
 use partner_domain::account::auth::{LAST_USED_RESOLUTION, TokenKey};
+use partner_domain::account::ports::{TokenRecord, TokenRepo};
 use partner_domain::account::token::TokenHash;
 use partner_domain::kernel::ids::TokenId;
 use partner_domain::kernel::values::PartnerId;
-use partner_domain::ports::{TokenRecord, TokenRepo};
 use time::OffsetDateTime;
 
 use crate::models::api_tokens::{Row, record};

@@ -12,7 +12,7 @@ use partner_domain::account::auth::{Sealed, TokenKey};
 use partner_domain::events::{Subject, SubjectKind};
 use partner_domain::kernel::ids::{DeliveryId, EndpointId};
 use partner_domain::kernel::values::PartnerId;
-use partner_domain::ports::{DeliveryRepo, InsertEndpoint, WebhookRepo};
+use partner_domain::webhook::ports::{DeliveryRepo, InsertEndpoint, WebhookRepo};
 use partner_domain::webhook::{
     AttemptOutcome, ClaimRequest, ClaimedDelivery, DeliveryDetail, DeliveryFilter, DeliveryInfo,
     ENDPOINT_DISABLED, NextStep, WebhookEndpoint,

@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use partner_domain::kernel::clock::Clock;
 use partner_domain::kernel::ids::EndpointId;
 use partner_domain::kernel::random::Random;
-use partner_domain::ports::{AddressCheck, DeliveryRepo};
+use partner_domain::webhook::ports::{AddressCheck, DeliveryRepo};
 use partner_domain::webhook::{
     AttemptOutcome, ClaimRequest, ClaimedDelivery, NextStep, after_failure, attempt_budget,
     delivery_body, honour_retry_after, is_internal, parse_retry_after, signature_header_with,

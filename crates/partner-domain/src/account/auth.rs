@@ -5,12 +5,12 @@ use std::sync::Arc;
 
 use time::{Duration, OffsetDateTime};
 
+use crate::account::ports::{TokenRecord, TokenRepo};
 use crate::account::token::{TokenHash, TokenPepper, TokenText};
 use crate::kernel::clock::Clock;
 use crate::kernel::error::RepoError;
 use crate::kernel::ids::TokenId;
 use crate::kernel::values::PartnerId;
-use crate::ports::{TokenRecord, TokenRepo};
 
 /// Who is calling. Only [`AuthService::open`] makes one, from a token it has just verified,
 /// so holding a `Principal` means the request authenticated as that token.
@@ -278,10 +278,10 @@ pub fn bearer(header: Option<&[u8]>) -> Option<&[u8]> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::account::ports::{MockTokenRepo, TokenRecord};
     use crate::kernel::clock::FixedClock;
     use crate::kernel::ids::UserId;
     use crate::kernel::random::SystemRandom;
-    use crate::ports::{MockTokenRepo, TokenRecord};
     use futures_util::FutureExt;
     use time::macros::datetime;
     use uuid::Uuid;

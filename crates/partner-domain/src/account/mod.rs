@@ -4,11 +4,14 @@
 pub mod auth;
 pub mod token;
 
+pub mod ports;
+
 use std::sync::Arc;
 
 use serde::Serialize;
 use time::OffsetDateTime;
 
+use crate::account::ports::{AccountRepo, NewToken, RotateOutcome};
 use crate::account::token::{TokenPepper, TokenText};
 use crate::kernel::clock::Clock;
 use crate::kernel::error::RepoError;
@@ -16,7 +19,6 @@ use crate::kernel::ids::{TokenId, UserId};
 use crate::kernel::random::Random;
 use crate::kernel::values::{CareService, Email, Lang, PartnerId, ValueError};
 use crate::kernel::wire;
-use crate::ports::{AccountRepo, NewToken, RotateOutcome};
 
 /// What a partner's Care Services subscription grants.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -550,9 +552,9 @@ fn issued(token: TokenText, new: &NewToken) -> IssuedToken {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::account::ports::MockAccountRepo;
     use crate::kernel::clock::FixedClock;
     use crate::kernel::random::SystemRandom;
-    use crate::ports::MockAccountRepo;
     use futures_util::FutureExt;
     use time::macros::datetime;
 

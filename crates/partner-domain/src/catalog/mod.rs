@@ -3,6 +3,8 @@
 //! `parse`, when the operator stores it and again when its stored document is read back; links
 //! and the public catalog are built from them in [`crate::links`].
 
+pub mod ports;
+
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
@@ -10,12 +12,13 @@ use time::OffsetDateTime;
 
 use std::sync::Arc;
 
+use crate::account::ports::AccountRepo;
+use crate::catalog::ports::CatalogRepo;
 use crate::kernel::clock::Clock;
 use crate::kernel::error::RepoError;
 use crate::kernel::ids::{ImageFileId, ProductId};
 use crate::kernel::values::{CareService, Lang, Money, PartnerId, ValueError, text};
 use crate::kernel::wire;
-use crate::ports::{AccountRepo, CatalogRepo};
 
 /// A medication catalog category (a public catalog path).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

@@ -2,6 +2,8 @@
 //! (`active → redeemed`, `active → void`, and `expired` derived from `expiresAt`), listing scope,
 //! and the service the operator and partners go through.
 
+pub mod ports;
+
 use std::sync::Arc;
 
 use serde::{Serialize, Serializer};
@@ -12,12 +14,14 @@ pub use crate::kernel::ids::CouponId;
 
 use crate::account::auth::Principal;
 use crate::account::auth::{Sealed, TokenKey};
+use crate::account::ports::AccountRepo;
+use crate::coupon::ports::{CouponRepo, CouponWrite};
 use crate::kernel::clock::Clock;
 use crate::kernel::error::RepoError;
 use crate::kernel::random::{Random, random_string};
 use crate::kernel::values::{CareService, Email, PartnerId, SubId, ValueError};
 use crate::kernel::wire;
-use crate::ports::{AccountRepo, CouponRepo, CouponWrite, SubAccountRepo};
+use crate::sub_account::ports::SubAccountRepo;
 
 const CODE_ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
 /// Codes per bulk order at most.

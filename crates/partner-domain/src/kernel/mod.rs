@@ -9,6 +9,21 @@ pub mod csv_cell;
 pub mod cursor;
 pub mod error;
 pub mod ids;
+pub mod page;
 pub mod random;
+pub mod readiness;
 pub mod values;
 pub mod wire;
+
+/// `Debug` for port trait objects (services holding `Arc<dyn Port>` derive `Debug`): the
+/// port's name, nothing of its state.
+macro_rules! debug_port {
+    ($($t:ident),* $(,)?) => {$(
+        impl std::fmt::Debug for dyn $t {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(stringify!($t))
+            }
+        }
+    )*};
+}
+pub(crate) use debug_port;

@@ -1,6 +1,8 @@
 //! Leads: the row partners read, its consent rendering, the test-flag rules, progressive
 //! enrichment, and keyset pagination.
 
+pub mod ports;
+
 use std::sync::Arc;
 
 pub use crate::kernel::ids::LeadId;
@@ -12,10 +14,12 @@ use crate::events::DomainEvent;
 use crate::kernel::clock::Clock;
 use crate::kernel::cursor::{self, CursorKey, Position};
 use crate::kernel::error::RepoError;
+use crate::kernel::page::Page;
 use crate::kernel::random::Random;
 use crate::kernel::values::{Email, PartnerId, SubId, ValueError};
 use crate::kernel::wire;
-use crate::ports::{LeadRepo, UnitOfWork};
+use crate::lead::ports::LeadRepo;
+use crate::ports::UnitOfWork;
 
 /// What a lead without consent shows instead of its email or phone.
 pub const NO_CONSENT: &str = "No Consent";
@@ -496,27 +500,6 @@ pub fn update_events(before: &Lead, after: &Lead) -> Vec<DomainEvent> {
     }]
 }
 
-/// A page size: a plain decimal integer within `1..=max`, `default` when absent.
-pub fn parse_limit(raw: Option<&str>, default: u16, max: u16) -> Result<u16, ValueError> {
-    let Some(s) = raw else { return Ok(default) };
-    let reason = "must be an integer within the allowed range";
-    if s.is_empty() || s.len() > 5 || !s.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(ValueError::invalid("limit", reason));
-    }
-    s.parse::<u16>()
-        .ok()
-        .filter(|n| (1..=max).contains(n))
-        .ok_or(ValueError::invalid("limit", reason))
-}
-
-/// One page of a keyset listing.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Page<T> {
-    pub items: Vec<T>,
-    pub next_cursor: Option<String>,
-    pub limit: u16,
-}
-
 /// What a leads listing asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LeadQuery {
@@ -740,10 +723,11 @@ mod tests {
     #[test]
     fn list_for_token_checks_the_cursor_against_the_authenticated_partner() {
         use crate::account::auth::AuthService;
+        use crate::account::ports::MockTokenRepo;
         use crate::account::token::TokenPepper;
         use crate::kernel::clock::FixedClock;
         use crate::kernel::random::SystemRandom;
-        use crate::ports::{MockLeadRepo, MockTokenRepo};
+        use crate::lead::ports::MockLeadRepo;
         use futures_util::FutureExt;
 
         let now = datetime!(2026-11-21 10:00 UTC);
@@ -921,27 +905,6 @@ mod tests {
     }
 
     #[test]
-    fn limit_matrix() {
-        assert_eq!(parse_limit(None, 50, 200), Ok(50));
-        assert_eq!(parse_limit(Some("1"), 50, 200), Ok(1));
-        assert_eq!(parse_limit(Some("200"), 50, 200), Ok(200));
-        for bad in [
-            "0",
-            "201",
-            "abc",
-            "1.5",
-            "",
-            "-1",
-            "+5",
-            " 5",
-            "99999999999",
-            "1e2",
-        ] {
-            assert!(parse_limit(Some(bad), 50, 200).is_err(), "{bad}");
-        }
-    }
-
-    #[test]
     fn phone_and_origin_shapes() {
         assert!(Phone::parse("+1 (555) 010-9999").is_ok());
         for bad in ["", "abc", "555\n1", &"1".repeat(33), "+-"] {
@@ -950,38 +913,6 @@ mod tests {
         assert!(Origin::parse("public-link").is_ok());
         for bad in ["", "Managed", "a b", &"a".repeat(65)] {
             assert!(Origin::parse(bad).is_err(), "{bad}");
-        }
-    }
-
-    mod limit_properties {
-        use super::*;
-        use proptest::prelude::*;
-
-        proptest! {
-            /// `limit`: never panics; accepted exactly when it is 1-5 ASCII digits whose value
-            /// is 1..=max (`0`, `201`, `abc`, `1.5`, empty, signs and spaces are refused).
-            #[test]
-            fn parse_limit_accepts_exactly_the_documented_range(
-                s in prop_oneof![
-                    any::<String>(),
-                    "[0-9]{0,7}",
-                    "[-+ 0-9.]{0,5}",
-                    (0u32..=70_000).prop_map(|n| n.to_string()),
-                ],
-                max in prop_oneof![Just(200u16), Just(500u16), 1..=u16::MAX],
-                default in any::<u16>(),
-            ) {
-                let value = (!s.is_empty() && s.len() <= 5 && s.bytes().all(|b| b.is_ascii_digit()))
-                    .then(|| s.parse::<u32>().ok())
-                    .flatten()
-                    .filter(|n| (1..=u32::from(max)).contains(n));
-                prop_assert_eq!(
-                    parse_limit(Some(&s), default, max).ok().map(u32::from),
-                    value,
-                    "{:?} max {}", s, max
-                );
-                prop_assert_eq!(parse_limit(None, default, max).ok(), Some(default));
-            }
         }
     }
 }
@@ -993,7 +924,8 @@ mod service_tests {
     use super::*;
     use crate::kernel::clock::FixedClock;
     use crate::kernel::random::SystemRandom;
-    use crate::ports::{MockLeadRepo, MockTransaction, MockUnitOfWork};
+    use crate::lead::ports::MockLeadRepo;
+    use crate::ports::{MockTransaction, MockUnitOfWork};
     use futures_util::FutureExt;
     use mockall::Sequence;
     use time::macros::datetime;

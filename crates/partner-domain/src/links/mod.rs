@@ -17,13 +17,14 @@ use serde::Serialize;
 use url::Url;
 
 use crate::account::auth::{Sealed, TokenKey};
+use crate::account::ports::AccountRepo;
 use crate::account::{CareFlags, Partner, PartnerSettings};
+use crate::catalog::ports::CatalogRepo;
 use crate::catalog::{CareProduct, Category, DnaProduct, MedicalProduct};
 use crate::kernel::error::RepoError;
 use crate::kernel::ids::{ImageFileId, ProductId};
 use crate::kernel::values::{CareService, Lang, Money, PartnerId, SubId};
 use crate::links::attribution::Attribution;
-use crate::ports::{AccountRepo, CatalogRepo};
 
 /// The administrator-configured bases of every link.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -821,8 +822,8 @@ mod tests {
     #[test]
     fn links_from_inputs_read_for_a_token() {
         let svc = LinkService::new(
-            Arc::new(crate::ports::MockCatalogRepo::new()),
-            Arc::new(crate::ports::MockAccountRepo::new()),
+            Arc::new(crate::catalog::ports::MockCatalogRepo::new()),
+            Arc::new(crate::account::ports::MockAccountRepo::new()),
             bases(),
         );
         let acme = PartnerId::parse("acme").expect("id");

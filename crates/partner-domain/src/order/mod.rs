@@ -2,6 +2,8 @@
 //! analytics event, their two renderings (partner and admin), idempotent ingest, and the
 //! commission summary, where test and simulated orders never count.
 
+pub mod ports;
+
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -11,12 +13,14 @@ use crate::account::auth::{Sealed, TokenKey};
 use crate::events::DomainEvent;
 use crate::kernel::clock::Clock;
 use crate::kernel::error::RepoError;
+use crate::kernel::page::Chunk;
 use crate::kernel::ids::AnalyticsEventId;
 use crate::kernel::random::Random;
 use crate::kernel::values::{Money, PartnerId, SubId, ValueError};
 use crate::kernel::wire;
 use crate::lead::TestSource;
-use crate::ports::{OrderRepo, UnitOfWork};
+use crate::order::ports::OrderRepo;
+use crate::ports::UnitOfWork;
 
 /// The prefix of simulated order ids; stored orders may not use it.
 pub const SIMULATED_PREFIX: &str = "TEST-SIM-";
@@ -248,14 +252,6 @@ impl OrderKey {
             order_id: order.order_id.clone(),
         }
     }
-}
-
-/// One chunk of a listing read in chunks, and where the next one starts (`None`: this was the
-/// last).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Chunk<T, K> {
-    pub rows: Vec<T>,
-    pub next: Option<K>,
 }
 
 /// An order with the nickname of its sub-account, as listings read it.
@@ -767,7 +763,8 @@ mod service_tests {
     use super::*;
     use crate::kernel::clock::FixedClock;
     use crate::kernel::random::SystemRandom;
-    use crate::ports::{MockOrderRepo, MockTransaction, MockUnitOfWork};
+    use crate::order::ports::MockOrderRepo;
+    use crate::ports::{MockTransaction, MockUnitOfWork};
     use futures_util::FutureExt;
     use time::macros::datetime;
 

@@ -1,5 +1,7 @@
 //! Payouts.
 
+pub mod ports;
+
 use std::sync::Arc;
 
 use serde::{Serialize, Serializer};
@@ -10,10 +12,11 @@ use crate::events::DomainEvent;
 use crate::kernel::clock::Clock;
 use crate::kernel::error::RepoError;
 use crate::kernel::ids::PayoutId;
+use crate::kernel::page::Chunk;
 use crate::kernel::random::Random;
 use crate::kernel::values::{Money, PartnerId};
-use crate::order::Chunk;
-use crate::ports::{PayoutRepo, UnitOfWork};
+use crate::payout::ports::PayoutRepo;
+use crate::ports::UnitOfWork;
 
 /// Where a listing of payouts stands: the last payout listed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

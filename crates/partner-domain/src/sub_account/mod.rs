@@ -1,5 +1,7 @@
 //! Sub-accounts: the staffers and affiliates a partner attributes leads, orders and links to.
 
+pub mod ports;
+
 use std::sync::Arc;
 
 pub use crate::kernel::ids::SubAccountId;
@@ -12,7 +14,7 @@ use crate::kernel::error::RepoError;
 use crate::kernel::random::Random;
 use crate::kernel::values::{Nickname, PartnerId, SubId};
 use crate::kernel::wire;
-use crate::ports::{InsertSubAccount, NewSubAccount, SubAccountRepo};
+use crate::sub_account::ports::{InsertSubAccount, NewSubAccount, SubAccountRepo};
 
 /// `PortalSubAccount` of the spec. `email` is the owning partner's contact email.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -136,7 +138,7 @@ mod tests {
     use super::*;
     use crate::kernel::clock::FixedClock;
     use crate::kernel::random::SystemRandom;
-    use crate::ports::MockSubAccountRepo;
+    use crate::sub_account::ports::MockSubAccountRepo;
     use futures_util::FutureExt;
     use mockall::predicate::eq;
     use time::macros::datetime;

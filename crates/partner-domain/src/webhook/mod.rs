@@ -2,6 +2,8 @@
 //! of `"<t>.<raw body>"` under the endpoint secret, the scheme Stripe's SDKs verify), which
 //! addresses count as internal, and the retry schedule.
 
+pub mod ports;
+
 use std::net::IpAddr;
 use std::time::Duration;
 
@@ -628,8 +630,8 @@ mod tests {
     #[test]
     fn a_delivery_page_read_for_a_token_needs_the_partners_own_cursor() {
         let svc = WebhookService::new(
-            std::sync::Arc::new(crate::ports::MockWebhookRepo::new()),
-            std::sync::Arc::new(crate::ports::MockAddressCheck::new()),
+            std::sync::Arc::new(crate::webhook::ports::MockWebhookRepo::new()),
+            std::sync::Arc::new(crate::webhook::ports::MockAddressCheck::new()),
             std::sync::Arc::new(crate::kernel::clock::FixedClock::new(
                 OffsetDateTime::UNIX_EPOCH,
             )),
@@ -969,8 +971,8 @@ pub enum EndpointError {
 /// Managing a partner's endpoints (for partners and the operator alike).
 #[derive(Debug, Clone)]
 pub struct WebhookService {
-    repo: std::sync::Arc<dyn crate::ports::WebhookRepo>,
-    addresses: std::sync::Arc<dyn crate::ports::AddressCheck>,
+    repo: std::sync::Arc<dyn crate::webhook::ports::WebhookRepo>,
+    addresses: std::sync::Arc<dyn crate::webhook::ports::AddressCheck>,
     clock: std::sync::Arc<dyn crate::kernel::clock::Clock>,
     rng: std::sync::Arc<dyn Random>,
     allow_private: bool,
@@ -981,8 +983,8 @@ pub struct WebhookService {
 impl WebhookService {
     /// `cursors` signs the delivery listing's cursors (use a key of its own, not the leads').
     pub fn new(
-        repo: std::sync::Arc<dyn crate::ports::WebhookRepo>,
-        addresses: std::sync::Arc<dyn crate::ports::AddressCheck>,
+        repo: std::sync::Arc<dyn crate::webhook::ports::WebhookRepo>,
+        addresses: std::sync::Arc<dyn crate::webhook::ports::AddressCheck>,
         clock: std::sync::Arc<dyn crate::kernel::clock::Clock>,
         rng: std::sync::Arc<dyn Random>,
         allow_private: bool,
@@ -1079,9 +1081,11 @@ impl WebhookService {
             updated_at: now,
         };
         match self.repo.insert_endpoint(&e, MAX_ENDPOINTS).await? {
-            crate::ports::InsertEndpoint::Inserted => Ok(e.row_with_secret(now)),
-            crate::ports::InsertEndpoint::TooMany => Err(EndpointError::TooMany),
-            crate::ports::InsertEndpoint::UnknownPartner => Err(EndpointError::UnknownPartner),
+            crate::webhook::ports::InsertEndpoint::Inserted => Ok(e.row_with_secret(now)),
+            crate::webhook::ports::InsertEndpoint::TooMany => Err(EndpointError::TooMany),
+            crate::webhook::ports::InsertEndpoint::UnknownPartner => {
+                Err(EndpointError::UnknownPartner)
+            }
         }
     }
 
@@ -1170,7 +1174,7 @@ impl WebhookService {
         &self,
         partner: &PartnerId,
         q: &DeliveryQuery,
-    ) -> Result<crate::lead::Page<DeliveryInfo>, EndpointError> {
+    ) -> Result<crate::kernel::page::Page<DeliveryInfo>, EndpointError> {
         let after = match &q.cursor {
             None => None,
             Some(c) => Some(
@@ -1225,7 +1229,7 @@ impl WebhookService {
         partner: &PartnerId,
         q: &DeliveryQuery,
         rows: Vec<DeliveryInfo>,
-    ) -> Result<crate::lead::Page<DeliveryInfo>, EndpointError> {
+    ) -> Result<crate::kernel::page::Page<DeliveryInfo>, EndpointError> {
         if let Some(c) = &q.cursor
             && self.cursors.decode(partner, c).is_none()
         {
@@ -1240,7 +1244,7 @@ impl WebhookService {
         partner: &PartnerId,
         q: &DeliveryQuery,
         mut rows: Vec<DeliveryInfo>,
-    ) -> crate::lead::Page<DeliveryInfo> {
+    ) -> crate::kernel::page::Page<DeliveryInfo> {
         let more = rows.len() > usize::from(q.limit);
         rows.truncate(usize::from(q.limit));
         let next_cursor = more.then(|| rows.last()).flatten().map(|d| {
@@ -1252,7 +1256,7 @@ impl WebhookService {
                 },
             )
         });
-        crate::lead::Page {
+        crate::kernel::page::Page {
             items: rows,
             next_cursor,
             limit: q.limit,
@@ -1468,7 +1472,7 @@ pub struct ClaimRequest {
     /// Endpoints with less room than `per_endpoint`: busy in this worker, or backed off (0).
     pub room: Vec<(EndpointId, u32)>,
     /// Deliveries that already made this many attempts are not claimed: their budget is spent
-    /// (a worker died during the last one) and [`crate::ports::DeliveryRepo::fail_exhausted`]
+    /// (a worker died during the last one) and [`crate::webhook::ports::DeliveryRepo::fail_exhausted`]
     /// ends them.
     pub max_attempts: u32,
 }

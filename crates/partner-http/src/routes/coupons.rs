@@ -7,9 +7,9 @@ use partner_domain::coupon::{
     MAX_QUANTITY, ProductSlug, ScopeError, listing_scope, parse_months,
 };
 use partner_domain::kernel::ids::CouponId;
+use partner_domain::kernel::page::parse_limit;
 use partner_domain::kernel::values::{Email, PartnerId, SubId, text};
 use partner_domain::kernel::wire::{format_timestamp, parse_timestamp};
-use partner_domain::lead::parse_limit;
 use partner_domain::payout::format_date;
 use serde::{Deserialize, Serialize};
 

@@ -12,8 +12,9 @@ use crate::AppState;
 use crate::error::ApiError;
 use crate::extract::{JsonBody, Query, nullable, uuid};
 
+use partner_domain::kernel::page::{Page, parse_limit};
 use partner_domain::kernel::wire::timestamp_bytes;
-use partner_domain::lead::{LeadQuery, LeadRow, ListLeadsError, Page, TestSource, parse_limit};
+use partner_domain::lead::{LeadQuery, LeadRow, ListLeadsError, TestSource};
 
 use crate::middleware::one_trip;
 use crate::ratelimit::Group;
@@ -282,8 +283,9 @@ pub(super) async fn patch_lead(
 mod tests {
     #![allow(clippy::expect_used)]
 
+    use partner_domain::kernel::page::Page;
     use partner_domain::kernel::values::PartnerId;
-    use partner_domain::lead::{LeadId, LeadRow, Page, TestSource};
+    use partner_domain::lead::{LeadId, LeadRow, TestSource};
     use proptest::prelude::*;
     use time::OffsetDateTime;
 

@@ -8,7 +8,7 @@ use serde::Serialize;
 use std::future::Future;
 
 use partner_domain::RepoError;
-use partner_domain::order::Chunk;
+use partner_domain::kernel::page::Chunk;
 
 /// Rows read from the database per chunk of a streamed listing.
 pub(super) const CHUNK: u16 = 1000;

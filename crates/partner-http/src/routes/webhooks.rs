@@ -4,8 +4,8 @@
 use actix_web::{HttpRequest, HttpResponse, http::StatusCode, web};
 use partner_domain::account::NotFoundOr;
 use partner_domain::kernel::ids::{DeliveryId, EndpointId};
+use partner_domain::kernel::page::parse_limit;
 use partner_domain::kernel::values::PartnerId;
-use partner_domain::lead::parse_limit;
 use partner_domain::webhook::{
     CustomHeader, DeliveryQuery, EndpointPatch, LeadCreatedDelay, NewEndpoint, WebhookService,
     parse_endpoint_url, parse_event_filter, parse_events, parse_statuses,

@@ -2,10 +2,10 @@
 
 use partner_domain::RepoError;
 use partner_domain::account::ApiTokenInfo;
+use partner_domain::account::ports::TokenRecord;
 use partner_domain::account::token::TokenHash;
 use partner_domain::kernel::ids::{TokenId, UserId};
 use partner_domain::kernel::values::PartnerId;
-use partner_domain::ports::TokenRecord;
 use time::OffsetDateTime;
 use uuid::Uuid;
 

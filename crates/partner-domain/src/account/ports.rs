@@ -1,0 +1,118 @@
+//! The account aggregate's ports: token lookups on the request path, and the operator-side
+//! storage of partners, users, tokens and feature flags. Every method that reads or writes partner
+//! data takes the caller's [`PartnerId`], so a repository cannot be asked for another tenant's rows
+//! by mistake.
+
+use async_trait::async_trait;
+use time::OffsetDateTime;
+
+use crate::account::token::TokenHash;
+use crate::account::{ApiTokenInfo, CareFlags, Partner, PartnerSettings, PortalUser};
+use crate::kernel::error::RepoError;
+use crate::kernel::ids::{TokenId, UserId};
+use crate::kernel::values::{CareService, PartnerId};
+
+/// What the authentication step needs to know about a presented token, in one lookup.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenRecord {
+    pub token_id: TokenId,
+    pub hash: TokenHash,
+    pub user_id: UserId,
+    pub user_deleted: bool,
+    pub partner_id: PartnerId,
+    pub partner_active: bool,
+    /// Whether the partner may use the DNA links endpoint.
+    pub partner_dna_access: bool,
+    pub admin: bool,
+    pub expires_at: Option<OffsetDateTime>,
+    pub revoked_at: Option<OffsetDateTime>,
+    pub last_used_at: Option<OffsetDateTime>,
+}
+
+/// Token lookups on the request path.
+///
+/// Contract: `find_by_hash` MUST read the token, its user and its partner as they are now (no
+/// cache), so a revocation, a deleted user or a deactivated partner acts on the very next request
+/// of every instance; it MUST match by the exact keyed hash (the column is unique).
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+#[async_trait]
+pub trait TokenRepo: Send + Sync {
+    /// The token with this keyed hash, with its user and partner (one indexed lookup).
+    async fn find_by_hash(&self, hash: &TokenHash) -> Result<Option<TokenRecord>, RepoError>;
+
+    /// Records a use at `now` unless one was recorded less than a minute before it
+    /// (a conditional update, so concurrent instances write at most once a minute).
+    async fn touch_last_used(
+        &self,
+        token_id: TokenId,
+        now: OffsetDateTime,
+    ) -> Result<(), RepoError>;
+}
+
+/// A token about to be stored: its keyed hash, never its text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewToken {
+    pub id: TokenId,
+    pub hash: TokenHash,
+    pub prefix: String,
+    pub created_at: OffsetDateTime,
+    pub expires_at: Option<OffsetDateTime>,
+}
+
+/// How a rotation ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RotateOutcome {
+    /// The old token is revoked and the new one stored with the old one's expiry.
+    Rotated {
+        expires_at: Option<OffsetDateTime>,
+    },
+    NotFound,
+    /// The old token is revoked, expired, or its user is deleted.
+    NotLive,
+}
+
+/// Operator-side storage of partners, users, tokens and feature flags.
+///
+/// Contract: tokens are stored as keyed hashes only (never their text); every method that says
+/// "no such (undeleted) user" MUST treat a soft-deleted user as absent; `rotate_token` MUST
+/// revoke the old token and store the new one in one transaction (both or neither).
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+#[async_trait]
+pub trait AccountRepo: Send + Sync {
+    /// Inserts or replaces the partner; `true` in the pair when it was inserted.
+    async fn upsert_partner(
+        &self,
+        id: &PartnerId,
+        settings: &PartnerSettings,
+        now: OffsetDateTime,
+    ) -> Result<(Partner, bool), RepoError>;
+    /// The partner as stored now; `None` when unknown.
+    async fn partner(&self, id: &PartnerId) -> Result<Option<Partner>, RepoError>;
+    /// The five global Care Services switches (a missing row reads as enabled).
+    async fn care_flags(&self) -> Result<CareFlags, RepoError>;
+    /// Sets the named switches, leaves the others, and returns all five as they are after it.
+    async fn set_care_flags(&self, changes: &[(CareService, bool)])
+    -> Result<CareFlags, RepoError>;
+    /// The partner's undeleted users, oldest first.
+    async fn users_of(&self, partner: &PartnerId) -> Result<Vec<PortalUser>, RepoError>;
+    /// `false` when the user's partner does not exist.
+    async fn insert_user(&self, user: &PortalUser) -> Result<bool, RepoError>;
+    /// `false` when there is no such (undeleted) user.
+    async fn delete_user(&self, id: UserId, now: OffsetDateTime) -> Result<bool, RepoError>;
+    /// `false` when there is no such (undeleted) user.
+    async fn insert_token(&self, user_id: UserId, token: &NewToken) -> Result<bool, RepoError>;
+    /// `None` when there is no such (undeleted) user.
+    async fn tokens_of(&self, user_id: UserId) -> Result<Option<Vec<ApiTokenInfo>>, RepoError>;
+    /// Revokes `old` and stores `new` with `old`'s expiry, unless `old` is unknown or not live.
+    async fn rotate_token(
+        &self,
+        old: TokenId,
+        new: &NewToken,
+        now: OffsetDateTime,
+    ) -> Result<RotateOutcome, RepoError>;
+    /// Revokes the token at `now` (an already revoked token keeps its first revocation time);
+    /// `false` when there is no such token.
+    async fn revoke_token(&self, id: TokenId, now: OffsetDateTime) -> Result<bool, RepoError>;
+}
+
+crate::kernel::debug_port!(TokenRepo, AccountRepo);

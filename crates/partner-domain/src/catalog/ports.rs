@@ -1,0 +1,89 @@
+//! The catalog aggregate's port.
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+use time::OffsetDateTime;
+
+use crate::account::auth::{Sealed, TokenKey};
+use crate::catalog::{CareProduct, DnaProduct, MedicalProduct, Stored};
+use crate::kernel::error::RepoError;
+use crate::kernel::ids::ProductId;
+use crate::kernel::values::{Money, PartnerId, SubId};
+use crate::links::{CareLinkInputs, DnaLinkInputs, MedicalLinkInputs};
+
+/// Storage of the product catalog and partners' prices. Products are global; prices MUST be
+/// read and written for the given partner only. Reads return what is stored now (no cache), so
+/// an operator's change shows on the next request.
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+#[async_trait]
+pub trait CatalogRepo: Send + Sync {
+    /// Inserts or replaces; `true` when inserted.
+    async fn put_medical(
+        &self,
+        p: &MedicalProduct,
+        now: OffsetDateTime,
+    ) -> Result<(Stored<MedicalProduct>, bool), RepoError>;
+    /// Every medical product (active or not), in no particular order.
+    async fn medical_products(&self) -> Result<Vec<MedicalProduct>, RepoError>;
+    async fn medical_product(&self, id: ProductId) -> Result<Option<MedicalProduct>, RepoError>;
+    /// Replaces the partner's prices for one product.
+    async fn put_medical_prices(
+        &self,
+        partner: &PartnerId,
+        product: ProductId,
+        prices: &BTreeMap<String, Money>,
+        now: OffsetDateTime,
+    ) -> Result<(), RepoError>;
+    /// The partner's prices, by product.
+    async fn medical_prices(
+        &self,
+        partner: &PartnerId,
+    ) -> Result<BTreeMap<ProductId, BTreeMap<String, Money>>, RepoError>;
+    async fn put_dna(
+        &self,
+        p: &DnaProduct,
+        now: OffsetDateTime,
+    ) -> Result<(Stored<DnaProduct>, bool), RepoError>;
+    /// Every DNA product, in no particular order.
+    async fn dna_products(&self) -> Result<Vec<DnaProduct>, RepoError>;
+    async fn dna_product(&self, id: ProductId) -> Result<Option<DnaProduct>, RepoError>;
+    async fn put_dna_price(
+        &self,
+        partner: &PartnerId,
+        product: ProductId,
+        price: Money,
+        now: OffsetDateTime,
+    ) -> Result<(), RepoError>;
+    async fn dna_prices(
+        &self,
+        partner: &PartnerId,
+    ) -> Result<BTreeMap<ProductId, Money>, RepoError>;
+    async fn put_care(
+        &self,
+        p: &CareProduct,
+        now: OffsetDateTime,
+    ) -> Result<(Stored<CareProduct>, bool), RepoError>;
+    /// Every Care Services product, in no particular order.
+    async fn care_products(&self) -> Result<Vec<CareProduct>, RepoError>;
+    /// In ONE round trip: the token of `key` and what the DNA links of its partner are built
+    /// from (the partner, its DNA prices: taken from the token by the statements, nothing for a
+    /// token that is not live; every DNA product).
+    async fn dna_links_for_token(&self, key: TokenKey) -> Result<Sealed<DnaLinkInputs>, RepoError>;
+    /// In ONE round trip: the token of `key` and what the medical links of its partner are built
+    /// from, with whether `sub` names one of its sub-accounts (as [`Self::dna_links_for_token`]).
+    async fn medical_links_for_token(
+        &self,
+        key: TokenKey,
+        sub: Option<SubId>,
+    ) -> Result<Sealed<MedicalLinkInputs>, RepoError>;
+    /// In ONE round trip: the token of `key` and what the Care Services links of its partner are
+    /// built from (the global switches too), with whether `sub` names one of its sub-accounts.
+    async fn care_links_for_token(
+        &self,
+        key: TokenKey,
+        sub: Option<SubId>,
+    ) -> Result<Sealed<CareLinkInputs>, RepoError>;
+}
+
+crate::kernel::debug_port!(CatalogRepo);

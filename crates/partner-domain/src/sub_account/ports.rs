@@ -1,0 +1,51 @@
+//! The sub-account aggregate's port.
+
+use async_trait::async_trait;
+use time::OffsetDateTime;
+
+use crate::account::auth::{Sealed, TokenKey};
+use crate::kernel::error::RepoError;
+use crate::kernel::ids::SubAccountId;
+use crate::kernel::values::{Nickname, PartnerId, SubId};
+use crate::sub_account::SubAccount;
+
+/// A sub-account about to be stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewSubAccount {
+    pub id: SubAccountId,
+    pub sub_id: SubId,
+    pub nickname: Nickname,
+    pub now: OffsetDateTime,
+}
+
+/// How an insert of a sub-account ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InsertSubAccount {
+    Inserted(SubAccount),
+    DuplicateSubId,
+}
+
+/// Storage of a partner's sub-accounts. Every method MUST act on the given partner's rows only.
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+#[async_trait]
+pub trait SubAccountRepo: Send + Sync {
+    /// The partner's sub-accounts, by `subId`.
+    async fn list(&self, partner: &PartnerId) -> Result<Vec<SubAccount>, RepoError>;
+    /// In ONE round trip: the token of `key` (as [`TokenRepo::find_by_hash`]) and what
+    /// [`SubAccountRepo::list`] reads for its partner, taken from the token by the statement
+    /// itself; rows only for a token live at `key.now` (see [`LeadRepo::page_leads_for_token`]).
+    async fn list_for_token(&self, key: TokenKey) -> Result<Sealed<Vec<SubAccount>>, RepoError>;
+    /// Inserts unless the partner already has a sub-account with that `subId` (decided by the
+    /// store's unique constraint, so concurrent creations cannot both succeed).
+    async fn insert(
+        &self,
+        partner: &PartnerId,
+        new: &NewSubAccount,
+    ) -> Result<InsertSubAccount, RepoError>;
+    /// `false` when the partner has no sub-account with that id.
+    async fn delete(&self, partner: &PartnerId, id: SubAccountId) -> Result<bool, RepoError>;
+    /// Whether the partner has a sub-account with that `subId`.
+    async fn exists(&self, partner: &PartnerId, sub_id: SubId) -> Result<bool, RepoError>;
+}
+
+crate::kernel::debug_port!(SubAccountRepo);

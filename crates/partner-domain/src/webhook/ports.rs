@@ -1,0 +1,163 @@
+//! The webhook aggregate's ports: endpoints and the delivery log (partners and the operator),
+//! address resolution, and the delivery worker's storage.
+
+use std::collections::HashMap;
+
+use async_trait::async_trait;
+use time::OffsetDateTime;
+
+use crate::account::auth::{Sealed, TokenKey};
+use crate::events::{Subject, SubjectKind};
+use crate::kernel::error::RepoError;
+use crate::kernel::ids::{DeliveryId, EndpointId};
+use crate::kernel::values::PartnerId;
+use crate::webhook::{
+    AttemptOutcome, ClaimRequest, ClaimedDelivery, DeliveryDetail, DeliveryFilter, DeliveryInfo,
+    WebhookEndpoint,
+};
+
+/// How an endpoint insert ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InsertEndpoint {
+    Inserted,
+    /// The partner already has the maximum; nothing was written.
+    TooMany,
+    UnknownPartner,
+}
+
+/// Storage of webhook endpoints and the delivery log, scoped by partner: every method MUST act on
+/// the given partner's rows only (another partner's id answers as absent).
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+#[async_trait]
+pub trait WebhookRepo: Send + Sync {
+    /// The partner's endpoints, oldest first.
+    async fn endpoints(&self, partner: &PartnerId) -> Result<Vec<WebhookEndpoint>, RepoError>;
+    /// In ONE round trip: the token of `key` and [`WebhookRepo::endpoints`] of its partner
+    /// (taken from the token by the statement; rows only for a live token).
+    async fn endpoints_for_token(
+        &self,
+        key: TokenKey,
+    ) -> Result<Sealed<Vec<WebhookEndpoint>>, RepoError>;
+    async fn endpoint(
+        &self,
+        partner: &PartnerId,
+        id: EndpointId,
+    ) -> Result<Option<WebhookEndpoint>, RepoError>;
+    /// Inserts unless the partner already has `max` endpoints (checked under a lock on the partner).
+    async fn insert_endpoint(
+        &self,
+        e: &WebhookEndpoint,
+        max: usize,
+    ) -> Result<InsertEndpoint, RepoError>;
+    /// Replaces the stored endpoint of the same partner and id; `false` when absent.
+    async fn update_endpoint(&self, e: &WebhookEndpoint) -> Result<bool, RepoError>;
+    /// Deletes the endpoint and, with it, its deliveries; `false` when absent.
+    async fn delete_endpoint(&self, partner: &PartnerId, id: EndpointId)
+    -> Result<bool, RepoError>;
+    /// The partner's deliveries matching `filter`, newest first (`created_at` desc, `id` desc),
+    /// after `filter.after`, at most `filter.limit`.
+    async fn deliveries(
+        &self,
+        partner: &PartnerId,
+        filter: &DeliveryFilter,
+    ) -> Result<Vec<DeliveryInfo>, RepoError>;
+    /// In ONE round trip: the token of `key` and [`WebhookRepo::deliveries`] of its partner
+    /// (taken from the token by the statement; rows only for a live token).
+    async fn deliveries_for_token(
+        &self,
+        key: TokenKey,
+        filter: &DeliveryFilter,
+    ) -> Result<Sealed<Vec<DeliveryInfo>>, RepoError>;
+    /// In ONE round trip: the token of `key` and [`WebhookRepo::delivery`] of its partner
+    /// (taken from the token by both statements; nothing for a token that is not live).
+    async fn delivery_for_token(
+        &self,
+        key: TokenKey,
+        id: DeliveryId,
+        log_limit: u16,
+    ) -> Result<Sealed<Option<DeliveryDetail>>, RepoError>;
+    /// One of the partner's deliveries with its last `log_limit` attempts, oldest first.
+    async fn delivery(
+        &self,
+        partner: &PartnerId,
+        id: DeliveryId,
+        log_limit: u16,
+    ) -> Result<Option<DeliveryDetail>, RepoError>;
+    /// Makes one of the partner's deliveries pending, due at `now`, with a fresh retry budget
+    /// (`attempts` keeps counting). `None` when the partner has no such delivery.
+    async fn resend(
+        &self,
+        partner: &PartnerId,
+        id: DeliveryId,
+        now: OffsetDateTime,
+    ) -> Result<Option<DeliveryInfo>, RepoError>;
+    /// Writes a `ping` event and its one delivery `delivery_id` to the partner's endpoint, due at
+    /// `now`. `None` when the partner has no such endpoint.
+    async fn ping(
+        &self,
+        partner: &PartnerId,
+        endpoint: EndpointId,
+        delivery_id: DeliveryId,
+        now: OffsetDateTime,
+    ) -> Result<Option<DeliveryInfo>, RepoError>;
+    /// Makes the endpoint's failed deliveries created at or after `since` pending, due at `now`,
+    /// with a fresh budget; returns how many. `None` when the partner has no such endpoint.
+    async fn recover(
+        &self,
+        partner: &PartnerId,
+        endpoint: EndpointId,
+        since: OffsetDateTime,
+        now: OffsetDateTime,
+    ) -> Result<Option<u64>, RepoError>;
+}
+
+/// Whether a host name resolves to an internal address (resolution failures answer `false`).
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+#[async_trait]
+pub trait AddressCheck: Send + Sync {
+    async fn resolves_internal(&self, host: &str, port: u16) -> bool;
+}
+
+/// The delivery worker's storage. Claims and outcomes are batched: a worker spends a few round
+/// trips per batch of deliveries, not per delivery.
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+#[async_trait]
+pub trait DeliveryRepo: Send + Sync {
+    /// Claims pending deliveries due at `req.now` with fewer than `req.max_attempts` attempts:
+    /// at most `req.limit` in all and at most each endpoint's room (`req.room`, else
+    /// `req.per_endpoint`), oldest due first within an endpoint, endpoints in random order.
+    /// MUST skip rows locked by another claimer (`FOR UPDATE SKIP LOCKED`), count the attempt
+    /// (`attempts + 1`), move `next_attempt_at` to `req.lease_until` and stamp a fresh lease
+    /// token, all in one statement, so any number of workers share the work and a worker that
+    /// dies leaves its deliveries due again after the lease.
+    async fn claim(&self, req: &ClaimRequest) -> Result<Vec<ClaimedDelivery>, RepoError>;
+    /// The subjects that still exist among `wanted`, keyed as asked; one query per subject kind.
+    async fn subjects(
+        &self,
+        wanted: &[(SubjectKind, String)],
+    ) -> Result<HashMap<(SubjectKind, String), Subject>, RepoError>;
+    /// Records outcomes in one statement. MUST apply an outcome only while its delivery is still
+    /// `pending` under the same lease token (fencing: a worker whose lease ran out and was
+    /// reclaimed cannot overwrite the newer attempt). Returns how many were applied. Then updates
+    /// the health of the endpoints concerned: an attempt answered `410` disables its endpoint
+    /// (reason `gone`), and so does a run of failed attempts lasting `disable_after` (reason
+    /// `failing`; `None`: never); a disabled endpoint's pending deliveries end `failed`.
+    async fn record(
+        &self,
+        outcomes: &[AttemptOutcome],
+        disable_after: Option<std::time::Duration>,
+    ) -> Result<u64, RepoError>;
+    /// Ends as `failed` (with `error`) the pending deliveries due at `now` that already made
+    /// `max_attempts` attempts: their last worker died before recording an outcome.
+    async fn fail_exhausted(
+        &self,
+        now: OffsetDateTime,
+        max_attempts: u32,
+        error: &str,
+    ) -> Result<u64, RepoError>;
+    /// Deletes at most `batch` delivered or failed deliveries created before `before`, then at
+    /// most `batch` events of that age that no delivery refers to. Returns the rows deleted.
+    async fn prune(&self, before: OffsetDateTime, batch: u32) -> Result<u64, RepoError>;
+}
+
+crate::kernel::debug_port!(WebhookRepo, AddressCheck, DeliveryRepo);
