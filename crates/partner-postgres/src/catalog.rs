@@ -8,12 +8,10 @@ use diesel::sql_types::{Bool, Text};
 use diesel::upsert::excluded;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use partner_domain::RepoError;
-use partner_domain::account::auth::{Sealed, TokenKey};
 use partner_domain::catalog::ports::CatalogRepo;
 use partner_domain::catalog::{CareProduct, DnaProduct, MedicalProduct, Stored};
 use partner_domain::kernel::ids::ProductId;
-use partner_domain::kernel::values::{Money, PartnerId, SubId};
-use partner_domain::links::{CareLinkInputs, DnaLinkInputs, MedicalLinkInputs};
+use partner_domain::kernel::values::{Money, PartnerId};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use time::OffsetDateTime;
@@ -245,25 +243,5 @@ impl CatalogRepo for PgStore {
 
     async fn care_products(&self) -> Result<Vec<CareProduct>, RepoError> {
         self.docs("care").await
-    }
-
-    async fn dna_links_for_token(&self, key: TokenKey) -> Result<Sealed<DnaLinkInputs>, RepoError> {
-        self.dna_link_inputs(key).await
-    }
-
-    async fn medical_links_for_token(
-        &self,
-        key: TokenKey,
-        sub: Option<SubId>,
-    ) -> Result<Sealed<MedicalLinkInputs>, RepoError> {
-        self.medical_link_inputs(key, sub).await
-    }
-
-    async fn care_links_for_token(
-        &self,
-        key: TokenKey,
-        sub: Option<SubId>,
-    ) -> Result<Sealed<CareLinkInputs>, RepoError> {
-        self.care_link_inputs(key, sub).await
     }
 }

@@ -13,6 +13,7 @@ use partner_domain::account::auth::{Sealed, TokenKey};
 use partner_domain::account::{CareFlags, Partner};
 use partner_domain::kernel::ids::ProductId;
 use partner_domain::kernel::values::SubId;
+use partner_domain::links::ports::LinkRepo;
 use partner_domain::links::{CareLinkInputs, DnaLinkInputs, MedicalLinkInputs};
 use serde::de::DeserializeOwned;
 
@@ -172,4 +173,27 @@ async fn care_flags(mut conn: &AsyncPgConnection) -> Result<CareFlags, RepoError
         .await
         .map_err(db)?;
     Ok(flags(rows))
+}
+
+#[async_trait::async_trait]
+impl LinkRepo for PgStore {
+    async fn dna_links_for_token(&self, key: TokenKey) -> Result<Sealed<DnaLinkInputs>, RepoError> {
+        self.dna_link_inputs(key).await
+    }
+
+    async fn medical_links_for_token(
+        &self,
+        key: TokenKey,
+        sub: Option<SubId>,
+    ) -> Result<Sealed<MedicalLinkInputs>, RepoError> {
+        self.medical_link_inputs(key, sub).await
+    }
+
+    async fn care_links_for_token(
+        &self,
+        key: TokenKey,
+        sub: Option<SubId>,
+    ) -> Result<Sealed<CareLinkInputs>, RepoError> {
+        self.care_link_inputs(key, sub).await
+    }
 }

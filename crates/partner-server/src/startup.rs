@@ -140,6 +140,7 @@ impl Application {
             links: LinkService::new(
                 store.clone(),
                 store.clone(),
+                store.clone(),
                 LinkBases {
                     intake: config.intake_url.clone(),
                     legacy_intake: config.legacy_intake_url.clone(),

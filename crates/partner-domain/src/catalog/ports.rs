@@ -5,12 +5,10 @@ use std::collections::BTreeMap;
 use async_trait::async_trait;
 use time::OffsetDateTime;
 
-use crate::account::auth::{Sealed, TokenKey};
 use crate::catalog::{CareProduct, DnaProduct, MedicalProduct, Stored};
 use crate::kernel::error::RepoError;
 use crate::kernel::ids::ProductId;
-use crate::kernel::values::{Money, PartnerId, SubId};
-use crate::links::{CareLinkInputs, DnaLinkInputs, MedicalLinkInputs};
+use crate::kernel::values::{Money, PartnerId};
 
 /// Storage of the product catalog and partners' prices. Products are global; prices MUST be
 /// read and written for the given partner only. Reads return what is stored now (no cache), so
@@ -66,24 +64,6 @@ pub trait CatalogRepo: Send + Sync {
     ) -> Result<(Stored<CareProduct>, bool), RepoError>;
     /// Every Care Services product, in no particular order.
     async fn care_products(&self) -> Result<Vec<CareProduct>, RepoError>;
-    /// In ONE round trip: the token of `key` and what the DNA links of its partner are built
-    /// from (the partner, its DNA prices: taken from the token by the statements, nothing for a
-    /// token that is not live; every DNA product).
-    async fn dna_links_for_token(&self, key: TokenKey) -> Result<Sealed<DnaLinkInputs>, RepoError>;
-    /// In ONE round trip: the token of `key` and what the medical links of its partner are built
-    /// from, with whether `sub` names one of its sub-accounts (as [`Self::dna_links_for_token`]).
-    async fn medical_links_for_token(
-        &self,
-        key: TokenKey,
-        sub: Option<SubId>,
-    ) -> Result<Sealed<MedicalLinkInputs>, RepoError>;
-    /// In ONE round trip: the token of `key` and what the Care Services links of its partner are
-    /// built from (the global switches too), with whether `sub` names one of its sub-accounts.
-    async fn care_links_for_token(
-        &self,
-        key: TokenKey,
-        sub: Option<SubId>,
-    ) -> Result<Sealed<CareLinkInputs>, RepoError>;
 }
 
 crate::kernel::debug_port!(CatalogRepo);

@@ -9,6 +9,7 @@
 //!   and `redeem=true` on the Bulk Code Redemption link (which never carries `m`).
 
 pub mod attribution;
+pub mod ports;
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
@@ -25,6 +26,7 @@ use crate::kernel::error::RepoError;
 use crate::kernel::ids::{ImageFileId, ProductId};
 use crate::kernel::values::{CareService, Lang, Money, PartnerId, SubId};
 use crate::links::attribution::Attribution;
+use crate::links::ports::LinkRepo;
 
 /// The administrator-configured bases of every link.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -500,7 +502,7 @@ fn read_for(partner: &PartnerId, read: Option<Partner>) -> Result<Partner, RepoE
 }
 
 /// What a partner's DNA links are built from, read with a token's record in one round trip
-/// ([`CatalogRepo::dna_links_for_token`]): the token's partner (`None` when the token is not
+/// ([`LinkRepo::dna_links_for_token`]): the token's partner (`None` when the token is not
 /// live), its DNA prices and every DNA product.
 #[derive(Debug, Clone, Default)]
 pub struct DnaLinkInputs {
@@ -510,7 +512,7 @@ pub struct DnaLinkInputs {
 }
 
 /// What a partner's medical intake links are built from, read with a token's record in one round
-/// trip ([`CatalogRepo::medical_links_for_token`]).
+/// trip ([`LinkRepo::medical_links_for_token`]).
 #[derive(Debug, Clone, Default)]
 pub struct MedicalLinkInputs {
     /// Whether the `sub` asked for names one of the partner's sub-accounts (`true` when none was).
@@ -521,7 +523,7 @@ pub struct MedicalLinkInputs {
 }
 
 /// What a partner's Care Services links are built from, read with a token's record in one round
-/// trip ([`CatalogRepo::care_links_for_token`]).
+/// trip ([`LinkRepo::care_links_for_token`]).
 #[derive(Debug, Clone, Default)]
 pub struct CareLinkInputs {
     /// Whether the `sub` asked for names one of the partner's sub-accounts (`true` when none was).
@@ -543,6 +545,7 @@ pub enum CatalogError {
 /// Builds every link listing and the public catalog from the stored catalog.
 #[derive(Debug, Clone)]
 pub struct LinkService {
+    reads: Arc<dyn LinkRepo>,
     catalog: Arc<dyn CatalogRepo>,
     accounts: Arc<dyn AccountRepo>,
     bases: LinkBases,
@@ -550,11 +553,13 @@ pub struct LinkService {
 
 impl LinkService {
     pub fn new(
+        reads: Arc<dyn LinkRepo>,
         catalog: Arc<dyn CatalogRepo>,
         accounts: Arc<dyn AccountRepo>,
         bases: LinkBases,
     ) -> Self {
         Self {
+            reads,
             catalog,
             accounts,
             bases,
@@ -571,7 +576,7 @@ impl LinkService {
         &self,
         key: TokenKey,
     ) -> Result<Sealed<DnaLinkInputs>, RepoError> {
-        self.catalog.dna_links_for_token(key).await
+        self.reads.dna_links_for_token(key).await
     }
 
     /// The DNA links of `partner` (the authenticated one) from what was read for its token.
@@ -601,7 +606,7 @@ impl LinkService {
         key: TokenKey,
         sub: Option<SubId>,
     ) -> Result<Sealed<MedicalLinkInputs>, RepoError> {
-        self.catalog.medical_links_for_token(key, sub).await
+        self.reads.medical_links_for_token(key, sub).await
     }
 
     /// The links of every active medical product of `partner` (the authenticated one) from what
@@ -641,7 +646,7 @@ impl LinkService {
         key: TokenKey,
         sub: Option<SubId>,
     ) -> Result<Sealed<CareLinkInputs>, RepoError> {
-        self.catalog.care_links_for_token(key, sub).await
+        self.reads.care_links_for_token(key, sub).await
     }
 
     /// The Care Services links `partner` (the authenticated one) can access, from what was read
@@ -822,6 +827,7 @@ mod tests {
     #[test]
     fn links_from_inputs_read_for_a_token() {
         let svc = LinkService::new(
+            Arc::new(crate::links::ports::MockLinkRepo::new()),
             Arc::new(crate::catalog::ports::MockCatalogRepo::new()),
             Arc::new(crate::account::ports::MockAccountRepo::new()),
             bases(),
