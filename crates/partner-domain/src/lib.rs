@@ -20,7 +20,6 @@ pub mod lead;
 pub mod links;
 pub mod order;
 pub mod payout;
-pub mod ports;
 pub mod rate_limit;
 pub mod sub_account;
 pub mod webhook;

@@ -1,15 +1,22 @@
 //! The unit-of-work port: a transaction held on one pooled connection across a service's calls.
+//! One transaction type implements every aggregate's writes and the outbox; the store begins it
+//! as each aggregate's transaction (`UnitOfWork<dyn LeadTransaction>`, …).
 
 use diesel_async::pooled_connection::deadpool::Object;
 use diesel_async::{AnsiTransactionManager, AsyncPgConnection, TransactionManager};
 use partner_domain::RepoError;
-use partner_domain::events::DomainEvent;
-use partner_domain::kernel::ids::PayoutId;
+use partner_domain::events::{DomainEvent, Outbox, Requeue};
+use partner_domain::kernel::ids::{DeliveryId, PayoutId};
+use partner_domain::kernel::uow::{Commit, UnitOfWork};
 use partner_domain::kernel::values::PartnerId;
+use partner_domain::lead::ports::{LeadTransaction, LeadWrites};
 use partner_domain::lead::{Lead, LeadId};
+use partner_domain::order::ports::{OrderTransaction, OrderWrites};
 use partner_domain::order::{Order, OrderListing};
+use partner_domain::payout::ports::{PayoutTransaction, PayoutWrites};
 use partner_domain::payout::{NewPayout, Payout};
-use partner_domain::ports::{Transaction, UnitOfWork};
+use partner_domain::webhook::DeliveryInfo;
+use partner_domain::webhook::ports::{DeliveryReads, WebhookTransaction};
 use time::OffsetDateTime;
 
 use crate::{PgStore, db, leads, orders, outbox, payouts};
@@ -30,23 +37,40 @@ impl PgTransaction {
     }
 }
 
-#[async_trait::async_trait]
-impl UnitOfWork for PgStore {
-    async fn begin(&self) -> Result<Box<dyn Transaction>, RepoError> {
+impl PgStore {
+    async fn begin_transaction(&self) -> Result<PgTransaction, RepoError> {
         let mut conn = self.conn().await?;
         AnsiTransactionManager::begin_transaction(&mut *conn)
             .await
             .map_err(db)?;
-        Ok(Box::new(PgTransaction {
+        Ok(PgTransaction {
             conn: Some(conn),
             store: self.clone(),
             deliveries: 0,
-        }))
+        })
     }
 }
 
+/// The store begins the one transaction type as each aggregate's transaction.
+macro_rules! unit_of_work {
+    ($($tx:ident),*) => {$(
+        #[async_trait::async_trait]
+        impl UnitOfWork<dyn $tx> for PgStore {
+            async fn begin(&self) -> Result<Box<dyn $tx>, RepoError> {
+                Ok(Box::new(self.begin_transaction().await?))
+            }
+        }
+    )*};
+}
+unit_of_work!(
+    LeadTransaction,
+    OrderTransaction,
+    PayoutTransaction,
+    WebhookTransaction
+);
+
 #[async_trait::async_trait]
-impl Transaction for PgTransaction {
+impl LeadWrites for PgTransaction {
     async fn insert_lead(&mut self, lead: &Lead) -> Result<bool, RepoError> {
         leads::insert(self.conn()?, lead).await.map_err(db)
     }
@@ -58,7 +82,10 @@ impl Transaction for PgTransaction {
     async fn update_lead(&mut self, lead: &Lead) -> Result<(), RepoError> {
         leads::update(self.conn()?, lead).await.map_err(db)
     }
+}
 
+#[async_trait::async_trait]
+impl OrderWrites for PgTransaction {
     async fn partner_exists(&mut self, partner: &PartnerId) -> Result<bool, RepoError> {
         outbox::partner_exists(self.conn()?, partner.as_str())
             .await
@@ -76,7 +103,10 @@ impl Transaction for PgTransaction {
     async fn order_listing(&mut self, order_id: &str) -> Result<Option<OrderListing>, RepoError> {
         orders::stored_listing(self.conn()?, order_id).await
     }
+}
 
+#[async_trait::async_trait]
+impl PayoutWrites for PgTransaction {
     async fn insert_payout(
         &mut self,
         id: PayoutId,
@@ -85,20 +115,52 @@ impl Transaction for PgTransaction {
     ) -> Result<Option<Payout>, RepoError> {
         payouts::insert(self.conn()?, id.as_uuid(), new, now).await
     }
+}
 
+#[async_trait::async_trait]
+impl DeliveryReads for PgTransaction {
+    async fn delivery(
+        &mut self,
+        partner: &PartnerId,
+        id: DeliveryId,
+    ) -> Result<Option<DeliveryInfo>, RepoError> {
+        outbox::delivery(self.conn()?, partner, id).await
+    }
+}
+
+#[async_trait::async_trait]
+impl Outbox for PgTransaction {
     async fn publish(
         &mut self,
         events: &[DomainEvent],
         now: OffsetDateTime,
-    ) -> Result<(), RepoError> {
+    ) -> Result<u64, RepoError> {
         if events.is_empty() {
-            return Ok(());
+            return Ok(0);
         }
         let n = outbox::write(self.conn()?, events, now).await.map_err(db)?;
         self.deliveries += n;
-        Ok(())
+        Ok(u64::try_from(n).unwrap_or(u64::MAX))
     }
 
+    async fn requeue(
+        &mut self,
+        partner: &PartnerId,
+        which: Requeue,
+        now: OffsetDateTime,
+    ) -> Result<Option<u64>, RepoError> {
+        let n = outbox::requeue(self.conn()?, partner, which, now)
+            .await
+            .map_err(db)?;
+        if let Some(n) = n {
+            self.deliveries += usize::try_from(n).unwrap_or(usize::MAX);
+        }
+        Ok(n)
+    }
+}
+
+#[async_trait::async_trait]
+impl Commit for PgTransaction {
     async fn commit(mut self: Box<Self>) -> Result<(), RepoError> {
         let mut conn = self
             .conn

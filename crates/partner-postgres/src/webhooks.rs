@@ -1,6 +1,7 @@
 //! Webhook endpoints, the delivery log, and the workers' claim/record cycle.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use diesel::dsl::case_when;
 use diesel::pg::Pg;
@@ -9,31 +10,30 @@ use diesel::sql_types::{Array, Bool, Integer, Nullable, Text, Timestamptz};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use partner_domain::RepoError;
 use partner_domain::account::auth::{Sealed, TokenKey};
-use partner_domain::events::{Subject, SubjectKind};
-use partner_domain::kernel::ids::{DeliveryId, EndpointId};
+use partner_domain::kernel::ids::{DeliveryId, EndpointId, LeadId, PayoutId};
 use partner_domain::kernel::values::PartnerId;
 use partner_domain::webhook::ports::{DeliveryRepo, InsertEndpoint, WebhookRepo};
 use partner_domain::webhook::{
-    AttemptOutcome, ClaimRequest, ClaimedDelivery, DeliveryDetail, DeliveryFilter, DeliveryInfo,
-    ENDPOINT_DISABLED, NextStep, WebhookEndpoint,
+    AttemptOutcome, Attempted, ClaimRequest, ClaimedDelivery, DeliveryDetail, DeliveryFilter,
+    DeliveryInfo, DeliveryStatus, ENDPOINT_DISABLED, EndpointHealth, HealthChange, NextStep,
+    SubjectIds, Subjects, WebhookEndpoint,
 };
 use time::OffsetDateTime;
 use uuid::Uuid;
 
 use crate::dsl::{RowLt, fixed};
 use crate::models::webhook_attempts::AttemptRow;
-use crate::models::webhook_deliveries::{ClaimRow, DeliveryRow, Recovered};
-use crate::models::webhook_endpoints::{Changes, EndpointRow, Health, NewEndpoint};
+use crate::models::webhook_deliveries::{ClaimRow, DeliveryRow};
+use crate::models::webhook_endpoints::{Changes, EndpointRow, NewEndpoint};
 use crate::schema::{domain_events, partners, webhook_deliveries, webhook_endpoints};
 use crate::schema_extra::webhook_attempts;
 use crate::tokens::{self, TokenPartner};
 use crate::{PgStore, db};
 
 // The statements below stay raw because the DSL cannot write them: the claim (a `LATERAL` join
-// with `FOR UPDATE SKIP LOCKED`, feeding an `UPDATE` in a CTE), the batch writes over `unnest`
-// arrays (`RECORD_SQL`, `HEALTH_SQL`: one statement per batch whatever its size, with CTEs that
-// write and aggregates), and the CTEs that write an event with its delivery (`PING_SQL`) or
-// requeue and count at once (`RECOVER_SQL`). `LISTEN`/`NOTIFY` and `SET` are not queries.
+// with `FOR UPDATE SKIP LOCKED`, feeding an `UPDATE` in a CTE) and the batch write over `unnest`
+// arrays (`RECORD_SQL`: one statement per batch whatever its size, with CTEs that write).
+// `LISTEN`/`NOTIFY` and `SET` are not queries. The outbox's statements are in `outbox.rs`.
 
 /// `status = 'pending'`, the predicate of the partial indexes `webhook_deliveries_endpoint_due_idx`
 /// (and, negated in `prune`, of `webhook_deliveries_finished_idx`): a literal, so a prepared
@@ -95,59 +95,6 @@ done AS ( \
 INSERT INTO webhook_attempts (delivery_id, attempted_at, status_code, duration_ms, error) \
 SELECT id, last_attempt_at, status_code, duration_ms, error FROM done";
 
-/// Endpoint health after a batch of attempts (`$2`: delivered; `$3`: the status answered; `$4`:
-/// when). A delivered attempt ends an endpoint's run of failures; a `410` disables it (`gone`);
-/// a run of failures that began `$5` seconds or more before the batch's last attempt disables it
-/// (`failing`; `$5` <= 0: never). Only rows whose health changes are written (a healthy
-/// endpoint's row is not touched per batch). Returns those endpoints and whether they are disabled.
-const HEALTH_SQL: &str = "\
-WITH o AS ( \
-  SELECT * FROM unnest($1::uuid[], $2::bool[], $3::int4[], $4::timestamptz[]) AS o(id, ok, code, at)), \
-per AS ( \
-  SELECT d.endpoint_id, bool_or(o.ok) AS any_ok, COALESCE(bool_or(o.code = 410), false) AS gone, \
-    min(o.at) FILTER (WHERE NOT o.ok) AS first_fail, max(o.at) AS last_at \
-  FROM o JOIN webhook_deliveries d ON d.id = o.id GROUP BY d.endpoint_id), \
-judged AS ( \
-  SELECT per.endpoint_id, per.any_ok, per.last_at, \
-    CASE WHEN per.any_ok THEN NULL ELSE COALESCE(e.failing_since, per.first_fail) END AS failing_since, \
-    CASE WHEN e.disabled_at IS NOT NULL THEN NULL \
-         WHEN per.gone THEN 'gone' \
-         WHEN NOT per.any_ok AND $5::float8 > 0 \
-              AND COALESCE(e.failing_since, per.first_fail) <= per.last_at - make_interval(secs => $5::float8) \
-           THEN 'failing' END AS disable \
-  FROM per JOIN webhook_endpoints e ON e.id = per.endpoint_id) \
-UPDATE webhook_endpoints e SET failing_since = j.failing_since, \
-  disabled_at = CASE WHEN j.disable IS NOT NULL THEN j.last_at ELSE e.disabled_at END, \
-  disabled_reason = CASE WHEN j.disable IS NOT NULL THEN j.disable ELSE e.disabled_reason END \
-FROM judged j WHERE e.id = j.endpoint_id \
-  AND (j.disable IS NOT NULL OR j.failing_since IS DISTINCT FROM e.failing_since) \
-RETURNING e.id, e.disabled_at IS NOT NULL AS disabled";
-
-/// A ping: the event, written only when the endpoint is the partner's, and with it its one
-/// delivery; the event's subject is the endpoint. Raw: a CTE that writes.
-const PING_SQL: &str = "\
-WITH ev AS ( \
-  INSERT INTO domain_events (id, partner_id, kind, subject, extra, created_at) \
-  SELECT gen_random_uuid(), w.partner_id, 'ping', w.id::text, '{}'::jsonb, $4 \
-  FROM webhook_endpoints w WHERE w.partner_id = $1 AND w.id = $2 RETURNING id) \
-INSERT INTO webhook_deliveries (id, endpoint_id, partner_id, event_id, kind, status, attempts, \
-  next_attempt_at, created_at) \
-SELECT $3, $2, $1, ev.id, 'ping', 'pending', 0, $4, $4 FROM ev \
-RETURNING id, endpoint_id, kind, status, attempts, next_attempt_at, last_attempt_at, \
-  last_status_code, last_error, created_at, delivered_at";
-
-/// Queues the endpoint's deliveries that failed since `$3` again, with a fresh budget, and says
-/// in the same statement whether the endpoint is the partner's at all. Raw: a CTE that writes,
-/// counted beside a read.
-const RECOVER_SQL: &str = "\
-WITH ep AS (SELECT id FROM webhook_endpoints WHERE partner_id = $1 AND id = $2), \
-upd AS ( \
-  UPDATE webhook_deliveries d SET status = 'pending', next_attempt_at = $4, \
-    attempt_base = d.attempts, lease_token = NULL \
-  FROM ep WHERE d.endpoint_id = ep.id AND d.status = 'failed' AND d.created_at >= $3 \
-  RETURNING d.id) \
-SELECT (SELECT count(*) FROM ep) AS found, (SELECT count(*) FROM upd) AS requeued";
-
 /// Keeps the announcer's notifications off the disk's critical path (see [`announce_deliveries`]).
 const ANNOUNCER_SETUP_SQL: &str = "SET synchronous_commit = off";
 /// Wakes the workers of every instance.
@@ -166,13 +113,119 @@ async fn fail_disabled(
         .filter(webhook_deliveries::endpoint_id.eq_any(disabled))
         .filter(fixed::<Bool>(PENDING))
         .set((
-            webhook_deliveries::status.eq("failed"),
+            webhook_deliveries::status.eq(DeliveryStatus::Failed.as_str()),
             webhook_deliveries::next_attempt_at.eq(None::<OffsetDateTime>),
             webhook_deliveries::lease_token.eq(None::<Uuid>),
             webhook_deliveries::last_error.eq(error),
         ))
         .execute(conn)
         .await
+}
+
+/// How often an endpoint's health is read again when another worker changed it between this
+/// worker's read and its write.
+const HEALTH_TRIES: usize = 3;
+
+/// Applies the domain's health rule ([`EndpointHealth::after`]) to the endpoints of a batch's
+/// attempts (`attempted`: delivery id and attempt): reads each endpoint's health, asks the rule,
+/// and writes what it answers only over the health it read (compare-and-set, read again when
+/// another worker changed it meanwhile). One read per batch; a write only when the health
+/// changes. Returns the endpoints left disabled, whose pending deliveries end `failed`.
+async fn judge_health(
+    conn: &mut AsyncPgConnection,
+    attempted: &[(Uuid, Attempted)],
+    disable_after: Option<Duration>,
+) -> Result<Vec<Uuid>, RepoError> {
+    let ids: Vec<Uuid> = attempted.iter().map(|(id, _)| *id).collect();
+    let rows: Vec<(Uuid, Uuid, Option<OffsetDateTime>, bool)> = webhook_deliveries::table
+        .inner_join(webhook_endpoints::table)
+        .filter(webhook_deliveries::id.eq_any(&ids))
+        .select((
+            webhook_deliveries::id,
+            webhook_endpoints::id,
+            webhook_endpoints::failing_since,
+            webhook_endpoints::disabled_at.is_not_null(),
+        ))
+        .load(conn)
+        .await
+        .map_err(db)?;
+    // Per endpoint: its health as read, and the batch's attempts at it.
+    let mut endpoints: HashMap<Uuid, (EndpointHealth, Vec<Attempted>)> = HashMap::new();
+    for (delivery, endpoint, failing_since, disabled) in rows {
+        let health = EndpointHealth {
+            failing_since,
+            disabled,
+        };
+        let entry = endpoints
+            .entry(endpoint)
+            .or_insert_with(|| (health, Vec::new()));
+        entry.1.extend(
+            attempted
+                .iter()
+                .filter(|(id, _)| *id == delivery)
+                .map(|(_, a)| *a),
+        );
+    }
+    let mut disabled = Vec::new();
+    for (endpoint, (mut health, attempts)) in endpoints {
+        for _ in 0..HEALTH_TRIES {
+            let Some(change) = health.after(&attempts, disable_after) else {
+                break;
+            };
+            if write_health(conn, endpoint, health, change).await? {
+                if change.disabled {
+                    disabled.push(endpoint);
+                }
+                break;
+            }
+            // Changed by another worker since it was read (or deleted): judge it again.
+            let now: Option<(Option<OffsetDateTime>, bool)> = webhook_endpoints::table
+                .find(endpoint)
+                .select((
+                    webhook_endpoints::failing_since,
+                    webhook_endpoints::disabled_at.is_not_null(),
+                ))
+                .get_result(conn)
+                .await
+                .optional()
+                .map_err(db)?;
+            let Some((failing_since, is_disabled)) = now else {
+                break;
+            };
+            health = EndpointHealth {
+                failing_since,
+                disabled: is_disabled,
+            };
+        }
+    }
+    Ok(disabled)
+}
+
+/// Writes `change` over the endpoint's health `before`, only while the row still holds it.
+async fn write_health(
+    conn: &mut AsyncPgConnection,
+    endpoint: Uuid,
+    before: EndpointHealth,
+    change: HealthChange,
+) -> Result<bool, RepoError> {
+    let (disabled_at, reason) = change.disable.unzip();
+    let n = diesel::update(webhook_endpoints::table)
+        .filter(webhook_endpoints::id.eq(endpoint))
+        .filter(webhook_endpoints::failing_since.is_not_distinct_from(before.failing_since))
+        .filter(
+            webhook_endpoints::disabled_at
+                .is_not_null()
+                .eq(before.disabled),
+        )
+        .set((
+            webhook_endpoints::failing_since.eq(change.failing_since),
+            disabled_at.map(|at| webhook_endpoints::disabled_at.eq(at)),
+            reason.map(|r| webhook_endpoints::disabled_reason.eq(r.as_str())),
+        ))
+        .execute(conn)
+        .await
+        .map_err(db)?;
+    Ok(n == 1)
 }
 
 /// A partner's deliveries as [`WebhookRepo::deliveries`] lists them: `found` (the partner's
@@ -188,7 +241,8 @@ async fn delivery_listing(
         found = found.filter(webhook_deliveries::endpoint_id.eq(endpoint.as_uuid()));
     }
     if !filter.statuses.is_empty() {
-        found = found.filter(webhook_deliveries::status.eq_any(&filter.statuses));
+        found = found
+            .filter(webhook_deliveries::status.eq_any(filter.statuses.iter().map(|s| s.as_str())));
     }
     if let Some(kind) = filter.event {
         found = found.filter(webhook_deliveries::kind.eq(kind.as_str()));
@@ -212,7 +266,7 @@ async fn delivery_listing(
         .load(&mut conn)
         .await
         .map_err(db)?;
-    Ok(rows.into_iter().map(DeliveryRow::into_domain).collect())
+    rows.into_iter().map(DeliveryRow::into_domain).collect()
 }
 
 /// The reads of a partner's webhook endpoints and deliveries for a token: the statements of
@@ -281,10 +335,15 @@ mod for_token {
             .map_err(db)?;
         attempts.reverse();
         // At most one row: the id is the primary key.
-        Ok(row.into_iter().next().map(|row| DeliveryDetail {
-            delivery: row.into_domain(),
-            attempt_log: attempts.into_iter().map(AttemptRow::into_domain).collect(),
-        }))
+        row.into_iter()
+            .next()
+            .map(|row| {
+                Ok(DeliveryDetail {
+                    delivery: row.into_domain()?,
+                    attempt_log: attempts.into_iter().map(AttemptRow::into_domain).collect(),
+                })
+            })
+            .transpose()
     }
 }
 
@@ -494,90 +553,9 @@ impl WebhookRepo for PgStore {
             .map_err(db)?;
         attempts.reverse();
         Ok(Some(DeliveryDetail {
-            delivery: row.into_domain(),
+            delivery: row.into_domain()?,
             attempt_log: attempts.into_iter().map(AttemptRow::into_domain).collect(),
         }))
-    }
-
-    async fn resend(
-        &self,
-        partner: &PartnerId,
-        id: DeliveryId,
-        now: OffsetDateTime,
-    ) -> Result<Option<DeliveryInfo>, RepoError> {
-        let id = id.as_uuid();
-        let mut conn = self.conn().await?;
-        // A fresh budget: the count since `attempt_base` starts again. Clearing the lease fences
-        // off the outcome of an attempt in flight now.
-        let row: Option<DeliveryRow> = diesel::update(webhook_deliveries::table)
-            .filter(webhook_deliveries::partner_id.eq(partner.as_str()))
-            .filter(webhook_deliveries::id.eq(id))
-            .set((
-                webhook_deliveries::status.eq("pending"),
-                webhook_deliveries::next_attempt_at.eq(now),
-                webhook_deliveries::attempt_base.eq(webhook_deliveries::attempts),
-                webhook_deliveries::lease_token.eq(None::<Uuid>),
-                webhook_deliveries::delivered_at.eq(None::<OffsetDateTime>),
-            ))
-            .returning(DeliveryRow::as_returning())
-            .get_result(&mut conn)
-            .await
-            .optional()
-            .map_err(db)?;
-        if row.is_some() {
-            self.deliveries_committed(1);
-        }
-        Ok(row.map(DeliveryRow::into_domain))
-    }
-
-    async fn ping(
-        &self,
-        partner: &PartnerId,
-        endpoint: EndpointId,
-        delivery_id: DeliveryId,
-        now: OffsetDateTime,
-    ) -> Result<Option<DeliveryInfo>, RepoError> {
-        let endpoint = endpoint.as_uuid();
-        let delivery_id = delivery_id.as_uuid();
-        let mut conn = self.conn().await?;
-        let row: Option<DeliveryRow> = diesel::sql_query(PING_SQL)
-            .bind::<Text, _>(partner.as_str())
-            .bind::<diesel::sql_types::Uuid, _>(endpoint)
-            .bind::<diesel::sql_types::Uuid, _>(delivery_id)
-            .bind::<Timestamptz, _>(now)
-            .get_result(&mut conn)
-            .await
-            .optional()
-            .map_err(db)?;
-        if row.is_some() {
-            self.deliveries_committed(1);
-        }
-        Ok(row.map(DeliveryRow::into_domain))
-    }
-
-    async fn recover(
-        &self,
-        partner: &PartnerId,
-        endpoint: EndpointId,
-        since: OffsetDateTime,
-        now: OffsetDateTime,
-    ) -> Result<Option<u64>, RepoError> {
-        let endpoint = endpoint.as_uuid();
-        let mut conn = self.conn().await?;
-        let r: Recovered = diesel::sql_query(RECOVER_SQL)
-            .bind::<Text, _>(partner.as_str())
-            .bind::<diesel::sql_types::Uuid, _>(endpoint)
-            .bind::<Timestamptz, _>(since)
-            .bind::<Timestamptz, _>(now)
-            .get_result(&mut conn)
-            .await
-            .map_err(db)?;
-        if r.found == 0 {
-            return Ok(None);
-        }
-        let requeued = u64::try_from(r.requeued).unwrap_or(0);
-        self.deliveries_committed(usize::try_from(requeued).unwrap_or(usize::MAX));
-        Ok(Some(requeued))
     }
 }
 
@@ -605,54 +583,50 @@ impl DeliveryRepo for PgStore {
         rows.into_iter().map(ClaimRow::into_domain).collect()
     }
 
-    async fn subjects(
-        &self,
-        wanted: &[(SubjectKind, String)],
-    ) -> Result<HashMap<(SubjectKind, String), Subject>, RepoError> {
+    async fn subjects(&self, wanted: &SubjectIds) -> Result<Subjects, RepoError> {
+        // Every kind of record an event can be about; a new one does not compile until it is
+        // read here.
+        let SubjectIds {
+            leads,
+            orders,
+            payouts,
+        } = wanted;
         let mut conn = self.conn().await?;
-        let ids = |kind: SubjectKind| -> Vec<Uuid> {
-            wanted
-                .iter()
-                .filter(|(k, _)| *k == kind)
-                .filter_map(|(_, id)| Uuid::parse_str(id).ok())
+        let leads: HashMap<LeadId, _> = if leads.is_empty() {
+            HashMap::new()
+        } else {
+            let ids: Vec<Uuid> = leads.iter().map(|l| l.as_uuid()).collect();
+            crate::leads::leads_by_ids(&mut conn, &ids)
+                .await?
+                .into_iter()
+                .map(|l| (l.id(), l))
                 .collect()
         };
-        let mut out = HashMap::new();
-        let (leads, payouts) = (ids(SubjectKind::Lead), ids(SubjectKind::Payout));
-        let orders: Vec<&str> = wanted
-            .iter()
-            .filter(|(k, _)| *k == SubjectKind::Order)
-            .map(|(_, id)| id.as_str())
-            .collect();
-        if !leads.is_empty() {
-            for l in crate::leads::leads_by_ids(&mut conn, &leads).await? {
-                out.insert((SubjectKind::Lead, l.id().to_string()), Subject::Lead(l));
-            }
-        }
-        if !orders.is_empty() {
-            for o in crate::orders::orders_by_ids(&mut conn, &orders).await? {
-                out.insert(
-                    (SubjectKind::Order, o.order.order_id().to_owned()),
-                    Subject::Order(o),
-                );
-            }
-        }
-        if !payouts.is_empty() {
-            for p in crate::payouts::payouts_by_ids(&mut conn, &payouts).await? {
-                out.insert(
-                    (SubjectKind::Payout, p.id().to_string()),
-                    Subject::Payout(p),
-                );
-            }
-        }
-        // A `ping` is about its endpoint, which the claim just read: nothing to look up.
-        for id in ids(SubjectKind::Endpoint) {
-            out.insert(
-                (SubjectKind::Endpoint, id.to_string()),
-                Subject::Endpoint(EndpointId::from_uuid(id)),
-            );
-        }
-        Ok(out)
+        let orders: HashMap<String, _> = if orders.is_empty() {
+            HashMap::new()
+        } else {
+            let ids: Vec<&str> = orders.iter().map(String::as_str).collect();
+            crate::orders::orders_by_ids(&mut conn, &ids)
+                .await?
+                .into_iter()
+                .map(|o| (o.order.order_id().to_owned(), o))
+                .collect()
+        };
+        let payouts: HashMap<PayoutId, _> = if payouts.is_empty() {
+            HashMap::new()
+        } else {
+            let ids: Vec<Uuid> = payouts.iter().map(|p| p.as_uuid()).collect();
+            crate::payouts::payouts_by_ids(&mut conn, &ids)
+                .await?
+                .into_iter()
+                .map(|p| (p.id(), p))
+                .collect()
+        };
+        Ok(Subjects {
+            leads,
+            orders,
+            payouts,
+        })
     }
 
     async fn record(
@@ -707,36 +681,12 @@ impl DeliveryRepo for PgStore {
             .execute(&mut conn)
             .await
             .map_err(db)?;
-        // Endpoint health, from the attempts that made a request.
-        let attempted: Vec<&AttemptOutcome> = outcomes
+        let attempted: Vec<(Uuid, Attempted)> = outcomes
             .iter()
-            .filter(|o| o.duration_ms.is_some())
+            .filter_map(|o| Attempted::of(o).map(|a| (o.id.as_uuid(), a)))
             .collect();
         if !attempted.is_empty() {
-            let rows: Vec<Health> = diesel::sql_query(HEALTH_SQL)
-                .bind::<Array<diesel::sql_types::Uuid>, _>(
-                    attempted.iter().map(|o| o.id.as_uuid()).collect::<Vec<_>>(),
-                )
-                .bind::<Array<diesel::sql_types::Bool>, _>(
-                    attempted
-                        .iter()
-                        .map(|o| o.next == NextStep::Delivered)
-                        .collect::<Vec<_>>(),
-                )
-                .bind::<Array<Nullable<Integer>>, _>(
-                    attempted
-                        .iter()
-                        .map(|o| o.status_code.map(i32::from))
-                        .collect::<Vec<_>>(),
-                )
-                .bind::<Array<Timestamptz>, _>(attempted.iter().map(|o| o.at).collect::<Vec<_>>())
-                .bind::<diesel::sql_types::Double, _>(
-                    disable_after.map_or(0.0, |d| d.as_secs_f64()),
-                )
-                .load(&mut conn)
-                .await
-                .map_err(db)?;
-            let disabled: Vec<Uuid> = rows.iter().filter(|r| r.disabled).map(|r| r.id).collect();
+            let disabled = judge_health(&mut conn, &attempted, disable_after).await?;
             if !disabled.is_empty() {
                 fail_disabled(&mut conn, &disabled, ENDPOINT_DISABLED)
                     .await
@@ -761,7 +711,7 @@ impl DeliveryRepo for PgStore {
                     .ge(i32::try_from(max_attempts).unwrap_or(i32::MAX)),
             )
             .set((
-                webhook_deliveries::status.eq("failed"),
+                webhook_deliveries::status.eq(DeliveryStatus::Failed.as_str()),
                 webhook_deliveries::next_attempt_at.eq(None::<OffsetDateTime>),
                 webhook_deliveries::lease_token.eq(None::<Uuid>),
                 webhook_deliveries::last_status_code.eq(None::<i32>),

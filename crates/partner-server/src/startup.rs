@@ -157,6 +157,7 @@ impl Application {
             ),
             webhooks: WebhookService::new(
                 store.clone(),
+                store.clone(),
                 Arc::new(SystemAddressCheck),
                 clock.clone(),
                 rng.clone(),

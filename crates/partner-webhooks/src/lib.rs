@@ -30,8 +30,9 @@ use partner_domain::kernel::ids::EndpointId;
 use partner_domain::kernel::random::Random;
 use partner_domain::webhook::ports::{AddressCheck, DeliveryRepo};
 use partner_domain::webhook::{
-    AttemptOutcome, ClaimRequest, ClaimedDelivery, NextStep, after_failure, attempt_budget,
-    delivery_body, honour_retry_after, is_internal, parse_retry_after, signature_header_with,
+    AttemptOutcome, ClaimRequest, ClaimedDelivery, NextStep, SubjectIds, after_failure,
+    attempt_budget, delivery_body, honour_retry_after, is_internal, parse_retry_after, payload,
+    signature_header_with,
 };
 use tokio::sync::{Notify, Semaphore, mpsc};
 
@@ -467,10 +468,7 @@ impl Worker {
         lease_until: time::OffsetDateTime,
         tx: mpsc::UnboundedSender<AttemptOutcome>,
     ) {
-        let wanted: Vec<_> = batch
-            .iter()
-            .map(|d| (d.kind.subject_kind(), d.subject.clone()))
-            .collect();
+        let wanted = SubjectIds::of(batch.iter().map(|d| &d.event));
         let subjects = match self.inner.repo.subjects(&wanted).await {
             Ok(s) => s,
             Err(e) => {
@@ -483,14 +481,12 @@ impl Worker {
             }
         };
         for d in batch {
-            let data = subjects
-                .get(&(d.kind.subject_kind(), d.subject.clone()))
-                .and_then(|s| d.kind.payload(s, &d.extra));
+            let data = payload(&d.event, &subjects);
             let me = self.clone();
             let tx = tx.clone();
             match data {
                 Some(data) => {
-                    let body = delivery_body(d.id, d.kind, d.event_created_at, data);
+                    let body = delivery_body(d.id, d.event.kind(), d.event_created_at, data);
                     tokio::spawn(async move { me.attempt(d, body, lease_until, tx).await });
                 }
                 None => {
@@ -672,7 +668,7 @@ impl Worker {
             .client
             .post(url)
             .header("Content-Type", "application/json")
-            .header("X-Partner-Event", d.kind.as_str())
+            .header("X-Partner-Event", d.event.kind().as_str())
             .header("X-Partner-Delivery", d.id.to_string());
         if let Some(secret) = &d.secret {
             // During a rotation's overlap, a second `v1` under the previous secret.

@@ -1,239 +1,264 @@
-//! Domain events: what changed, recorded in the same transaction as the change (the outbox).
+//! Domain events: what changed, recorded in the same transaction as the change (the outbox) and
+//! delivered as webhooks.
 //!
-//! This module is the one home of the event model. [`EventKind`] knows each kind's wire name,
-//! which record it is about ([`SubjectKind`]) and how its webhook `data` is built from that record
-//! ([`EventKind::payload`]); [`DomainEvent`] is what a service emits. Payloads are built when sent,
-//! from the subject as it is then, so a delayed `lead.created` carries the phone supplied during
-//! the delay. Adding a kind is an edit here (the compiler then points at every `match`) plus, for
-//! a new kind of subject, one batch query in the store's `subjects`.
+//! This module is the one home of the event model, and it names no aggregate's entity (it sits
+//! beside the kernel, below the aggregates that publish events):
+//! - [`EventKind`], declared once (`kind.rs`): the wire names, [`EventKind::ALL`] and every list
+//!   of kinds come from that declaration;
+//! - [`Event`]: what each kind says, typed: the record it is about, by id, and what that record
+//!   cannot tell later (the phone before an enrichment, an order's source);
+//! - [`DomainEvent`]: an event of a partner and who receives it, as a service publishes it
+//!   through an [`Outbox`] in its transaction.
+//!
+//! A delivery's `data` is rendered when it is sent, from its record as it is then (so a delayed
+//! `lead.created` carries the phone supplied during the delay): `webhook::payload`, above the
+//! aggregates, does that with a full `match` over [`Event`].
+//!
+//! Adding a kind is a line in `event_kinds!` and a variant of [`Event`]; the compiler then points
+//! at every `match` that must say what the kind means (its delay, its stored form, its subject
+//! lookup and payload, and the store's query for a new kind of record); see `docs/architecture.md`.
 
-use serde::{Serialize, Serializer};
+mod kind;
+mod outbox;
+
+pub use kind::EventKind;
+pub use outbox::{Outbox, Requeue};
+
 use serde_json::{Value, json};
 
-use crate::kernel::ids::{EndpointId, PayoutId};
+use crate::kernel::ids::{DeliveryId, EndpointId, LeadId, PayoutId};
 use crate::kernel::values::PartnerId;
-use crate::lead::Lead;
-use crate::order::OrderListing;
-use crate::payout::Payout;
 
-/// The contract's event kinds, and `ping`: a test delivery sent only when a partner asks for one
-/// (extensions.md §1), which no endpoint subscribes to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum EventKind {
-    LeadCreated,
-    LeadEnriched,
-    OrderCreated,
-    PayoutCreated,
-    Ping,
-}
-
-/// The kind of record an event is about: how its subject id is looked up.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum SubjectKind {
-    Lead,
-    Order,
-    Payout,
-    /// A `ping`'s subject: the endpoint it tests (nothing to look up).
-    Endpoint,
-}
-
-/// A subject as read when its delivery is sent.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Subject {
-    Lead(Lead),
-    Order(OrderListing),
-    Payout(Payout),
-    Endpoint(EndpointId),
-}
-
-impl EventKind {
-    pub const ALL: [EventKind; 4] = [
-        Self::LeadCreated,
-        Self::LeadEnriched,
-        Self::OrderCreated,
-        Self::PayoutCreated,
-    ];
-
-    /// One of the four kinds an endpoint subscribes to (never `ping`).
-    pub fn parse(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|k| k.as_str() == s)
-    }
-
-    /// Any kind a delivery may carry: the four, or `ping`.
-    pub fn parse_delivered(s: &str) -> Option<Self> {
-        if s == Self::Ping.as_str() {
-            Some(Self::Ping)
-        } else {
-            Self::parse(s)
-        }
-    }
-
-    /// The name on the wire (`X-Partner-Event`, the body's `event`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::LeadCreated => "lead.created",
-            Self::LeadEnriched => "lead.enriched",
-            Self::OrderCreated => "order.created",
-            Self::PayoutCreated => "payout.created",
-            Self::Ping => "ping",
-        }
-    }
-
-    /// Whether a delivery of this kind waits for its endpoint's `leadCreatedDelaySeconds`
-    /// before its first attempt (spec: the delay applies to `lead.created` only).
-    pub fn honours_endpoint_delay(self) -> bool {
-        matches!(self, Self::LeadCreated)
-    }
-
-    pub fn subject_kind(self) -> SubjectKind {
-        match self {
-            Self::LeadCreated | Self::LeadEnriched => SubjectKind::Lead,
-            Self::OrderCreated => SubjectKind::Order,
-            Self::PayoutCreated => SubjectKind::Payout,
-            Self::Ping => SubjectKind::Endpoint,
-        }
-    }
-
-    /// The delivery's `data`, from the subject as it is now and the event's `extra` (what the
-    /// subject cannot tell later). `None` when the subject is of another kind than this event's.
-    pub fn payload(self, subject: &Subject, extra: &Value) -> Option<Value> {
-        let field = |k: &str| extra.get(k).cloned().unwrap_or(Value::Null);
-        Some(match (self, subject) {
-            (Self::LeadCreated, Subject::Lead(l)) => json!({ "lead": l.row() }),
-            (Self::LeadEnriched, Subject::Lead(l)) => json!({
-                "lead": l.row(),
-                "previousPhone": field("previousPhone"),
-                "currentPhone": field("currentPhone"),
-            }),
-            (Self::OrderCreated, Subject::Order(o)) => json!({
-                "source": field("source"),
-                "order": o.order.render(&o.sub_account, false),
-            }),
-            (Self::PayoutCreated, Subject::Payout(p)) => json!({ "payout": p.row() }),
-            (Self::Ping, Subject::Endpoint(id)) => json!({ "endpointId": id }),
-            _ => return None,
-        })
-    }
-}
-
-impl Serialize for EventKind {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
-    }
-}
-
-/// One event, as a service emits it.
+/// What an event says, by kind.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum DomainEvent {
+pub enum Event {
     LeadCreated {
-        partner_id: PartnerId,
-        lead_id: crate::kernel::ids::LeadId,
+        lead: LeadId,
     },
-    /// `previous_phone` / `current_phone` are already consent-rendered.
+    /// The phones are already rendered with the lead's consent after the update.
     LeadEnriched {
-        partner_id: PartnerId,
-        lead_id: crate::kernel::ids::LeadId,
+        lead: LeadId,
         previous_phone: String,
         current_phone: String,
     },
     OrderCreated {
-        partner_id: PartnerId,
-        order_id: String,
+        order: String,
+        /// The order's `source`, as ingested.
         source: String,
     },
     PayoutCreated {
-        partner_id: PartnerId,
-        payout_id: PayoutId,
+        payout: PayoutId,
+    },
+    /// A test delivery; its subject is the endpoint it tests.
+    Ping {
+        endpoint: EndpointId,
     },
 }
 
-impl DomainEvent {
+/// An event as the outbox stores it: its kind, the id of its record as text, and what the record
+/// cannot tell later as a JSON object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredEvent {
+    pub kind: EventKind,
+    pub subject: String,
+    pub extra: Value,
+}
+
+impl Event {
     pub fn kind(&self) -> EventKind {
         match self {
             Self::LeadCreated { .. } => EventKind::LeadCreated,
             Self::LeadEnriched { .. } => EventKind::LeadEnriched,
             Self::OrderCreated { .. } => EventKind::OrderCreated,
             Self::PayoutCreated { .. } => EventKind::PayoutCreated,
+            Self::Ping { .. } => EventKind::Ping,
         }
     }
 
-    pub fn partner_id(&self) -> &PartnerId {
-        match self {
-            Self::LeadCreated { partner_id, .. }
-            | Self::LeadEnriched { partner_id, .. }
-            | Self::OrderCreated { partner_id, .. }
-            | Self::PayoutCreated { partner_id, .. } => partner_id,
-        }
-    }
-
-    /// The id of the record the event is about (looked up by [`EventKind::subject_kind`]).
-    pub fn subject(&self) -> String {
-        match self {
-            Self::LeadCreated { lead_id, .. } | Self::LeadEnriched { lead_id, .. } => {
-                lead_id.to_string()
-            }
-            Self::OrderCreated { order_id, .. } => order_id.clone(),
-            Self::PayoutCreated { payout_id, .. } => payout_id.to_string(),
-        }
-    }
-
-    /// What cannot be rebuilt from the subject later (the phone before enrichment, the order's
-    /// source).
-    pub fn extra(&self) -> Value {
-        match self {
+    /// The event as the outbox stores it.
+    pub fn to_stored(&self) -> StoredEvent {
+        let (subject, extra) = match self {
+            Self::LeadCreated { lead } => (lead.to_string(), json!({})),
             Self::LeadEnriched {
+                lead,
                 previous_phone,
                 current_phone,
-                ..
-            } => {
-                json!({ "previousPhone": previous_phone, "currentPhone": current_phone })
-            }
-            Self::OrderCreated { source, .. } => json!({ "source": source }),
-            Self::LeadCreated { .. } | Self::PayoutCreated { .. } => json!({}),
+            } => (
+                lead.to_string(),
+                json!({ "previousPhone": previous_phone, "currentPhone": current_phone }),
+            ),
+            Self::OrderCreated { order, source } => (order.clone(), json!({ "source": source })),
+            Self::PayoutCreated { payout } => (payout.to_string(), json!({})),
+            Self::Ping { endpoint } => (endpoint.to_string(), json!({})),
+        };
+        StoredEvent {
+            kind: self.kind(),
+            subject,
+            extra,
         }
+    }
+
+    /// The event an outbox row holds; `None` when the row is not one this model writes.
+    pub fn from_stored(stored: &StoredEvent) -> Option<Self> {
+        let StoredEvent {
+            kind,
+            subject,
+            extra,
+        } = stored;
+        let text = |field: &str| extra.get(field)?.as_str().map(str::to_owned);
+        Some(match kind {
+            EventKind::LeadCreated => Self::LeadCreated {
+                lead: LeadId::parse(subject).ok()?,
+            },
+            EventKind::LeadEnriched => Self::LeadEnriched {
+                lead: LeadId::parse(subject).ok()?,
+                previous_phone: text("previousPhone")?,
+                current_phone: text("currentPhone")?,
+            },
+            EventKind::OrderCreated => Self::OrderCreated {
+                order: subject.clone(),
+                source: text("source")?,
+            },
+            EventKind::PayoutCreated => Self::PayoutCreated {
+                payout: PayoutId::parse(subject).ok()?,
+            },
+            EventKind::Ping => Self::Ping {
+                endpoint: EndpointId::parse(subject).ok()?,
+            },
+        })
+    }
+}
+
+/// Who receives an event's deliveries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recipients {
+    /// One delivery per enabled endpoint of the event's partner subscribed to its kind.
+    Subscribers,
+    /// One delivery, with this id, to this endpoint of the event's partner whatever it
+    /// subscribes to (a `ping`).
+    Endpoint {
+        endpoint: EndpointId,
+        delivery: DeliveryId,
+    },
+}
+
+/// An event of a partner, as a service publishes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DomainEvent {
+    pub partner_id: PartnerId,
+    pub event: Event,
+    pub to: Recipients,
+}
+
+impl DomainEvent {
+    /// An event for the partner's endpoints subscribed to its kind.
+    pub fn new(partner_id: PartnerId, event: Event) -> Self {
+        Self {
+            partner_id,
+            event,
+            to: Recipients::Subscribers,
+        }
+    }
+
+    /// A `ping` of the partner's `endpoint`, delivered as `delivery`.
+    pub fn ping(partner_id: PartnerId, endpoint: EndpointId, delivery: DeliveryId) -> Self {
+        Self {
+            partner_id,
+            event: Event::Ping { endpoint },
+            to: Recipients::Endpoint { endpoint, delivery },
+        }
+    }
+
+    pub fn kind(&self) -> EventKind {
+        self.event.kind()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use uuid::Uuid;
 
-    #[test]
-    fn every_kind_round_trips_its_wire_name() {
-        for k in EventKind::ALL {
-            assert_eq!(EventKind::parse(k.as_str()), Some(k));
-        }
-        assert_eq!(
-            EventKind::parse("ping"),
-            None,
-            "no endpoint subscribes to ping"
-        );
-        assert_eq!(EventKind::parse_delivered("ping"), Some(EventKind::Ping));
-        assert_eq!(
-            EventKind::parse_delivered("order.created"),
-            Some(EventKind::OrderCreated)
-        );
-        assert_eq!(EventKind::parse("Lead.Created"), None);
+    fn every_event() -> Vec<Event> {
+        let id = Uuid::from_u128(7);
+        vec![
+            Event::LeadCreated {
+                lead: LeadId::from_uuid(id),
+            },
+            Event::LeadEnriched {
+                lead: LeadId::from_uuid(id),
+                previous_phone: String::new(),
+                current_phone: "555-1".into(),
+            },
+            Event::OrderCreated {
+                order: "o-1".into(),
+                source: "shop".into(),
+            },
+            Event::PayoutCreated {
+                payout: PayoutId::from_uuid(id),
+            },
+            Event::Ping {
+                endpoint: EndpointId::from_uuid(id),
+            },
+        ]
     }
 
     #[test]
-    fn events_name_their_kind_and_subject() {
-        let p = PartnerId::parse("acme").expect("id");
-        let id = uuid::Uuid::nil();
-        let e = DomainEvent::OrderCreated {
-            partner_id: p.clone(),
-            order_id: "o-1".into(),
+    fn every_event_round_trips_its_stored_form() {
+        let events = every_event();
+        let kinds: Vec<EventKind> = events.iter().map(Event::kind).collect();
+        assert_eq!(kinds, EventKind::DELIVERED, "one event of each kind");
+        for e in events {
+            assert_eq!(Event::from_stored(&e.to_stored()), Some(e.clone()), "{e:?}");
+        }
+    }
+
+    #[test]
+    fn stored_forms_are_those_of_the_outbox_rows() {
+        let e = Event::OrderCreated {
+            order: "o-1".into(),
             source: "shop".into(),
         };
-        assert_eq!(e.kind(), EventKind::OrderCreated);
-        assert_eq!(e.kind().subject_kind(), SubjectKind::Order);
-        assert_eq!(e.subject(), "o-1");
-        assert_eq!(e.extra(), json!({ "source": "shop" }));
-        let l = DomainEvent::LeadCreated {
-            partner_id: p,
-            lead_id: crate::kernel::ids::LeadId::from_uuid(id),
+        assert_eq!(
+            e.to_stored(),
+            StoredEvent {
+                kind: EventKind::OrderCreated,
+                subject: "o-1".into(),
+                extra: json!({ "source": "shop" }),
+            }
+        );
+        let enriched = Event::LeadEnriched {
+            lead: LeadId::from_uuid(Uuid::nil()),
+            previous_phone: "No Consent".into(),
+            current_phone: "No Consent".into(),
         };
-        assert_eq!(l.kind().subject_kind(), SubjectKind::Lead);
-        assert_eq!(l.subject(), id.to_string());
+        assert_eq!(
+            enriched.to_stored().extra,
+            json!({ "previousPhone": "No Consent", "currentPhone": "No Consent" })
+        );
+        // A row this model does not write is refused, not guessed at.
+        let mut bad = enriched.to_stored();
+        bad.extra = json!({});
+        assert_eq!(Event::from_stored(&bad), None);
+        bad = e.to_stored();
+        bad.kind = EventKind::PayoutCreated;
+        assert_eq!(Event::from_stored(&bad), None);
+    }
+
+    #[test]
+    fn a_ping_goes_to_its_endpoint_only() {
+        let p = PartnerId::parse("acme").expect("id");
+        let endpoint = EndpointId::from_uuid(Uuid::from_u128(1));
+        let delivery = DeliveryId::from_uuid(Uuid::from_u128(2));
+        let ping = DomainEvent::ping(p.clone(), endpoint, delivery);
+        assert_eq!(ping.kind(), EventKind::Ping);
+        assert_eq!(ping.to, Recipients::Endpoint { endpoint, delivery });
+        let created = DomainEvent::new(
+            p,
+            Event::PayoutCreated {
+                payout: PayoutId::from_uuid(Uuid::nil()),
+            },
+        );
+        assert_eq!(created.to, Recipients::Subscribers);
     }
 }

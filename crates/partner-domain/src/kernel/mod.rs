@@ -12,6 +12,7 @@ pub mod ids;
 pub mod page;
 pub mod random;
 pub mod readiness;
+pub mod uow;
 pub mod values;
 pub mod wire;
 

@@ -10,16 +10,16 @@ use serde::{Serialize, Serializer};
 use time::OffsetDateTime;
 
 use crate::account::auth::{Presented, Sealed};
-use crate::events::DomainEvent;
+use crate::events::{DomainEvent, Event};
 use crate::kernel::clock::Clock;
 use crate::kernel::cursor::{self, CursorKey, Position};
 use crate::kernel::error::RepoError;
 use crate::kernel::page::Page;
 use crate::kernel::random::Random;
+use crate::kernel::uow::UnitOfWork;
 use crate::kernel::values::{Email, PartnerId, SubId, ValueError};
 use crate::kernel::wire;
-use crate::lead::ports::LeadRepo;
-use crate::ports::UnitOfWork;
+use crate::lead::ports::{LeadRepo, LeadTransaction};
 
 /// What a lead without consent shows instead of its email or phone.
 pub const NO_CONSENT: &str = "No Consent";
@@ -475,10 +475,10 @@ impl LeadPatch {
 /// The events a new lead causes: `lead.created` for webhook-enabled origins only.
 pub fn creation_events(lead: &Lead) -> Vec<DomainEvent> {
     if lead.origin.is_webhook_enabled() {
-        vec![DomainEvent::LeadCreated {
-            partner_id: lead.partner_id.clone(),
-            lead_id: lead.id,
-        }]
+        vec![DomainEvent::new(
+            lead.partner_id.clone(),
+            Event::LeadCreated { lead: lead.id },
+        )]
     } else {
         Vec::new()
     }
@@ -492,12 +492,14 @@ pub fn update_events(before: &Lead, after: &Lead) -> Vec<DomainEvent> {
     if !after.origin.is_webhook_enabled() || !filled_or_changed {
         return Vec::new();
     }
-    vec![DomainEvent::LeadEnriched {
-        partner_id: after.partner_id.clone(),
-        lead_id: after.id,
-        previous_phone: render_phone(before.phone.as_deref(), after.sms_consent),
-        current_phone: render_phone(after.phone.as_deref(), after.sms_consent),
-    }]
+    vec![DomainEvent::new(
+        after.partner_id.clone(),
+        Event::LeadEnriched {
+            lead: after.id,
+            previous_phone: render_phone(before.phone.as_deref(), after.sms_consent),
+            current_phone: render_phone(after.phone.as_deref(), after.sms_consent),
+        },
+    )]
 }
 
 /// What a leads listing asks for.
@@ -539,7 +541,7 @@ pub enum PatchLeadError {
 #[derive(Debug, Clone)]
 pub struct LeadService {
     repo: Arc<dyn LeadRepo>,
-    uow: Arc<dyn UnitOfWork>,
+    uow: Arc<dyn UnitOfWork<dyn LeadTransaction>>,
     clock: Arc<dyn Clock>,
     rng: Arc<dyn Random>,
     cursors: CursorKey,
@@ -548,7 +550,7 @@ pub struct LeadService {
 impl LeadService {
     pub fn new(
         repo: Arc<dyn LeadRepo>,
-        uow: Arc<dyn UnitOfWork>,
+        uow: Arc<dyn UnitOfWork<dyn LeadTransaction>>,
         clock: Arc<dyn Clock>,
         rng: Arc<dyn Random>,
         cursors: CursorKey,
@@ -727,6 +729,7 @@ mod tests {
         use crate::account::token::TokenPepper;
         use crate::kernel::clock::FixedClock;
         use crate::kernel::random::SystemRandom;
+        use crate::kernel::uow::BeginsOnce;
         use crate::lead::ports::MockLeadRepo;
         use futures_util::FutureExt;
 
@@ -752,7 +755,7 @@ mod tests {
             });
         let svc = LeadService::new(
             Arc::new(repo),
-            Arc::new(crate::ports::MockUnitOfWork::new()),
+            Arc::new(BeginsOnce::never()),
             clock.clone(),
             Arc::new(SystemRandom::new()),
             key.clone(),
@@ -875,7 +878,7 @@ mod tests {
         assert_eq!(after.updated_at, now);
         let ev = update_events(&before, &after);
         assert!(
-            matches!(&ev[..], [DomainEvent::LeadEnriched { previous_phone, current_phone, .. }]
+            matches!(&ev[..], [DomainEvent { event: Event::LeadEnriched { previous_phone, current_phone, .. }, .. }]
             if previous_phone.is_empty() && current_phone == "555-1")
         );
         // Same value: nothing. Changed: fires. Cleared: nothing.
@@ -899,7 +902,7 @@ mod tests {
         let no = lead("managed-website", Some("1"), false);
         let ev = update_events(&no, &set("2").apply(&no, now));
         assert!(
-            matches!(&ev[..], [DomainEvent::LeadEnriched { previous_phone, current_phone, .. }]
+            matches!(&ev[..], [DomainEvent { event: Event::LeadEnriched { previous_phone, current_phone, .. }, .. }]
             if previous_phone == NO_CONSENT && current_phone == NO_CONSENT)
         );
     }
@@ -924,8 +927,9 @@ mod service_tests {
     use super::*;
     use crate::kernel::clock::FixedClock;
     use crate::kernel::random::SystemRandom;
+    use crate::kernel::uow::BeginsOnce;
     use crate::lead::ports::MockLeadRepo;
-    use crate::ports::{MockTransaction, MockUnitOfWork};
+    use crate::lead::ports::MockLeadTransaction;
     use futures_util::FutureExt;
     use mockall::Sequence;
     use time::macros::datetime;
@@ -933,7 +937,7 @@ mod service_tests {
 
     const NOW: OffsetDateTime = datetime!(2026-11-23 12:00 UTC);
 
-    fn service(uow: MockUnitOfWork) -> LeadService {
+    fn service(uow: BeginsOnce<dyn LeadTransaction>) -> LeadService {
         LeadService::new(
             Arc::new(MockLeadRepo::new()),
             Arc::new(uow),
@@ -963,21 +967,30 @@ mod service_tests {
     #[test]
     fn ingest_inserts_publishes_the_creation_events_then_commits() {
         let mut seq = Sequence::new();
-        let mut tx = MockTransaction::new();
+        let mut tx = MockLeadTransaction::new();
         tx.expect_insert_lead()
             .times(1)
             .in_sequence(&mut seq)
             .returning(|_| Ok(true));
         tx.expect_publish()
-            .withf(|events, now| *now == NOW && matches!(events, [DomainEvent::LeadCreated { .. }]))
+            .withf(|events, now| {
+                *now == NOW
+                    && matches!(
+                        events,
+                        [DomainEvent {
+                            event: Event::LeadCreated { .. },
+                            ..
+                        }]
+                    )
+            })
             .times(1)
             .in_sequence(&mut seq)
-            .returning(|_, _| Ok(()));
+            .returning(|_, _| Ok(1));
         tx.expect_commit()
             .times(1)
             .in_sequence(&mut seq)
             .returning(|| Ok(()));
-        let row = service(MockUnitOfWork::begins(tx))
+        let row = service(BeginsOnce::new(Box::new(tx)))
             .ingest(new_lead("managed-website"))
             .now_or_never()
             .expect("ready")
@@ -987,11 +1000,11 @@ mod service_tests {
 
     #[test]
     fn ingest_for_an_unknown_partner_publishes_and_commits_nothing() {
-        let mut tx = MockTransaction::new();
+        let mut tx = MockLeadTransaction::new();
         tx.expect_insert_lead().times(1).returning(|_| Ok(false));
         tx.expect_publish().never();
         tx.expect_commit().never();
-        let r = service(MockUnitOfWork::begins(tx))
+        let r = service(BeginsOnce::new(Box::new(tx)))
             .ingest(new_lead("managed-website"))
             .now_or_never()
             .expect("ready");
@@ -1007,7 +1020,7 @@ mod service_tests {
     #[test]
     fn patch_locks_applies_stores_publishes_the_enrichment_and_commits() {
         let mut seq = Sequence::new();
-        let mut tx = MockTransaction::new();
+        let mut tx = MockLeadTransaction::new();
         tx.expect_lock_lead()
             .times(1)
             .in_sequence(&mut seq)
@@ -1018,10 +1031,10 @@ mod service_tests {
             .in_sequence(&mut seq)
             .returning(|_| Ok(()));
         tx.expect_publish()
-            .withf(|events, _| matches!(events, [DomainEvent::LeadEnriched { current_phone, .. }] if current_phone == "555-1"))
+            .withf(|events, _| matches!(events, [DomainEvent { event: Event::LeadEnriched { current_phone, .. }, .. }] if current_phone == "555-1"))
             .times(1)
             .in_sequence(&mut seq)
-            .returning(|_, _| Ok(()));
+            .returning(|_, _| Ok(1));
         tx.expect_commit()
             .times(1)
             .in_sequence(&mut seq)
@@ -1030,7 +1043,7 @@ mod service_tests {
             phone: Some(Some(Phone::parse("555-1").expect("phone"))),
             ..LeadPatch::default()
         };
-        let row = service(MockUnitOfWork::begins(tx))
+        let row = service(BeginsOnce::new(Box::new(tx)))
             .patch(LeadId::from_uuid(Uuid::from_u128(7)), &patch)
             .now_or_never()
             .expect("ready")
@@ -1040,11 +1053,11 @@ mod service_tests {
 
     #[test]
     fn patch_of_an_unknown_lead_writes_nothing() {
-        let mut tx = MockTransaction::new();
+        let mut tx = MockLeadTransaction::new();
         tx.expect_lock_lead().times(1).returning(|_| Ok(None));
         tx.expect_update_lead().never();
         tx.expect_commit().never();
-        let r = service(MockUnitOfWork::begins(tx))
+        let r = service(BeginsOnce::new(Box::new(tx)))
             .patch(LeadId::from_uuid(Uuid::from_u128(7)), &LeadPatch::default())
             .now_or_never()
             .expect("ready");
@@ -1053,7 +1066,7 @@ mod service_tests {
 
     #[test]
     fn a_failed_publish_is_not_committed() {
-        let mut tx = MockTransaction::new();
+        let mut tx = MockLeadTransaction::new();
         tx.expect_lock_lead()
             .returning(|_| Ok(Some(stored(Some("555-0")))));
         tx.expect_update_lead().returning(|_| Ok(()));
@@ -1064,7 +1077,7 @@ mod service_tests {
             phone: Some(Some(Phone::parse("555-1").expect("phone"))),
             ..LeadPatch::default()
         };
-        let r = service(MockUnitOfWork::begins(tx))
+        let r = service(BeginsOnce::new(Box::new(tx)))
             .patch(LeadId::from_uuid(Uuid::from_u128(7)), &patch)
             .now_or_never()
             .expect("ready");

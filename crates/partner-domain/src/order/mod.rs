@@ -10,17 +10,17 @@ use serde::Serialize;
 use time::{Date, OffsetDateTime};
 
 use crate::account::auth::{Sealed, TokenKey};
-use crate::events::DomainEvent;
+use crate::events::{DomainEvent, Event};
 use crate::kernel::clock::Clock;
 use crate::kernel::error::RepoError;
 use crate::kernel::ids::AnalyticsEventId;
 use crate::kernel::page::Chunk;
 use crate::kernel::random::Random;
+use crate::kernel::uow::UnitOfWork;
 use crate::kernel::values::{Money, PartnerId, SubId, ValueError};
 use crate::kernel::wire;
 use crate::lead::TestSource;
-use crate::order::ports::OrderRepo;
-use crate::ports::UnitOfWork;
+use crate::order::ports::{OrderRepo, OrderTransaction};
 
 /// The prefix of simulated order ids; stored orders may not use it.
 pub const SIMULATED_PREFIX: &str = "TEST-SIM-";
@@ -491,7 +491,7 @@ impl NewAnalyticsEvent {
 #[derive(Debug, Clone)]
 pub struct OrderService {
     repo: Arc<dyn OrderRepo>,
-    uow: Arc<dyn UnitOfWork>,
+    uow: Arc<dyn UnitOfWork<dyn OrderTransaction>>,
     clock: Arc<dyn Clock>,
     rng: Arc<dyn Random>,
 }
@@ -499,7 +499,7 @@ pub struct OrderService {
 impl OrderService {
     pub fn new(
         repo: Arc<dyn OrderRepo>,
-        uow: Arc<dyn UnitOfWork>,
+        uow: Arc<dyn UnitOfWork<dyn OrderTransaction>>,
         clock: Arc<dyn Clock>,
         rng: Arc<dyn Random>,
     ) -> Self {
@@ -521,11 +521,13 @@ impl OrderService {
         }
         let inserted = tx.insert_order(&order, now).await?;
         if inserted {
-            let created = DomainEvent::OrderCreated {
-                partner_id: order.partner_id.clone(),
-                order_id: order.order_id.clone(),
-                source: order.source.clone(),
-            };
+            let created = DomainEvent::new(
+                order.partner_id.clone(),
+                Event::OrderCreated {
+                    order: order.order_id.clone(),
+                    source: order.source.clone(),
+                },
+            );
             tx.publish(&[created], now).await?;
         }
         let stored = tx
@@ -763,8 +765,9 @@ mod service_tests {
     use super::*;
     use crate::kernel::clock::FixedClock;
     use crate::kernel::random::SystemRandom;
+    use crate::kernel::uow::BeginsOnce;
     use crate::order::ports::MockOrderRepo;
-    use crate::ports::{MockTransaction, MockUnitOfWork};
+    use crate::order::ports::MockOrderTransaction;
     use futures_util::FutureExt;
     use time::macros::datetime;
 
@@ -785,10 +788,10 @@ mod service_tests {
         }
     }
 
-    fn ingest(tx: MockTransaction, o: Order) -> Result<OrderIngest, IngestOrderError> {
+    fn ingest(tx: MockOrderTransaction, o: Order) -> Result<OrderIngest, IngestOrderError> {
         OrderService::new(
             Arc::new(MockOrderRepo::new()),
-            Arc::new(MockUnitOfWork::begins(tx)),
+            Arc::new(BeginsOnce::<dyn OrderTransaction>::new(Box::new(tx))),
             Arc::new(FixedClock::new(datetime!(2026-11-23 12:00 UTC))),
             Arc::new(SystemRandom::new()),
         )
@@ -798,15 +801,23 @@ mod service_tests {
     }
 
     /// A transaction whose store already holds `existing` (or nothing).
-    fn tx(existing: Option<Order>, publishes: usize) -> MockTransaction {
-        let mut tx = MockTransaction::new();
+    fn tx(existing: Option<Order>, publishes: usize) -> MockOrderTransaction {
+        let mut tx = MockOrderTransaction::new();
         tx.expect_partner_exists().returning(|_| Ok(true));
         let inserted = existing.is_none();
         tx.expect_insert_order().returning(move |_, _| Ok(inserted));
         tx.expect_publish()
-            .withf(|events, _| matches!(events, [DomainEvent::OrderCreated { .. }]))
+            .withf(|events, _| {
+                matches!(
+                    events,
+                    [DomainEvent {
+                        event: Event::OrderCreated { .. },
+                        ..
+                    }]
+                )
+            })
             .times(publishes)
-            .returning(|_, _| Ok(()));
+            .returning(|_, _| Ok(1));
         let stored = existing.unwrap_or_else(order);
         tx.expect_order_listing().returning(move |_| {
             Ok(Some(OrderListing {
@@ -840,7 +851,7 @@ mod service_tests {
 
     #[test]
     fn an_unknown_partner_writes_nothing() {
-        let mut t = MockTransaction::new();
+        let mut t = MockOrderTransaction::new();
         t.expect_partner_exists().returning(|_| Ok(false));
         t.expect_insert_order().never();
         t.expect_commit().never();

@@ -1,14 +1,19 @@
-//! The order aggregate's ports.
+//! The order aggregate's ports: reads of orders, analytics events, and the writes of an order
+//! transaction.
 
 use async_trait::async_trait;
 use time::OffsetDateTime;
 
 use crate::account::auth::{Sealed, TokenKey};
+use crate::events::Outbox;
+#[cfg(any(test, feature = "mocks"))]
+use crate::events::{DomainEvent, Requeue};
 use crate::kernel::error::RepoError;
+use crate::kernel::uow::Commit;
 use crate::kernel::values::PartnerId;
 use crate::order::{AnalyticsEvent, Order, OrderKey, OrderListing};
 
-/// Storage of analytics events, and reads of orders (writes go through a [`Transaction`]).
+/// Storage of analytics events, and reads of orders (order writes go through an [`OrderTransaction`]).
 #[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
 #[async_trait]
 pub trait OrderRepo: Send + Sync {
@@ -43,6 +48,45 @@ pub trait OrderRepo: Send + Sync {
         from: OffsetDateTime,
         to: OffsetDateTime,
     ) -> Result<Vec<Order>, RepoError>;
+}
+
+/// The writes of order ingest, inside an [`OrderTransaction`].
+#[async_trait]
+pub trait OrderWrites: Send {
+    /// Whether the partner exists.
+    async fn partner_exists(&mut self, partner: &PartnerId) -> Result<bool, RepoError>;
+    /// Inserts the order (recorded at `now`) unless an order with its id exists; `true` when
+    /// inserted. The partner MUST exist.
+    async fn insert_order(&mut self, order: &Order, now: OffsetDateTime)
+    -> Result<bool, RepoError>;
+    /// The stored order with this id, with its sub-account's nickname as of now.
+    async fn order_listing(&mut self, order_id: &str) -> Result<Option<OrderListing>, RepoError>;
+}
+
+/// A transaction of order ingest: the order and `order.created`, committed together.
+pub trait OrderTransaction: OrderWrites + Outbox + Commit {}
+
+impl<T: OrderWrites + Outbox + Commit + ?Sized> OrderTransaction for T {}
+
+#[cfg(any(test, feature = "mocks"))]
+mockall::mock! {
+    /// A mock [`OrderTransaction`]: its writes, the outbox and the commit.
+    pub OrderTransaction {}
+    #[async_trait]
+    impl OrderWrites for OrderTransaction {
+        async fn partner_exists(&mut self, partner: &PartnerId) -> Result<bool, RepoError>;
+        async fn insert_order(&mut self, order: &Order, now: OffsetDateTime) -> Result<bool, RepoError>;
+        async fn order_listing(&mut self, order_id: &str) -> Result<Option<OrderListing>, RepoError>;
+    }
+    #[async_trait]
+    impl Outbox for OrderTransaction {
+        async fn publish(&mut self, events: &[DomainEvent], now: OffsetDateTime) -> Result<u64, RepoError>;
+        async fn requeue(&mut self, partner: &PartnerId, which: Requeue, now: OffsetDateTime) -> Result<Option<u64>, RepoError>;
+    }
+    #[async_trait]
+    impl Commit for OrderTransaction {
+        async fn commit(self: Box<Self>) -> Result<(), RepoError>;
+    }
 }
 
 crate::kernel::debug_port!(OrderRepo);

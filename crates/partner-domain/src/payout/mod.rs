@@ -8,15 +8,15 @@ use serde::{Serialize, Serializer};
 use time::Date;
 
 use crate::account::auth::{Sealed, TokenKey};
-use crate::events::DomainEvent;
+use crate::events::{DomainEvent, Event};
 use crate::kernel::clock::Clock;
 use crate::kernel::error::RepoError;
 use crate::kernel::ids::PayoutId;
 use crate::kernel::page::Chunk;
 use crate::kernel::random::Random;
+use crate::kernel::uow::UnitOfWork;
 use crate::kernel::values::{Money, PartnerId};
-use crate::payout::ports::PayoutRepo;
-use crate::ports::UnitOfWork;
+use crate::payout::ports::{PayoutRepo, PayoutTransaction};
 
 /// Where a listing of payouts stands: the last payout listed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -145,7 +145,7 @@ pub enum RecordPayoutError {
 #[derive(Debug, Clone)]
 pub struct PayoutService {
     repo: Arc<dyn PayoutRepo>,
-    uow: Arc<dyn UnitOfWork>,
+    uow: Arc<dyn UnitOfWork<dyn PayoutTransaction>>,
     clock: Arc<dyn Clock>,
     rng: Arc<dyn Random>,
 }
@@ -153,7 +153,7 @@ pub struct PayoutService {
 impl PayoutService {
     pub fn new(
         repo: Arc<dyn PayoutRepo>,
-        uow: Arc<dyn UnitOfWork>,
+        uow: Arc<dyn UnitOfWork<dyn PayoutTransaction>>,
         clock: Arc<dyn Clock>,
         rng: Arc<dyn Random>,
     ) -> Self {
@@ -174,10 +174,7 @@ impl PayoutService {
             .insert_payout(id, &new, now)
             .await?
             .ok_or(RecordPayoutError::UnknownPartner)?;
-        let created = DomainEvent::PayoutCreated {
-            partner_id: new.partner_id.clone(),
-            payout_id: id,
-        };
+        let created = DomainEvent::new(new.partner_id.clone(), Event::PayoutCreated { payout: id });
         tx.publish(&[created], now).await?;
         tx.commit().await?;
         Ok(payout.row())

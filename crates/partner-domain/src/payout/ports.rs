@@ -1,13 +1,19 @@
-//! The payout aggregate's ports.
+//! The payout aggregate's ports: reads of payouts and the write of a payout transaction.
 
 use async_trait::async_trait;
+use time::OffsetDateTime;
 
 use crate::account::auth::{Sealed, TokenKey};
+use crate::events::Outbox;
+#[cfg(any(test, feature = "mocks"))]
+use crate::events::{DomainEvent, Requeue};
 use crate::kernel::error::RepoError;
+use crate::kernel::ids::PayoutId;
+use crate::kernel::uow::Commit;
 use crate::kernel::values::PartnerId;
-use crate::payout::{Payout, PayoutKey};
+use crate::payout::{NewPayout, Payout, PayoutKey};
 
-/// Reads of payouts (writes go through a [`Transaction`]).
+/// Reads of payouts (writes go through a [`PayoutTransaction`]).
 #[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
 #[async_trait]
 pub trait PayoutRepo: Send + Sync {
@@ -26,6 +32,43 @@ pub trait PayoutRepo: Send + Sync {
         key: TokenKey,
         limit: u16,
     ) -> Result<Sealed<Vec<Payout>>, RepoError>;
+}
+
+/// The write of payout recording, inside a [`PayoutTransaction`].
+#[async_trait]
+pub trait PayoutWrites: Send {
+    /// Inserts the payout under `id` with the partner's email and `createdAt` the date of
+    /// `now`; `None`, with nothing written, when the partner does not exist.
+    async fn insert_payout(
+        &mut self,
+        id: PayoutId,
+        new: &NewPayout,
+        now: OffsetDateTime,
+    ) -> Result<Option<Payout>, RepoError>;
+}
+
+/// A transaction of payout recording: the payout and `payout.created`, committed together.
+pub trait PayoutTransaction: PayoutWrites + Outbox + Commit {}
+
+impl<T: PayoutWrites + Outbox + Commit + ?Sized> PayoutTransaction for T {}
+
+#[cfg(any(test, feature = "mocks"))]
+mockall::mock! {
+    /// A mock [`PayoutTransaction`]: its writes, the outbox and the commit.
+    pub PayoutTransaction {}
+    #[async_trait]
+    impl PayoutWrites for PayoutTransaction {
+        async fn insert_payout(&mut self, id: PayoutId, new: &NewPayout, now: OffsetDateTime) -> Result<Option<Payout>, RepoError>;
+    }
+    #[async_trait]
+    impl Outbox for PayoutTransaction {
+        async fn publish(&mut self, events: &[DomainEvent], now: OffsetDateTime) -> Result<u64, RepoError>;
+        async fn requeue(&mut self, partner: &PartnerId, which: Requeue, now: OffsetDateTime) -> Result<Option<u64>, RepoError>;
+    }
+    #[async_trait]
+    impl Commit for PayoutTransaction {
+        async fn commit(self: Box<Self>) -> Result<(), RepoError>;
+    }
 }
 
 crate::kernel::debug_port!(PayoutRepo);

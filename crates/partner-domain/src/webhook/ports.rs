@@ -1,20 +1,22 @@
 //! The webhook aggregate's ports: endpoints and the delivery log (partners and the operator),
 //! address resolution, and the delivery worker's storage.
 
-use std::collections::HashMap;
-
 use async_trait::async_trait;
 use time::OffsetDateTime;
 
 use crate::account::auth::{Sealed, TokenKey};
-use crate::events::{Subject, SubjectKind};
+use crate::events::Outbox;
+#[cfg(any(test, feature = "mocks"))]
+use crate::events::{DomainEvent, Requeue};
 use crate::kernel::error::RepoError;
 use crate::kernel::ids::{DeliveryId, EndpointId};
+use crate::kernel::uow::Commit;
 use crate::kernel::values::PartnerId;
-use crate::webhook::{
+use crate::webhook::delivery::{
     AttemptOutcome, ClaimRequest, ClaimedDelivery, DeliveryDetail, DeliveryFilter, DeliveryInfo,
-    WebhookEndpoint,
 };
+use crate::webhook::endpoint::WebhookEndpoint;
+use crate::webhook::payload::{SubjectIds, Subjects};
 
 /// How an endpoint insert ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,32 +85,6 @@ pub trait WebhookRepo: Send + Sync {
         id: DeliveryId,
         log_limit: u16,
     ) -> Result<Option<DeliveryDetail>, RepoError>;
-    /// Makes one of the partner's deliveries pending, due at `now`, with a fresh retry budget
-    /// (`attempts` keeps counting). `None` when the partner has no such delivery.
-    async fn resend(
-        &self,
-        partner: &PartnerId,
-        id: DeliveryId,
-        now: OffsetDateTime,
-    ) -> Result<Option<DeliveryInfo>, RepoError>;
-    /// Writes a `ping` event and its one delivery `delivery_id` to the partner's endpoint, due at
-    /// `now`. `None` when the partner has no such endpoint.
-    async fn ping(
-        &self,
-        partner: &PartnerId,
-        endpoint: EndpointId,
-        delivery_id: DeliveryId,
-        now: OffsetDateTime,
-    ) -> Result<Option<DeliveryInfo>, RepoError>;
-    /// Makes the endpoint's failed deliveries created at or after `since` pending, due at `now`,
-    /// with a fresh budget; returns how many. `None` when the partner has no such endpoint.
-    async fn recover(
-        &self,
-        partner: &PartnerId,
-        endpoint: EndpointId,
-        since: OffsetDateTime,
-        now: OffsetDateTime,
-    ) -> Result<Option<u64>, RepoError>;
 }
 
 /// Whether a host name resolves to an internal address (resolution failures answer `false`).
@@ -131,17 +107,17 @@ pub trait DeliveryRepo: Send + Sync {
     /// token, all in one statement, so any number of workers share the work and a worker that
     /// dies leaves its deliveries due again after the lease.
     async fn claim(&self, req: &ClaimRequest) -> Result<Vec<ClaimedDelivery>, RepoError>;
-    /// The subjects that still exist among `wanted`, keyed as asked; one query per subject kind.
-    async fn subjects(
-        &self,
-        wanted: &[(SubjectKind, String)],
-    ) -> Result<HashMap<(SubjectKind, String), Subject>, RepoError>;
+    /// The records among `wanted` that still exist, as they are now; one query per kind of
+    /// record.
+    async fn subjects(&self, wanted: &SubjectIds) -> Result<Subjects, RepoError>;
     /// Records outcomes in one statement. MUST apply an outcome only while its delivery is still
     /// `pending` under the same lease token (fencing: a worker whose lease ran out and was
     /// reclaimed cannot overwrite the newer attempt). Returns how many were applied. Then updates
-    /// the health of the endpoints concerned: an attempt answered `410` disables its endpoint
-    /// (reason `gone`), and so does a run of failed attempts lasting `disable_after` (reason
-    /// `failing`; `None`: never); a disabled endpoint's pending deliveries end `failed`.
+    /// the health of the endpoints concerned as [`crate::webhook::health::EndpointHealth::after`]
+    /// decides from the attempts that made a request
+    /// ([`crate::webhook::health::Attempted::of`]), applied to each endpoint's health as stored
+    /// (never over a concurrent change of it); a disabled endpoint's pending deliveries end
+    /// `failed` with [`crate::webhook::ENDPOINT_DISABLED`].
     async fn record(
         &self,
         outcomes: &[AttemptOutcome],
@@ -158,6 +134,42 @@ pub trait DeliveryRepo: Send + Sync {
     /// Deletes at most `batch` delivered or failed deliveries created before `before`, then at
     /// most `batch` events of that age that no delivery refers to. Returns the rows deleted.
     async fn prune(&self, before: OffsetDateTime, batch: u32) -> Result<u64, RepoError>;
+}
+
+/// The read a webhook transaction makes of what it wrote.
+#[async_trait]
+pub trait DeliveryReads: Send {
+    /// One of the partner's deliveries, as it is inside this transaction.
+    async fn delivery(
+        &mut self,
+        partner: &PartnerId,
+        id: DeliveryId,
+    ) -> Result<Option<DeliveryInfo>, RepoError>;
+}
+
+/// A transaction of the webhook service: pings, resends and recoveries go through the outbox like
+/// every other delivery, and the workers learn of them at the commit.
+pub trait WebhookTransaction: DeliveryReads + Outbox + Commit {}
+
+impl<T: DeliveryReads + Outbox + Commit + ?Sized> WebhookTransaction for T {}
+
+#[cfg(any(test, feature = "mocks"))]
+mockall::mock! {
+    /// A mock [`WebhookTransaction`]: its writes, the outbox and the commit.
+    pub WebhookTransaction {}
+    #[async_trait]
+    impl DeliveryReads for WebhookTransaction {
+        async fn delivery(&mut self, partner: &PartnerId, id: DeliveryId) -> Result<Option<DeliveryInfo>, RepoError>;
+    }
+    #[async_trait]
+    impl Outbox for WebhookTransaction {
+        async fn publish(&mut self, events: &[DomainEvent], now: OffsetDateTime) -> Result<u64, RepoError>;
+        async fn requeue(&mut self, partner: &PartnerId, which: Requeue, now: OffsetDateTime) -> Result<Option<u64>, RepoError>;
+    }
+    #[async_trait]
+    impl Commit for WebhookTransaction {
+        async fn commit(self: Box<Self>) -> Result<(), RepoError>;
+    }
 }
 
 crate::kernel::debug_port!(WebhookRepo, AddressCheck, DeliveryRepo);

@@ -3,8 +3,9 @@
 use diesel::prelude::*;
 use diesel::sql_types::{Integer, Nullable, Text, Timestamptz};
 use partner_domain::RepoError;
+use partner_domain::events::{Event, EventKind, StoredEvent};
 use partner_domain::kernel::ids::{DeliveryId, EndpointId};
-use partner_domain::webhook::{ClaimedDelivery, DeliveryInfo, EventKind, WebhookSecret};
+use partner_domain::webhook::{ClaimedDelivery, DeliveryInfo, DeliveryStatus, WebhookSecret};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
@@ -12,8 +13,8 @@ use crate::corrupt;
 use crate::models::webhook_endpoints::header;
 use crate::schema::webhook_deliveries;
 
-/// A delivery as the log shows it; read by name from the raw `ping` statement.
-#[derive(Queryable, QueryableByName, Selectable)]
+/// A delivery as the log shows it.
+#[derive(Queryable, Selectable)]
 #[diesel(table_name = webhook_deliveries, check_for_backend(diesel::pg::Pg))]
 pub(crate) struct DeliveryRow {
     #[diesel(sql_type = diesel::sql_types::Uuid)]
@@ -41,12 +42,13 @@ pub(crate) struct DeliveryRow {
 }
 
 impl DeliveryRow {
-    pub(crate) fn into_domain(self) -> DeliveryInfo {
-        DeliveryInfo {
+    pub(crate) fn into_domain(self) -> Result<DeliveryInfo, RepoError> {
+        Ok(DeliveryInfo {
             id: DeliveryId::from_uuid(self.id),
             endpoint_id: EndpointId::from_uuid(self.endpoint_id),
-            event: self.kind,
-            status: self.status,
+            event: EventKind::parse_delivered(&self.kind).ok_or_else(|| corrupt("event kind"))?,
+            status: DeliveryStatus::parse(&self.status)
+                .ok_or_else(|| corrupt("delivery status"))?,
             attempts: self.attempts,
             next_attempt_at: self.next_attempt_at,
             last_attempt_at: self.last_attempt_at,
@@ -54,7 +56,7 @@ impl DeliveryRow {
             last_error: self.last_error,
             created_at: self.created_at,
             delivered_at: self.delivered_at,
-        }
+        })
     }
 }
 
@@ -96,10 +98,14 @@ impl ClaimRow {
             endpoint_id: EndpointId::from_uuid(self.endpoint_id),
             lease: self.lease_token,
             attempt: u32::try_from(self.attempts).map_err(|_| corrupt("attempt count"))?,
-            kind: EventKind::parse_delivered(&self.kind).ok_or_else(|| corrupt("event kind"))?,
+            event: Event::from_stored(&StoredEvent {
+                kind: EventKind::parse_delivered(&self.kind)
+                    .ok_or_else(|| corrupt("event kind"))?,
+                subject: self.subject,
+                extra: serde_json::from_str(&self.extra).map_err(|_| corrupt("event extra"))?,
+            })
+            .ok_or_else(|| corrupt("event"))?,
             event_created_at: self.event_created_at,
-            subject: self.subject,
-            extra: serde_json::from_str(&self.extra).map_err(|_| corrupt("event extra"))?,
             url: self.url,
             secret: self.secret.map(WebhookSecret::from_stored),
             previous_secret: self.previous_secret.map(WebhookSecret::from_stored),

@@ -2,11 +2,11 @@
 
 use diesel::prelude::*;
 use partner_domain::RepoError;
+use partner_domain::events::EventKind;
 use partner_domain::kernel::ids::EndpointId;
 use partner_domain::kernel::values::PartnerId;
 use partner_domain::webhook::{
-    CustomHeader, DisabledReason, EndpointParts, EventKind, LeadCreatedDelay, WebhookEndpoint,
-    WebhookSecret,
+    CustomHeader, DisabledReason, EndpointParts, LeadCreatedDelay, WebhookEndpoint, WebhookSecret,
 };
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -169,14 +169,4 @@ impl<'a> Changes<'a> {
             previous_secret_expires_at: e.previous_secret_expires_at(),
         }
     }
-}
-
-/// An endpoint whose health a batch of attempts changed (`HEALTH_SQL`), and whether it is now
-/// disabled.
-#[derive(QueryableByName)]
-pub(crate) struct Health {
-    #[diesel(sql_type = diesel::sql_types::Uuid)]
-    pub(crate) id: Uuid,
-    #[diesel(sql_type = diesel::sql_types::Bool)]
-    pub(crate) disabled: bool,
 }

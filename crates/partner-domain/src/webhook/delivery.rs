@@ -1,0 +1,292 @@
+//! Deliveries: one event to one endpoint. Their status and log as partners see them, what a
+//! worker claims and records, and the body it signs.
+
+use std::sync::LazyLock;
+
+use serde::{Serialize, Serializer};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::events::{Event, EventKind};
+use crate::kernel::cursor::Position;
+use crate::kernel::ids::{DeliveryId, EndpointId};
+use crate::kernel::values::ValueError;
+use crate::kernel::wire;
+use crate::webhook::endpoint::CustomHeader;
+#[cfg(doc)]
+use crate::webhook::ports::DeliveryRepo;
+use crate::webhook::retry::NextStep;
+use crate::webhook::signature::WebhookSecret;
+
+/// A delivery as partners and the operator see it (`WebhookDelivery`, extensions.md §1).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeliveryInfo {
+    /// The `X-Partner-Delivery` value.
+    pub id: DeliveryId,
+    pub endpoint_id: EndpointId,
+    pub event: EventKind,
+    pub status: DeliveryStatus,
+    /// Attempts made so far (all of them, across resends).
+    pub attempts: i32,
+    #[serde(serialize_with = "wire::ts_opt")]
+    pub next_attempt_at: Option<OffsetDateTime>,
+    #[serde(serialize_with = "wire::ts_opt")]
+    pub last_attempt_at: Option<OffsetDateTime>,
+    pub last_status_code: Option<i32>,
+    pub last_error: Option<String>,
+    #[serde(serialize_with = "wire::ts")]
+    pub created_at: OffsetDateTime,
+    #[serde(serialize_with = "wire::ts_opt")]
+    pub delivered_at: Option<OffsetDateTime>,
+}
+
+impl DeliveryInfo {
+    /// A delivery just written: pending, due `now`, never attempted.
+    pub fn queued(
+        id: DeliveryId,
+        endpoint_id: EndpointId,
+        event: EventKind,
+        now: OffsetDateTime,
+    ) -> Self {
+        Self {
+            id,
+            endpoint_id,
+            event,
+            status: DeliveryStatus::Pending,
+            attempts: 0,
+            next_attempt_at: Some(now),
+            last_attempt_at: None,
+            last_status_code: None,
+            last_error: None,
+            created_at: now,
+            delivered_at: None,
+        }
+    }
+}
+
+/// One attempt of a delivery, as its log shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AttemptLogEntry {
+    #[serde(serialize_with = "wire::ts")]
+    pub attempted_at: OffsetDateTime,
+    /// `null` when the receiver did not answer.
+    pub status_code: Option<i32>,
+    /// `null` when no request was made (the event's record was gone).
+    pub duration_ms: Option<i32>,
+    pub error: Option<String>,
+}
+
+/// How many attempts a delivery's log shows at most (the last ones).
+pub const ATTEMPT_LOG_LIMIT: u16 = 20;
+
+/// A delivery with its attempt log, oldest attempt first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeliveryDetail {
+    #[serde(flatten)]
+    pub delivery: DeliveryInfo,
+    pub attempt_log: Vec<AttemptLogEntry>,
+}
+
+/// Where a delivery stands (the `status` column and the answers' `status`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DeliveryStatus {
+    /// Due now or later, or being attempted.
+    Pending,
+    /// A receiver answered 2xx.
+    Delivered,
+    /// Its retries are spent, its record is gone, or its endpoint was disabled.
+    Failed,
+}
+
+impl DeliveryStatus {
+    pub const ALL: [DeliveryStatus; 3] = [Self::Pending, Self::Delivered, Self::Failed];
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Delivered => "delivered",
+            Self::Failed => "failed",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|st| st.as_str() == s)
+    }
+}
+
+impl Serialize for DeliveryStatus {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+/// What a delivery listing asks for (already validated, see [`parse_statuses`]).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct DeliveryQuery {
+    pub endpoint_id: Option<EndpointId>,
+    /// Empty: any status.
+    pub statuses: Vec<DeliveryStatus>,
+    pub event: Option<EventKind>,
+    pub limit: u16,
+    pub cursor: Option<String>,
+}
+
+/// What the store is asked for: `limit` rows after `after` (newest first).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeliveryFilter {
+    pub endpoint_id: Option<EndpointId>,
+    pub statuses: Vec<DeliveryStatus>,
+    pub event: Option<EventKind>,
+    pub after: Option<Position>,
+    pub limit: u16,
+}
+
+/// `status`: a comma-separated, non-empty subset of `pending`, `delivered`, `failed`.
+pub fn parse_statuses(s: &str) -> Result<Vec<DeliveryStatus>, ValueError> {
+    let mut out = Vec::new();
+    for part in s.split(',') {
+        let st = DeliveryStatus::parse(part).ok_or(ValueError::invalid(
+            "status",
+            "a comma-separated list of pending, delivered and failed",
+        ))?;
+        if !out.contains(&st) {
+            out.push(st);
+        }
+    }
+    Ok(out)
+}
+
+/// `event`: any kind a delivery may carry.
+pub fn parse_event_filter(s: &str) -> Result<EventKind, ValueError> {
+    static REASON: LazyLock<String> =
+        LazyLock::new(|| format!("one of {}", EventKind::DELIVERED_NAMES));
+    EventKind::parse_delivered(s).ok_or(ValueError::invalid("event", REASON.as_str()))
+}
+
+/// How far back `recover` reaches.
+pub const RECOVER_WINDOW: time::Duration = time::Duration::days(7);
+
+/// What a worker asks for when it claims due deliveries. Fairness is decided here, not by the
+/// store: no endpoint gets more than its room, so one endpoint's backlog never takes every slot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimRequest {
+    pub now: OffsetDateTime,
+    /// Claimed deliveries are leased to this worker until then; after it they are due again.
+    pub lease_until: OffsetDateTime,
+    /// Deliveries in all.
+    pub limit: u32,
+    /// Deliveries per endpoint, for endpoints not listed in `room`.
+    pub per_endpoint: u32,
+    /// Endpoints with less room than `per_endpoint`: busy in this worker, or backed off (0).
+    pub room: Vec<(EndpointId, u32)>,
+    /// Deliveries that already made this many attempts are not claimed: their budget is spent
+    /// (a worker died during the last one) and [`DeliveryRepo::fail_exhausted`]
+    /// ends them.
+    pub max_attempts: u32,
+}
+
+/// A claimed delivery with everything needed to send it. Claiming counts the attempt, so a
+/// delivery whose worker keeps dying still ends after its budget.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimedDelivery {
+    pub id: DeliveryId,
+    pub endpoint_id: EndpointId,
+    /// The fencing token of this claim: an outcome is recorded only while the row still holds it.
+    pub lease: Uuid,
+    /// The number of this attempt (1 for the first).
+    pub attempt: u32,
+    pub event: Event,
+    pub event_created_at: OffsetDateTime,
+    pub url: String,
+    pub secret: Option<WebhookSecret>,
+    /// The secret a rotation replaced, while its overlap lasts: deliveries carry both signatures.
+    pub previous_secret: Option<WebhookSecret>,
+    pub custom_header: Option<CustomHeader>,
+}
+
+/// How an attempt ended, to be recorded under its claim's lease.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttemptOutcome {
+    pub id: DeliveryId,
+    pub lease: Uuid,
+    pub at: OffsetDateTime,
+    /// The receiver's status, `None` when it did not answer.
+    pub status_code: Option<u16>,
+    /// A short reason (`timeout`, `status 500`…), never a URL, secret or receiver body.
+    pub error: Option<String>,
+    /// How long the request took; `None` when none was made (the event's record was gone).
+    pub duration_ms: Option<u32>,
+    pub next: NextStep,
+}
+
+/// The delivery body `{ id, event, created_at, data }`, serialized once: these exact bytes are
+/// signed and sent.
+pub fn delivery_body(
+    id: DeliveryId,
+    kind: EventKind,
+    created_at: OffsetDateTime,
+    data: serde_json::Value,
+) -> Vec<u8> {
+    #[derive(Serialize)]
+    struct Body<'a> {
+        id: DeliveryId,
+        event: EventKind,
+        created_at: String,
+        data: &'a serde_json::Value,
+    }
+    serde_json::to_vec(&Body {
+        id,
+        event: kind,
+        created_at: wire::format_timestamp(created_at),
+        data: &data,
+    })
+    .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_and_event_filters() {
+        assert_eq!(
+            parse_statuses("failed,pending,failed"),
+            Ok(vec![DeliveryStatus::Failed, DeliveryStatus::Pending])
+        );
+        for bad in ["", "done", "Pending", "pending,"] {
+            assert!(parse_statuses(bad).is_err(), "{bad:?}");
+        }
+        for st in DeliveryStatus::ALL {
+            assert_eq!(DeliveryStatus::parse(st.as_str()), Some(st));
+        }
+        assert_eq!(parse_event_filter("ping"), Ok(EventKind::Ping));
+        assert_eq!(
+            parse_event_filter("refund.created").map_err(|e| e.to_string()),
+            Err(
+                "event is invalid: one of lead.created, lead.enriched, order.created, \
+                 payout.created or ping"
+                    .into()
+            )
+        );
+    }
+
+    #[test]
+    fn a_queued_delivery_renders_as_the_log_shows_it() {
+        let now = OffsetDateTime::UNIX_EPOCH;
+        let d = DeliveryInfo::queued(
+            DeliveryId::from_uuid(Uuid::nil()),
+            EndpointId::from_uuid(Uuid::nil()),
+            EventKind::Ping,
+            now,
+        );
+        let v = serde_json::to_value(d).expect("json");
+        assert_eq!(v["status"], "pending");
+        assert_eq!(v["event"], "ping");
+        assert_eq!(v["attempts"], 0);
+        assert_eq!(v["nextAttemptAt"], v["createdAt"]);
+        assert!(v["lastAttemptAt"].is_null() && v["deliveredAt"].is_null());
+    }
+}

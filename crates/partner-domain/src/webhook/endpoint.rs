@@ -1,0 +1,457 @@
+//! Webhook endpoints: their settings and the rules of each (delay, custom header, secrets,
+//! enabled or disabled), as stored and as partners see them.
+
+use std::sync::LazyLock;
+
+use serde::{Serialize, Serializer};
+use time::OffsetDateTime;
+
+use crate::events::EventKind;
+use crate::kernel::ids::EndpointId;
+use crate::kernel::values::{PartnerId, ValueError};
+use crate::kernel::wire;
+use crate::webhook::signature::WebhookSecret;
+
+/// An account may have at most this many endpoints.
+pub const MAX_ENDPOINTS: usize = 10;
+
+/// How long a `lead.created` delivery waits, so the lead can supply a phone first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeadCreatedDelay {
+    OneMinute,
+    FiveMinutes,
+    OneHour,
+}
+
+impl LeadCreatedDelay {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "1m" => Some(Self::OneMinute),
+            "5m" => Some(Self::FiveMinutes),
+            "1h" => Some(Self::OneHour),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::OneMinute => "1m",
+            Self::FiveMinutes => "5m",
+            Self::OneHour => "1h",
+        }
+    }
+
+    pub fn duration(self) -> time::Duration {
+        match self {
+            Self::OneMinute => time::Duration::minutes(1),
+            Self::FiveMinutes => time::Duration::minutes(5),
+            Self::OneHour => time::Duration::hours(1),
+        }
+    }
+}
+
+impl Serialize for LeadCreatedDelay {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+/// The one custom header an endpoint may attach to every delivery. Only
+/// [`CustomHeader::parse`] makes one, so a name or value that is not a legal, unreserved
+/// header cannot reach a request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CustomHeader {
+    name: String,
+    value: String,
+}
+
+const RESERVED_HEADERS: [&str; 7] = [
+    "content-type",
+    "content-length",
+    "host",
+    "transfer-encoding",
+    "connection",
+    "user-agent",
+    "authorization",
+];
+
+impl CustomHeader {
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn value(&self) -> &str {
+        &self.value
+    }
+
+    /// The name: an HTTP token of 1-64 characters, not one the delivery sets itself
+    /// (`Content-Type`, `Content-Length`, `Host`, `Transfer-Encoding`, `Connection`,
+    /// `User-Agent`, `Authorization`, any `X-Partner-*`), compared case-insensitively. The value:
+    /// at most 1,024 printable ASCII characters and spaces.
+    pub fn parse(name: &str, value: &str) -> Result<Self, ValueError> {
+        let tchar = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
+        if name.is_empty() || name.len() > 64 || !name.bytes().all(tchar) {
+            return Err(ValueError::invalid(
+                "customHeader.name",
+                "an HTTP header name of 1-64 characters",
+            ));
+        }
+        let lower = name.to_ascii_lowercase();
+        if RESERVED_HEADERS.contains(&lower.as_str()) || lower.starts_with("x-partner-") {
+            return Err(ValueError::invalid(
+                "customHeader.name",
+                "that header is set by the delivery itself",
+            ));
+        }
+        if value.len() > 1024 || !value.bytes().all(|b| (0x20..=0x7e).contains(&b)) {
+            return Err(ValueError::invalid(
+                "customHeader.value",
+                "at most 1024 printable ASCII characters",
+            ));
+        }
+        Ok(Self {
+            name: name.to_owned(),
+            value: value.to_owned(),
+        })
+    }
+}
+
+/// Why an endpoint was disabled by the service (`None` when a partner disabled it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DisabledReason {
+    /// An attempt was answered `410 Gone`.
+    Gone,
+    /// Every attempt failed for `PARTNER_WEBHOOK_DISABLE_AFTER`.
+    Failing,
+}
+
+impl DisabledReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Gone => "gone",
+            Self::Failing => "failing",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "gone" => Some(Self::Gone),
+            "failing" => Some(Self::Failing),
+            _ => None,
+        }
+    }
+}
+
+impl Serialize for DisabledReason {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+/// The `lastError` of deliveries ended because their endpoint was disabled.
+pub const ENDPOINT_DISABLED: &str = "endpoint disabled";
+
+/// A configured endpoint. Made by [`WebhookService`] when a partner creates one, or by
+/// [`WebhookEndpoint::new`] from what the store holds; only the service changes it afterwards.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebhookEndpoint {
+    pub(super) id: EndpointId,
+    pub(super) partner_id: PartnerId,
+    pub(super) url: String,
+    pub(super) events: Vec<EventKind>,
+    pub(super) lead_created_delay: Option<LeadCreatedDelay>,
+    pub(super) custom_header: Option<CustomHeader>,
+    pub(super) secret: Option<WebhookSecret>,
+    /// The secret a rotation replaced, still signing until `previous_secret_expires_at`.
+    pub(super) previous_secret: Option<WebhookSecret>,
+    pub(super) previous_secret_expires_at: Option<OffsetDateTime>,
+    /// Set while the endpoint is disabled: no deliveries are queued for it.
+    pub(super) disabled_at: Option<OffsetDateTime>,
+    pub(super) disabled_reason: Option<DisabledReason>,
+    pub(super) created_at: OffsetDateTime,
+    pub(super) updated_at: OffsetDateTime,
+}
+
+/// A stored endpoint's fields, for [`WebhookEndpoint::new`]. The pairs the table's CHECK
+/// constraints tie together are pairs here, so no endpoint has an overlap end without the
+/// previous secret, or a reason without being disabled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EndpointParts {
+    pub id: EndpointId,
+    pub partner_id: PartnerId,
+    /// The stored address, not re-checked: it was checked when it was set.
+    pub url: String,
+    pub events: Vec<EventKind>,
+    pub lead_created_delay: Option<LeadCreatedDelay>,
+    pub custom_header: Option<CustomHeader>,
+    pub secret: Option<WebhookSecret>,
+    /// The secret a rotation replaced and until when it still signs.
+    pub previous_secret: Option<(WebhookSecret, OffsetDateTime)>,
+    /// Since when the endpoint is disabled, and why (`None`: the partner disabled it).
+    pub disabled: Option<(OffsetDateTime, Option<DisabledReason>)>,
+    pub created_at: OffsetDateTime,
+    pub updated_at: OffsetDateTime,
+}
+
+/// An endpoint as partners see it: never the secret.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EndpointRow {
+    pub id: EndpointId,
+    pub url: String,
+    pub events: Vec<EventKind>,
+    pub lead_created_delay: Option<LeadCreatedDelay>,
+    pub custom_header: Option<CustomHeader>,
+    pub has_secret: bool,
+    #[serde(serialize_with = "wire::ts")]
+    pub created_at: OffsetDateTime,
+    /// `enabled` or `disabled`.
+    pub status: &'static str,
+    pub disabled_reason: Option<DisabledReason>,
+    #[serde(serialize_with = "wire::ts_opt")]
+    pub disabled_at: Option<OffsetDateTime>,
+    /// Until when the secret a rotation replaced still signs (`null`: no overlap).
+    #[serde(serialize_with = "wire::ts_opt")]
+    pub previous_secret_expires_at: Option<OffsetDateTime>,
+    /// Present only in the answer that generated it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub secret: Option<String>,
+}
+
+impl WebhookEndpoint {
+    /// An endpoint as stored.
+    pub fn new(parts: EndpointParts) -> Self {
+        let EndpointParts {
+            id,
+            partner_id,
+            url,
+            events,
+            lead_created_delay,
+            custom_header,
+            secret,
+            previous_secret,
+            disabled,
+            created_at,
+            updated_at,
+        } = parts;
+        let (previous_secret, previous_secret_expires_at) = previous_secret.unzip();
+        let (disabled_at, disabled_reason) = disabled.unzip();
+        Self {
+            id,
+            partner_id,
+            url,
+            events,
+            lead_created_delay,
+            custom_header,
+            secret,
+            previous_secret,
+            previous_secret_expires_at,
+            disabled_at,
+            disabled_reason: disabled_reason.flatten(),
+            created_at,
+            updated_at,
+        }
+    }
+
+    #[must_use]
+    pub fn id(&self) -> EndpointId {
+        self.id
+    }
+
+    #[must_use]
+    pub fn partner_id(&self) -> &PartnerId {
+        &self.partner_id
+    }
+
+    #[must_use]
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    #[must_use]
+    pub fn events(&self) -> &[EventKind] {
+        &self.events
+    }
+
+    #[must_use]
+    pub fn lead_created_delay(&self) -> Option<LeadCreatedDelay> {
+        self.lead_created_delay
+    }
+
+    #[must_use]
+    pub fn custom_header(&self) -> Option<&CustomHeader> {
+        self.custom_header.as_ref()
+    }
+
+    /// The current signing secret.
+    #[must_use]
+    pub fn secret(&self) -> Option<&WebhookSecret> {
+        self.secret.as_ref()
+    }
+
+    /// The secret a rotation replaced, whether or not its overlap has ended (the store keeps
+    /// it until the next change); [`Self::previous_secret_at`] is the one that signs.
+    #[must_use]
+    pub fn previous_secret(&self) -> Option<&WebhookSecret> {
+        self.previous_secret.as_ref()
+    }
+
+    #[must_use]
+    pub fn previous_secret_expires_at(&self) -> Option<OffsetDateTime> {
+        self.previous_secret_expires_at
+    }
+
+    #[must_use]
+    pub fn disabled_at(&self) -> Option<OffsetDateTime> {
+        self.disabled_at
+    }
+
+    #[must_use]
+    pub fn disabled_reason(&self) -> Option<DisabledReason> {
+        self.disabled_reason
+    }
+
+    #[must_use]
+    pub fn created_at(&self) -> OffsetDateTime {
+        self.created_at
+    }
+
+    #[must_use]
+    pub fn updated_at(&self) -> OffsetDateTime {
+        self.updated_at
+    }
+
+    /// The previous secret, while its overlap lasts at `now`.
+    pub fn previous_secret_at(&self, now: OffsetDateTime) -> Option<&WebhookSecret> {
+        match self.previous_secret_expires_at {
+            Some(until) if until > now => self.previous_secret.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// The endpoint as shown at `now`.
+    pub fn row(&self, now: OffsetDateTime) -> EndpointRow {
+        EndpointRow {
+            id: self.id,
+            url: self.url.clone(),
+            events: self.events.clone(),
+            lead_created_delay: self.lead_created_delay,
+            custom_header: self.custom_header.clone(),
+            has_secret: self.secret.is_some(),
+            created_at: self.created_at,
+            status: if self.disabled_at.is_some() {
+                "disabled"
+            } else {
+                "enabled"
+            },
+            disabled_reason: self.disabled_reason,
+            disabled_at: self.disabled_at,
+            previous_secret_expires_at: self
+                .previous_secret_at(now)
+                .and(self.previous_secret_expires_at),
+            secret: None,
+        }
+    }
+
+    /// The row with the secret shown (once, after generating it).
+    pub fn row_with_secret(&self, now: OffsetDateTime) -> EndpointRow {
+        EndpointRow {
+            secret: self.secret.as_ref().map(|s| s.expose().to_owned()),
+            ..self.row(now)
+        }
+    }
+}
+
+/// The event list: a non-empty subset of [`EventKind::ALL`] (duplicates dropped).
+pub fn parse_events(items: &[String]) -> Result<Vec<EventKind>, ValueError> {
+    static REASON: LazyLock<String> =
+        LazyLock::new(|| format!("entries must be {}", EventKind::ALL_NAMES));
+    let mut out = Vec::new();
+    for i in items {
+        let k = EventKind::parse(i).ok_or(ValueError::invalid("events", REASON.as_str()))?;
+        if !out.contains(&k) {
+            out.push(k);
+        }
+    }
+    if out.is_empty() {
+        return Err(ValueError::Missing("events"));
+    }
+    Ok(out)
+}
+
+/// A new endpoint, already parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewEndpoint {
+    pub url: url::Url,
+    pub events: Vec<EventKind>,
+    pub lead_created_delay: Option<LeadCreatedDelay>,
+    pub custom_header: Option<CustomHeader>,
+    /// Generate a secret (returned once).
+    pub secret: bool,
+}
+
+/// A partial update. `Some(None)` clears a nullable field; `secret: Some(true)` generates a new
+/// secret (returned once), `Some(false)` removes it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EndpointPatch {
+    pub url: Option<url::Url>,
+    pub events: Option<Vec<EventKind>>,
+    pub lead_created_delay: Option<Option<LeadCreatedDelay>>,
+    pub custom_header: Option<Option<CustomHeader>>,
+    pub secret: Option<bool>,
+    /// `Some(true)` re-enables the endpoint; `Some(false)` disables it (reason `null`).
+    pub enabled: Option<bool>,
+    /// `Some(true)` ends the overlap of the previous secret at once.
+    pub expire_previous: Option<bool>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn custom_header_rules() {
+        assert!(CustomHeader::parse("X-Api-Key", "abc 123").is_ok());
+        for (n, v) in [
+            ("Authorization", "x"),
+            ("x-partner-event", "x"),
+            ("X-PARTNER-Anything", "x"),
+            ("Content-Type", "x"),
+            ("Bad Name", "x"),
+            ("", "x"),
+            ("X-Ok", "a\nb"),
+            ("X-Ok", "é"),
+        ] {
+            assert!(CustomHeader::parse(n, v).is_err(), "{n}: {v}");
+        }
+        assert!(CustomHeader::parse(&"x".repeat(65), "v").is_err());
+        assert!(CustomHeader::parse("X-Ok", &"v".repeat(1025)).is_err());
+    }
+
+    #[test]
+    fn events_lists() {
+        assert_eq!(
+            parse_events(&["order.created".into(), "order.created".into()]),
+            Ok(vec![EventKind::OrderCreated])
+        );
+        assert!(parse_events(&[]).is_err());
+        assert!(parse_events(&["lead.deleted".into()]).is_err());
+    }
+
+    #[test]
+    fn the_events_message_lists_every_kind() {
+        let err = parse_events(&["refund.created".into()]).map_err(|e| e.to_string());
+        assert_eq!(
+            err,
+            Err(
+                "events is invalid: entries must be lead.created, lead.enriched, \
+                 order.created or payout.created"
+                    .into()
+            )
+        );
+        assert_eq!(
+            parse_events(&EventKind::ALL.map(|k| k.as_str().to_owned())),
+            Ok(EventKind::ALL.to_vec())
+        );
+    }
+}
