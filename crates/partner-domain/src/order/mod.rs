@@ -4,23 +4,17 @@
 
 pub mod ports;
 
-use std::sync::Arc;
+mod service;
+
+pub use service::{IngestOrderError, OrderIngest, OrderService, RecordEventError};
 
 use serde::Serialize;
-use time::{Date, OffsetDateTime};
+use time::OffsetDateTime;
 
-use crate::account::auth::{Sealed, TokenKey};
-use crate::events::{DomainEvent, Event};
-use crate::kernel::clock::Clock;
-use crate::kernel::error::RepoError;
 use crate::kernel::ids::AnalyticsEventId;
-use crate::kernel::page::Chunk;
-use crate::kernel::random::Random;
-use crate::kernel::uow::UnitOfWork;
 use crate::kernel::values::{Money, PartnerId, SubId, ValueError};
 use crate::kernel::wire;
 use crate::lead::TestSource;
-use crate::order::ports::{OrderRepo, OrderTransaction};
 
 /// The prefix of simulated order ids; stored orders may not use it.
 pub const SIMULATED_PREFIX: &str = "TEST-SIM-";
@@ -430,35 +424,6 @@ impl CommissionSummary {
     }
 }
 
-/// How an order ingest ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum OrderIngest {
-    /// Stored now (201).
-    Created(OrderListing),
-    /// The same body was already stored (200).
-    Replayed(OrderListing),
-}
-
-/// Errors of [`OrderService::ingest`].
-#[derive(Debug, thiserror::Error)]
-pub enum IngestOrderError {
-    #[error("no partner with that partnerId")]
-    UnknownPartner,
-    #[error("another order with a different body is stored under that orderId")]
-    Conflict,
-    #[error(transparent)]
-    Repo(#[from] RepoError),
-}
-
-/// Errors of [`OrderService::record_event`].
-#[derive(Debug, thiserror::Error)]
-pub enum RecordEventError {
-    #[error("no partner with that partnerId")]
-    UnknownPartner,
-    #[error(transparent)]
-    Repo(#[from] RepoError),
-}
-
 /// An analytics event as ingested.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewAnalyticsEvent {
@@ -484,137 +449,6 @@ impl NewAnalyticsEvent {
             }
         }
         Ok(self)
-    }
-}
-
-/// Order ingest, listing and the commission summary.
-#[derive(Debug, Clone)]
-pub struct OrderService {
-    repo: Arc<dyn OrderRepo>,
-    uow: Arc<dyn UnitOfWork<dyn OrderTransaction>>,
-    clock: Arc<dyn Clock>,
-    rng: Arc<dyn Random>,
-}
-
-impl OrderService {
-    pub fn new(
-        repo: Arc<dyn OrderRepo>,
-        uow: Arc<dyn UnitOfWork<dyn OrderTransaction>>,
-        clock: Arc<dyn Clock>,
-        rng: Arc<dyn Random>,
-    ) -> Self {
-        Self {
-            repo,
-            uow,
-            clock,
-            rng,
-        }
-    }
-
-    /// Stores an order, idempotently: the same body again is a replay, a different body under
-    /// the same `orderId` a conflict. `order.created` is written with the first insert only.
-    pub async fn ingest(&self, order: Order) -> Result<OrderIngest, IngestOrderError> {
-        let now = self.clock.now();
-        let mut tx = self.uow.begin().await?;
-        if !tx.partner_exists(&order.partner_id).await? {
-            return Err(IngestOrderError::UnknownPartner);
-        }
-        let inserted = tx.insert_order(&order, now).await?;
-        if inserted {
-            let created = DomainEvent::new(
-                order.partner_id.clone(),
-                Event::OrderCreated {
-                    order: order.order_id.clone(),
-                    source: order.source.clone(),
-                },
-            );
-            tx.publish(&[created], now).await?;
-        }
-        let stored = tx
-            .order_listing(&order.order_id)
-            .await?
-            .ok_or_else(|| RepoError::new("an order vanished inside its transaction"))?;
-        tx.commit().await?;
-        match (inserted, stored) {
-            (true, l) => Ok(OrderIngest::Created(l)),
-            (false, l) if l.order == order => Ok(OrderIngest::Replayed(l)),
-            (false, _) => Err(IngestOrderError::Conflict),
-        }
-    }
-
-    /// Records an analytics event (idempotent per run for `order_completed`).
-    pub async fn record_event(&self, new: NewAnalyticsEvent) -> Result<(), RecordEventError> {
-        let ev = AnalyticsEvent::new(AnalyticsEventId::generate(self.rng.as_ref()), new);
-        if self
-            .repo
-            .insert_analytics_event(&ev, self.clock.now())
-            .await?
-        {
-            Ok(())
-        } else {
-            Err(RecordEventError::UnknownPartner)
-        }
-    }
-
-    /// Every order of the partner, stored and simulated, newest first.
-    /// One chunk of the partner's orders, newest first, after `after`; the answer lists the
-    /// whole history chunk by chunk (`next` is `None` after the last one), so memory stays flat
-    /// however long it is.
-    pub async fn chunk(
-        &self,
-        partner: &PartnerId,
-        admin: bool,
-        after: Option<OrderKey>,
-        size: u16,
-    ) -> Result<Chunk<OrderRow, OrderKey>, RepoError> {
-        let orders = self.repo.orders_page(partner, after, size).await?;
-        Ok(Self::chunk_of(orders, admin, size))
-    }
-
-    /// The first [`Self::chunk`] for the partner of the token of `key`, read with the token's
-    /// record in one round trip and sealed until authentication passes; [`Self::chunk_of`]
-    /// renders what it opens to (for the authenticated principal's `admin`). The following
-    /// chunks are read after authentication, with [`Self::chunk`].
-    pub async fn first_chunk_for_token(
-        &self,
-        key: TokenKey,
-        size: u16,
-    ) -> Result<Sealed<Vec<OrderListing>>, RepoError> {
-        self.repo.orders_page_for_token(key, size).await
-    }
-
-    /// The chunk of `orders`, read as at most `size` rows, rendered for an admin or not.
-    pub fn chunk_of(
-        orders: Vec<OrderListing>,
-        admin: bool,
-        size: u16,
-    ) -> Chunk<OrderRow, OrderKey> {
-        let next = (orders.len() == usize::from(size))
-            .then(|| orders.last().map(|l| OrderKey::of(&l.order)))
-            .flatten();
-        Chunk {
-            rows: orders
-                .iter()
-                .map(|l| l.order.render(&l.sub_account, admin))
-                .collect(),
-            next,
-        }
-    }
-
-    /// Real orders and commission of the days `from..=to` (UTC, by `createdDate`).
-    pub async fn commission_summary(
-        &self,
-        partner: &PartnerId,
-        from: Date,
-        to: Date,
-    ) -> Result<CommissionSummary, RepoError> {
-        let start = from.midnight().assume_utc();
-        let end = to.next_day().map_or(
-            OffsetDateTime::new_utc(Date::MAX, time::Time::MIDNIGHT),
-            |d| d.midnight().assume_utc(),
-        );
-        let orders = self.repo.orders_between(partner, start, end).await?;
-        Ok(CommissionSummary::of(&orders))
     }
 }
 
@@ -756,108 +590,5 @@ mod tests {
         assert!(e.clone().checked().is_err());
         e.event = "page_view".into();
         assert!(e.checked().is_ok());
-    }
-}
-
-/// Order ingest over the unit-of-work port: `order.created` goes out with the first insert only.
-#[cfg(test)]
-mod service_tests {
-    use super::*;
-    use crate::kernel::clock::FixedClock;
-    use crate::kernel::random::SystemRandom;
-    use crate::kernel::uow::BeginsOnce;
-    use crate::order::ports::MockOrderRepo;
-    use crate::order::ports::MockOrderTransaction;
-    use futures_util::FutureExt;
-    use time::macros::datetime;
-
-    fn order() -> Order {
-        Order {
-            order_id: "A1".into(),
-            partner_id: PartnerId::parse("acme").expect("id"),
-            sub_id: None,
-            created_date: datetime!(2026-11-21 9:00 UTC),
-            product: "Tirzepatide".into(),
-            amount: Money::from_cents(49900),
-            commission: Money::from_cents(100),
-            status: "shipped".into(),
-            is_test: false,
-            source: "pharmacy".into(),
-            customer_name: None,
-            customer_email: None,
-        }
-    }
-
-    fn ingest(tx: MockOrderTransaction, o: Order) -> Result<OrderIngest, IngestOrderError> {
-        OrderService::new(
-            Arc::new(MockOrderRepo::new()),
-            Arc::new(BeginsOnce::<dyn OrderTransaction>::new(Box::new(tx))),
-            Arc::new(FixedClock::new(datetime!(2026-11-23 12:00 UTC))),
-            Arc::new(SystemRandom::new()),
-        )
-        .ingest(o)
-        .now_or_never()
-        .expect("ready")
-    }
-
-    /// A transaction whose store already holds `existing` (or nothing).
-    fn tx(existing: Option<Order>, publishes: usize) -> MockOrderTransaction {
-        let mut tx = MockOrderTransaction::new();
-        tx.expect_partner_exists().returning(|_| Ok(true));
-        let inserted = existing.is_none();
-        tx.expect_insert_order().returning(move |_, _| Ok(inserted));
-        tx.expect_publish()
-            .withf(|events, _| {
-                matches!(
-                    events,
-                    [DomainEvent {
-                        event: Event::OrderCreated { .. },
-                        ..
-                    }]
-                )
-            })
-            .times(publishes)
-            .returning(|_, _| Ok(1));
-        let stored = existing.unwrap_or_else(order);
-        tx.expect_order_listing().returning(move |_| {
-            Ok(Some(OrderListing {
-                order: stored.clone(),
-                sub_account: String::new(),
-            }))
-        });
-        tx.expect_commit().times(1).returning(|| Ok(()));
-        tx
-    }
-
-    #[test]
-    fn a_new_order_is_created_and_announced() {
-        let r = ingest(tx(None, 1), order());
-        assert!(matches!(r, Ok(OrderIngest::Created(_))));
-    }
-
-    #[test]
-    fn the_same_body_again_is_a_replay_and_announces_nothing() {
-        let r = ingest(tx(Some(order()), 0), order());
-        assert!(matches!(r, Ok(OrderIngest::Replayed(_))));
-    }
-
-    #[test]
-    fn another_body_under_the_same_id_is_a_conflict() {
-        let mut other = order();
-        other.amount = Money::from_cents(1);
-        let r = ingest(tx(Some(other), 0), order());
-        assert!(matches!(r, Err(IngestOrderError::Conflict)));
-    }
-
-    #[test]
-    fn an_unknown_partner_writes_nothing() {
-        let mut t = MockOrderTransaction::new();
-        t.expect_partner_exists().returning(|_| Ok(false));
-        t.expect_insert_order().never();
-        t.expect_commit().never();
-        assert!(matches!(
-            ingest(t, order()),
-            Err(IngestOrderError::UnknownPartner)
-        ));
     }
 }

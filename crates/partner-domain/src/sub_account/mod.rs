@@ -2,19 +2,16 @@
 
 pub mod ports;
 
-use std::sync::Arc;
+mod service;
 
 pub use crate::kernel::ids::SubAccountId;
+pub use service::{CreateSubAccountError, DeleteSubAccountError, SubAccountService};
+
 use serde::Serialize;
 use time::OffsetDateTime;
 
-use crate::account::auth::{Sealed, TokenKey};
-use crate::kernel::clock::Clock;
-use crate::kernel::error::RepoError;
-use crate::kernel::random::Random;
-use crate::kernel::values::{Nickname, PartnerId, SubId};
+use crate::kernel::values::SubId;
 use crate::kernel::wire;
-use crate::sub_account::ports::{InsertSubAccount, NewSubAccount, SubAccountRepo};
 
 /// `PortalSubAccount` of the spec. `email` is the owning partner's contact email.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -54,163 +51,5 @@ impl SubAccount {
     #[must_use]
     pub fn sub_id(&self) -> SubId {
         self.sub_id
-    }
-}
-
-/// Errors of [`SubAccountService::create`].
-#[derive(Debug, thiserror::Error)]
-pub enum CreateSubAccountError {
-    #[error("a sub-account with subId {0} already exists")]
-    Duplicate(SubId),
-    #[error(transparent)]
-    Repo(#[from] RepoError),
-}
-
-/// Errors of [`SubAccountService::delete`].
-#[derive(Debug, thiserror::Error)]
-pub enum DeleteSubAccountError {
-    /// Absent, or another partner's: the two are indistinguishable on purpose.
-    #[error("sub-account not found")]
-    NotFound,
-    #[error(transparent)]
-    Repo(#[from] RepoError),
-}
-
-/// A partner's management of its own sub-accounts.
-#[derive(Debug, Clone)]
-pub struct SubAccountService {
-    repo: Arc<dyn SubAccountRepo>,
-    clock: Arc<dyn Clock>,
-    rng: Arc<dyn Random>,
-}
-
-impl SubAccountService {
-    pub fn new(repo: Arc<dyn SubAccountRepo>, clock: Arc<dyn Clock>, rng: Arc<dyn Random>) -> Self {
-        Self { repo, clock, rng }
-    }
-
-    /// The sub-accounts (by ascending subId) of the partner of the token of `key`, read with the
-    /// token's record in one round trip and sealed until authentication passes.
-    pub async fn list_for_token(
-        &self,
-        key: TokenKey,
-    ) -> Result<Sealed<Vec<SubAccount>>, RepoError> {
-        self.repo.list_for_token(key).await
-    }
-
-    pub async fn create(
-        &self,
-        partner: &PartnerId,
-        sub_id: SubId,
-        nickname: Nickname,
-    ) -> Result<SubAccount, CreateSubAccountError> {
-        let new = NewSubAccount {
-            id: SubAccountId::generate(self.rng.as_ref()),
-            sub_id,
-            nickname,
-            now: self.clock.now(),
-        };
-        match self.repo.insert(partner, &new).await? {
-            InsertSubAccount::Inserted(s) => Ok(s),
-            InsertSubAccount::DuplicateSubId => Err(CreateSubAccountError::Duplicate(sub_id)),
-        }
-    }
-
-    pub async fn delete(
-        &self,
-        partner: &PartnerId,
-        id: SubAccountId,
-    ) -> Result<(), DeleteSubAccountError> {
-        match self.repo.delete(partner, id).await? {
-            true => Ok(()),
-            false => Err(DeleteSubAccountError::NotFound),
-        }
-    }
-
-    /// Whether `sub_id` names one of the partner's sub-accounts.
-    pub async fn exists(&self, partner: &PartnerId, sub_id: SubId) -> Result<bool, RepoError> {
-        self.repo.exists(partner, sub_id).await
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::kernel::clock::FixedClock;
-    use crate::kernel::random::SystemRandom;
-    use crate::sub_account::ports::MockSubAccountRepo;
-    use futures_util::FutureExt;
-    use mockall::predicate::eq;
-    use time::macros::datetime;
-    use uuid::Uuid;
-
-    fn svc(repo: MockSubAccountRepo) -> SubAccountService {
-        SubAccountService::new(
-            Arc::new(repo),
-            Arc::new(FixedClock::new(datetime!(2026-11-21 10:00 UTC))),
-            Arc::new(SystemRandom::new()),
-        )
-    }
-
-    fn acme() -> PartnerId {
-        PartnerId::parse("acme").expect("id")
-    }
-
-    #[test]
-    fn duplicate_maps_to_its_own_error() {
-        let mut repo = MockSubAccountRepo::new();
-        repo.expect_insert()
-            .returning(|_, _| Ok(InsertSubAccount::DuplicateSubId));
-        let r = svc(repo)
-            .create(
-                &acme(),
-                SubId::new(7).expect("7"),
-                Nickname::parse("Ann").expect("nick"),
-            )
-            .now_or_never()
-            .expect("ready");
-        assert!(matches!(r, Err(CreateSubAccountError::Duplicate(_))));
-    }
-
-    #[test]
-    fn create_passes_the_callers_partner_and_clock_time() {
-        let mut repo = MockSubAccountRepo::new();
-        repo.expect_insert()
-            .with(eq(acme()), mockall::predicate::always())
-            .returning(|_, n| {
-                assert_eq!(n.now, datetime!(2026-11-21 10:00 UTC));
-                Ok(InsertSubAccount::Inserted(SubAccount::new(
-                    n.id,
-                    "ops@acme.test".into(),
-                    n.sub_id,
-                    n.nickname.to_string(),
-                    n.now,
-                    n.now,
-                )))
-            });
-        let s = svc(repo)
-            .create(
-                &acme(),
-                SubId::new(7).expect("7"),
-                Nickname::parse("Ann").expect("nick"),
-            )
-            .now_or_never()
-            .expect("ready")
-            .expect("created");
-        assert_eq!(s.sub_id().get(), 7);
-        let json = serde_json::to_value(&s).expect("json");
-        assert_eq!(json["subId"], "7");
-        assert_eq!(json["createdAt"], "2026-11-21T10:00:00.000Z");
-    }
-
-    #[test]
-    fn delete_of_foreign_or_absent_is_not_found() {
-        let mut repo = MockSubAccountRepo::new();
-        repo.expect_delete().returning(|_, _| Ok(false));
-        let r = svc(repo)
-            .delete(&acme(), SubAccountId::from_uuid(Uuid::nil()))
-            .now_or_never()
-            .expect("ready");
-        assert!(matches!(r, Err(DeleteSubAccountError::NotFound)));
     }
 }
