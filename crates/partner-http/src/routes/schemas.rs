@@ -9,6 +9,7 @@
 
 #![allow(dead_code)]
 
+use partner_domain::events::EventKind;
 use utoipa::ToSchema;
 
 /// `{ "error": { "code", "message" } }`, the body of every error answer.
@@ -99,20 +100,21 @@ pub(crate) enum TestSource {
     Simulation,
 }
 
-/// The webhook event types.
-#[derive(ToSchema)]
-pub(crate) enum EventType {
-    #[schema(rename = "lead.created")]
-    LeadCreated,
-    #[schema(rename = "lead.enriched")]
-    LeadEnriched,
-    #[schema(rename = "order.created")]
-    OrderCreated,
-    #[schema(rename = "payout.created")]
-    PayoutCreated,
-    #[schema(rename = "ping")]
-    Ping,
+/// The webhook event types: every kind a delivery may carry, from the domain's one declaration
+/// of them ([`EventKind::DELIVERED`]), so a new kind is documented without a line here.
+pub(crate) struct EventType;
+
+impl utoipa::PartialSchema for EventType {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        utoipa::openapi::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::schema::Type::String)
+            .description(Some("The webhook event types."))
+            .enum_values(Some(EventKind::DELIVERED.map(EventKind::as_str)))
+            .into()
+    }
 }
+
+impl ToSchema for EventType {}
 
 #[derive(ToSchema)]
 #[schema(rename_all = "kebab-case")]
