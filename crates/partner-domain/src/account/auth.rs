@@ -129,6 +129,12 @@ impl<T> Sealed<T> {
         Self { token, content }
     }
 
+    /// What was read, unchecked: for unit tests of what a service seals.
+    #[cfg(test)]
+    pub(crate) fn into_content_for_test(self) -> T {
+        self.content
+    }
+
     /// The content made into something else, still sealed with the same token record (e.g. rows
     /// rendered into the answer's shape); `f` gets nothing out of the seal.
     pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Sealed<U> {

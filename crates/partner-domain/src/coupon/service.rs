@@ -14,8 +14,7 @@ use crate::coupon::{
 };
 use crate::kernel::clock::Clock;
 use crate::kernel::error::RepoError;
-use crate::kernel::ids::BulkOrderId;
-use crate::kernel::ids::CouponId;
+use crate::kernel::ids::{BulkOrderId, CouponId};
 use crate::kernel::random::Random;
 use crate::kernel::values::Email;
 use crate::sub_account::ports::SubAccountRepo;
@@ -207,5 +206,378 @@ impl CouponService {
 
     pub fn now(&self) -> OffsetDateTime {
         self.clock.now()
+    }
+}
+
+/// The service's rules over mocks of its ports and a fixed clock: what is refused before storage,
+/// how issuance survives a code collision, and how a refused transition is explained.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::account::auth::Principal;
+    use crate::account::ports::MockAccountRepo;
+    use crate::account::{CareServicesAccess, Partner, PartnerSettings, PartnerSettingsInput};
+    use crate::coupon::ports::MockCouponRepo;
+    use crate::coupon::{CouponStatus, listing_scope};
+    use crate::kernel::clock::FixedClock;
+    use crate::kernel::random::SystemRandom;
+    use crate::kernel::values::{Lang, PartnerId, SubId};
+    use crate::sub_account::ports::MockSubAccountRepo;
+    use futures_util::FutureExt;
+    use time::macros::datetime;
+    use uuid::Uuid;
+
+    const NOW: OffsetDateTime = datetime!(2026-11-23 12:00 UTC);
+
+    fn acme() -> PartnerId {
+        PartnerId::parse("acme").expect("id")
+    }
+
+    fn partner() -> Partner {
+        let settings = PartnerSettings::parse(PartnerSettingsInput {
+            name: "Acme".into(),
+            email: Email::parse("ops@acme.test").expect("email"),
+            active: true,
+            dna_access: false,
+            headless_links: false,
+            default_lang: Lang::En,
+            enabled_langs: vec![Lang::En],
+            care_services: CareServicesAccess {
+                subscription_active: true,
+                manual_override: false,
+                yearly_bundle: false,
+                services: Vec::new(),
+            },
+        })
+        .expect("settings");
+        Partner::new(acme(), settings, NOW, NOW)
+    }
+
+    struct Ports {
+        repo: MockCouponRepo,
+        accounts: MockAccountRepo,
+        subs: MockSubAccountRepo,
+    }
+
+    impl Ports {
+        fn new() -> Self {
+            Self {
+                repo: MockCouponRepo::new(),
+                accounts: MockAccountRepo::new(),
+                subs: MockSubAccountRepo::new(),
+            }
+        }
+
+        /// `acme` exists, with sub-account 7 only.
+        fn acme() -> Self {
+            let mut p = Self::new();
+            p.accounts
+                .expect_partner()
+                .returning(|id| Ok((*id == acme()).then(partner)));
+            p.subs
+                .expect_exists()
+                .returning(|_, s| Ok(s == SubId::new(7).expect("7")));
+            p
+        }
+
+        fn service(self) -> CouponService {
+            CouponService::new(
+                Arc::new(self.repo),
+                Arc::new(self.accounts),
+                Arc::new(self.subs),
+                Arc::new(FixedClock::new(NOW)),
+                Arc::new(SystemRandom::new()),
+            )
+        }
+    }
+
+    fn request(quantity: u32) -> BulkOrderRequest {
+        BulkOrderRequest {
+            partner_id: acme(),
+            sub_id: SubId::new(7),
+            product_slug: ProductSlug::Primary,
+            months: 12,
+            quantity,
+            unit_price_cents: 9_900,
+            purchaser_email: Email::parse("buyer@acme.test").expect("email"),
+            purchaser_source: "portal".into(),
+            expires_at: Some(NOW + time::Duration::days(30)),
+            notes: None,
+        }
+    }
+
+    fn issue(ports: Ports, req: BulkOrderRequest) -> Result<BulkOrder, IssueError> {
+        ports.service().issue(req).now_or_never().expect("ready")
+    }
+
+    #[test]
+    fn issuing_mints_distinct_active_codes_in_one_bulk_order() {
+        let mut ports = Ports::acme();
+        ports
+            .repo
+            .expect_insert_bulk()
+            .withf(|coupons| {
+                let codes: std::collections::HashSet<_> =
+                    coupons.iter().map(Coupon::code).collect();
+                coupons.len() == 25
+                    && codes.len() == 25
+                    && coupons.iter().all(|c| {
+                        c.status_at(NOW) == CouponStatus::Active
+                            && c.created_at() == NOW
+                            && c.bulk_order_id() == coupons[0].bulk_order_id()
+                            && *c.partner_id() == acme()
+                    })
+            })
+            .times(1)
+            .returning(|_| Ok(CouponWrite::Done));
+        let order = issue(ports, request(25)).expect("issued");
+        assert_eq!(order.coupons.len(), 25);
+        assert!(
+            order
+                .coupons
+                .iter()
+                .all(|c| c.bulk_order_id == order.bulk_order_id)
+        );
+        assert!(
+            order
+                .coupons
+                .iter()
+                .all(|c| c.sub_account_id.as_deref() == Some("7"))
+        );
+    }
+
+    #[test]
+    fn a_code_collision_retries_the_whole_order_with_fresh_codes_three_times_at_most() {
+        let first = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let mut ports = Ports::acme();
+        let seen = first.clone();
+        let mut calls = 0;
+        ports
+            .repo
+            .expect_insert_bulk()
+            .times(2)
+            .returning(move |coupons| {
+                calls += 1;
+                let codes: Vec<CouponCode> = coupons.iter().map(|c| c.code().clone()).collect();
+                let mut seen = seen.lock().expect("lock");
+                if calls == 1 {
+                    *seen = codes;
+                    Ok(CouponWrite::CodeCollision)
+                } else {
+                    assert_ne!(*seen, codes, "fresh codes");
+                    Ok(CouponWrite::Done)
+                }
+            });
+        assert!(issue(ports, request(3)).is_ok());
+        let mut ports = Ports::acme();
+        ports
+            .repo
+            .expect_insert_bulk()
+            .times(3)
+            .returning(|_| Ok(CouponWrite::CodeCollision));
+        assert!(matches!(issue(ports, request(3)), Err(IssueError::Repo(_))));
+    }
+
+    #[test]
+    fn issuing_is_refused_before_storage_in_the_contracts_order() {
+        // A past expiry: nothing is read.
+        let mut ports = Ports::new();
+        ports.accounts.expect_partner().never();
+        ports.repo.expect_insert_bulk().never();
+        let mut past = request(1);
+        past.expires_at = Some(NOW);
+        assert!(matches!(issue(ports, past), Err(IssueError::ExpiryPast)));
+        // An unknown partner, then an unknown sub-account.
+        let mut ports = Ports::acme();
+        ports.repo.expect_insert_bulk().never();
+        let mut other = request(1);
+        other.partner_id = PartnerId::parse("beta").expect("id");
+        assert!(matches!(
+            issue(ports, other),
+            Err(IssueError::UnknownPartner)
+        ));
+        let mut ports = Ports::acme();
+        ports.repo.expect_insert_bulk().never();
+        let mut sub = request(1);
+        sub.sub_id = SubId::new(8);
+        assert!(matches!(
+            issue(ports, sub),
+            Err(IssueError::UnknownSubAccount)
+        ));
+    }
+
+    fn coupon(
+        status: StoredStatus,
+        slug: ProductSlug,
+        expires_at: Option<OffsetDateTime>,
+    ) -> Coupon {
+        Coupon::new(CouponParts {
+            id: CouponId::from_uuid(Uuid::nil()),
+            code: CouponCode::normalize("ABCD-EFGH-1234").expect("code"),
+            partner_id: acme(),
+            sub_id: None,
+            product_slug: slug,
+            months: 12,
+            status,
+            expires_at,
+            redemption: (status == StoredStatus::Redeemed).then(|| Redemption {
+                at: NOW,
+                email: "pat@x.co".into(),
+                provider_primary_external_id: "ext-1".into(),
+            }),
+            bulk_order_id: BulkOrderId::from_uuid(Uuid::nil()),
+            purchaser_email: "buyer@acme.test".into(),
+            purchaser_source: "portal".into(),
+            unit_price_cents: 9_900,
+            notes: None,
+            created_at: NOW,
+        })
+    }
+
+    fn redeem(result: Result<Coupon, Option<Coupon>>) -> Result<CouponRow, TransitionError> {
+        let mut ports = Ports::new();
+        ports
+            .repo
+            .expect_redeem()
+            .withf(|code, slug, months, who| {
+                code.as_str() == "ABCDEFGH1234"
+                    && *slug == ProductSlug::Primary
+                    && *months == 12
+                    && who.at == NOW
+            })
+            .times(1)
+            .return_once(move |_, _, _, _| Ok(result));
+        let svc = ports.service();
+        let who = svc.redemption(&Email::parse("pat@x.co").expect("email"), "ext-1".into());
+        svc.redeem(
+            &CouponCode::normalize("ABCDEFGH1234").expect("code"),
+            ProductSlug::Primary,
+            12,
+            who,
+        )
+        .now_or_never()
+        .expect("ready")
+    }
+
+    #[test]
+    fn a_redemption_is_answered_from_the_one_conditional_write() {
+        let row = redeem(Ok(coupon(
+            StoredStatus::Redeemed,
+            ProductSlug::Primary,
+            None,
+        )))
+        .expect("redeemed");
+        assert_eq!(row.status, CouponStatus::Redeemed);
+        assert_eq!(row.redeemed_at, Some(NOW));
+        assert!(matches!(redeem(Err(None)), Err(TransitionError::NotFound)));
+        // Refused: the coupon as it is explains why.
+        let other = coupon(StoredStatus::Active, ProductSlug::PrimaryPlus, None);
+        assert!(matches!(
+            redeem(Err(Some(other))),
+            Err(TransitionError::Refused(RedeemRefusal::Mismatch))
+        ));
+        let expired = coupon(StoredStatus::Active, ProductSlug::Primary, Some(NOW));
+        assert!(matches!(
+            redeem(Err(Some(expired))),
+            Err(TransitionError::Refused(RedeemRefusal::NotActive(
+                CouponStatus::Expired
+            )))
+        ));
+        let void = coupon(StoredStatus::Void, ProductSlug::Primary, None);
+        assert!(matches!(
+            redeem(Err(Some(void))),
+            Err(TransitionError::Refused(RedeemRefusal::NotActive(
+                CouponStatus::Void
+            )))
+        ));
+        // Redeemable as read, yet the write refused it: a concurrent transition won the race.
+        let raced = coupon(StoredStatus::Active, ProductSlug::Primary, None);
+        assert!(matches!(
+            redeem(Err(Some(raced))),
+            Err(TransitionError::Refused(RedeemRefusal::NotActive(
+                CouponStatus::Active
+            )))
+        ));
+    }
+
+    #[test]
+    fn voiding_is_answered_from_the_one_conditional_write_at_the_clocks_instant() {
+        let void = |result: Result<Coupon, Option<Coupon>>| {
+            let mut ports = Ports::new();
+            ports
+                .repo
+                .expect_void()
+                .withf(|id, now| *id == CouponId::from_uuid(Uuid::nil()) && *now == NOW)
+                .times(1)
+                .return_once(move |_, _| Ok(result));
+            ports
+                .service()
+                .void(CouponId::from_uuid(Uuid::nil()))
+                .now_or_never()
+                .expect("ready")
+        };
+        let row = void(Ok(coupon(StoredStatus::Void, ProductSlug::Primary, None))).expect("void");
+        assert_eq!(row.status, CouponStatus::Void);
+        assert!(matches!(void(Err(None)), Err(TransitionError::NotFound)));
+        let redeemed = coupon(StoredStatus::Redeemed, ProductSlug::Primary, None);
+        assert!(matches!(
+            void(Err(Some(redeemed))),
+            Err(TransitionError::Refused(RedeemRefusal::NotActive(
+                CouponStatus::Redeemed
+            )))
+        ));
+    }
+
+    #[test]
+    fn a_listing_for_a_token_renders_statuses_at_the_keys_instant() {
+        let mut ports = Ports::new();
+        ports
+            .repo
+            .expect_list_for_token()
+            .withf(|key, filter| key.now == NOW && filter.limit == 10 && filter.requested.is_none())
+            .times(1)
+            .returning(|_, _| {
+                Ok(Sealed::new(
+                    None,
+                    (
+                        vec![coupon(
+                            StoredStatus::Active,
+                            ProductSlug::Primary,
+                            Some(NOW),
+                        )],
+                        41,
+                    ),
+                ))
+            });
+        let key = TokenKey {
+            hash: crate::account::token::TokenPepper::new(b"p").hash(
+                &crate::account::token::TokenText::parse(&format!("pk_live_{}", "K".repeat(43)))
+                    .expect("token"),
+            ),
+            now: NOW,
+        };
+        let filter = CouponFilter {
+            requested: None,
+            statuses: Vec::new(),
+            product_slug: None,
+            limit: 10,
+            offset: 0,
+        };
+        let sealed = ports
+            .service()
+            .list_for_token(key, &filter)
+            .now_or_never()
+            .expect("ready")
+            .expect("read");
+        let page = sealed.into_content_for_test();
+        assert_eq!(page.total, 41);
+        assert_eq!(
+            page.items[0].status,
+            CouponStatus::Expired,
+            "expired at the key's instant"
+        );
+        // The scope the statement applied is the one the service checks after authentication.
+        let me = Principal::for_test(acme(), false);
+        assert_eq!(listing_scope(&me, None), Ok(acme()));
     }
 }

@@ -593,6 +593,87 @@ mod tests {
         .expect("a valid product")
     }
 
+    /// The public surfaces (catalog, embedded Care Services view) serve active partners only,
+    /// and list what the stored catalog holds as it is now.
+    #[test]
+    fn the_public_catalog_serves_active_partners_only() {
+        use crate::account::ports::MockAccountRepo;
+        use crate::catalog::ports::MockCatalogRepo;
+        use crate::links::ports::MockLinkRepo;
+        use futures_util::FutureExt;
+
+        let service = |active: Option<bool>| {
+            let mut accounts = MockAccountRepo::new();
+            accounts.expect_partner().returning(move |_| {
+                Ok(active.map(|a| {
+                    let mut s = settings(false, Lang::En, &[Lang::En]);
+                    s.active = a;
+                    Partner::new(
+                        PartnerId::parse("acme").expect("id"),
+                        PartnerSettings::parse(s).expect("settings"),
+                        datetime!(2026-11-21 10:00 UTC),
+                        datetime!(2026-11-21 10:00 UTC),
+                    )
+                }))
+            });
+            accounts
+                .expect_care_flags()
+                .returning(|| Ok(CareFlags::default()));
+            let mut catalog = MockCatalogRepo::new();
+            catalog
+                .expect_medical_prices()
+                .returning(|_| Ok(BTreeMap::new()));
+            catalog
+                .expect_medical_products()
+                .returning(|| Ok(vec![product(None, &[])]));
+            catalog
+                .expect_care_products()
+                .returning(|| Ok(vec![care(&[1, 12])]));
+            LinkService::new(
+                Arc::new(MockLinkRepo::new()),
+                Arc::new(catalog),
+                Arc::new(accounts),
+                bases(),
+            )
+        };
+        let acme = Attribution::parse("acme").expect("code");
+        for refused in [None, Some(false)] {
+            let svc = service(refused);
+            assert!(matches!(
+                svc.catalog(&acme, None).now_or_never().expect("ready"),
+                Err(CatalogError::UnknownPartner)
+            ));
+            let q = CareQuery::default();
+            assert!(matches!(
+                svc.care_embed(&acme.partner_id, &q)
+                    .now_or_never()
+                    .expect("ready"),
+                Err(CatalogError::UnknownPartner)
+            ));
+        }
+        let svc = service(Some(true));
+        let listed = svc
+            .catalog(&acme, Some(Category::WeightLoss))
+            .now_or_never()
+            .expect("ready")
+            .expect("catalog");
+        assert_eq!(listed.len(), 1);
+        assert_eq!(listed[0].price_1_month, "$299.00", "the recommended price");
+        let none = svc
+            .catalog(&acme, Some(Category::HairLoss))
+            .now_or_never()
+            .expect("ready")
+            .expect("catalog");
+        assert!(none.is_empty());
+        let embed = svc
+            .care_embed(&acme.partner_id, &CareQuery::default())
+            .now_or_never()
+            .expect("ready")
+            .expect("embed");
+        assert_eq!(embed.partner_name, "Acme");
+        assert_eq!(embed.links.len(), 1, "dermatology, granted and switched on");
+    }
+
     /// Links built from what was read for a token: the `sub` check first (400), then the partner
     /// read must be the authenticated one.
     #[test]

@@ -117,7 +117,6 @@ impl OrderService {
         }
     }
 
-    /// Every order of the partner, stored and simulated, newest first.
     /// One chunk of the partner's orders, newest first, after `after`; the answer lists the
     /// whole history chunk by chunk (`next` is `None` after the last one), so memory stays flat
     /// however long it is.
@@ -280,5 +279,108 @@ mod service_tests {
             ingest(t, order()),
             Err(IngestOrderError::UnknownPartner)
         ));
+    }
+
+    fn service(repo: MockOrderRepo) -> OrderService {
+        OrderService::new(
+            Arc::new(repo),
+            Arc::new(BeginsOnce::<dyn OrderTransaction>::never()),
+            Arc::new(FixedClock::new(datetime!(2026-11-23 12:00 UTC))),
+            Arc::new(SystemRandom::new()),
+        )
+    }
+
+    #[test]
+    fn an_analytics_event_is_recorded_at_the_clocks_instant_for_a_known_partner() {
+        let new = NewAnalyticsEvent {
+            run_id: "run42".into(),
+            partner_id: PartnerId::parse("acme").expect("id"),
+            sub_id: None,
+            event: "page_view".into(),
+            product: None,
+            amount: None,
+            occurred_at: datetime!(2026-11-21 10:00 UTC),
+            test_source: crate::lead::TestSource::Simulation,
+        };
+        let mut repo = MockOrderRepo::new();
+        let mut known = true;
+        repo.expect_insert_analytics_event()
+            .withf(|ev, now| ev.run_id() == "run42" && *now == datetime!(2026-11-23 12:00 UTC))
+            .times(2)
+            .returning(move |_, _| {
+                let answer = known;
+                known = false;
+                Ok(answer)
+            });
+        let svc = service(repo);
+        assert!(
+            svc.record_event(new.clone())
+                .now_or_never()
+                .expect("ready")
+                .is_ok()
+        );
+        assert!(matches!(
+            svc.record_event(new).now_or_never().expect("ready"),
+            Err(RecordEventError::UnknownPartner)
+        ));
+    }
+
+    #[test]
+    fn the_commission_summary_reads_whole_utc_days_and_counts_real_orders_only() {
+        let mut repo = MockOrderRepo::new();
+        repo.expect_orders_between()
+            .withf(|p, from, to| {
+                p.as_str() == "acme"
+                    && *from == datetime!(2026-11-01 0:00 UTC)
+                    && *to == datetime!(2026-12-01 0:00 UTC)
+            })
+            .times(1)
+            .returning(|_, _, _| {
+                let mut test = order();
+                test.is_test = true;
+                Ok(vec![order(), test, order()])
+            });
+        let s = service(repo)
+            .commission_summary(
+                &PartnerId::parse("acme").expect("id"),
+                time::macros::date!(2026 - 11 - 01),
+                time::macros::date!(2026 - 11 - 30),
+            )
+            .now_or_never()
+            .expect("ready")
+            .expect("summary");
+        assert_eq!(
+            (s.order_count, s.commission_total, s.excluded_test_orders),
+            (2, Money::from_cents(200), 1)
+        );
+    }
+
+    #[test]
+    fn a_chunk_renders_for_admins_and_names_the_next_start_when_full() {
+        let mut repo = MockOrderRepo::new();
+        repo.expect_orders_page().returning(|_, _, size| {
+            Ok((0..size)
+                .map(|n| OrderListing {
+                    order: Order {
+                        order_id: format!("A{n}"),
+                        ..order()
+                    },
+                    sub_account: "Desk".into(),
+                })
+                .collect())
+        });
+        let chunk = service(repo)
+            .chunk(&PartnerId::parse("acme").expect("id"), true, None, 2)
+            .now_or_never()
+            .expect("ready")
+            .expect("chunk");
+        assert_eq!(chunk.rows.len(), 2);
+        assert!(
+            chunk
+                .rows
+                .iter()
+                .all(|r| r.admin.is_some() && r.sub_account == "Desk")
+        );
+        assert_eq!(chunk.next.map(|k| k.order_id), Some("A1".to_owned()));
     }
 }

@@ -129,3 +129,173 @@ impl<'a> Payload<'a> {
 pub fn payload(event: &Event, subjects: &Subjects) -> Option<serde_json::Value> {
     serde_json::to_value(Payload::of(event, subjects)?).ok()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::values::{Money, PartnerId};
+    use crate::lead::{LeadParts, Origin, TestFlag};
+    use crate::order::{Order, OrderParts};
+    use crate::payout::NewPayout;
+    use serde_json::json;
+    use time::macros::{date, datetime};
+    use uuid::Uuid;
+
+    fn acme() -> PartnerId {
+        PartnerId::parse("acme").expect("id")
+    }
+
+    fn lead() -> Lead {
+        Lead::new(LeadParts {
+            id: LeadId::from_uuid(Uuid::from_u128(1)),
+            partner_id: acme(),
+            sub_id: None,
+            first_name: "Ann".into(),
+            last_name: "Lee".into(),
+            email: "ann@x.co".into(),
+            email_consent: true,
+            phone: Some("555-1".into()),
+            sms_consent: true,
+            origin: Origin::parse("managed-website").expect("origin"),
+            location: "Austin".into(),
+            question_id: None,
+            test: TestFlag::REAL,
+            created_at: datetime!(2026-11-21 10:00 UTC),
+            updated_at: datetime!(2026-11-21 10:05 UTC),
+        })
+    }
+
+    fn listing() -> OrderListing {
+        OrderListing {
+            order: Order::new(OrderParts {
+                order_id: "o-1".into(),
+                partner_id: acme(),
+                sub_id: None,
+                created_date: datetime!(2026-11-21 9:00 UTC),
+                product: "Tirzepatide".into(),
+                amount: Money::from_cents(49_900),
+                commission: Money::from_cents(100),
+                status: "shipped".into(),
+                is_test: false,
+                source: "pharmacy".into(),
+                customer_name: Some("Ann".into()),
+                customer_email: None,
+            }),
+            sub_account: "Desk A".into(),
+        }
+    }
+
+    fn payout() -> Payout {
+        Payout::new(
+            PayoutId::from_uuid(Uuid::from_u128(3)),
+            "ops@acme.test".into(),
+            date!(2026 - 11 - 21),
+            NewPayout {
+                partner_id: acme(),
+                payout_date: date!(2026 - 11 - 30),
+                amount: Money::from_cents(123_450),
+                status: "paid".into(),
+                receipt_url: None,
+                note: None,
+            },
+        )
+    }
+
+    fn subjects() -> Subjects {
+        Subjects {
+            leads: [(lead().id(), lead())].into(),
+            orders: [("o-1".to_owned(), listing())].into(),
+            payouts: [(payout().id(), payout())].into(),
+        }
+    }
+
+    /// One event of each kind, and the `data` the contract gives it (the shapes the delivery
+    /// bodies had when `payload` was built with `json!`, kept byte for byte).
+    fn cases() -> Vec<(Event, serde_json::Value)> {
+        let lead_id = LeadId::from_uuid(Uuid::from_u128(1));
+        vec![
+            (
+                Event::LeadCreated { lead: lead_id },
+                json!({ "lead": lead().row() }),
+            ),
+            (
+                Event::LeadEnriched {
+                    lead: lead_id,
+                    previous_phone: String::new(),
+                    current_phone: "555-1".into(),
+                },
+                json!({ "lead": lead().row(), "previousPhone": "", "currentPhone": "555-1" }),
+            ),
+            (
+                Event::OrderCreated {
+                    order: "o-1".into(),
+                    source: "shop".into(),
+                },
+                json!({ "source": "shop", "order": listing().order.render("Desk A", false) }),
+            ),
+            (
+                Event::PayoutCreated {
+                    payout: PayoutId::from_uuid(Uuid::from_u128(3)),
+                },
+                json!({ "payout": payout().row() }),
+            ),
+            (
+                Event::Ping {
+                    endpoint: EndpointId::from_uuid(Uuid::from_u128(4)),
+                },
+                json!({ "endpointId": Uuid::from_u128(4) }),
+            ),
+        ]
+    }
+
+    #[test]
+    fn every_kind_has_its_contract_payload() {
+        let cases = cases();
+        let kinds: Vec<_> = cases.iter().map(|(e, _)| e.kind()).collect();
+        assert_eq!(
+            kinds,
+            crate::events::EventKind::DELIVERED,
+            "every kind is covered"
+        );
+        for (event, expected) in cases {
+            let data = payload(&event, &subjects()).expect("its subject exists");
+            assert_eq!(data, expected, "{event:?}");
+            assert_eq!(
+                serde_json::to_string(&data).expect("json"),
+                serde_json::to_string(&expected).expect("json"),
+                "the same bytes"
+            );
+        }
+    }
+
+    #[test]
+    fn a_deleted_subject_has_no_payload_and_a_ping_needs_none() {
+        for (event, _) in cases() {
+            let found = payload(&event, &Subjects::default());
+            assert_eq!(
+                found.is_some(),
+                matches!(event, Event::Ping { .. }),
+                "{event:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn each_record_is_looked_up_once_by_its_kind() {
+        let events: Vec<Event> = cases().into_iter().chain(cases()).map(|(e, _)| e).collect();
+        let ids = SubjectIds::of(&events);
+        assert_eq!(
+            ids,
+            SubjectIds {
+                leads: vec![LeadId::from_uuid(Uuid::from_u128(1))],
+                orders: vec!["o-1".into()],
+                payouts: vec![PayoutId::from_uuid(Uuid::from_u128(3))],
+            }
+        );
+        assert!(!ids.is_empty());
+        let pings = [Event::Ping {
+            endpoint: EndpointId::from_uuid(Uuid::nil()),
+        }];
+        assert!(SubjectIds::of(&pings).is_empty());
+    }
+}

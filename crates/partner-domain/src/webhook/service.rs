@@ -456,7 +456,16 @@ impl WebhookService {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernel::random::SystemRandom;
+    use crate::events::{Event, EventKind, Recipients};
+    use crate::kernel::clock::FixedClock;
+    use crate::kernel::random::{MockRandom, SystemRandom};
+    use crate::kernel::uow::BeginsOnce;
+    use crate::webhook::DeliveryStatus;
+    use crate::webhook::endpoint::{EndpointParts, LeadCreatedDelay};
+    use crate::webhook::ports::{MockAddressCheck, MockWebhookRepo, MockWebhookTransaction};
+    use futures_util::FutureExt;
+    use mockall::Sequence;
+    use time::macros::datetime;
     use uuid::Uuid;
 
     /// A delivery page read for a token at a cursor's unverified position is used only when the
@@ -503,6 +512,503 @@ mod tests {
         assert!(matches!(
             svc.finish_deliveries(&acme, &forged, Vec::new()),
             Err(EndpointError::BadCursor)
+        ));
+    }
+
+    const NOW: OffsetDateTime = datetime!(2026-11-23 12:00 UTC);
+
+    fn acme() -> PartnerId {
+        PartnerId::parse("acme").expect("id")
+    }
+
+    fn endpoint_id() -> EndpointId {
+        EndpointId::from_uuid(Uuid::from_u128(1))
+    }
+
+    /// Random bytes that are all `7`: ids and secrets are known in advance.
+    fn sevens() -> MockRandom {
+        let mut rng = MockRandom::new();
+        rng.expect_fill().returning(|buf| buf.fill(7));
+        rng
+    }
+
+    /// The service's ports: by default nothing may be called.
+    struct Ports {
+        repo: MockWebhookRepo,
+        tx: Option<MockWebhookTransaction>,
+        addresses: MockAddressCheck,
+        allow_private: bool,
+    }
+
+    impl Ports {
+        fn new() -> Self {
+            Self {
+                repo: MockWebhookRepo::new(),
+                tx: None,
+                addresses: MockAddressCheck::new(),
+                allow_private: false,
+            }
+        }
+
+        /// The partner's endpoint is `e` (any other id: none).
+        fn with_endpoint(mut self, e: WebhookEndpoint) -> Self {
+            self.repo
+                .expect_endpoint()
+                .returning(move |p, id| Ok((*p == acme() && id == e.id()).then(|| e.clone())));
+            self
+        }
+
+        fn service(self) -> WebhookService {
+            let uow: BeginsOnce<dyn WebhookTransaction> = match self.tx {
+                Some(tx) => BeginsOnce::new(Box::new(tx)),
+                None => BeginsOnce::never(),
+            };
+            WebhookService::new(
+                Arc::new(self.repo),
+                Arc::new(uow),
+                Arc::new(self.addresses),
+                Arc::new(FixedClock::new(NOW)),
+                Arc::new(sevens()),
+                self.allow_private,
+                CursorKey::new(b"deliveries"),
+            )
+        }
+    }
+
+    fn endpoint(disabled: bool, secret: Option<&str>) -> WebhookEndpoint {
+        WebhookEndpoint::new(EndpointParts {
+            id: endpoint_id(),
+            partner_id: acme(),
+            url: "https://hooks.acme.test/x".into(),
+            events: vec![EventKind::LeadCreated],
+            lead_created_delay: None,
+            custom_header: None,
+            secret: secret.map(|s| WebhookSecret::from_stored(s.into())),
+            previous_secret: None,
+            disabled: disabled.then_some((NOW - time::Duration::hours(1), None)),
+            created_at: NOW - time::Duration::days(1),
+            updated_at: NOW - time::Duration::days(1),
+        })
+    }
+
+    fn new_endpoint(url: &str, secret: bool) -> NewEndpoint {
+        NewEndpoint {
+            url: url::Url::parse(url).expect("url"),
+            events: vec![EventKind::OrderCreated, EventKind::LeadCreated],
+            lead_created_delay: Some(LeadCreatedDelay::FiveMinutes),
+            custom_header: None,
+            secret,
+        }
+    }
+
+    fn ready<T>(f: impl std::future::Future<Output = T>) -> T {
+        f.now_or_never().expect("ready")
+    }
+
+    #[test]
+    fn creating_stores_the_endpoint_and_shows_its_new_secret_once() {
+        let mut ports = Ports::new();
+        ports
+            .addresses
+            .expect_resolves_internal()
+            .withf(|host, port| host == "hooks.acme.test" && *port == 443)
+            .returning(|_, _| false);
+        ports
+            .repo
+            .expect_insert_endpoint()
+            .withf(|e, max| {
+                *e.partner_id() == acme()
+                    && e.created_at() == NOW
+                    && e.secret().is_some()
+                    && e.lead_created_delay() == Some(LeadCreatedDelay::FiveMinutes)
+                    && *max == MAX_ENDPOINTS
+            })
+            .times(1)
+            .returning(|_, _| Ok(InsertEndpoint::Inserted));
+        let row = ready(
+            ports
+                .service()
+                .create(&acme(), new_endpoint("https://hooks.acme.test/x", true)),
+        )
+        .expect("created");
+        assert!(
+            row.secret
+                .as_deref()
+                .is_some_and(|s| s.starts_with("whsec_"))
+        );
+        assert!(row.has_secret);
+        assert_eq!(row.status, "enabled");
+        assert_eq!(row.created_at, NOW);
+    }
+
+    #[test]
+    fn creating_is_refused_for_an_internal_address_the_limit_or_an_unknown_partner() {
+        let mut ports = Ports::new();
+        ports
+            .addresses
+            .expect_resolves_internal()
+            .returning(|_, _| true);
+        ports.repo.expect_insert_endpoint().never();
+        let r = ready(
+            ports
+                .service()
+                .create(&acme(), new_endpoint("https://internal.acme.test/x", false)),
+        );
+        assert!(matches!(r, Err(EndpointError::InternalAddress)), "{r:?}");
+        // Allowed private addresses (tests, development) are not resolved at all.
+        let mut ports = Ports::new();
+        ports.allow_private = true;
+        ports.addresses.expect_resolves_internal().never();
+        ports
+            .repo
+            .expect_insert_endpoint()
+            .returning(|_, _| Ok(InsertEndpoint::TooMany));
+        let r = ready(
+            ports
+                .service()
+                .create(&acme(), new_endpoint("https://internal.acme.test/x", false)),
+        );
+        assert!(matches!(r, Err(EndpointError::TooMany)), "{r:?}");
+        let mut ports = Ports::new();
+        ports
+            .addresses
+            .expect_resolves_internal()
+            .returning(|_, _| false);
+        ports
+            .repo
+            .expect_insert_endpoint()
+            .returning(|_, _| Ok(InsertEndpoint::UnknownPartner));
+        let r = ready(
+            ports
+                .service()
+                .create(&acme(), new_endpoint("https://hooks.acme.test/x", false)),
+        );
+        assert!(matches!(r, Err(EndpointError::UnknownPartner)), "{r:?}");
+    }
+
+    /// Updates `endpoint(false, secret)` with `patch` and returns what was stored and answered.
+    fn update(
+        secret: Option<&str>,
+        overlap: std::time::Duration,
+        patch: EndpointPatch,
+    ) -> (WebhookEndpoint, EndpointRow) {
+        let stored = Arc::new(std::sync::Mutex::new(None));
+        let mut ports = Ports::new().with_endpoint(endpoint(false, secret));
+        let keep = stored.clone();
+        ports
+            .repo
+            .expect_update_endpoint()
+            .times(1)
+            .returning(move |e| {
+                *keep.lock().expect("lock") = Some(e.clone());
+                Ok(true)
+            });
+        let row = ready(ports.service().with_secret_overlap(overlap).update(
+            &acme(),
+            endpoint_id(),
+            patch,
+        ))
+        .expect("updated");
+        let e = stored.lock().expect("lock").take().expect("stored");
+        (e, row)
+    }
+
+    #[test]
+    fn a_rotated_secret_keeps_signing_for_the_overlap_and_the_new_one_is_shown_once() {
+        let day = std::time::Duration::from_secs(86_400);
+        let rotate = EndpointPatch {
+            secret: Some(true),
+            ..EndpointPatch::default()
+        };
+        let (e, row) = update(Some("whsec_old"), day, rotate.clone());
+        assert_eq!(
+            e.previous_secret().map(WebhookSecret::expose),
+            Some("whsec_old")
+        );
+        assert_eq!(
+            e.previous_secret_expires_at(),
+            Some(NOW + time::Duration::DAY)
+        );
+        assert_ne!(e.secret().map(WebhookSecret::expose), Some("whsec_old"));
+        assert_eq!(row.secret.as_deref(), e.secret().map(WebhookSecret::expose));
+        assert_eq!(
+            row.previous_secret_expires_at,
+            Some(NOW + time::Duration::DAY)
+        );
+        assert_eq!(e.updated_at(), NOW);
+        // No overlap: the old secret stops at once.
+        let (e, _) = update(Some("whsec_old"), std::time::Duration::ZERO, rotate);
+        assert_eq!(e.previous_secret(), None);
+        // Removing the secret removes both; a patch without `secret` shows none.
+        let (e, row) = update(
+            Some("whsec_old"),
+            day,
+            EndpointPatch {
+                secret: Some(false),
+                ..EndpointPatch::default()
+            },
+        );
+        assert_eq!((e.secret(), e.previous_secret()), (None, None));
+        assert_eq!(row.secret, None);
+    }
+
+    #[test]
+    fn disabling_and_re_enabling_an_endpoint() {
+        let (e, row) = update(
+            None,
+            std::time::Duration::ZERO,
+            EndpointPatch {
+                enabled: Some(false),
+                events: Some(vec![EventKind::PayoutCreated]),
+                ..EndpointPatch::default()
+            },
+        );
+        assert_eq!(e.disabled_at(), Some(NOW));
+        assert_eq!(e.disabled_reason(), None, "disabled by its partner");
+        assert_eq!(e.events(), [EventKind::PayoutCreated]);
+        assert_eq!(row.status, "disabled");
+        let mut ports = Ports::new().with_endpoint(endpoint(true, None));
+        ports
+            .repo
+            .expect_update_endpoint()
+            .withf(|e| e.disabled_at().is_none() && e.disabled_reason().is_none())
+            .times(1)
+            .returning(|_| Ok(true));
+        let patch = EndpointPatch {
+            enabled: Some(true),
+            ..EndpointPatch::default()
+        };
+        let row = ready(ports.service().update(&acme(), endpoint_id(), patch)).expect("enabled");
+        assert_eq!(row.status, "enabled");
+    }
+
+    #[test]
+    fn an_endpoint_that_is_not_the_partners_is_not_found() {
+        let other = EndpointId::from_uuid(Uuid::from_u128(9));
+        let mut ports = Ports::new().with_endpoint(endpoint(false, None));
+        ports.repo.expect_update_endpoint().never();
+        ports
+            .repo
+            .expect_delete_endpoint()
+            .returning(|_, id| Ok(id == endpoint_id()));
+        let svc = ports.service();
+        let r = ready(svc.update(&acme(), other, EndpointPatch::default()));
+        assert!(matches!(r, Err(EndpointError::NotFound)), "{r:?}");
+        assert!(matches!(
+            ready(svc.delete(&acme(), other)),
+            Err(EndpointError::NotFound)
+        ));
+        assert!(ready(svc.delete(&acme(), endpoint_id())).is_ok());
+    }
+
+    fn info(id: u128, at: OffsetDateTime) -> DeliveryInfo {
+        DeliveryInfo {
+            created_at: at,
+            ..DeliveryInfo::queued(
+                DeliveryId::from_uuid(Uuid::from_u128(id)),
+                endpoint_id(),
+                EventKind::LeadCreated,
+                at,
+            )
+        }
+    }
+
+    #[test]
+    fn the_delivery_log_is_paged_with_the_partners_own_cursor() {
+        let mut ports = Ports::new();
+        let mut seq = Sequence::new();
+        ports
+            .repo
+            .expect_deliveries()
+            .withf(|p, f| *p == acme() && f.after.is_none() && f.limit == 3)
+            .times(1)
+            .in_sequence(&mut seq)
+            .returning(|_, _| Ok((1..=3).map(|n| info(n, NOW)).collect()));
+        ports
+            .repo
+            .expect_deliveries()
+            .withf(|_, f| {
+                f.after
+                    == Some(Position {
+                        created_at: NOW,
+                        id: Uuid::from_u128(2),
+                    })
+                    && f.statuses == [DeliveryStatus::Failed]
+            })
+            .times(1)
+            .in_sequence(&mut seq)
+            .returning(|_, _| Ok(vec![info(3, NOW)]));
+        let svc = ports.service();
+        let q = DeliveryQuery {
+            limit: 2,
+            ..DeliveryQuery::default()
+        };
+        let first = ready(svc.deliveries(&acme(), &q)).expect("page");
+        assert_eq!(first.items.len(), 2);
+        let cursor = first.next_cursor.expect("a next page");
+        let next = DeliveryQuery {
+            cursor: Some(cursor.clone()),
+            statuses: vec![DeliveryStatus::Failed],
+            ..q.clone()
+        };
+        let second = ready(svc.deliveries(&acme(), &next)).expect("page");
+        assert_eq!(second.items.len(), 1);
+        assert_eq!(second.next_cursor, None);
+        // Another partner's cursor (or a forged one) reads nothing.
+        let beta = PartnerId::parse("beta").expect("id");
+        assert!(matches!(
+            ready(svc.deliveries(&beta, &next)),
+            Err(EndpointError::BadCursor)
+        ));
+    }
+
+    #[test]
+    fn a_resend_requeues_through_the_outbox_and_answers_the_delivery_as_requeued() {
+        let id = DeliveryId::from_uuid(Uuid::from_u128(5));
+        let mut seq = Sequence::new();
+        let mut tx = MockWebhookTransaction::new();
+        tx.expect_requeue()
+            .withf(move |p, which, now| {
+                *p == acme() && *which == Requeue::Delivery(id) && *now == NOW
+            })
+            .times(1)
+            .in_sequence(&mut seq)
+            .returning(|_, _, _| Ok(Some(1)));
+        tx.expect_delivery()
+            .times(1)
+            .in_sequence(&mut seq)
+            .returning(|_, _| Ok(Some(info(5, NOW - time::Duration::HOUR))));
+        tx.expect_commit()
+            .times(1)
+            .in_sequence(&mut seq)
+            .returning(|| Ok(()));
+        let mut ports = Ports::new();
+        ports.tx = Some(tx);
+        let d = ready(ports.service().resend(&acme(), id)).expect("resent");
+        assert_eq!(d.id, id);
+        // Another partner's delivery: nothing committed.
+        let mut tx = MockWebhookTransaction::new();
+        tx.expect_requeue().returning(|_, _, _| Ok(None));
+        tx.expect_delivery().never();
+        tx.expect_commit().never();
+        let mut ports = Ports::new();
+        ports.tx = Some(tx);
+        assert!(matches!(
+            ready(ports.service().resend(&acme(), id)),
+            Err(EndpointError::DeliveryNotFound)
+        ));
+    }
+
+    #[test]
+    fn a_ping_is_published_to_its_endpoint_only_and_answered_as_queued() {
+        let id = DeliveryId::generate(&sevens());
+        let mut seq = Sequence::new();
+        let mut tx = MockWebhookTransaction::new();
+        tx.expect_publish()
+            .withf(move |events, now| {
+                *now == NOW
+                    && events == [DomainEvent::ping(acme(), endpoint_id(), id)]
+                    && events[0].to
+                        == Recipients::Endpoint {
+                            endpoint: endpoint_id(),
+                            delivery: id,
+                        }
+                    && events[0].event
+                        == Event::Ping {
+                            endpoint: endpoint_id(),
+                        }
+            })
+            .times(1)
+            .in_sequence(&mut seq)
+            .returning(|_, _| Ok(1));
+        tx.expect_commit()
+            .times(1)
+            .in_sequence(&mut seq)
+            .returning(|| Ok(()));
+        let mut ports = Ports::new().with_endpoint(endpoint(false, None));
+        ports.tx = Some(tx);
+        let d = ready(ports.service().ping(&acme(), endpoint_id())).expect("queued");
+        assert_eq!(
+            d,
+            DeliveryInfo::queued(id, endpoint_id(), EventKind::Ping, NOW)
+        );
+    }
+
+    #[test]
+    fn a_ping_needs_an_enabled_endpoint_that_still_exists() {
+        // Disabled or unknown: no transaction is begun.
+        let ports = Ports::new().with_endpoint(endpoint(true, None));
+        let svc = ports.service();
+        assert!(matches!(
+            ready(svc.ping(&acme(), endpoint_id())),
+            Err(EndpointError::Disabled)
+        ));
+        assert!(matches!(
+            ready(svc.ping(&acme(), EndpointId::from_uuid(Uuid::nil()))),
+            Err(EndpointError::NotFound)
+        ));
+        // Deleted between the read and the write: nothing written, nothing committed.
+        let mut tx = MockWebhookTransaction::new();
+        tx.expect_publish().returning(|_, _| Ok(0));
+        tx.expect_commit().never();
+        let mut ports = Ports::new().with_endpoint(endpoint(false, None));
+        ports.tx = Some(tx);
+        assert!(matches!(
+            ready(ports.service().ping(&acme(), endpoint_id())),
+            Err(EndpointError::NotFound)
+        ));
+    }
+
+    #[test]
+    fn recover_requeues_the_failed_deliveries_of_the_last_seven_days() {
+        let since = NOW - time::Duration::days(2);
+        let mut tx = MockWebhookTransaction::new();
+        tx.expect_requeue()
+            .withf(move |p, which, now| {
+                *p == acme()
+                    && *which
+                        == Requeue::FailedSince {
+                            endpoint: endpoint_id(),
+                            since,
+                        }
+                    && *now == NOW
+            })
+            .times(1)
+            .returning(|_, _, _| Ok(Some(4)));
+        tx.expect_commit().times(1).returning(|| Ok(()));
+        let mut ports = Ports::new().with_endpoint(endpoint(false, None));
+        ports.tx = Some(tx);
+        assert_eq!(
+            ready(ports.service().recover(&acme(), endpoint_id(), since)).expect("recovered"),
+            4
+        );
+    }
+
+    #[test]
+    fn recover_is_refused_outside_its_window_and_for_a_disabled_endpoint() {
+        let mut ports = Ports::new();
+        ports.repo.expect_endpoint().never();
+        let svc = ports.service();
+        for since in [NOW + time::Duration::SECOND, NOW - time::Duration::days(8)] {
+            assert!(matches!(
+                ready(svc.recover(&acme(), endpoint_id(), since)),
+                Err(EndpointError::BadSince)
+            ));
+        }
+        let svc = Ports::new().with_endpoint(endpoint(true, None)).service();
+        assert!(matches!(
+            ready(svc.recover(&acme(), endpoint_id(), NOW)),
+            Err(EndpointError::Disabled)
+        ));
+        // Deleted meanwhile: the outbox finds no such endpoint; nothing committed.
+        let mut tx = MockWebhookTransaction::new();
+        tx.expect_requeue().returning(|_, _, _| Ok(None));
+        tx.expect_commit().never();
+        let mut ports = Ports::new().with_endpoint(endpoint(false, None));
+        ports.tx = Some(tx);
+        assert!(matches!(
+            ready(ports.service().recover(&acme(), endpoint_id(), NOW)),
+            Err(EndpointError::NotFound)
         ));
     }
 }
