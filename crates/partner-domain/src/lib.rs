@@ -6,8 +6,16 @@
 //! that adapters implement. Other services reuse this crate, so its public surface is kept small:
 //! construct values through their `parse` functions, and call the services.
 //!
-//! With the `mocks` feature every port has a `mockall` mock (`MockTokenRepo`, …), so rules are
-//! unit-tested without a database.
+//! One module per aggregate (`account` with its tokens and authentication, `sub_account`, `lead`,
+//! `order`, `payout`, `catalog`, `links`, `coupon`, `webhook`), each with its model (`mod.rs`),
+//! its ports (`ports.rs`) and its service (`service.rs`), over a shared `kernel` that imports
+//! nothing above it; `events` (the event kinds, typed events and the outbox) sits beside the
+//! kernel, and `webhook` above the aggregates whose events it delivers. No two top-level modules
+//! import each other, directly or not (`tests/layers.rs`).
+//!
+//! With the `mocks` feature every port has a `mockall` mock (`MockTokenRepo`, …; each
+//! aggregate's transaction too, `MockLeadTransaction`, …, begun by `kernel::uow::BeginsOnce`), so
+//! rules are unit-tested without a database.
 
 #![cfg_attr(test, allow(clippy::expect_used, clippy::indexing_slicing))]
 

@@ -184,9 +184,9 @@ impl CouponService {
     }
 
     /// A page of coupons matching `filter` at the clock's instant (effective statuses, newest
-    /// first) and the count of all that match, for the partner [`listing_scope`] gives the token
+    /// first) and the count of all that match, for the partner [`crate::coupon::listing_scope`] gives the token
     /// of `key` (decided in the statement), read with the token's record in one round trip and sealed until
-    /// authentication passes. The caller still decides the scope with [`listing_scope`] for the
+    /// authentication passes. The caller still decides the scope with [`crate::coupon::listing_scope`] for the
     /// authenticated principal (400/403) before answering with the page.
     pub async fn list_for_token(
         &self,

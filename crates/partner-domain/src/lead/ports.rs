@@ -28,7 +28,7 @@ pub trait LeadRepo: Send + Sync {
         include_test: bool,
         limit: u16,
     ) -> Result<Vec<Lead>, RepoError>;
-    /// In ONE round trip: the token with this hash (as [`TokenRepo::find_by_hash`]) and the page
+    /// In ONE round trip: the token with this hash (as [`crate::account::ports::TokenRepo::find_by_hash`]) and the page
     /// [`LeadRepo::page_leads`] would read for its partner. Rows are read only for a token that
     /// is live at `now` (not revoked or expired, user not deleted, partner active), and only of
     /// that token's partner; whether the request is authenticated is still decided by

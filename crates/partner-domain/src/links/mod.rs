@@ -479,7 +479,7 @@ pub fn catalog_product(
 pub const DNA_DISABLED: &str = "DNA links are disabled for this account";
 
 /// What a partner's DNA links are built from, read with a token's record in one round trip
-/// ([`LinkRepo::dna_links_for_token`]): the token's partner (`None` when the token is not
+/// ([`ports::LinkRepo::dna_links_for_token`]): the token's partner (`None` when the token is not
 /// live), its DNA prices and every DNA product.
 #[derive(Debug, Clone, Default)]
 pub struct DnaLinkInputs {
@@ -489,7 +489,7 @@ pub struct DnaLinkInputs {
 }
 
 /// What a partner's medical intake links are built from, read with a token's record in one round
-/// trip ([`LinkRepo::medical_links_for_token`]).
+/// trip ([`ports::LinkRepo::medical_links_for_token`]).
 #[derive(Debug, Clone, Default)]
 pub struct MedicalLinkInputs {
     /// Whether the `sub` asked for names one of the partner's sub-accounts (`true` when none was).
@@ -500,7 +500,7 @@ pub struct MedicalLinkInputs {
 }
 
 /// What a partner's Care Services links are built from, read with a token's record in one round
-/// trip ([`LinkRepo::care_links_for_token`]).
+/// trip ([`ports::LinkRepo::care_links_for_token`]).
 #[derive(Debug, Clone, Default)]
 pub struct CareLinkInputs {
     /// Whether the `sub` asked for names one of the partner's sub-accounts (`true` when none was).

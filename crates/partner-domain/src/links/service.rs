@@ -75,7 +75,7 @@ impl LinkService {
     /// product), for the partner of the token of `key`, read with the token's record in one
     /// round trip and sealed until authentication passes; then [`Self::dna_links_from`] builds
     /// the links. Callers MUST first refuse a principal without
-    /// [`crate::account::auth::Principal::may_use_dna_links`] (403 [`DNA_DISABLED`]); the HTTP layer does,
+    /// [`crate::account::auth::Principal::may_use_dna_links`] (403 [`crate::links::DNA_DISABLED`]); the HTTP layer does,
     /// before the rate limit, where the contract orders account-state checks.
     pub async fn dna_links_for_token(
         &self,

@@ -18,7 +18,7 @@ use crate::payout::{NewPayout, Payout, PayoutKey};
 #[async_trait]
 pub trait PayoutRepo: Send + Sync {
     /// At most `limit` of the partner's payouts after `after` in the listing order (payout date,
-    /// then creation date, then id, all descending); keyset, like [`OrderRepo::orders_page`].
+    /// then creation date, then id, all descending); keyset, like [`crate::order::ports::OrderRepo::orders_page`].
     async fn payouts_page(
         &self,
         partner: &PartnerId,

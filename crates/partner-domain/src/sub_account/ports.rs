@@ -31,9 +31,9 @@ pub enum InsertSubAccount {
 pub trait SubAccountRepo: Send + Sync {
     /// The partner's sub-accounts, by `subId`.
     async fn list(&self, partner: &PartnerId) -> Result<Vec<SubAccount>, RepoError>;
-    /// In ONE round trip: the token of `key` (as [`TokenRepo::find_by_hash`]) and what
+    /// In ONE round trip: the token of `key` (as [`crate::account::ports::TokenRepo::find_by_hash`]) and what
     /// [`SubAccountRepo::list`] reads for its partner, taken from the token by the statement
-    /// itself; rows only for a token live at `key.now` (see [`LeadRepo::page_leads_for_token`]).
+    /// itself; rows only for a token live at `key.now` (see [`crate::lead::ports::LeadRepo::page_leads_for_token`]).
     async fn list_for_token(&self, key: TokenKey) -> Result<Sealed<Vec<SubAccount>>, RepoError>;
     /// Inserts unless the partner already has a sub-account with that `subId` (decided by the
     /// store's unique constraint, so concurrent creations cannot both succeed).

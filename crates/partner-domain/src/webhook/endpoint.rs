@@ -151,7 +151,7 @@ impl Serialize for DisabledReason {
 /// The `lastError` of deliveries ended because their endpoint was disabled.
 pub const ENDPOINT_DISABLED: &str = "endpoint disabled";
 
-/// A configured endpoint. Made by [`WebhookService`] when a partner creates one, or by
+/// A configured endpoint. Made by [`crate::webhook::WebhookService`] when a partner creates one, or by
 /// [`WebhookEndpoint::new`] from what the store holds; only the service changes it afterwards.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WebhookEndpoint {
