@@ -17,6 +17,7 @@ mod dsl;
 mod leads;
 mod links;
 mod models;
+mod notify;
 mod ops;
 mod orders;
 mod outbox;
@@ -28,8 +29,8 @@ mod tokens;
 mod uow;
 mod webhooks;
 
+pub use notify::{announce_deliveries, listen_for_deliveries};
 pub use ops::{Backlog, PoolState};
-pub use webhooks::{announce_deliveries, listen_for_deliveries};
 
 use std::sync::Arc;
 use std::time::Duration;
