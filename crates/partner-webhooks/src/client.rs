@@ -1,0 +1,298 @@
+//! The HTTPS client and its guard: names resolve only to global unicast addresses (at connect
+//! time, which defeats DNS rebinding), literal addresses are checked before the request, redirects
+//! are not followed. One send posts a signed body and names a failure by a short, URL-free reason.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use partner_domain::kernel::clock::Clock;
+use partner_domain::webhook::ports::AddressCheck;
+use partner_domain::webhook::{
+    ClaimedDelivery, WebhookSecret, is_internal, parse_retry_after, signature_header_with,
+};
+
+use crate::{WorkerConfig, WorkerError};
+
+/// The resolver's refusal, recognised in reqwest's error chain as `address not allowed`.
+#[derive(Debug, thiserror::Error)]
+#[error("the name resolves only to addresses that are not allowed, or not at all")]
+struct AddressNotAllowed;
+
+/// Resolves names for reqwest, dropping every address that is not global unicast unless they are
+/// allowed. Doing this at connect time (not only when an endpoint is saved) defeats DNS rebinding.
+#[derive(Debug, Clone, Copy)]
+struct FilteringResolver {
+    allow_private: bool,
+}
+
+impl reqwest::dns::Resolve for FilteringResolver {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let allow_private = self.allow_private;
+        let host = name.as_str().to_owned();
+        Box::pin(async move {
+            let addrs: Vec<SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let allowed: Vec<SocketAddr> = addrs
+                .into_iter()
+                .filter(|a| allow_private || !is_internal(a.ip()))
+                .collect();
+            if allowed.is_empty() {
+                return Err(Box::new(AddressNotAllowed) as Box<dyn std::error::Error + Send + Sync>);
+            }
+            Ok(Box::new(allowed.into_iter()) as reqwest::dns::Addrs)
+        })
+    }
+}
+
+/// [`AddressCheck`] through the system resolver.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemAddressCheck;
+
+#[async_trait::async_trait]
+impl AddressCheck for SystemAddressCheck {
+    async fn resolves_internal(&self, host: &str, port: u16) -> bool {
+        let lookup = |name: &str| {
+            let name = name.to_owned();
+            async move {
+                match tokio::time::timeout(
+                    Duration::from_secs(3),
+                    tokio::net::lookup_host((name.as_str(), port)),
+                )
+                .await
+                {
+                    Ok(Ok(addrs)) => addrs.into_iter().any(|a| is_internal(a.ip())),
+                    _ => false,
+                }
+            }
+        };
+        // `name.` and `name` may resolve differently (search domains, hosts files): both count.
+        let bare = host.trim_end_matches('.');
+        lookup(host).await || (bare != host && !bare.is_empty() && lookup(bare).await)
+    }
+}
+
+/// How one send ended.
+#[derive(Debug)]
+pub(crate) enum Sent {
+    /// The status, and the wait a `429` or `503` asked for with `Retry-After`.
+    Answered(u16, Option<time::Duration>),
+    /// No answer; `timed_out` feeds the circuit breaker.
+    NoAnswer {
+        error: &'static str,
+        timed_out: bool,
+    },
+}
+
+/// The worker's HTTPS client.
+pub(crate) struct Client {
+    http: reqwest::Client,
+    allow_private: bool,
+    clock: Arc<dyn Clock>,
+}
+
+impl Client {
+    pub(crate) fn new(config: &WorkerConfig, clock: Arc<dyn Clock>) -> Result<Self, WorkerError> {
+        // reqwest is built without a default crypto provider; ring is the one this workspace uses.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let mut builder = reqwest::Client::builder()
+            .timeout(config.timeout)
+            .connect_timeout(config.timeout)
+            .redirect(reqwest::redirect::Policy::none())
+            .no_proxy()
+            .pool_idle_timeout(Duration::from_secs(60))
+            .tcp_nodelay(true)
+            .user_agent(concat!(
+                "partner-portal-webhooks/",
+                env!("CARGO_PKG_VERSION")
+            ))
+            .dns_resolver(FilteringResolver {
+                allow_private: config.allow_private,
+            });
+        if let Some(pem) = &config.extra_roots_pem {
+            let certs = reqwest::Certificate::from_pem_bundle(pem)
+                .map_err(|e| WorkerError::Roots(Some(e)))?;
+            if certs.is_empty() {
+                return Err(WorkerError::Roots(None));
+            }
+            builder = builder.tls_certs_merge(certs);
+        }
+        Ok(Self {
+            http: builder.build().map_err(WorkerError::Client)?,
+            allow_private: config.allow_private,
+            clock,
+        })
+    }
+
+    /// Posts `body`, signed, to the delivery's endpoint.
+    pub(crate) async fn send(&self, d: &ClaimedDelivery, body: Vec<u8>) -> Sent {
+        let no_answer = |error| Sent::NoAnswer {
+            error,
+            timed_out: false,
+        };
+        let Ok(url) = url::Url::parse(&d.url) else {
+            return no_answer("invalid url");
+        };
+        // Literal addresses skip the resolver, so they are checked here.
+        let literal = match url.host() {
+            Some(url::Host::Ipv4(ip)) => Some(std::net::IpAddr::V4(ip)),
+            Some(url::Host::Ipv6(ip)) => Some(std::net::IpAddr::V6(ip)),
+            _ => None,
+        };
+        if literal.is_some_and(is_internal) && !self.allow_private {
+            return no_answer("address not allowed");
+        }
+        let mut req = self
+            .http
+            .post(url)
+            .header("Content-Type", "application/json")
+            .header("X-Partner-Event", d.event.kind().as_str())
+            .header("X-Partner-Delivery", d.id.to_string());
+        if let Some(secret) = &d.secret {
+            // During a rotation's overlap, a second `v1` under the previous secret.
+            let secrets: Vec<&WebhookSecret> = std::iter::once(secret)
+                .chain(d.previous_secret.as_ref())
+                .collect();
+            req = req.header(
+                "X-Partner-Signature",
+                signature_header_with(&secrets, self.clock.now().unix_timestamp(), &body),
+            );
+        }
+        if let Some(h) = &d.custom_header {
+            req = req.header(h.name(), h.value());
+        }
+        match req.body(body).send().await {
+            Ok(mut res) => {
+                let code = res.status().as_u16();
+                let retry_after = if code == 429 || code == 503 {
+                    res.headers()
+                        .get(reqwest::header::RETRY_AFTER)
+                        .and_then(|v| v.to_str().ok())
+                        .and_then(|v| parse_retry_after(v, self.clock.now()))
+                } else {
+                    None
+                };
+                // Read a little of the answer so the connection can be reused; a receiver that
+                // sends more gets its connection closed instead.
+                let mut read = 0usize;
+                while read < 16 * 1024 {
+                    match res.chunk().await {
+                        Ok(Some(c)) => read += c.len(),
+                        Ok(None) | Err(_) => break,
+                    }
+                }
+                Sent::Answered(code, retry_after)
+            }
+            Err(e) => classify(&e),
+        }
+    }
+}
+
+/// A short, URL-free reason for a request that got no answer.
+fn classify(e: &reqwest::Error) -> Sent {
+    let no_answer = |error| Sent::NoAnswer {
+        error,
+        timed_out: error == "timeout",
+    };
+    if e.is_timeout() {
+        return no_answer("timeout");
+    }
+    // `io::Error::source` skips the error it wraps, so wrapped errors are visited explicitly.
+    let mut stack: Vec<&(dyn std::error::Error + 'static)> = vec![e];
+    while let Some(err) = stack.pop() {
+        if err.is::<AddressNotAllowed>() {
+            return no_answer("address not allowed");
+        }
+        if err.is::<rustls::Error>() {
+            return no_answer("tls error");
+        }
+        if let Some(io) = err.downcast_ref::<std::io::Error>() {
+            match io.kind() {
+                std::io::ErrorKind::ConnectionRefused => return no_answer("connection refused"),
+                std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::ConnectionAborted => {
+                    return no_answer("connection reset");
+                }
+                std::io::ErrorKind::TimedOut => return no_answer("timeout"),
+                _ => {}
+            }
+            if let Some(inner) = io.get_ref() {
+                stack.push(inner);
+            }
+        }
+        if let Some(source) = err.source() {
+            stack.push(source);
+        }
+    }
+    no_answer("connection error")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::str::FromStr;
+
+    use reqwest::dns::{Name, Resolve};
+
+    use super::*;
+
+    #[tokio::test]
+    async fn the_resolver_refuses_names_that_resolve_to_internal_addresses() {
+        let refusing = FilteringResolver {
+            allow_private: false,
+        };
+        let name = Name::from_str("localhost").expect("name");
+        assert!(
+            refusing.resolve(name).await.is_err(),
+            "localhost is internal"
+        );
+        let allowing = FilteringResolver {
+            allow_private: true,
+        };
+        let addrs: Vec<SocketAddr> = allowing
+            .resolve(Name::from_str("localhost").expect("name"))
+            .await
+            .expect("resolves")
+            .collect();
+        assert!(addrs.iter().all(|a| a.ip().is_loopback()));
+    }
+
+    #[tokio::test]
+    async fn the_save_time_check_reports_internal_names() {
+        assert!(SystemAddressCheck.resolves_internal("localhost", 443).await);
+        assert!(
+            SystemAddressCheck
+                .resolves_internal("localhost.", 443)
+                .await
+        );
+        assert!(
+            !SystemAddressCheck
+                .resolves_internal("name.invalid", 443)
+                .await,
+            "unresolvable: not refused here"
+        );
+    }
+
+    #[tokio::test]
+    async fn errors_are_classified_without_the_url() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .build()
+            .expect("client");
+        // A closed port on loopback: refused at once.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        drop(listener);
+        let e = client
+            .post(format!("https://127.0.0.1:{port}/h?token=SECRET"))
+            .send()
+            .await
+            .expect_err("refused");
+        match classify(&e) {
+            Sent::NoAnswer { error, timed_out } => {
+                assert_eq!(error, "connection refused");
+                assert!(!timed_out);
+            }
+            Sent::Answered(..) => panic!("no answer expected"),
+        }
+    }
+}

@@ -1,0 +1,126 @@
+//! Maintenance, every `maintenance_interval`: deliveries whose budget dead workers spent end
+//! `failed` (`interrupted`), and delivered or failed deliveries past the retention are pruned in
+//! small batches, so pruning never holds locks the claim needs for long.
+
+use std::sync::Arc;
+
+use partner_domain::kernel::clock::Clock;
+use partner_domain::webhook::attempt_budget;
+use partner_domain::webhook::ports::DeliveryRepo;
+
+use crate::WorkerConfig;
+
+/// The `lastError` of a delivery whose last budgeted attempt never reported back.
+const INTERRUPTED: &str = "interrupted";
+/// Deliveries (then events) deleted per statement.
+const PRUNE_BATCH: u32 = 500;
+/// Prune statements per round at most (a round never runs unbounded).
+const PRUNE_ROUNDS: u32 = 1000;
+
+/// Runs [`round`] every interval, forever (the worker aborts it at shutdown).
+pub(crate) async fn run(repo: Arc<dyn DeliveryRepo>, clock: Arc<dyn Clock>, config: WorkerConfig) {
+    loop {
+        tokio::time::sleep(config.maintenance_interval).await;
+        round(repo.as_ref(), clock.as_ref(), &config).await;
+    }
+}
+
+/// One round of maintenance at the clock's now.
+pub(crate) async fn round(repo: &dyn DeliveryRepo, clock: &dyn Clock, c: &WorkerConfig) {
+    let now = clock.now();
+    match repo
+        .fail_exhausted(now, attempt_budget(&c.retry_schedule), INTERRUPTED)
+        .await
+    {
+        Ok(0) => {}
+        Ok(n) => tracing::warn!(
+            deliveries = n,
+            "webhook deliveries ended failed: their last attempt never reported back"
+        ),
+        Err(e) => tracing::warn!(error = %e, "ending exhausted webhook deliveries failed"),
+    }
+    let Some(before) = time::Duration::try_from(c.retention)
+        .ok()
+        .and_then(|r| now.checked_sub(r))
+    else {
+        return;
+    };
+    for _ in 0..PRUNE_ROUNDS {
+        match repo.prune(before, PRUNE_BATCH).await {
+            Ok(0) => break,
+            Ok(_) => tokio::task::yield_now().await,
+            Err(e) => {
+                tracing::warn!(error = %e, "pruning webhook deliveries failed");
+                break;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::time::Duration;
+
+    use partner_domain::kernel::clock::FixedClock;
+    use partner_domain::kernel::error::RepoError;
+    use partner_domain::webhook::ports::MockDeliveryRepo;
+    use time::macros::datetime;
+
+    use super::*;
+
+    fn config() -> WorkerConfig {
+        WorkerConfig {
+            retry_schedule: vec![Duration::from_secs(60), Duration::from_secs(600)],
+            timeout: Duration::from_secs(10),
+            allow_private: true,
+            extra_roots_pem: None,
+            poll_interval: Duration::from_secs(1),
+            concurrency: 8,
+            endpoint_concurrency: 4,
+            retention: Duration::from_secs(7 * 86_400),
+            maintenance_interval: Duration::from_secs(60),
+            disable_after: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_round_ends_exhausted_deliveries_and_prunes_past_the_retention_until_none_is_left() {
+        let clock = FixedClock::new(datetime!(2026-03-10 12:00 UTC));
+        let mut repo = MockDeliveryRepo::new();
+        repo.expect_fail_exhausted()
+            .withf(|now, budget, error| {
+                *now == datetime!(2026-03-10 12:00 UTC) && *budget == 3 && error == "interrupted"
+            })
+            .times(1)
+            .returning(|_, _, _| Ok(2));
+        let calls = Arc::new(AtomicU32::new(0));
+        let seen = calls.clone();
+        repo.expect_prune()
+            .withf(|before, batch| *before == datetime!(2026-03-03 12:00 UTC) && *batch == 500)
+            .times(3)
+            .returning(move |_, _| {
+                // Two full batches, then nothing left.
+                Ok(if seen.fetch_add(1, Ordering::SeqCst) < 2 {
+                    500
+                } else {
+                    0
+                })
+            });
+        round(&repo, &clock, &config()).await;
+        assert_eq!(calls.load(Ordering::SeqCst), 3);
+    }
+
+    #[tokio::test]
+    async fn a_failing_store_stops_the_round_without_retrying_in_a_loop() {
+        let clock = FixedClock::new(datetime!(2026-03-10 12:00 UTC));
+        let mut repo = MockDeliveryRepo::new();
+        repo.expect_fail_exhausted()
+            .times(1)
+            .returning(|_, _, _| Err(RepoError::new("down")));
+        repo.expect_prune()
+            .times(1)
+            .returning(|_, _| Err(RepoError::new("down")));
+        round(&repo, &clock, &config()).await;
+    }
+}

@@ -1,0 +1,474 @@
+//! The worker loop: woken by the store's `LISTEN` (or the fallback poll), it claims due
+//! deliveries in batches within each endpoint's room, builds their payloads from the event model
+//! (one read per kind of record), and starts one task per attempt; each outcome goes to the
+//! recorder and frees its place in the lanes. Shutdown stops claiming and lets attempts in flight
+//! finish within their timeout.
+
+use std::future::Future;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use partner_domain::kernel::clock::Clock;
+use partner_domain::kernel::ids::EndpointId;
+use partner_domain::kernel::random::Random;
+use partner_domain::webhook::ports::DeliveryRepo;
+use partner_domain::webhook::{
+    AttemptOutcome, ClaimRequest, ClaimedDelivery, NextStep, SubjectIds, after_failure,
+    attempt_budget, delivery_body, honour_retry_after, payload,
+};
+use tokio::sync::{Notify, Semaphore, mpsc};
+
+use crate::client::{Client, Sent};
+use crate::lanes::{Heard, Lanes};
+use crate::{WorkerConfig, WorkerError, maintenance, recorder};
+
+/// Deliveries claimed in one statement at most.
+const CLAIM_BATCH: usize = 512;
+
+struct Inner {
+    repo: Arc<dyn DeliveryRepo>,
+    clock: Arc<dyn Clock>,
+    rng: Arc<dyn Random>,
+    client: Client,
+    config: WorkerConfig,
+    wake: Arc<Notify>,
+    sending: Arc<Semaphore>,
+    lanes: Mutex<Lanes>,
+    /// Signalled whenever the last held delivery finishes (shutdown waits for it).
+    idle: Notify,
+}
+
+impl Inner {
+    fn lanes(&self) -> MutexGuard<'_, Lanes> {
+        // A panic while holding the lock leaves counts that are still usable.
+        self.lanes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// The delivery worker.
+#[derive(Clone)]
+pub struct Worker {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Worker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Worker")
+            .field("config", &self.inner.config)
+            .finish()
+    }
+}
+
+impl Worker {
+    pub fn new(
+        repo: Arc<dyn DeliveryRepo>,
+        clock: Arc<dyn Clock>,
+        rng: Arc<dyn Random>,
+        config: WorkerConfig,
+    ) -> Result<Self, WorkerError> {
+        let client = Client::new(&config, clock.clone())?;
+        let concurrency = config.concurrency.max(1);
+        Ok(Self {
+            inner: Arc::new(Inner {
+                repo,
+                clock,
+                rng,
+                client,
+                wake: Arc::new(Notify::new()),
+                sending: Arc::new(Semaphore::new(concurrency)),
+                lanes: Mutex::new(Lanes::default()),
+                idle: Notify::new(),
+                config: WorkerConfig {
+                    concurrency,
+                    endpoint_concurrency: config.endpoint_concurrency.max(1),
+                    ..config
+                },
+            }),
+        })
+    }
+
+    /// Wakes the worker to claim now (call it when a delivery was written: `LISTEN`/`NOTIFY`).
+    pub fn waker(&self) -> Arc<Notify> {
+        self.inner.wake.clone()
+    }
+
+    /// Runs until `shutdown` completes; then stops claiming, lets in-flight attempts finish within
+    /// the attempt timeout, records their outcomes, and returns. What is still unfinished then is
+    /// abandoned to its lease and attempted again later.
+    pub async fn run(self, shutdown: impl Future<Output = ()>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let recorder = tokio::spawn(recorder::record_loop(
+            self.inner.repo.clone(),
+            rx,
+            self.inner.config.disable_after,
+        ));
+        let maintenance = tokio::spawn(maintenance::run(
+            self.inner.repo.clone(),
+            self.inner.clock.clone(),
+            self.inner.config.clone(),
+        ));
+        let mut shutdown = std::pin::pin!(shutdown);
+        loop {
+            tokio::select! {
+                biased;
+                () = &mut shutdown => break,
+                () = self.inner.wake.notified() => {}
+                () = tokio::time::sleep(self.inner.config.poll_interval) => {}
+            }
+            self.claim_round(&tx).await;
+        }
+        maintenance.abort();
+        let deadline = self.inner.config.timeout + Duration::from_secs(1);
+        let drained = tokio::time::timeout(deadline, async {
+            loop {
+                let idle = self.inner.idle.notified();
+                if self.inner.lanes().held() == 0 {
+                    break;
+                }
+                idle.await;
+            }
+        })
+        .await;
+        if drained.is_err() {
+            tracing::warn!("webhook attempts still in flight at shutdown are left to their lease");
+        }
+        drop(tx);
+        // In-flight tasks hold senders; the recorder ends once they are done or abandoned.
+        let _ = tokio::time::timeout(Duration::from_secs(5), recorder).await;
+    }
+
+    /// Claims while there is room and the store has due deliveries.
+    async fn claim_round(&self, tx: &mpsc::UnboundedSender<AttemptOutcome>) {
+        let c = &self.inner.config;
+        let per_endpoint = Lanes::fresh_endpoint_room(c);
+        let ceiling = c.concurrency.saturating_mul(2);
+        loop {
+            let (limit, room) = {
+                let lanes = self.inner.lanes();
+                let limit = ceiling.saturating_sub(lanes.held()).min(CLAIM_BATCH);
+                (limit, lanes.room(c, Instant::now()))
+            };
+            if limit == 0 {
+                return;
+            }
+            let now = self.inner.clock.now();
+            // Long enough for a ready delivery to wait its turn (about half an attempt timeout at
+            // most, see `Lane::capacity`) and then make its own attempt; `attempt` gives up one
+            // whose lease would run out mid-send. Short enough that a dead worker's deliveries
+            // are soon due again.
+            let lease_until = now + c.timeout * 2 + Duration::from_secs(5);
+            let req = ClaimRequest {
+                now,
+                lease_until,
+                limit: u32::try_from(limit).unwrap_or(u32::MAX),
+                per_endpoint: u32::try_from(per_endpoint).unwrap_or(u32::MAX),
+                room,
+                max_attempts: attempt_budget(&c.retry_schedule),
+            };
+            let claimed = match self.inner.repo.claim(&req).await {
+                Ok(c) => c,
+                Err(e) => {
+                    tracing::warn!(error = %e, "claiming webhook deliveries failed");
+                    return;
+                }
+            };
+            let n = claimed.len();
+            if n == 0 {
+                return;
+            }
+            self.inner
+                .lanes()
+                .hold(c, claimed.iter().map(|d| d.endpoint_id));
+            tokio::spawn(self.clone().dispatch(claimed, lease_until, tx.clone()));
+            if n < limit {
+                return;
+            }
+        }
+    }
+
+    /// Builds the batch's payloads (one query per subject kind) and starts each attempt.
+    async fn dispatch(
+        self,
+        batch: Vec<ClaimedDelivery>,
+        lease_until: time::OffsetDateTime,
+        tx: mpsc::UnboundedSender<AttemptOutcome>,
+    ) {
+        let wanted = SubjectIds::of(batch.iter().map(|d| &d.event));
+        let subjects = match self.inner.repo.subjects(&wanted).await {
+            Ok(s) => s,
+            Err(e) => {
+                // Left to their leases: attempted again later.
+                tracing::warn!(error = %e, deliveries = batch.len(), "reading webhook subjects failed");
+                for d in &batch {
+                    self.finish(d.endpoint_id, Heard::Nothing);
+                }
+                return;
+            }
+        };
+        for d in batch {
+            let Some(data) = payload(&d.event, &subjects) else {
+                // The record is gone; retrying cannot bring it back.
+                let _ = tx.send(AttemptOutcome {
+                    id: d.id,
+                    lease: d.lease,
+                    at: self.inner.clock.now(),
+                    status_code: None,
+                    error: Some("subject not found".into()),
+                    duration_ms: None,
+                    next: NextStep::GiveUp,
+                });
+                self.finish(d.endpoint_id, Heard::Nothing);
+                continue;
+            };
+            let body = delivery_body(d.id, d.event.kind(), d.event_created_at, data);
+            let me = self.clone();
+            let tx = tx.clone();
+            tokio::spawn(async move { me.attempt(d, body, lease_until, tx).await });
+        }
+    }
+
+    /// Waits for a slot of the endpoint and a global one, sends, and reports the outcome.
+    async fn attempt(
+        self,
+        d: ClaimedDelivery,
+        body: Vec<u8>,
+        lease_until: time::OffsetDateTime,
+        tx: mpsc::UnboundedSender<AttemptOutcome>,
+    ) {
+        let Some(lane) = self.inner.lanes().slots(d.endpoint_id) else {
+            self.finish(d.endpoint_id, Heard::Nothing);
+            return;
+        };
+        let (Ok(_endpoint_slot), Ok(_slot)) = (
+            lane.acquire_owned().await,
+            self.inner.sending.clone().acquire_owned().await,
+        ) else {
+            self.finish(d.endpoint_id, Heard::Nothing);
+            return;
+        };
+        // Too close to the end of the lease: another worker may take it over mid-send, so leave
+        // it to that worker rather than risk two attempts at once.
+        let start = self.inner.clock.now();
+        if start + self.inner.config.timeout > lease_until {
+            self.finish(d.endpoint_id, Heard::Nothing);
+            return;
+        }
+        let started = Instant::now();
+        let sent = self.inner.client.send(&d, body).await;
+        let took = started.elapsed();
+        let at = self.inner.clock.now();
+        let c = &self.inner.config;
+        let (status_code, error, next) = match sent {
+            Sent::Answered(code, _) if (200..300).contains(&code) => {
+                (Some(code), None, NextStep::Delivered)
+            }
+            Sent::Answered(code, retry_after) => {
+                let error = if (300..400).contains(&code) {
+                    "redirect".to_owned()
+                } else {
+                    format!("status {code}")
+                };
+                let next = honour_retry_after(
+                    after_failure(&c.retry_schedule, d.attempt, self.jitter(), at),
+                    at,
+                    retry_after,
+                );
+                (Some(code), Some(error), next)
+            }
+            Sent::NoAnswer { error, .. } => {
+                let next = after_failure(&c.retry_schedule, d.attempt, self.jitter(), at);
+                (None, Some(error.to_owned()), next)
+            }
+        };
+        let outcome = match (&error, status_code) {
+            (None, _) => "delivered",
+            (Some(_), Some(_)) => "rejected",
+            (Some(_), None) => "no_answer",
+        };
+        metrics::counter!("webhook_attempts_total", "outcome" => outcome).increment(1);
+        metrics::histogram!("webhook_attempt_duration_seconds").record(took.as_secs_f64());
+        if let Some(error) = &error {
+            // The endpoint is named by id, never by URL (its query may carry a credential).
+            tracing::info!(
+                delivery = %d.id,
+                endpoint = %d.endpoint_id,
+                attempt = d.attempt,
+                status = status_code,
+                error = %error,
+                elapsed_ms = u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
+                retry = matches!(next, NextStep::RetryAt(_)),
+                "webhook attempt failed"
+            );
+        }
+        let _ = tx.send(AttemptOutcome {
+            id: d.id,
+            lease: d.lease,
+            at,
+            status_code,
+            error,
+            duration_ms: Some(u32::try_from(took.as_millis()).unwrap_or(u32::MAX)),
+            next,
+        });
+        let heard = match sent {
+            Sent::Answered(..) => Heard::Answer(took),
+            Sent::NoAnswer {
+                timed_out: true, ..
+            } => Heard::Timeout(took),
+            Sent::NoAnswer { .. } => Heard::Nothing,
+        };
+        self.finish(d.endpoint_id, heard);
+    }
+
+    /// A held delivery is done: frees its place in the lanes, and wakes the claimer or the
+    /// shutdown when that matters.
+    fn finish(&self, endpoint: EndpointId, heard: Heard) {
+        let finished =
+            self.inner
+                .lanes()
+                .finish(&self.inner.config, endpoint, heard, Instant::now());
+        if finished.idle {
+            self.inner.idle.notify_waiters();
+        }
+        if finished.wake {
+            self.inner.wake.notify_one();
+        }
+    }
+
+    fn jitter(&self) -> f64 {
+        let mut b = [0u8; 4];
+        self.inner.rng.fill(&mut b);
+        f64::from(u32::from_le_bytes(b)) / f64::from(u32::MAX)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use partner_domain::events::Event;
+    use partner_domain::kernel::clock::FixedClock;
+    use partner_domain::kernel::ids::{DeliveryId, LeadId};
+    use partner_domain::webhook::Subjects;
+    use partner_domain::webhook::ports::MockDeliveryRepo;
+    use time::macros::datetime;
+    use uuid::Uuid;
+
+    use super::*;
+
+    /// Jitter 0: a retry comes at 90 % of its scheduled delay.
+    struct Zeros;
+
+    impl Random for Zeros {
+        fn fill(&self, buf: &mut [u8]) {
+            buf.fill(0);
+        }
+    }
+
+    fn config() -> WorkerConfig {
+        WorkerConfig {
+            retry_schedule: vec![Duration::from_secs(60)],
+            timeout: Duration::from_secs(5),
+            allow_private: false,
+            extra_roots_pem: None,
+            poll_interval: Duration::from_millis(10),
+            concurrency: 4,
+            endpoint_concurrency: 2,
+            retention: Duration::from_secs(3600),
+            maintenance_interval: Duration::from_secs(3600),
+            disable_after: None,
+        }
+    }
+
+    fn claimed(event: Event) -> ClaimedDelivery {
+        ClaimedDelivery {
+            id: DeliveryId::from_uuid(Uuid::from_u128(7)),
+            endpoint_id: EndpointId::from_uuid(Uuid::from_u128(1)),
+            lease: Uuid::from_u128(99),
+            attempt: 1,
+            event,
+            event_created_at: datetime!(2026-03-10 11:59 UTC),
+            // A literal loopback address: refused before any request when private addresses
+            // are not allowed, so no receiver is needed.
+            url: "https://127.0.0.1:9/hook".into(),
+            secret: None,
+            previous_secret: None,
+            custom_header: None,
+        }
+    }
+
+    /// Runs a worker over `repo` whose store hands out `delivery` once, until the recorder was
+    /// handed one outcome, and returns that outcome.
+    async fn one_outcome(mut repo: MockDeliveryRepo, delivery: ClaimedDelivery) -> AttemptOutcome {
+        let handed = AtomicBool::new(false);
+        repo.expect_claim()
+            .withf(|req| {
+                req.now == datetime!(2026-03-10 12:00 UTC)
+                    && req.max_attempts == 2
+                    && req.per_endpoint == 4
+                    && req.limit == 8
+            })
+            .returning(move |_| {
+                Ok(if handed.swap(true, Ordering::SeqCst) {
+                    vec![]
+                } else {
+                    vec![delivery.clone()]
+                })
+            });
+        repo.expect_subjects()
+            .returning(|_| Ok(Subjects::default()));
+        let (seen_tx, mut seen_rx) = mpsc::unbounded_channel();
+        repo.expect_record().returning(move |batch, _| {
+            for o in batch {
+                let _ = seen_tx.send(o.clone());
+            }
+            Ok(batch.len() as u64)
+        });
+        let clock = Arc::new(FixedClock::new(datetime!(2026-03-10 12:00 UTC)));
+        let worker = Worker::new(Arc::new(repo), clock, Arc::new(Zeros), config()).expect("worker");
+        let stop = Arc::new(Notify::new());
+        let run = tokio::spawn(worker.run({
+            let stop = stop.clone();
+            async move { stop.notified().await }
+        }));
+        let outcome = tokio::time::timeout(Duration::from_secs(10), seen_rx.recv())
+            .await
+            .expect("an outcome within 10 s")
+            .expect("recorded");
+        stop.notify_one();
+        run.await.expect("the worker stops");
+        outcome
+    }
+
+    #[tokio::test]
+    async fn a_delivery_whose_record_is_gone_ends_failed_without_a_request() {
+        let lead = LeadId::from_uuid(Uuid::from_u128(5));
+        let outcome = one_outcome(
+            MockDeliveryRepo::new(),
+            claimed(Event::LeadCreated { lead }),
+        )
+        .await;
+        assert_eq!(outcome.error.as_deref(), Some("subject not found"));
+        assert_eq!(outcome.next, NextStep::GiveUp);
+        assert_eq!(
+            outcome.lease,
+            Uuid::from_u128(99),
+            "recorded under its lease"
+        );
+        assert_eq!(outcome.duration_ms, None);
+    }
+
+    #[tokio::test]
+    async fn an_internal_address_is_refused_and_retried_on_the_schedule() {
+        let endpoint = EndpointId::from_uuid(Uuid::from_u128(1));
+        let outcome = one_outcome(MockDeliveryRepo::new(), claimed(Event::Ping { endpoint })).await;
+        assert_eq!(outcome.error.as_deref(), Some("address not allowed"));
+        assert_eq!(outcome.status_code, None);
+        assert_eq!(
+            outcome.next,
+            NextStep::RetryAt(datetime!(2026-03-10 12:00:54 UTC)),
+            "60 s less the full jitter of 10 %"
+        );
+    }
+}
