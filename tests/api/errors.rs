@@ -127,12 +127,15 @@ fn assert_no_store(res: &reqwest::Response, what: &str) {
 /// `Cache-Control: no-store`.
 #[tokio::test]
 async fn authenticated_answers_carry_cache_control_no_store() {
-    let app = TestApp::spawn_with(|c| {
-        c.rate_limit = partner_http::Quota {
-            limit: 3,
-            window_secs: 3600,
-        }
-    })
+    let app = TestApp::spawn_full(
+        |c| {
+            c.rate_limit = partner_http::Quota {
+                limit: 3,
+                window_secs: 3600,
+            }
+        },
+        crate::helpers::mid_hour_clock(),
+    )
     .await;
     let s = app.seed("acme", false).await;
     let idle = app.seed("idle", false).await;
