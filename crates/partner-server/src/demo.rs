@@ -443,13 +443,13 @@ async fn seed_coupons(
         .await?;
     let patient = Email::parse("patient@example.com")?;
     for c in order.coupons.iter().take(2) {
-        let who = coupons.redemption(&patient, format!("member-{}", &c.code.as_str()[..6]));
+        let who = coupons.redemption(&patient, format!("member-{}", &c.code().as_str()[..6]));
         coupons
-            .redeem(&c.code, ProductSlug::Primary, 12, who)
+            .redeem(c.code(), ProductSlug::Primary, 12, who)
             .await?;
     }
     if let Some(c) = order.coupons.get(2) {
-        coupons.void(c.id).await?;
+        coupons.void(c.id()).await?;
     }
     Ok(())
 }

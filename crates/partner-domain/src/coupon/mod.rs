@@ -16,7 +16,6 @@ use crate::account::auth::Principal;
 use crate::kernel::ids::BulkOrderId;
 use crate::kernel::random::{Random, random_string};
 use crate::kernel::values::{CareService, Email, PartnerId, SubId, ValueError};
-use crate::kernel::wire;
 
 const CODE_ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
 /// Codes per bulk order at most.
@@ -401,56 +400,11 @@ impl Coupon {
         }
     }
 
-    pub fn row(&self, now: OffsetDateTime) -> CouponRow {
-        CouponRow {
-            id: self.id,
-            code: self.code.clone(),
-            partner_id: self.partner_id.clone(),
-            sub_account_id: self.sub_id.map(|s| s.to_string()),
-            product_slug: self.product_slug,
-            months: self.months,
-            status: self.status_at(now),
-            expires_at: self.expires_at,
-            redeemed_at: self.redemption.as_ref().map(|r| r.at),
-            redeemed_email: self.redemption.as_ref().map(|r| r.email.clone()),
-            redeemed_provider_primary_external_id: self
-                .redemption
-                .as_ref()
-                .map(|r| r.provider_primary_external_id.clone()),
-            bulk_order_id: self.bulk_order_id,
-            purchaser_email: self.purchaser_email.clone(),
-            purchaser_source: self.purchaser_source.clone(),
-            unit_price_cents: self.unit_price_cents,
-            notes: self.notes.clone(),
-            created_at: self.created_at,
-        }
+    /// Who redeemed it and when, once redeemed.
+    #[must_use]
+    pub fn redemption(&self) -> Option<&Redemption> {
+        self.redemption.as_ref()
     }
-}
-
-/// `CareServiceCoupon` of the spec (plus `subAccountId`, the attributed sub-account's subId).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct CouponRow {
-    pub id: CouponId,
-    pub code: CouponCode,
-    pub partner_id: PartnerId,
-    pub sub_account_id: Option<String>,
-    pub product_slug: ProductSlug,
-    pub months: u8,
-    pub status: CouponStatus,
-    #[serde(serialize_with = "wire::ts_opt")]
-    pub expires_at: Option<OffsetDateTime>,
-    #[serde(serialize_with = "wire::ts_opt")]
-    pub redeemed_at: Option<OffsetDateTime>,
-    pub redeemed_email: Option<String>,
-    pub redeemed_provider_primary_external_id: Option<String>,
-    pub bulk_order_id: BulkOrderId,
-    pub purchaser_email: String,
-    pub purchaser_source: String,
-    pub unit_price_cents: i64,
-    pub notes: Option<String>,
-    #[serde(serialize_with = "wire::ts")]
-    pub created_at: OffsetDateTime,
 }
 
 /// Whose coupons a listing shows: the caller's partner by default; an admin may name any
@@ -505,8 +459,26 @@ pub struct CouponFilter {
 /// One page of a listing, with the count of all matching coupons.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CouponPage {
-    pub items: Vec<CouponRow>,
+    pub items: Vec<Coupon>,
     pub total: u64,
+    /// The instant the page was read at: the coupons' statuses are theirs at this instant.
+    pub at: OffsetDateTime,
+}
+
+/// A coupon as it stands at an instant: its status depends on the time (an active coupon past
+/// its expiry is expired).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CouponAt {
+    pub coupon: Coupon,
+    pub at: OffsetDateTime,
+}
+
+impl CouponAt {
+    /// The coupon's status at [`Self::at`].
+    #[must_use]
+    pub fn status(&self) -> CouponStatus {
+        self.coupon.status_at(self.at)
+    }
 }
 
 /// A bulk order as the operator places it, already parsed.
@@ -690,12 +662,15 @@ mod tests {
             email: "pat@x.co".into(),
             provider_primary_external_id: "ext-1".into(),
         });
-        let v = serde_json::to_value(c.row(NOW)).expect("json");
-        assert_eq!(v["status"], "redeemed");
-        assert_eq!(v["redeemedAt"], "2026-11-21T10:00:00.000Z");
-        assert_eq!(v["redeemedProviderPrimaryExternalId"], "ext-1");
-        assert_eq!(v["code"], "ABCDEFGH1234");
-        assert!(v["subAccountId"].is_null());
+        let at = CouponAt { coupon: c, at: NOW };
+        assert_eq!(at.status(), CouponStatus::Redeemed);
+        let r = at.coupon.redemption().expect("redeemed");
+        assert_eq!(
+            (r.at, r.provider_primary_external_id.as_str()),
+            (NOW, "ext-1")
+        );
+        assert_eq!(at.coupon.code().as_str(), "ABCDEFGH1234");
+        assert_eq!(at.coupon.sub_id(), None);
     }
 
     mod properties {

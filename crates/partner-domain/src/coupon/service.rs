@@ -2,14 +2,13 @@
 
 use std::sync::Arc;
 
-use serde::Serialize;
 use time::OffsetDateTime;
 
 use crate::account::auth::{Sealed, TokenKey};
 use crate::account::ports::AccountRepo;
 use crate::coupon::ports::{CouponRepo, CouponWrite};
 use crate::coupon::{
-    BulkOrderRequest, Coupon, CouponCode, CouponFilter, CouponPage, CouponParts, CouponRow,
+    BulkOrderRequest, Coupon, CouponAt, CouponCode, CouponFilter, CouponPage, CouponParts,
     ProductSlug, RedeemRefusal, Redemption, StoredStatus,
 };
 use crate::kernel::clock::Clock;
@@ -44,11 +43,12 @@ pub enum TransitionError {
 }
 
 /// The issued bulk order.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BulkOrder {
     pub bulk_order_id: BulkOrderId,
-    pub coupons: Vec<CouponRow>,
+    pub coupons: Vec<Coupon>,
+    /// When they were issued (their statuses are theirs at this instant).
+    pub at: OffsetDateTime,
 }
 
 /// Coupon issuance, redemption, voiding and listing.
@@ -99,7 +99,8 @@ impl CouponService {
             if self.repo.insert_bulk(&coupons).await? == CouponWrite::Done {
                 return Ok(BulkOrder {
                     bulk_order_id,
-                    coupons: coupons.iter().map(|c| c.row(now)).collect(),
+                    coupons,
+                    at: now,
                 });
             }
         }
@@ -147,10 +148,10 @@ impl CouponService {
         slug: ProductSlug,
         months: u8,
         who: Redemption,
-    ) -> Result<CouponRow, TransitionError> {
+    ) -> Result<CouponAt, TransitionError> {
         let now = who.at;
         match self.repo.redeem(code, slug, months, &who).await? {
-            Ok(c) => Ok(c.row(now)),
+            Ok(coupon) => Ok(CouponAt { coupon, at: now }),
             Err(None) => Err(TransitionError::NotFound),
             Err(Some(c)) => Err(TransitionError::Refused(
                 c.can_redeem(slug, months, now).err().unwrap_or(
@@ -170,10 +171,10 @@ impl CouponService {
         }
     }
 
-    pub async fn void(&self, id: CouponId) -> Result<CouponRow, TransitionError> {
+    pub async fn void(&self, id: CouponId) -> Result<CouponAt, TransitionError> {
         let now = self.clock.now();
         match self.repo.void(id, now).await? {
-            Ok(c) => Ok(c.row(now)),
+            Ok(coupon) => Ok(CouponAt { coupon, at: now }),
             Err(None) => Err(TransitionError::NotFound),
             Err(Some(c)) => Err(TransitionError::Refused(
                 c.can_void(now)
@@ -199,8 +200,9 @@ impl CouponService {
             .list_for_token(key, filter)
             .await?
             .map(|(coupons, total)| CouponPage {
-                items: coupons.iter().map(|c| c.row(now)).collect(),
+                items: coupons,
                 total,
+                at: now,
             }))
     }
 
@@ -342,7 +344,7 @@ mod tests {
             order
                 .coupons
                 .iter()
-                .all(|c| c.sub_account_id.as_deref() == Some("7"))
+                .all(|c| c.sub_id().map(|s| s.to_string()).as_deref() == Some("7"))
         );
     }
 
@@ -434,7 +436,7 @@ mod tests {
         })
     }
 
-    fn redeem(result: Result<Coupon, Option<Coupon>>) -> Result<CouponRow, TransitionError> {
+    fn redeem(result: Result<Coupon, Option<Coupon>>) -> Result<CouponAt, TransitionError> {
         let mut ports = Ports::new();
         ports
             .repo
@@ -467,8 +469,8 @@ mod tests {
             None,
         )))
         .expect("redeemed");
-        assert_eq!(row.status, CouponStatus::Redeemed);
-        assert_eq!(row.redeemed_at, Some(NOW));
+        assert_eq!(row.status(), CouponStatus::Redeemed);
+        assert_eq!(row.coupon.redemption().map(|r| r.at), Some(NOW));
         assert!(matches!(redeem(Err(None)), Err(TransitionError::NotFound)));
         // Refused: the coupon as it is explains why.
         let other = coupon(StoredStatus::Active, ProductSlug::PrimaryPlus, None);
@@ -517,7 +519,7 @@ mod tests {
                 .expect("ready")
         };
         let row = void(Ok(coupon(StoredStatus::Void, ProductSlug::Primary, None))).expect("void");
-        assert_eq!(row.status, CouponStatus::Void);
+        assert_eq!(row.status(), CouponStatus::Void);
         assert!(matches!(void(Err(None)), Err(TransitionError::NotFound)));
         let redeemed = coupon(StoredStatus::Redeemed, ProductSlug::Primary, None);
         assert!(matches!(
@@ -572,7 +574,7 @@ mod tests {
         let page = sealed.into_content_for_test();
         assert_eq!(page.total, 41);
         assert_eq!(
-            page.items[0].status,
+            page.items[0].status_at(page.at),
             CouponStatus::Expired,
             "expired at the key's instant"
         );

@@ -3,15 +3,17 @@
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::{HttpRequest, HttpResponse, web};
 use partner_domain::coupon::{
-    BulkOrderRequest, CouponCode, CouponFilter, CouponPage, CouponQuery, CouponRow, CouponStatus,
-    MAX_QUANTITY, ProductSlug, ScopeError, listing_scope, parse_months,
+    BulkOrder, BulkOrderRequest, Coupon, CouponAt, CouponCode, CouponFilter, CouponPage,
+    CouponQuery, CouponStatus, MAX_QUANTITY, ProductSlug, ScopeError, listing_scope, parse_months,
 };
-use partner_domain::kernel::ids::CouponId;
+use partner_domain::kernel::ids::{BulkOrderId, CouponId};
 use partner_domain::kernel::page::parse_limit;
 use partner_domain::kernel::values::{Email, PartnerId, SubId, text};
+use partner_domain::kernel::wire;
 use partner_domain::kernel::wire::{format_timestamp, parse_timestamp};
 use partner_domain::payout::format_date;
 use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
 
 use super::{Result, data, ok};
 use crate::AppState;
@@ -30,9 +32,111 @@ fn slug(s: &str) -> std::result::Result<ProductSlug, ApiError> {
     })
 }
 
+/// `CareServiceCoupon` of the spec (plus `subAccountId`, the attributed sub-account's subId).
+#[derive(Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = Coupon, example = json!({
+    "id": "3a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d", "code": "K7Q2M9X4P1ZD", "partnerId": "demo-clinic",
+    "subAccountId": null, "productSlug": "urgent-care", "months": 3, "status": "active",
+    "expiresAt": null, "redeemedAt": null, "redeemedEmail": null,
+    "redeemedProviderPrimaryExternalId": null,
+    "bulkOrderId": "7b8c9d0e-1f2a-4b3c-8d4e-5f6a7b8c9d0e",
+    "purchaserEmail": "hr@acme.test", "purchaserSource": "invoice", "unitPriceCents": 4900,
+    "notes": null, "createdAt": "2026-11-21T10:00:00.000Z"
+}))]
+// Its status is the coupon's at the instant it was read (`CouponOut::at`).
+pub(crate) struct CouponOut<'a> {
+    #[schema(value_type = String, format = Uuid)]
+    id: CouponId,
+    #[schema(value_type = String, pattern = "^[A-Z0-9]{12}$")]
+    code: &'a CouponCode,
+    #[schema(value_type = String)]
+    partner_id: &'a PartnerId,
+    #[schema(value_type = Option<String>, required = true)]
+    sub_account_id: Option<SubId>,
+    #[schema(value_type = crate::routes::schemas::ProductSlug)]
+    product_slug: ProductSlug,
+    #[schema(minimum = 1, maximum = 12)]
+    months: u8,
+    #[schema(value_type = crate::routes::schemas::CouponStatus)]
+    status: CouponStatus,
+    #[serde(serialize_with = "wire::ts_opt")]
+    #[schema(value_type = Option<String>, format = DateTime, required = true)]
+    expires_at: Option<OffsetDateTime>,
+    #[serde(serialize_with = "wire::ts_opt")]
+    #[schema(value_type = Option<String>, format = DateTime, required = true)]
+    redeemed_at: Option<OffsetDateTime>,
+    #[schema(value_type = Option<String>, required = true)]
+    redeemed_email: Option<&'a str>,
+    #[schema(value_type = Option<String>, required = true)]
+    redeemed_provider_primary_external_id: Option<&'a str>,
+    #[schema(value_type = String, format = Uuid)]
+    bulk_order_id: BulkOrderId,
+    purchaser_email: &'a str,
+    purchaser_source: &'a str,
+    unit_price_cents: i64,
+    #[schema(value_type = Option<String>, required = true)]
+    notes: Option<&'a str>,
+    #[serde(serialize_with = "wire::ts")]
+    #[schema(value_type = String, format = DateTime)]
+    created_at: OffsetDateTime,
+}
+
+impl<'a> CouponOut<'a> {
+    /// `c` as it stands at `at` (its status).
+    pub(crate) fn at(c: &'a Coupon, at: OffsetDateTime) -> Self {
+        let redemption = c.redemption();
+        Self {
+            id: c.id(),
+            code: c.code(),
+            partner_id: c.partner_id(),
+            sub_account_id: c.sub_id(),
+            product_slug: c.product_slug(),
+            months: c.months(),
+            status: c.status_at(at),
+            expires_at: c.expires_at(),
+            redeemed_at: redemption.map(|r| r.at),
+            redeemed_email: redemption.map(|r| r.email.as_str()),
+            redeemed_provider_primary_external_id: redemption
+                .map(|r| r.provider_primary_external_id.as_str()),
+            bulk_order_id: c.bulk_order_id(),
+            purchaser_email: c.purchaser_email(),
+            purchaser_source: c.purchaser_source(),
+            unit_price_cents: c.unit_price_cents(),
+            notes: c.notes(),
+            created_at: c.created_at(),
+        }
+    }
+}
+
+impl<'a> From<&'a CouponAt> for CouponOut<'a> {
+    fn from(c: &'a CouponAt) -> Self {
+        Self::at(&c.coupon, c.at)
+    }
+}
+
+/// An issued bulk order.
+#[derive(Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = BulkOrder)]
+pub(crate) struct BulkOrderOut<'a> {
+    #[schema(value_type = String, format = Uuid)]
+    bulk_order_id: BulkOrderId,
+    coupons: Vec<CouponOut<'a>>,
+}
+
+impl<'a> From<&'a BulkOrder> for BulkOrderOut<'a> {
+    fn from(o: &'a BulkOrder) -> Self {
+        Self {
+            bulk_order_id: o.bulk_order_id,
+            coupons: o.coupons.iter().map(|c| CouponOut::at(c, o.at)).collect(),
+        }
+    }
+}
+
 #[derive(Serialize)]
-pub(super) struct ListBody {
-    data: Vec<CouponRow>,
+pub(super) struct ListBody<'a> {
+    data: Vec<CouponOut<'a>>,
     total: u64,
     limit: u16,
     offset: u64,
@@ -60,34 +164,36 @@ const CSV_HEADER: [&str; 16] = [
 
 /// A coupon's CSV cells, in [`CSV_HEADER`]'s order, as stored (null is empty). Neutralising
 /// formula-like values is [`crate::csv_export::write`]'s job.
-fn csv_cells(r: &CouponRow) -> [String; 16] {
-    let ts = |t: Option<time::OffsetDateTime>| t.map(format_timestamp).unwrap_or_default();
-    let opt = |v: &Option<String>| v.clone().unwrap_or_default();
+fn csv_cells(r: &CouponOut<'_>) -> [String; 16] {
+    let ts = |t: Option<OffsetDateTime>| t.map(format_timestamp).unwrap_or_default();
+    let opt = |v: Option<&str>| v.unwrap_or_default().to_owned();
     [
         r.code.as_str().to_owned(),
         r.product_slug.as_str().to_owned(),
         r.months.to_string(),
         r.status.as_str().to_owned(),
         r.partner_id.as_str().to_owned(),
-        opt(&r.sub_account_id),
+        r.sub_account_id.map(|s| s.to_string()).unwrap_or_default(),
         r.unit_price_cents.to_string(),
         r.bulk_order_id.to_string(),
-        r.purchaser_email.clone(),
-        r.purchaser_source.clone(),
+        r.purchaser_email.to_owned(),
+        r.purchaser_source.to_owned(),
         format_timestamp(r.created_at),
         ts(r.expires_at),
         ts(r.redeemed_at),
-        opt(&r.redeemed_email),
-        opt(&r.redeemed_provider_primary_external_id),
-        opt(&r.notes),
+        opt(r.redeemed_email),
+        opt(r.redeemed_provider_primary_external_id),
+        opt(r.notes),
     ]
 }
 
-fn csv_body(rows: &[CouponRow]) -> std::result::Result<Vec<u8>, ApiError> {
+fn csv_body(page: &CouponPage) -> std::result::Result<Vec<u8>, ApiError> {
     crate::csv_export::write(
         CSV_HEADER,
-        rows.iter().map(csv_cells),
-        256 * (rows.len() + 1),
+        page.items
+            .iter()
+            .map(|c| csv_cells(&CouponOut::at(c, page.at))),
+        256 * (page.items.len() + 1),
     )
     .map_err(|e| ApiError::internal(&e))
 }
@@ -133,7 +239,7 @@ pub(super) async fn list(req: HttpRequest) -> HttpResponse {
                     let q = Query::of(&req)?;
                     let (query, csv) = listing(&me, &q)?;
                     // The statements scoped the rows; this keeps a faulty adapter honest.
-                    if page.items.iter().any(|c| c.partner_id != query.partner) {
+                    if page.items.iter().any(|c| *c.partner_id() != query.partner) {
                         return Err(ApiError::internal(
                             &"a coupon page held another partner's coupon",
                         ));
@@ -222,7 +328,11 @@ fn parameters(q: &Query) -> std::result::Result<Parameters, ApiError> {
 fn respond(state: &AppState, page: CouponPage, limit: u16, offset: u64, csv: bool) -> Result {
     if !csv {
         return Ok(HttpResponse::Ok().json(ListBody {
-            data: page.items,
+            data: page
+                .items
+                .iter()
+                .map(|c| CouponOut::at(c, page.at))
+                .collect(),
             total: page.total,
             limit,
             offset,
@@ -239,7 +349,7 @@ fn respond(state: &AppState, page: CouponPage, limit: u16, offset: u64, csv: boo
             format!("attachment; filename=\"{file}\""),
         ))
         .insert_header(("X-Total-Count", page.total.to_string()))
-        .body(csv_body(&page.items)?))
+        .body(csv_body(&page)?))
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -299,7 +409,10 @@ pub(super) async fn issue(state: web::Data<AppState>, JsonBody(b): JsonBody<Bulk
             .filter(|n| !n.is_empty()),
     };
     let order = state.coupons.issue(req).await?;
-    Ok(data(actix_web::http::StatusCode::CREATED, order))
+    Ok(data(
+        actix_web::http::StatusCode::CREATED,
+        BulkOrderOut::from(&order),
+    ))
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -339,7 +452,8 @@ pub(super) async fn redeem(
         200,
     )?;
     let who = state.coupons.redemption(&email, ext);
-    Ok(ok(state.coupons.redeem(&code, slug, months, who).await?))
+    let redeemed = state.coupons.redeem(&code, slug, months, who).await?;
+    Ok(ok(CouponOut::from(&redeemed)))
 }
 
 #[utoipa::path(
@@ -356,5 +470,6 @@ pub(super) async fn redeem(
 )]
 pub(super) async fn void(state: web::Data<AppState>, path: web::Path<String>) -> Result {
     let id = CouponId::from_uuid(uuid(&path, "coupon id")?);
-    Ok(ok(state.coupons.void(id).await?))
+    let void = state.coupons.void(id).await?;
+    Ok(ok(CouponOut::from(&void)))
 }
