@@ -11,6 +11,7 @@
 #![cfg_attr(test, allow(clippy::expect_used, clippy::indexing_slicing))]
 
 mod accounts;
+mod action_budget;
 mod catalog;
 mod coupons;
 mod dsl;

@@ -13,8 +13,8 @@ use partner_domain::kernel::ids::EndpointId;
 use partner_domain::kernel::random::Random;
 use partner_domain::webhook::ports::DeliveryRepo;
 use partner_domain::webhook::{
-    AttemptOutcome, ClaimRequest, ClaimedDelivery, NextStep, SubjectIds, after_failure,
-    attempt_budget, delivery_body, honour_retry_after, payload,
+    AttemptOutcome, ClaimRequest, ClaimedDelivery, NextStep, SUBJECT_UNREADABLE, SubjectIds,
+    after_failure, attempt_budget, delivery_body, honour_retry_after, payload,
 };
 use tokio::sync::{Notify, Semaphore, mpsc};
 
@@ -167,16 +167,35 @@ impl Worker {
                 room,
                 max_attempts: attempt_budget(&c.retry_schedule),
             };
-            let claimed = match self.inner.repo.claim(&req).await {
+            let batch = match self.inner.repo.claim(&req).await {
                 Ok(c) => c,
                 Err(e) => {
                     tracing::warn!(error = %e, "claiming webhook deliveries failed");
                     return;
                 }
             };
-            let n = claimed.len();
+            let n = batch.len();
             if n == 0 {
                 return;
+            }
+            // A delivery whose event cannot be read fails alone, at once: no request can be built.
+            for u in batch.unreadable {
+                let _ = tx.send(AttemptOutcome {
+                    id: u.id,
+                    lease: u.lease,
+                    at: now,
+                    status_code: None,
+                    error: Some(SUBJECT_UNREADABLE.into()),
+                    duration_ms: None,
+                    next: NextStep::GiveUp,
+                });
+            }
+            let claimed = batch.ready;
+            if claimed.is_empty() {
+                if n < limit {
+                    return;
+                }
+                continue;
             }
             self.inner
                 .lanes()
@@ -350,8 +369,8 @@ mod tests {
     use partner_domain::events::Event;
     use partner_domain::kernel::clock::FixedClock;
     use partner_domain::kernel::ids::{DeliveryId, LeadId};
-    use partner_domain::webhook::Subjects;
     use partner_domain::webhook::ports::MockDeliveryRepo;
+    use partner_domain::webhook::{ClaimBatch, Subjects};
     use time::macros::datetime;
     use uuid::Uuid;
 
@@ -411,9 +430,12 @@ mod tests {
             })
             .returning(move |_| {
                 Ok(if handed.swap(true, Ordering::SeqCst) {
-                    vec![]
+                    ClaimBatch::default()
                 } else {
-                    vec![delivery.clone()]
+                    ClaimBatch {
+                        ready: vec![delivery.clone()],
+                        unreadable: vec![],
+                    }
                 })
             });
         repo.expect_subjects()
