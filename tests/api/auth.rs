@@ -8,7 +8,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::json;
 use time::OffsetDateTime;
 
-use crate::helpers::{TestApp, assert_error, body, partner_body};
+use crate::helpers::{TestApp, assert_error, body, eventually, mid_hour_clock, partner_body};
 
 const SUBS: &str = "/api/v1/sub-accounts";
 
@@ -329,24 +329,27 @@ async fn last_used_at_is_recorded_after_use() {
             .status(),
         StatusCode::OK
     );
-    // Written off the request path: poll briefly.
-    for _ in 0..50 {
-        if list().await["data"][0]["lastUsedAt"].is_string() {
-            return;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-    panic!("lastUsedAt was never written");
+    // Written off the request path.
+    eventually("lastUsedAt to be written", || async {
+        list().await["data"][0]["lastUsedAt"]
+            .is_string()
+            .then_some(())
+    })
+    .await;
 }
 
 #[tokio::test]
 async fn rate_limit_per_token_and_group_with_headers_on_every_answer() {
-    let app = TestApp::spawn_with(|c| {
-        c.rate_limit = partner_http::Quota {
-            limit: 3,
-            window_secs: 3600,
-        }
-    })
+    let clock = mid_hour_clock();
+    let app = TestApp::spawn_full(
+        |c| {
+            c.rate_limit = partner_http::Quota {
+                limit: 3,
+                window_secs: 3600,
+            }
+        },
+        clock.clone(),
+    )
     .await;
     let a = app.seed("acme", false).await;
     let b = app.seed("beta", false).await;
@@ -364,7 +367,9 @@ async fn rate_limit_per_token_and_group_with_headers_on_every_answer() {
         .expect("ascii")
         .parse()
         .expect("unix time");
-    assert!(reset > OffsetDateTime::now_utc().unix_timestamp());
+    // The clock stands in the middle of an hour: the window ends at the next full hour.
+    let now = partner_domain::kernel::clock::Clock::now(clock.as_ref()).unix_timestamp();
+    assert_eq!(reset, now + 1800);
     // A validation failure still costs a unit and carries the headers.
     let bad = app
         .api(Method::POST, SUBS, &a.token)
@@ -395,7 +400,7 @@ async fn rate_limit_per_token_and_group_with_headers_on_every_answer() {
         .expect("ascii")
         .parse()
         .expect("seconds");
-    assert!(retry >= 1);
+    assert_eq!(retry, 1800);
     assert_error(limited, 429, "rate_limited").await;
     // Another token has its own budget.
     assert_eq!(
@@ -410,12 +415,15 @@ async fn rate_limit_per_token_and_group_with_headers_on_every_answer() {
 
 #[tokio::test]
 async fn authentication_failures_do_not_cost_budget_and_403_precedes_429() {
-    let app = TestApp::spawn_with(|c| {
-        c.rate_limit = partner_http::Quota {
-            limit: 1,
-            window_secs: 3600,
-        }
-    })
+    let app = TestApp::spawn_full(
+        |c| {
+            c.rate_limit = partner_http::Quota {
+                limit: 1,
+                window_secs: 3600,
+            }
+        },
+        mid_hour_clock(),
+    )
     .await;
     let s = app.seed("acme", false).await;
     let res = app.request(Method::GET, SUBS).send().await.expect("send");
@@ -443,12 +451,15 @@ async fn authentication_failures_do_not_cost_budget_and_403_precedes_429() {
 
 #[tokio::test]
 async fn link_endpoints_share_one_budget_and_other_groups_have_their_own() {
-    let app = TestApp::spawn_with(|c| {
-        c.rate_limit = partner_http::Quota {
-            limit: 3,
-            window_secs: 3600,
-        }
-    })
+    let app = TestApp::spawn_full(
+        |c| {
+            c.rate_limit = partner_http::Quota {
+                limit: 3,
+                window_secs: 3600,
+            }
+        },
+        mid_hour_clock(),
+    )
     .await;
     let s = app.seed("acme", false).await;
     let remaining = |res: &reqwest::Response| {

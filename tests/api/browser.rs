@@ -20,7 +20,7 @@ use futures_util::FutureExt as _;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::helpers::{TestApp, partner_body};
+use crate::helpers::{TestApp, eventually_within, partner_body};
 
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 const CHROMIUM: &str = "/usr/bin/chromium";
@@ -81,6 +81,7 @@ fn driver() -> Option<Driver> {
     let deadline = Instant::now() + Duration::from_secs(20);
     while TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(Instant::now() < deadline, "chromedriver did not listen");
+        // The polling interval of a blocking wait for chromedriver's port (no runtime here).
         std::thread::sleep(Duration::from_millis(50));
     }
     Some(driver)
@@ -148,15 +149,11 @@ async fn js(c: &Client, script: &str) -> Value {
 
 /// Polls `script` (a JS expression) until it is truthy; its last value.
 async fn until(c: &Client, what: &str, script: &str) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
+    eventually_within(Duration::from_secs(15), what, || async {
         let v = js(c, &format!("return ({script});")).await;
-        if !(v.is_null() || v == json!(false) || v == json!(0) || v == json!("")) {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+        (!(v.is_null() || v == json!(false) || v == json!(0) || v == json!(""))).then_some(v)
+    })
+    .await
 }
 
 /// Sets the viewport (not the window) to `width` x `height` CSS pixels.

@@ -8,7 +8,7 @@ use insta::internals::{Content, Redaction};
 use reqwest::{Method, Response};
 use serde_json::{Value, json};
 
-use crate::helpers::{TestApp, body, lead_body};
+use crate::helpers::{TestApp, body, eventually, lead_body};
 use crate::receiver::Receiver;
 
 /// Replaces a UUID with `[uuid]`, failing on anything else.
@@ -245,16 +245,13 @@ async fn webhook_endpoint_event_payload_and_delivery() {
         snapshot(&name, e, extra);
     }
     // The delivery log, once that delivery is recorded as delivered.
-    let mut log = Value::Null;
-    for _ in 0..200 {
-        log = app
+    let log = eventually("the lead.created delivery to be delivered", || async {
+        let log = app
             .get_ok("/api/v1/webhook-deliveries?event=lead.created", &s.token)
             .await;
-        if log["data"][0]["status"] == "delivered" {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+        (log["data"][0]["status"] == "delivered").then_some(log)
+    })
+    .await;
     snapshot("webhook_deliveries", &log, vec![]);
     let id = log["data"][0]["id"].as_str().expect("id").to_owned();
     let millis = insta::dynamic_redaction(|v: Content, _| {

@@ -13,7 +13,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use time::OffsetDateTime;
 
-use crate::helpers::{TestApp, assert_error, body, lead_body};
+use crate::helpers::{TestApp, assert_error, body, eventually, lead_body};
 use crate::receiver::Receiver;
 
 const ENDPOINTS: &str = "/api/v1/webhook-endpoints";
@@ -93,7 +93,16 @@ async fn a_hanging_endpoint_never_delays_another_partners_delivery() {
     for _ in 0..30 {
         app.ingest_lead(&lead_body("slow", json!({}))).await;
     }
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The hanging endpoint holds its slots before the other partner's lead arrives.
+    eventually("the hanging endpoint's share to be in flight", || async {
+        let claimed = log(&app, "slow")
+            .await
+            .iter()
+            .filter(|d| d["attempts"] != 0)
+            .count();
+        (claimed >= 2).then_some(())
+    })
+    .await;
     app.ingest_lead(&lead_body("fast", json!({}))).await;
 
     let got = rx.wait_for(1).await;
@@ -232,12 +241,10 @@ async fn finished_deliveries_and_their_events_are_pruned_after_the_retention() {
     endpoint(&app, &s.token, &rx.url).await;
     app.ingest_lead(&lead_body("acme", json!({}))).await;
     rx.wait_for(1).await;
-    for _ in 0..100 {
-        if log(&app, "acme").await[0]["status"] == "delivered" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    eventually("the delivery to be recorded as delivered", || async {
+        (log(&app, "acme").await[0]["status"] == "delivered").then_some(())
+    })
+    .await;
     let repo = store(&app);
     let now = OffsetDateTime::now_utc();
     assert_eq!(
@@ -305,15 +312,13 @@ async fn a_failed_attempt_reports_a_short_reason_without_the_urls_query() {
     )
     .await;
     app.ingest_lead(&lead_body("acme", json!({}))).await;
-    let mut d = Vec::new();
-    for _ in 0..200 {
-        d = log(&app, "acme").await;
-        if d.first().is_some_and(|x| x["status"] == "failed") {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert_eq!(d[0]["status"], "failed", "{d:?}");
+    let d = eventually("the delivery to end failed", || async {
+        let d = log(&app, "acme").await;
+        d.first()
+            .is_some_and(|x| x["status"] == "failed")
+            .then_some(d)
+    })
+    .await;
     assert_eq!(d[0]["lastError"], "connection refused");
     assert!(d[0]["lastStatusCode"].is_null());
     assert!(!serde_json::to_string(&d).expect("json").contains("SECRET"));
@@ -323,18 +328,37 @@ async fn a_failed_attempt_reports_a_short_reason_without_the_urls_query() {
 async fn an_api_process_sends_nothing_and_a_worker_process_serves_no_api() {
     let rx = Receiver::start().await;
     let api = rx.app(|c| c.role = Role::Api).await;
+    // Nothing can show that an absent sender never sends; the process has no worker to send.
+    assert!(!api.runs_worker, "an API process starts no delivery worker");
     let s = api.seed("acme", false).await;
     endpoint(&api, &s.token, &rx.url).await;
     api.ingest_lead(&lead_body("acme", json!({}))).await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    let queued = log(&api, "acme").await;
+    assert_eq!(
+        (
+            queued.len(),
+            queued[0]["status"].clone(),
+            queued[0]["attempts"].clone()
+        ),
+        (1, json!("pending"), json!(0)),
+        "queued, and claimed by nobody"
+    );
     assert!(rx.received().is_empty());
 
-    // A worker process on the same database delivers what the API process queued.
+    // A worker process on the same database delivers what the API process queued, once.
     let mut config = api.config.clone();
     config.role = Role::Worker;
     let worker = TestApp::on_database(config).await;
+    assert!(worker.runs_worker);
     let got = rx.wait_for(1).await;
     assert_eq!(got[0].header("x-partner-event"), Some("lead.created"));
+    let done = eventually("the delivery to be recorded as delivered", || async {
+        let d = log(&api, "acme").await;
+        (d[0]["status"] == "delivered").then_some(d)
+    })
+    .await;
+    assert_eq!(done[0]["attempts"], 1);
+    assert_eq!(rx.received().len(), 1);
     assert_eq!(worker.get_health().await, StatusCode::OK);
     let res = worker
         .api(Method::GET, "/api/v1/leads", &s.token)

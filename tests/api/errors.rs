@@ -127,12 +127,15 @@ fn assert_no_store(res: &reqwest::Response, what: &str) {
 /// `Cache-Control: no-store`.
 #[tokio::test]
 async fn authenticated_answers_carry_cache_control_no_store() {
-    let app = TestApp::spawn_with(|c| {
-        c.rate_limit = partner_http::Quota {
-            limit: 3,
-            window_secs: 3600,
-        }
-    })
+    let app = TestApp::spawn_full(
+        |c| {
+            c.rate_limit = partner_http::Quota {
+                limit: 3,
+                window_secs: 3600,
+            }
+        },
+        crate::helpers::mid_hour_clock(),
+    )
     .await;
     let s = app.seed("acme", false).await;
     let idle = app.seed("idle", false).await;
@@ -226,4 +229,40 @@ async fn disabled_operator_api_404_carries_no_store() {
         .expect("send");
     assert_eq!(res.status(), StatusCode::NOT_FOUND);
     assert_no_store(&res, "operator API off");
+}
+
+/// A sub-account number is refused with the domain's one reason wherever it is sent (the
+/// `subId` of a body, the `sub` of a query), each message naming the field the caller used.
+#[tokio::test]
+async fn a_bad_sub_account_number_has_one_reason_everywhere() {
+    let app = TestApp::spawn().await;
+    let s = app.seed("acme", false).await;
+    let reason = "must be an integer from 1 to 250 without leading zeros";
+    let res = app
+        .api(Method::POST, "/api/v1/sub-accounts", &s.token)
+        .json(&serde_json::json!({ "subId": "0", "nickname": "x" }))
+        .send()
+        .await
+        .expect("send");
+    let message = assert_error(res, 400, "invalid_request").await;
+    assert_eq!(message, format!("subId is invalid: {reason}"));
+    for path in [
+        "/api/v1/medical-intake-links?sub=0",
+        "/api/v1/care-service-links?sub=0",
+    ] {
+        let res = app
+            .api(Method::GET, path, &s.token)
+            .send()
+            .await
+            .expect("send");
+        let message = assert_error(res, 400, "invalid_request").await;
+        assert_eq!(message, format!("sub is invalid: {reason}"), "{path}");
+    }
+    let res = app
+        .request(Method::GET, "/embed/care-services?partner_id=acme&sub=0")
+        .send()
+        .await
+        .expect("send");
+    let message = assert_error(res, 400, "invalid_request").await;
+    assert_eq!(message, format!("sub is invalid: {reason}"));
 }

@@ -3,9 +3,11 @@
 //! The database is a copy of a template migrated once per run ([`crate::database`]); the
 //! server's logs are silent unless `TEST_LOG=1` ([`init_tracing`]).
 
+use std::future::Future;
 use std::sync::{Arc, Once};
+use std::time::Duration;
 
-use partner_domain::kernel::clock::{Clock, SystemClock};
+use partner_domain::kernel::clock::{Clock, FixedClock, SystemClock};
 use partner_server::config::Config;
 use partner_server::startup::{Application, Migrations};
 use reqwest::{Method, RequestBuilder, Response, StatusCode};
@@ -25,6 +27,10 @@ pub struct TestApp {
     pub internal_address: Option<String>,
     pub client: reqwest::Client,
     pub config: Config,
+    /// Whether the server runs a delivery worker ([`Application::runs_worker`]).
+    pub runs_worker: bool,
+    /// The server's clock; [`TestApp::sibling`] shares it.
+    clock: Arc<dyn Clock>,
     owns_db: bool,
 }
 
@@ -92,12 +98,13 @@ impl TestApp {
         clock: Arc<dyn Clock>,
         owns_db: bool,
     ) -> Self {
-        let app = Application::build_with_clock(&config, migrations, clock)
+        let app = Application::build_with_clock(&config, migrations, clock.clone())
             .await
             .expect("server builds");
         let address = format!("http://127.0.0.1:{}", app.port());
         let internal_address = app.internal_port().map(|p| format!("http://127.0.0.1:{p}"));
         let metrics_address = app.metrics_port().map(|p| format!("http://127.0.0.1:{p}"));
+        let runs_worker = app.runs_worker();
         tokio::spawn(app.run_until_stopped());
         let client = reqwest::Client::builder()
             .no_proxy()
@@ -110,6 +117,8 @@ impl TestApp {
             internal_address,
             client,
             config,
+            runs_worker,
+            clock,
             owns_db,
         }
     }
@@ -119,12 +128,12 @@ impl TestApp {
         Self::start(config, Migrations::Skip, Arc::new(SystemClock), false).await
     }
 
-    /// A second server instance on the same database (it does not drop it).
+    /// A second server instance on the same database and clock (it does not drop it).
     pub async fn sibling(&self) -> Self {
         Self::start(
             self.config.clone(),
             Migrations::Skip,
-            Arc::new(SystemClock),
+            self.clock.clone(),
             false,
         )
         .await
@@ -229,6 +238,52 @@ impl Drop for TestApp {
         })
         .join();
     }
+}
+
+/// How long [`eventually`] waits: generous, so that only a state that never comes fails.
+pub const EVENTUALLY: Duration = Duration::from_secs(10);
+
+/// Polls `f` until it returns `Some` and returns that value; panics naming `what` after
+/// [`EVENTUALLY`]. The way to wait for state the server reaches off the request path (a
+/// delivery sent, a counter moved): never a fixed sleep.
+pub async fn eventually<T, F, Fut>(what: &str, f: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    eventually_within(EVENTUALLY, what, f).await
+}
+
+/// [`eventually`] with another timeout.
+pub async fn eventually_within<T, F, Fut>(timeout: Duration, what: &str, mut f: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        if let Some(v) = f().await {
+            return v;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out after {timeout:?} waiting for {what}"
+        );
+        // The polling interval, not a wait for anything.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A clock stopped in the middle of the current hour: a rate-limit window of an hour (aligned
+/// to the hour) holds every request of a test, whenever the test runs.
+pub fn mid_hour_clock() -> Arc<FixedClock> {
+    let now = time::OffsetDateTime::now_utc();
+    let hour = now
+        .replace_minute(0)
+        .and_then(|t| t.replace_second(0))
+        .and_then(|t| t.replace_nanosecond(0))
+        .expect("start of the hour");
+    Arc::new(FixedClock::new(hour + time::Duration::minutes(30)))
 }
 
 /// With `TEST_LOG` set (to anything but `0`), the servers' logs go to the test output, filtered

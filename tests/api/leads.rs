@@ -1,9 +1,12 @@
 //! `GET /api/v1/leads` and lead ingest.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
+use partner_domain::kernel::clock::FixedClock;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
+use time::OffsetDateTime;
 
 use crate::helpers::{TestApp, assert_error, body, lead_body};
 
@@ -370,7 +373,8 @@ async fn an_attribution_code_resolves_to_partner_and_sub_account() {
 
 #[tokio::test]
 async fn progressive_intake_patch_moves_updated_at() {
-    let app = TestApp::spawn().await;
+    let clock = Arc::new(FixedClock::new(OffsetDateTime::now_utc()));
+    let app = TestApp::spawn_full(|_| {}, clock.clone()).await;
     let s = app.seed("acme", false).await;
     let row = app
         .ingest_lead(&lead_body(
@@ -380,7 +384,7 @@ async fn progressive_intake_patch_moves_updated_at() {
         .await;
     assert_eq!(row["phone"], "");
     let id = row["id"].as_str().expect("id");
-    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    clock.advance(time::Duration::seconds(1));
     let res = app
         .internal(Method::PATCH, &format!("/leads/{id}"))
         .json(&json!({ "phone": "+1 555 0199" }))

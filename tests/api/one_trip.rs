@@ -373,3 +373,32 @@ async fn other_methods_on_a_read_path_authenticate_before_405() {
         assert_error(res, 405, "invalid_request").await;
     }
 }
+
+/// [`READS`] is every authenticated partner `GET` of the partner document: a read added to the
+/// API without a line here fails this test instead of escaping the table's checks.
+#[test]
+fn the_table_holds_every_documented_partner_read() {
+    let doc: Value =
+        serde_json::to_value(partner_http::openapi::partner()).expect("the document as JSON");
+    let mut documented: Vec<String> = doc["paths"]
+        .as_object()
+        .expect("paths")
+        .iter()
+        .filter(|(path, item)| {
+            path.starts_with("/api/v1/")
+                && *path != "/api/v1/openapi.json"
+                && item["get"].is_object()
+        })
+        .map(|(path, _)| path.clone())
+        .collect();
+    let mut table: Vec<String> = READS
+        .iter()
+        .map(|r| {
+            let path = r.split('?').next().unwrap_or(r);
+            path.replace("{delivery}", "{id}")
+        })
+        .collect();
+    documented.sort();
+    table.sort();
+    assert_eq!(table, documented);
+}

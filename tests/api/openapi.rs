@@ -88,3 +88,97 @@ async fn the_operator_document_needs_the_operator_token() {
     assert_eq!(doc["openapi"], "3.1.0");
     assert!(doc["paths"]["/internal/v1/leads"]["post"].is_object());
 }
+
+/// Paths the service mounts that no document describes, each for a reason.
+const UNDOCUMENTED: &[(&str, &str)] = &[
+    (
+        "/healthz",
+        "a liveness probe for the orchestrator (operator guide)",
+    ),
+    (
+        "/readyz",
+        "a readiness probe for the orchestrator (operator guide)",
+    ),
+];
+
+/// A mounted path as its document names it: the catalog mounts one path per category, documented
+/// once as `/api/{category}`.
+fn documented_as(path: &str) -> String {
+    let catalog = partner_domain::catalog::Category::ALL
+        .iter()
+        .map(|c| c.as_str())
+        .chain(["all-products"]);
+    for c in catalog {
+        if path == format!("/api/{c}") {
+            return "/api/{category}".to_owned();
+        }
+    }
+    path.to_owned()
+}
+
+/// The route table and the documents describe the same operations: every method the server
+/// mounts on a path is in a document, and every documented operation is mounted. The methods are
+/// found by asking the running server (authenticated, so a 405 is a 405 and not a 401 first).
+#[tokio::test]
+async fn every_mounted_operation_is_documented_and_every_documented_one_mounted() {
+    let app = TestApp::spawn_with(|c| {
+        c.rate_limit = partner_http::Quota {
+            limit: 10_000,
+            window_secs: 3600,
+        }
+    })
+    .await;
+    let partner = app.seed("acme", true).await;
+    let mut documented = std::collections::BTreeSet::new();
+    for (_, json) in partner_server::openapi::documents().expect("generate") {
+        let doc: serde_json::Value = serde_json::from_str(&json).expect("JSON");
+        for (path, item) in doc["paths"].as_object().expect("paths") {
+            for method in item.as_object().expect("path item").keys() {
+                documented.insert((method.to_uppercase(), path.clone()));
+            }
+        }
+    }
+    let mut mounted = std::collections::BTreeSet::new();
+    let paths = partner_http::openapi::mounted_paths();
+    assert!(paths.len() > 40, "the route table is recorded: {paths:?}");
+    for path in paths {
+        if UNDOCUMENTED.iter().any(|(p, _)| *p == path) {
+            continue;
+        }
+        let concrete = path
+            .replace("{partner_id}", "acme")
+            .replace("{product_id}", "p-1")
+            .replace("{id}", "00000000-0000-4000-8000-000000000000");
+        for method in ["GET", "POST", "PUT", "PATCH", "DELETE"] {
+            let m = Method::from_bytes(method.as_bytes()).expect("method");
+            let req = if let Some(rest) = concrete.strip_prefix("/internal/v1") {
+                app.internal(m, rest)
+            } else {
+                app.api(m, &concrete, &partner.token)
+            };
+            let res = req
+                .header("content-type", "application/json")
+                .body("{}")
+                .send()
+                .await
+                .expect("send");
+            let status = res.status();
+            let body = res.text().await.unwrap_or_default();
+            assert_ne!(status, StatusCode::TOO_MANY_REQUESTS, "{method} {path}");
+            let unrouted = status == StatusCode::NOT_FOUND && body.contains("no such resource");
+            if status != StatusCode::METHOD_NOT_ALLOWED && !unrouted {
+                mounted.insert((method.to_owned(), documented_as(&path)));
+            }
+        }
+    }
+    let undocumented: Vec<_> = mounted.difference(&documented).collect();
+    assert!(
+        undocumented.is_empty(),
+        "mounted but not in an OpenAPI document (add a #[utoipa::path] and list it in routes/openapi.rs): {undocumented:?}"
+    );
+    let unmounted: Vec<_> = documented.difference(&mounted).collect();
+    assert!(
+        unmounted.is_empty(),
+        "documented but not mounted (routes/mod.rs): {unmounted:?}"
+    );
+}

@@ -1,10 +1,10 @@
 //! Operating the service (extensions.md §5): shared rate limits through Redis, fail-open when
 //! Redis is unreachable.
 
+use partner_domain::kernel::clock::Clock;
 use reqwest::{Method, Response, StatusCode};
-use time::OffsetDateTime;
 
-use crate::helpers::{TestApp, assert_error};
+use crate::helpers::{TestApp, assert_error, eventually, mid_hour_clock};
 
 const LEADS: &str = "/api/v1/leads";
 pub const REDIS_URL: &str = "redis://127.0.0.1:6379";
@@ -30,15 +30,20 @@ fn header(res: &Response, name: &str) -> i64 {
 async fn two_instances_on_one_redis_share_a_tokens_budget() {
     // Keys of this test only, so tests running in parallel on the same Redis do not collide.
     let prefix = format!("test:{}:", uuid::Uuid::new_v4().simple());
-    let a = TestApp::spawn_with(|c| {
-        c.rate_limit = redis_quota(5);
-        c.redis_url = Some(REDIS_URL.into());
-        c.redis_key_prefix = prefix.clone();
-    })
+    // Both instances on one clock in the middle of an hour: one window holds every call.
+    let clock = mid_hour_clock();
+    let a = TestApp::spawn_full(
+        |c| {
+            c.rate_limit = redis_quota(5);
+            c.redis_url = Some(REDIS_URL.into());
+            c.redis_key_prefix = prefix.clone();
+        },
+        clock.clone(),
+    )
     .await;
     let b = a.sibling().await;
     let s = a.seed("acme", false).await;
-    let now = OffsetDateTime::now_utc().unix_timestamp();
+    let now = clock.now().unix_timestamp();
     for (i, app) in [&a, &b, &a, &b, &b].into_iter().enumerate() {
         let res = app
             .api(Method::GET, LEADS, &s.token)
@@ -55,7 +60,7 @@ async fn two_instances_on_one_redis_share_a_tokens_budget() {
         // The window is aligned as with the in-process limiter.
         let reset = header(&res, "x-ratelimit-reset");
         assert_eq!(reset % 3600, 0);
-        assert!(reset > now && reset <= now + 3600 + 1);
+        assert_eq!(reset, now + 1800);
     }
     for app in [&a, &b] {
         let res = app
@@ -151,10 +156,13 @@ fn value(metrics: &[(String, f64)], series: &str) -> f64 {
 
 #[tokio::test]
 async fn metrics_listener_serves_prometheus_text_and_counters_move() {
-    let app = TestApp::spawn_with(|c| {
-        c.metrics_bind = Some("127.0.0.1:0".into());
-        c.rate_limit = redis_quota(1);
-    })
+    let app = TestApp::spawn_full(
+        |c| {
+            c.metrics_bind = Some("127.0.0.1:0".into());
+            c.rate_limit = redis_quota(1);
+        },
+        mid_hour_clock(),
+    )
     .await;
     let s = app.seed("acme", false).await;
     let ok = r#"http_requests_total{route="/api/v1/leads",method="GET",status="200"}"#;
@@ -298,13 +306,13 @@ async fn webhook_attempts_are_counted() {
         .await;
     rx.wait_for(1).await;
     // The attempt is counted once its answer is in, just after the receiver saw it.
-    for _ in 0..100 {
-        let m = scrape(&app).await;
-        if value(&m, delivered) > before {
-            assert!(value(&m, "webhook_attempt_duration_seconds_count") >= 1.0);
-            return;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
-    panic!("webhook_attempts_total{{outcome=\"delivered\"}} did not move");
+    let m = eventually(
+        r#"webhook_attempts_total{outcome="delivered"} to move"#,
+        || async {
+            let m = scrape(&app).await;
+            (value(&m, delivered) > before).then_some(m)
+        },
+    )
+    .await;
+    assert!(value(&m, "webhook_attempt_duration_seconds_count") >= 1.0);
 }

@@ -1,7 +1,11 @@
 //! Operator API, "Accounts and tokens".
 
+use std::sync::Arc;
+
+use partner_domain::kernel::clock::FixedClock;
 use reqwest::{Method, StatusCode};
 use serde_json::json;
+use time::OffsetDateTime;
 
 use crate::helpers::{TestApp, assert_error, body, partner_body};
 
@@ -53,7 +57,8 @@ async fn the_operator_api_needs_its_own_bearer() {
 
 #[tokio::test]
 async fn put_partner_creates_then_replaces() {
-    let app = TestApp::spawn().await;
+    let clock = Arc::new(FixedClock::new(OffsetDateTime::now_utc()));
+    let app = TestApp::spawn_full(|_| {}, clock.clone()).await;
     let res = app.put_partner("acme", &partner_body(true)).await;
     assert_eq!(res.status(), StatusCode::CREATED);
     let created = body(res).await["data"].clone();
@@ -64,7 +69,7 @@ async fn put_partner_creates_then_replaces() {
     let mut changed = partner_body(true);
     changed["name"] = json!("Acme Renamed");
     changed["defaultLang"] = json!("es");
-    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    clock.advance(time::Duration::seconds(1));
     let res = app.put_partner("acme", &changed).await;
     assert_eq!(res.status(), StatusCode::OK);
     let replaced = body(res).await["data"].clone();

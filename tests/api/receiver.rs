@@ -138,19 +138,13 @@ impl Receiver {
         self.received.lock().expect("lock").clone()
     }
 
-    /// Waits until at least `n` requests arrived (at most 10 s).
+    /// Waits until at least `n` requests arrived ([`crate::helpers::eventually`]).
     pub async fn wait_for(&self, n: usize) -> Vec<Received> {
-        for _ in 0..200 {
+        crate::helpers::eventually(&format!("{n} webhook requests"), || async {
             let got = self.received();
-            if got.len() >= n {
-                return got;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        panic!(
-            "expected {n} webhook requests, got {}",
-            self.received().len()
-        );
+            (got.len() >= n).then_some(got)
+        })
+        .await
     }
 }
 

@@ -1,14 +1,16 @@
 //! Webhook deliveries that partners can see and steer (extensions.md §1-§3).
 
+use std::sync::Arc;
 use std::time::Duration;
 
+use partner_domain::kernel::clock::{Clock, FixedClock};
 use partner_domain::webhook::verify_signature;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
-use crate::helpers::{TestApp, assert_error, body, lead_body};
+use crate::helpers::{TestApp, assert_error, body, eventually, lead_body};
 use crate::receiver::Receiver;
 
 const ENDPOINTS: &str = "/api/v1/webhook-endpoints";
@@ -30,18 +32,14 @@ async fn call(
     (status, body(res).await)
 }
 
-/// Polls the partner's delivery listing until `pred` holds (at most 10 s).
+/// Polls the partner's delivery listing until `pred` holds ([`eventually`]).
 async fn wait_list(app: &TestApp, token: &str, pred: impl Fn(&[Value]) -> bool) -> Vec<Value> {
-    let mut last = Vec::new();
-    for _ in 0..200 {
+    eventually("the delivery listing to match", || async {
         let (_, b) = call(app, Method::GET, DELIVERIES, token, None).await;
-        last = b["data"].as_array().cloned().unwrap_or_default();
-        if pred(&last) {
-            return last;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("delivery listing never matched: {last:?}");
+        let d = b["data"].as_array().cloned().unwrap_or_default();
+        pred(&d).then_some(d)
+    })
+    .await
 }
 
 fn now() -> i64 {
@@ -400,11 +398,17 @@ async fn webhook_recover_requeues_exactly_the_failed_deliveries_since_the_given_
     // A fails before `since`; B fails at `since`; C is delivered after it.
     rx.answer_with(&[500, 500, 500]);
     app.ingest_lead(&lead_body("acme", json!({}))).await;
-    wait_list(&app, &s.token, |d| {
+    let a = wait_list(&app, &s.token, |d| {
         d.len() == 1 && d[0]["status"] == "failed"
     })
     .await;
-    tokio::time::sleep(Duration::from_millis(20)).await;
+    // B must be created after A: the (millisecond) clock moves past A's creation first.
+    let a_created =
+        OffsetDateTime::parse(a[0]["createdAt"].as_str().expect("t"), &Rfc3339).expect("timestamp");
+    eventually("the clock to move past A's creation", || async {
+        (OffsetDateTime::now_utc() - a_created > time::Duration::milliseconds(1)).then_some(())
+    })
+    .await;
     rx.answer_with(&[500, 500, 500]);
     app.ingest_lead(&lead_body("acme", json!({}))).await;
     let d = wait_list(&app, &s.token, |d| {
@@ -495,15 +499,11 @@ async fn wait_endpoint(
     id: &str,
     pred: impl Fn(&Value) -> bool,
 ) -> Value {
-    let mut last = Value::Null;
-    for _ in 0..200 {
-        last = get_endpoint(app, token, id).await;
-        if pred(&last) {
-            return last;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("endpoint never matched: {last}");
+    eventually("the endpoint to match", || async {
+        let e = get_endpoint(app, token, id).await;
+        pred(&e).then_some(e)
+    })
+    .await
 }
 
 #[tokio::test]
@@ -543,9 +543,9 @@ async fn webhook_410_disables_the_endpoint_at_once_and_nothing_more_is_queued() 
         ),
         (json!(1), json!(410), json!("endpoint disabled"))
     );
-    // While disabled: nothing is queued, and nothing can be sent by hand.
+    // While disabled: nothing is queued, and nothing can be sent by hand. Deliveries are
+    // written in the ingest's own transaction, so the listing is complete once it answers.
     app.ingest_lead(&lead_body("acme", json!({}))).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
     let (_, b) = call(&app, Method::GET, DELIVERIES, &s.token, None).await;
     assert_eq!(
         b["data"].as_array().map(Vec::len),
@@ -673,32 +673,66 @@ async fn webhook_endpoints_failing_for_the_disable_after_period_are_disabled() {
 #[tokio::test]
 async fn webhook_retry_after_on_503_defers_the_next_attempt() {
     let rx = Receiver::start().await;
-    let app = rx.app(|_| {}).await;
+    // Time moves only when the test moves it.
+    let clock = Arc::new(FixedClock::new(OffsetDateTime::now_utc()));
+    let app = TestApp::spawn_full(|c| rx.configure(c), clock.clone()).await;
     let s = app.seed("acme", false).await;
-    app.create_webhook_endpoint(
-        &s.token,
-        &json!({ "url": rx.url, "events": ["lead.created"] }),
-    )
-    .await;
+    let ep = app
+        .create_webhook_endpoint(
+            &s.token,
+            &json!({ "url": rx.url, "events": ["lead.created"] }),
+        )
+        .await;
+    let ep_id = ep["id"].as_str().expect("id").to_owned();
     rx.answer_retry_after(503, "2");
     app.ingest_lead(&lead_body("acme", json!({}))).await;
     let d = wait_list(&app, &s.token, |d| {
         d.len() == 1 && d[0]["lastStatusCode"] == 503
     })
     .await;
+    let lead_id = d[0]["id"].clone();
     let parse = |v: &Value| OffsetDateTime::parse(v.as_str().expect("t"), &Rfc3339).expect("ts");
     let wait = parse(&d[0]["nextAttemptAt"]) - parse(&d[0]["lastAttemptAt"]);
     assert!(wait >= time::Duration::milliseconds(1900), "{wait}");
-    tokio::time::sleep(Duration::from_millis(1000)).await;
+    // One second on: past the schedule's 100 ms, short of the 2 s asked for. A ping to the same
+    // endpoint falls due now; the worker claims an endpoint's due deliveries oldest due first, so
+    // a retry due after 100 ms would be claimed (its attempt counted) no later than the ping.
+    clock.advance(time::Duration::seconds(1));
+    let (st, r) = call(
+        &app,
+        Method::POST,
+        &format!("{ENDPOINTS}/{ep_id}/test"),
+        &s.token,
+        None,
+    )
+    .await;
+    assert_eq!(st, StatusCode::ACCEPTED);
+    let ping_id = r["data"]["id"].clone();
+    let d = wait_list(&app, &s.token, |d| {
+        d.iter()
+            .any(|x| x["id"] == ping_id && x["status"] == "delivered")
+    })
+    .await;
+    let lead = d
+        .iter()
+        .find(|x| x["id"] == lead_id)
+        .expect("the lead's delivery");
     assert_eq!(
-        rx.received().len(),
-        1,
+        (lead["status"].as_str(), lead["attempts"].as_i64()),
+        (Some("pending"), Some(1)),
         "not retried after the schedule's 100 ms"
     );
-    rx.wait_for(2).await;
-    wait_list(&app, &s.token, |d| d[0]["status"] == "delivered").await;
+    assert_eq!(rx.received().len(), 2, "the 503, then the ping");
+    // Past the 2 s: retried.
+    clock.advance(time::Duration::milliseconds(1100));
+    rx.wait_for(3).await;
+    wait_list(&app, &s.token, |d| {
+        d.iter()
+            .any(|x| x["id"] == lead_id && x["status"] == "delivered")
+    })
+    .await;
     // A 429 with an HTTP date.
-    let at = OffsetDateTime::now_utc() + time::Duration::seconds(2);
+    let at = clock.now() + time::Duration::seconds(2);
     let date = at
         .format(&time::format_description::parse_borrowed::<1>(
             "[weekday repr:short], [day] [month repr:short] [year] [hour]:[minute]:[second] GMT",
@@ -707,7 +741,7 @@ async fn webhook_retry_after_on_503_defers_the_next_attempt() {
     rx.answer_retry_after(429, &date);
     app.ingest_lead(&lead_body("acme", json!({}))).await;
     let d = wait_list(&app, &s.token, |d| {
-        d.len() == 2 && d[0]["lastStatusCode"] == 429
+        d.len() == 3 && d[0]["lastStatusCode"] == 429
     })
     .await;
     assert!(parse(&d[0]["nextAttemptAt"]) >= at - time::Duration::seconds(1));
@@ -751,9 +785,17 @@ async fn ping(app: &TestApp, token: &str, rx: &Receiver, ep: &str) -> crate::rec
 #[tokio::test]
 async fn webhook_secret_rotation_signs_with_both_secrets_during_the_overlap_only() {
     let rx = Receiver::start().await;
-    let app = rx
-        .app(|c| c.webhook_secret_overlap = Duration::from_millis(1500))
-        .await;
+    // The overlap ends when the test moves the clock past it.
+    let clock = Arc::new(FixedClock::new(OffsetDateTime::now_utc()));
+    let app = TestApp::spawn_full(
+        |c| {
+            rx.configure(c);
+            c.webhook_secret_overlap = Duration::from_millis(1500);
+        },
+        clock.clone(),
+    )
+    .await;
+    let now = || clock.now().unix_timestamp();
     let s = app.seed("acme", false).await;
     let ep = app
         .create_webhook_endpoint(
@@ -770,7 +812,7 @@ async fn webhook_secret_rotation_signs_with_both_secrets_during_the_overlap_only
     let r = ping(&app, &s.token, &rx, &id).await;
     assert_stripe_shape(r.header("x-partner-signature").expect("sig"), 1);
 
-    let before = OffsetDateTime::now_utc();
+    let before = clock.now();
     let (st, b) = call(
         &app,
         Method::PATCH,
@@ -812,7 +854,7 @@ async fn webhook_secret_rotation_signs_with_both_secrets_during_the_overlap_only
     );
 
     // After the overlap: only the new secret.
-    tokio::time::sleep(Duration::from_millis(1600)).await;
+    clock.advance(time::Duration::milliseconds(1600));
     assert!(get_endpoint(&app, &s.token, &id).await["previousSecretExpiresAt"].is_null());
     let r = ping(&app, &s.token, &rx, &id).await;
     let sig = r.header("x-partner-signature").expect("sig");

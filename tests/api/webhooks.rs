@@ -1,7 +1,6 @@
 //! Webhook endpoints and signed HTTPS deliveries to a real receiver.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use partner_domain::kernel::clock::FixedClock;
 use partner_domain::webhook::verify_signature;
@@ -9,7 +8,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use time::OffsetDateTime;
 
-use crate::helpers::{TestApp, assert_error, body, lead_body};
+use crate::helpers::{TestApp, assert_error, body, eventually, lead_body};
 use crate::receiver::Receiver;
 
 const ENDPOINTS: &str = "/api/v1/webhook-endpoints";
@@ -35,19 +34,13 @@ async fn deliveries(app: &TestApp, partner: &str) -> Vec<Value> {
     b["data"].as_array().expect("data").clone()
 }
 
-/// Polls the delivery log until `pred` holds (at most 10 s).
+/// Polls the delivery log until `pred` holds ([`eventually`]).
 async fn wait_log(app: &TestApp, partner: &str, pred: impl Fn(&[Value]) -> bool) -> Vec<Value> {
-    for _ in 0..200 {
+    eventually("the delivery log to match", || async {
         let d = deliveries(app, partner).await;
-        if pred(&d) {
-            return d;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!(
-        "delivery log never matched: {:?}",
-        deliveries(app, partner).await
-    );
+        pred(&d).then_some(d)
+    })
+    .await
 }
 
 #[tokio::test]
@@ -282,19 +275,20 @@ async fn a_signed_lead_created_delivery_over_https() {
         (json!(""), json!("+1 555 0101"))
     );
     assert_eq!(b["data"]["lead"]["phone"], "+1 555 0101");
-    // The same phone again fires nothing.
+    // The same phone again fires nothing. Deliveries are written in the PATCH's own
+    // transaction, so the log is complete once it answers.
     app.internal(Method::PATCH, &format!("/leads/{id}"))
         .json(&json!({ "phone": "+1 555 0101" }))
         .send()
         .await
         .expect("send");
-    tokio::time::sleep(Duration::from_millis(400)).await;
-    assert_eq!(rx.received().len(), 2);
+    assert_eq!(deliveries(&app, "acme").await.len(), 2, "nothing queued");
     let log = wait_log(&app, "acme", |d| {
         d.len() == 2 && d.iter().all(|x| x["status"] == "delivered")
     })
     .await;
     assert_eq!(log[0]["attempts"], 1);
+    assert_eq!(rx.received().len(), 2);
 }
 
 #[tokio::test]
@@ -319,15 +313,25 @@ async fn orders_and_payouts_and_unsigned_endpoints() {
     app.internal(Method::POST, "/payouts")
         .json(&json!({ "partnerId": "acme", "payoutDate": "2026-11-30", "payoutAmount": 99.5, "status": "paid" }))
         .send().await.expect("send");
-    // A lead is not subscribed.
+    // A lead is not subscribed. Deliveries are written in each request's own transaction, so
+    // the log is complete once the requests have answered.
     app.ingest_lead(&lead_body("acme", json!({}))).await;
-    let got = rx.wait_for(2).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut queued: Vec<Value> = deliveries(&app, "acme").await;
+    queued.sort_by_key(|d| d["event"].as_str().map(str::to_owned));
     assert_eq!(
-        rx.received().len(),
-        2,
+        queued
+            .iter()
+            .map(|d| d["event"].clone())
+            .collect::<Vec<_>>(),
+        [json!("order.created"), json!("payout.created")],
         "order.created once, payout.created once, no lead event"
     );
+    wait_log(&app, "acme", |d| {
+        d.iter().all(|x| x["status"] == "delivered")
+    })
+    .await;
+    let got = rx.received();
+    assert_eq!(got.len(), 2);
     let mut by_event: Vec<Value> = got.iter().map(|r| r.json()).collect();
     by_event.sort_by_key(|b| b["event"].as_str().map(str::to_owned));
     assert_eq!(by_event[0]["event"], "order.created");
@@ -404,11 +408,15 @@ async fn a_delayed_lead_created_carries_the_phone_supplied_during_the_delay() {
     let clock = Arc::new(FixedClock::new(OffsetDateTime::now_utc()));
     let app = app_for(&rx, Some(clock.clone())).await;
     let s = app.seed("acme", false).await;
-    app.create_webhook_endpoint(
-        &s.token,
-        &json!({ "url": rx.url, "events": ["lead.created"], "leadCreatedDelay": "1m" }),
-    )
-    .await;
+    let ep_id = app
+        .create_webhook_endpoint(
+            &s.token,
+            &json!({ "url": rx.url, "events": ["lead.created"], "leadCreatedDelay": "1m" }),
+        )
+        .await["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
     let lead = app
         .ingest_lead(&lead_body("acme", json!({ "phone": null })))
         .await;
@@ -418,9 +426,33 @@ async fn a_delayed_lead_created_carries_the_phone_supplied_during_the_delay() {
         .send()
         .await
         .expect("send");
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(rx.received().is_empty(), "not before the delay");
+    // A ping to the same endpoint falls due at once; the worker claims an endpoint's due
+    // deliveries oldest due first, so a lead.created due now would be claimed no later.
+    let ping = body(
+        app.api(Method::POST, &format!("{ENDPOINTS}/{ep_id}/test"), &s.token)
+            .send()
+            .await
+            .expect("send"),
+    )
+    .await["data"]["id"]
+        .clone();
+    let log = wait_log(&app, "acme", |d| {
+        d.iter()
+            .any(|x| x["id"] == ping && x["status"] == "delivered")
+    })
+    .await;
+    let delayed = log
+        .iter()
+        .find(|x| x["event"] == "lead.created")
+        .expect("queued");
+    assert_eq!(
+        (delayed["status"].as_str(), delayed["attempts"].as_i64()),
+        (Some("pending"), Some(0)),
+        "not before the delay"
+    );
+    assert_eq!(rx.received().len(), 1, "the ping only");
     clock.advance(time::Duration::seconds(61));
-    let got = rx.wait_for(1).await;
-    assert_eq!(got[0].json()["data"]["lead"]["phone"], "+1 555 0199");
+    let got = rx.wait_for(2).await;
+    assert_eq!(got[1].header("x-partner-event"), Some("lead.created"));
+    assert_eq!(got[1].json()["data"]["lead"]["phone"], "+1 555 0199");
 }

@@ -5,7 +5,8 @@
 //!   graph must be acyclic;
 //! - the kernel imports nothing from the rest of the crate;
 //! - no file is over [`MAX_LINES`] lines of non-test code (a file's lines before its first
-//!   `#[cfg(test)]` item; `tests.rs` files are test code).
+//!   `#[cfg(test)]` item; `tests.rs` files are test code), in this crate and in every crate of
+//!   the workspace (`crates/*/src`).
 //!
 //! Run with `--nocapture` to print the module graph.
 
@@ -112,17 +113,9 @@ fn read_crate() -> Crate {
         }
         found.remove(&module);
         edges.extend(found);
-        let is_test_file = file.file_name().is_some_and(|n| n == "tests.rs");
-        let code_lines = if is_test_file {
-            0
-        } else {
-            text.lines()
-                .take_while(|l| !l.starts_with("#[cfg(test)]"))
-                .count()
-        };
         sizes.push((
             file.strip_prefix(&src).expect("under src").to_owned(),
-            code_lines,
+            code_lines(&file),
         ));
     }
     Crate { graph, sizes }
@@ -191,6 +184,48 @@ fn no_file_is_over_the_line_limit() {
     for (file, n) in &krate.sizes {
         println!("{n:5} {}", file.display());
     }
+    assert!(
+        over.is_empty(),
+        "over {MAX_LINES} lines of non-test code: {over:?}"
+    );
+}
+
+/// Lines of non-test code of a source file (see the crate doc).
+fn code_lines(file: &Path) -> usize {
+    if file.file_name().is_some_and(|n| n == "tests.rs") {
+        return 0;
+    }
+    let text = std::fs::read_to_string(file).expect("read");
+    text.lines()
+        .take_while(|l| !l.starts_with("#[cfg(test)]"))
+        .count()
+}
+
+#[test]
+fn no_file_of_the_workspace_is_over_the_line_limit() {
+    let crates = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("crates/")
+        .to_owned();
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(&crates).expect("read crates/") {
+        let src = entry.expect("entry").path().join("src");
+        if src.is_dir() {
+            rust_files(&src, &mut files);
+        }
+    }
+    assert!(files.len() > 50, "the workspace's sources are found");
+    files.sort();
+    let over: Vec<_> = files
+        .iter()
+        .map(|f| {
+            (
+                f.strip_prefix(&crates).expect("under crates/"),
+                code_lines(f),
+            )
+        })
+        .filter(|(_, n)| *n > MAX_LINES)
+        .collect();
     assert!(
         over.is_empty(),
         "over {MAX_LINES} lines of non-test code: {over:?}"

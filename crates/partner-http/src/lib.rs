@@ -17,7 +17,9 @@ mod routes;
 
 /// The OpenAPI 3.1 documents (extensions.md §6).
 pub mod openapi {
-    pub use crate::routes::{internal_document as internal, partner_document as partner, to_json};
+    pub use crate::routes::{
+        internal_document as internal, mounted_paths, partner_document as partner, to_json,
+    };
     pub use utoipa::openapi::OpenApi as Document;
 }
 

@@ -15,6 +15,7 @@ mod action_budget;
 mod catalog;
 mod coupons;
 mod dsl;
+mod endpoint_writes;
 mod leads;
 mod links;
 mod models;

@@ -22,7 +22,7 @@ use partner_domain::webhook::ports::{
 };
 use time::OffsetDateTime;
 
-use crate::{PgStore, action_budget, db, leads, orders, outbox, payouts, webhooks};
+use crate::{PgStore, action_budget, db, endpoint_writes, leads, orders, outbox, payouts};
 
 /// An open transaction. `conn` is `None` once committed.
 struct PgTransaction {
@@ -169,11 +169,13 @@ impl EndpointWrites for PgTransaction {
         partner: &PartnerId,
         id: EndpointId,
     ) -> Result<Option<WebhookEndpoint>, RepoError> {
-        webhooks::lock_endpoint(self.conn()?, partner, id).await
+        endpoint_writes::lock_endpoint(self.conn()?, partner, id).await
     }
 
     async fn write_endpoint(&mut self, e: &WebhookEndpoint) -> Result<(), RepoError> {
-        webhooks::write_endpoint(self.conn()?, e).await.map_err(db)
+        endpoint_writes::write_endpoint(self.conn()?, e)
+            .await
+            .map_err(db)
     }
 }
 

@@ -3,7 +3,6 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use diesel::dsl::case_when;
 use diesel::pg::Pg;
 use diesel::prelude::*;
 use diesel::sql_types::{Array, Bool, Integer, Nullable, Text, Timestamptz};
@@ -24,7 +23,7 @@ use uuid::Uuid;
 use crate::dsl::{RowLt, fixed};
 use crate::models::webhook_attempts::AttemptRow;
 use crate::models::webhook_deliveries::{ClaimRow, DeliveryRow};
-use crate::models::webhook_endpoints::{Changes, EndpointRow, NewEndpoint};
+use crate::models::webhook_endpoints::{EndpointRow, NewEndpoint};
 use crate::schema::{domain_events, partners, webhook_deliveries, webhook_endpoints};
 use crate::schema_extra::webhook_attempts;
 use crate::tokens::{self, TokenPartner};
@@ -98,7 +97,7 @@ SELECT id, last_attempt_at, status_code, duration_ms, error FROM done";
 
 /// Ends the pending deliveries of the `disabled` endpoints as `failed` with `error`. Clearing the
 /// lease fences off the outcome of an attempt in flight.
-async fn fail_disabled(
+pub(crate) async fn fail_disabled(
     conn: &mut AsyncPgConnection,
     disabled: &[Uuid],
     error: &str,
@@ -220,55 +219,6 @@ async fn write_health(
         .await
         .map_err(db)?;
     Ok(n == 1)
-}
-
-/// The partner's endpoint, its row locked until the caller's transaction ends
-/// (`EndpointWrites::lock_endpoint`).
-pub(crate) async fn lock_endpoint(
-    conn: &mut AsyncPgConnection,
-    partner: &PartnerId,
-    id: EndpointId,
-) -> Result<Option<WebhookEndpoint>, RepoError> {
-    let row: Option<EndpointRow> = webhook_endpoints::table
-        .filter(webhook_endpoints::partner_id.eq(partner.as_str()))
-        .filter(webhook_endpoints::id.eq(id.as_uuid()))
-        .select(EndpointRow::as_select())
-        .for_update()
-        .get_result(conn)
-        .await
-        .optional()
-        .map_err(db)?;
-    row.map(EndpointRow::into_domain).transpose()
-}
-
-/// Replaces the endpoint locked by [`lock_endpoint`] (`EndpointWrites::write_endpoint`).
-pub(crate) async fn write_endpoint(
-    conn: &mut AsyncPgConnection,
-    e: &WebhookEndpoint,
-) -> QueryResult<()> {
-    // Re-enabling starts the health count afresh.
-    let re_enabled = e
-        .disabled_at()
-        .into_sql::<Nullable<Timestamptz>>()
-        .is_null()
-        .and(webhook_endpoints::disabled_at.is_not_null());
-    let n = diesel::update(webhook_endpoints::table)
-        .filter(webhook_endpoints::partner_id.eq(e.partner_id().as_str()))
-        .filter(webhook_endpoints::id.eq(e.id().as_uuid()))
-        .set((
-            Changes::of(e),
-            webhook_endpoints::failing_since.eq(case_when(
-                re_enabled,
-                None::<OffsetDateTime>.into_sql::<Nullable<Timestamptz>>(),
-            )
-            .otherwise(webhook_endpoints::failing_since)),
-        ))
-        .execute(conn)
-        .await?;
-    if n == 1 && e.disabled_at().is_some() {
-        fail_disabled(conn, &[e.id().as_uuid()], ENDPOINT_DISABLED).await?;
-    }
-    Ok(())
 }
 
 /// A partner's deliveries as [`WebhookRepo::deliveries`] lists them: `found` (the partner's

@@ -315,6 +315,11 @@ impl Application {
         self.metrics_port
     }
 
+    /// Whether this process runs a delivery worker (its role is `all` or `worker`).
+    pub fn runs_worker(&self) -> bool {
+        self.worker.is_some()
+    }
+
     /// Serves until SIGINT/SIGTERM, then drains in-flight requests (at most 10 s), then stops
     /// the delivery worker: it claims nothing more and finishes its in-flight attempts within the
     /// attempt timeout.

@@ -21,6 +21,16 @@ impl ValueError {
     pub(crate) fn invalid(field: &'static str, reason: &'static str) -> Self {
         Self::Invalid { field, reason }
     }
+
+    /// The same failure for a value that arrived under another name (a query parameter `sub`
+    /// holds a `subId`), so the message names what the caller sent and the reason is written once.
+    #[must_use]
+    pub fn named(self, field: &'static str) -> Self {
+        match self {
+            Self::Missing(_) => Self::Missing(field),
+            Self::Invalid { reason, .. } => Self::Invalid { field, reason },
+        }
+    }
 }
 
 macro_rules! string_value {

@@ -53,9 +53,8 @@ pub(super) async fn list(
     let raw = q
         .get("partner_id")
         .filter(|p| !p.is_empty())
-        .ok_or_else(|| ApiError::invalid("partner_id is required"))?;
-    let attribution =
-        Attribution::parse(raw).map_err(|_| ApiError::invalid("partner_id is malformed"))?;
+        .ok_or(ValueError::Missing("partner_id"))?;
+    let attribution = Attribution::parse(raw).map_err(|e| e.named("partner_id"))?;
     let products = state.links.catalog(&attribution, category).await?;
     Ok(HttpResponse::Ok().json(CatalogBody {
         count: products.len(),

@@ -165,7 +165,7 @@ fn unscoped(q: &Query) -> std::result::Result<(CouponFilter, bool), ApiError> {
         .get("partner_id")
         .map(PartnerId::parse)
         .transpose()
-        .map_err(|_| ApiError::invalid("partner_id is malformed"))?;
+        .map_err(|_| ApiError::invalid(ScopeError::Malformed.to_string()))?;
     let (statuses, product_slug, csv, limit, offset) = parameters(q)?;
     Ok((
         CouponFilter {
@@ -183,10 +183,8 @@ fn unscoped(q: &Query) -> std::result::Result<(CouponFilter, bool), ApiError> {
 /// coupons (400 malformed, 403 another partner's without admin), then the others.
 fn listing(me: &Principal, q: &Query) -> std::result::Result<(CouponQuery, bool), ApiError> {
     let partner = listing_scope(me, q.get("partner_id")).map_err(|e| match e {
-        ScopeError::Malformed => ApiError::invalid("partner_id is malformed"),
-        ScopeError::Forbidden => {
-            ApiError::forbidden("only admin tokens may list another partner's coupons")
-        }
+        e @ ScopeError::Malformed => ApiError::invalid(e.to_string()),
+        e @ ScopeError::Forbidden => ApiError::forbidden(e.to_string()),
     })?;
     let (statuses, product_slug, csv, limit, offset) = parameters(q)?;
     Ok((

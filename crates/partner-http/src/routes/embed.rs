@@ -7,7 +7,7 @@ use actix_web::http::header::{self, HeaderValue};
 use actix_web::{HttpRequest, HttpResponse, web};
 use std::sync::LazyLock;
 
-use partner_domain::kernel::values::{CareService, Lang, PartnerId, SubId};
+use partner_domain::kernel::values::{CareService, Lang, PartnerId, SubId, ValueError};
 use partner_domain::links::{CareEmbed, CareQuery, CareServiceLink};
 
 use super::Result;
@@ -37,10 +37,8 @@ pub(super) async fn care_services(state: web::Data<AppState>, req: HttpRequest) 
     let partner = q
         .get("partner_id")
         .filter(|p| !p.is_empty())
-        .ok_or_else(|| ApiError::invalid("partner_id is required"))
-        .and_then(|p| {
-            PartnerId::parse(p).map_err(|_| ApiError::invalid("partner_id is malformed"))
-        })?;
+        .ok_or(ValueError::Missing("partner_id"))
+        .and_then(|p| PartnerId::parse(p).map_err(|e| e.named("partner_id")))?;
     let service = q
         .get("service")
         .map(|s| {
@@ -51,7 +49,7 @@ pub(super) async fn care_services(state: web::Data<AppState>, req: HttpRequest) 
     let months = crate::params::months(q.get("m"), "m")?;
     let sub = q
         .get("sub")
-        .map(|s| SubId::parse(s).map_err(|_| ApiError::invalid("sub must be 1-250")))
+        .map(|s| SubId::parse(s).map_err(|e| ApiError::from(e.named("sub"))))
         .transpose()?;
     let redeem = match q.get("redeem") {
         None | Some("false") => false,

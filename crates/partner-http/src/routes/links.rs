@@ -29,9 +29,7 @@ struct CareBody {
 
 fn sub(q: &Query) -> std::result::Result<Option<SubId>, ApiError> {
     q.get("sub")
-        .map(|s| {
-            SubId::parse(s).map_err(|_| ApiError::invalid("sub must be an integer from 1 to 250"))
-        })
+        .map(|s| SubId::parse(s).map_err(|e| ApiError::from(e.named("sub"))))
         .transpose()
 }
 

@@ -44,15 +44,15 @@ pub(crate) fn configure(cfg: &mut web::ServiceConfig) {
 /// The health checks, the partner API, the public catalog and the embedded view.
 pub(crate) fn configure_public(cfg: &mut web::ServiceConfig) {
     configure_health(cfg);
-    cfg.service(
-        web::scope("/api/v1")
+    cfg.service(under("/api/v1", |scope| {
+        scope
             // The document is public: partners read it before they have a token.
             .service(resource("/openapi.json").route(web::get().to(openapi::partner_document)))
             // Partner reads (GET) authenticate inside their handlers, in the read's own round
             // trip (`middleware::one_trip`); writes, and the 405 of other methods, stay behind the
             // guard, so every answer keeps its order of checks.
             .service(
-                web::resource("/sub-accounts")
+                resource("/sub-accounts")
                     .route(web::get().to(sub_accounts::list))
                     .route(
                         web::post()
@@ -70,22 +70,22 @@ pub(crate) fn configure_public(cfg: &mut web::ServiceConfig) {
             // trip); other methods answer 405 after authentication and the rate limit, as
             // behind the guard.
             .service(
-                web::resource("/leads")
+                resource("/leads")
                     .route(web::get().to(leads::list))
                     .default_service(web::to(leads::list_other_method)),
             )
             .service(
-                web::resource("/orders")
+                resource("/orders")
                     .route(web::get().to(orders::list))
                     .default_service(guarded_405(Group::Orders)),
             )
             .service(
-                web::resource("/payouts")
+                resource("/payouts")
                     .route(web::get().to(payouts::list))
                     .default_service(guarded_405(Group::Payouts)),
             )
             .service(
-                web::resource("/dna-links")
+                resource("/dna-links")
                     .route(web::get().to(links::dna))
                     .default_service(web::to(method_not_allowed).wrap(from_fn(
                         partner_guard_requiring(
@@ -98,24 +98,24 @@ pub(crate) fn configure_public(cfg: &mut web::ServiceConfig) {
                     ))),
             )
             .service(
-                web::resource("/medical-intake-links")
+                resource("/medical-intake-links")
                     .route(web::get().to(links::medical))
                     .default_service(guarded_405(Group::Links)),
             )
             .service(
-                web::resource("/care-service-links")
+                resource("/care-service-links")
                     .route(web::get().to(links::care))
                     .default_service(guarded_405(Group::Links))
                     .wrap(from_fn(care_services_enabled)),
             )
             .service(
-                web::resource("/care-services-coupons")
+                resource("/care-services-coupons")
                     .route(web::get().to(coupons::list))
                     .default_service(guarded_405(Group::Coupons))
                     .wrap(from_fn(care_services_enabled)),
             )
             .service(
-                web::resource("/webhook-endpoints")
+                resource("/webhook-endpoints")
                     .route(web::get().to(webhooks::list))
                     .route(
                         web::post()
@@ -141,12 +141,12 @@ pub(crate) fn configure_public(cfg: &mut web::ServiceConfig) {
                     .wrap(from_fn(partner_guard(Group::WebhookEndpoints))),
             )
             .service(
-                web::resource("/webhook-deliveries")
+                resource("/webhook-deliveries")
                     .route(web::get().to(webhooks::deliveries))
                     .default_service(guarded_405(Group::WebhookEndpoints)),
             )
             .service(
-                web::resource("/webhook-deliveries/{id}")
+                resource("/webhook-deliveries/{id}")
                     .route(web::get().to(webhooks::delivery))
                     .default_service(guarded_405(Group::WebhookEndpoints)),
             )
@@ -156,8 +156,8 @@ pub(crate) fn configure_public(cfg: &mut web::ServiceConfig) {
                     .wrap(from_fn(partner_guard(Group::WebhookEndpoints))),
             )
             .default_service(web::to(no_route))
-            .wrap(from_fn(no_store)),
-    )
+            .wrap(from_fn(no_store))
+    }))
     .configure(|cfg| {
         // The public catalog: one path per category, and all of them.
         for category in partner_domain::catalog::Category::ALL {
@@ -182,8 +182,8 @@ pub(crate) fn configure_public(cfg: &mut web::ServiceConfig) {
 
 /// The operator API under `/internal/v1`.
 pub(crate) fn configure_internal(cfg: &mut web::ServiceConfig) {
-    cfg.service(
-        web::scope("/internal/v1")
+    cfg.service(under("/internal/v1", |scope| {
+        scope
             .service(resource("/openapi.json").route(web::get().to(openapi::internal_document)))
             // Accounts and tokens.
             .service(
@@ -273,14 +273,45 @@ pub(crate) fn configure_internal(cfg: &mut web::ServiceConfig) {
             )
             .default_service(web::to(no_route))
             .wrap(from_fn(internal_guard))
-            .wrap(from_fn(no_store)),
-    );
+            .wrap(from_fn(no_store))
+    }));
 }
 
 /// A resource whose unmatched methods answer 405 (without this, actix falls back to the
-/// enclosing scope's 404 default).
+/// enclosing scope's 404 default). Every path of the service is mounted through here (inside
+/// [`under`] for a scope), so [`mounted_paths`] lists them all.
 pub(crate) fn resource(path: &str) -> actix_web::Resource {
+    MOUNTED.with(|m| {
+        if let Some(paths) = m.borrow_mut().as_mut() {
+            let prefix = PREFIX.with(|p| *p.borrow());
+            paths.push(format!("{prefix}{path}"));
+        }
+    });
     web::resource(path).default_service(web::to(method_not_allowed))
+}
+
+thread_local! {
+    /// The paths [`resource`] mounted, while [`mounted_paths`] records them.
+    static MOUNTED: std::cell::RefCell<Option<Vec<String>>> = const { std::cell::RefCell::new(None) };
+    /// The scope [`resource`] is being mounted under (see [`under`]).
+    static PREFIX: std::cell::RefCell<&'static str> = const { std::cell::RefCell::new("") };
+}
+
+/// A scope at `prefix` whose resources are built by `build` (so [`resource`] knows the prefix).
+fn under<T>(prefix: &'static str, build: impl FnOnce(actix_web::Scope) -> T) -> T {
+    let outer = PREFIX.with(|p| std::mem::replace(&mut *p.borrow_mut(), prefix));
+    let scope = build(web::scope(prefix));
+    PREFIX.with(|p| *p.borrow_mut() = outer);
+    scope
+}
+
+/// Every path [`configure`] mounts (full paths, `{param}` as in the route), in mount order: the
+/// route table the OpenAPI documents are checked against (`tests/api/openapi.rs`: every mounted
+/// method is documented and every documented one mounted).
+pub fn mounted_paths() -> Vec<String> {
+    MOUNTED.with(|m| *m.borrow_mut() = Some(Vec::new()));
+    let _app = actix_web::App::new().configure(configure);
+    MOUNTED.with(|m| m.borrow_mut().take()).unwrap_or_default()
 }
 
 /// The 405 of a resource whose GET authenticates in its handler: behind the partner guard, as
