@@ -15,6 +15,8 @@ mod params;
 pub mod ratelimit;
 mod routes;
 
+pub use routes::WebhookData;
+
 /// The OpenAPI 3.1 documents (extensions.md §6).
 pub mod openapi {
     pub use crate::routes::{

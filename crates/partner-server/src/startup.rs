@@ -193,6 +193,8 @@ impl Application {
                     store.clone(),
                     clock,
                     rng,
+                    // Deliveries carry the records as the API's answers show them.
+                    Arc::new(partner_http::WebhookData),
                     WorkerConfig {
                         retry_schedule: config.webhook_retry_schedule.clone(),
                         timeout: config.webhook_timeout,

@@ -11,10 +11,10 @@ use std::time::{Duration, Instant};
 use partner_domain::kernel::clock::Clock;
 use partner_domain::kernel::ids::EndpointId;
 use partner_domain::kernel::random::Random;
-use partner_domain::webhook::ports::DeliveryRepo;
+use partner_domain::webhook::ports::{DataFormat, DeliveryRepo};
 use partner_domain::webhook::{
-    AttemptOutcome, ClaimRequest, ClaimedDelivery, NextStep, SUBJECT_UNREADABLE, SubjectIds,
-    after_failure, attempt_budget, delivery_body, honour_retry_after, payload,
+    AttemptOutcome, ClaimRequest, ClaimedDelivery, NextStep, Payload, SUBJECT_UNREADABLE,
+    SubjectIds, after_failure, attempt_budget, delivery_body, honour_retry_after,
 };
 use tokio::sync::{Notify, Semaphore, mpsc};
 
@@ -29,6 +29,8 @@ struct Inner {
     repo: Arc<dyn DeliveryRepo>,
     clock: Arc<dyn Clock>,
     rng: Arc<dyn Random>,
+    /// How a delivery's `data` is written (the API's answer types).
+    format: Arc<dyn DataFormat>,
     client: Client,
     config: WorkerConfig,
     wake: Arc<Notify>,
@@ -66,6 +68,7 @@ impl Worker {
         repo: Arc<dyn DeliveryRepo>,
         clock: Arc<dyn Clock>,
         rng: Arc<dyn Random>,
+        format: Arc<dyn DataFormat>,
         config: WorkerConfig,
     ) -> Result<Self, WorkerError> {
         let client = Client::new(&config, clock.clone())?;
@@ -75,6 +78,7 @@ impl Worker {
                 repo,
                 clock,
                 rng,
+                format,
                 client,
                 wake: Arc::new(Notify::new()),
                 sending: Arc::new(Semaphore::new(concurrency)),
@@ -227,7 +231,8 @@ impl Worker {
             }
         };
         for d in batch {
-            let Some(data) = payload(&d.event, &subjects) else {
+            let Some(data) = Payload::of(&d.event, &subjects).map(|p| self.inner.format.data(&p))
+            else {
                 // The record is gone; retrying cannot bring it back.
                 let _ = tx.send(AttemptOutcome {
                     id: d.id,
@@ -376,6 +381,15 @@ mod tests {
 
     use super::*;
 
+    /// A `data` that names the payload's kind of record.
+    struct Names;
+
+    impl DataFormat for Names {
+        fn data(&self, payload: &Payload<'_>) -> serde_json::Value {
+            serde_json::Value::String(format!("{payload:?}"))
+        }
+    }
+
     /// Jitter 0: a retry comes at 90 % of its scheduled delay.
     struct Zeros;
 
@@ -448,7 +462,14 @@ mod tests {
             Ok(batch.len() as u64)
         });
         let clock = Arc::new(FixedClock::new(datetime!(2026-03-10 12:00 UTC)));
-        let worker = Worker::new(Arc::new(repo), clock, Arc::new(Zeros), config()).expect("worker");
+        let worker = Worker::new(
+            Arc::new(repo),
+            clock,
+            Arc::new(Zeros),
+            Arc::new(Names),
+            config(),
+        )
+        .expect("worker");
         let stop = Arc::new(Notify::new());
         let run = tokio::spawn(worker.run({
             let stop = stop.clone();

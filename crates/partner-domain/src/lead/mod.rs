@@ -13,7 +13,6 @@ use time::OffsetDateTime;
 
 use crate::events::{DomainEvent, Event};
 use crate::kernel::values::{Email, PartnerId, SubId, ValueError};
-use crate::kernel::wire;
 
 /// What a lead without consent shows instead of its email or phone.
 pub const NO_CONSENT: &str = "No Consent";
@@ -226,29 +225,6 @@ pub fn render_email(email: &str, email_consent: bool) -> String {
     }
 }
 
-/// `LeadRow` of the spec.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct LeadRow {
-    pub id: LeadId,
-    pub partner_id: PartnerId,
-    /// The sub-account number, empty when the lead is not attributed to one.
-    pub sub_id: String,
-    pub first_name: String,
-    pub last_name: String,
-    pub email: String,
-    pub phone: String,
-    pub origin: String,
-    pub location: String,
-    pub question_id: Option<String>,
-    #[serde(serialize_with = "wire::ts")]
-    pub created_at: OffsetDateTime,
-    #[serde(serialize_with = "wire::ts")]
-    pub updated_at: OffsetDateTime,
-    pub is_test: bool,
-    pub test_source: Option<TestSource>,
-}
-
 impl Lead {
     /// A lead as stored.
     pub fn new(parts: LeadParts) -> Self {
@@ -363,50 +339,24 @@ impl Lead {
         self.updated_at
     }
 
-    /// [`Lead::row`] without copying the strings it can move.
-    pub fn into_row(self) -> LeadRow {
-        LeadRow {
-            id: self.id,
-            sub_id: self.sub_id.map(|s| s.to_string()).unwrap_or_default(),
-            email: if self.email_consent {
-                self.email
-            } else {
-                NO_CONSENT.to_owned()
-            },
-            phone: if self.sms_consent {
-                self.phone.unwrap_or_default()
-            } else {
-                NO_CONSENT.to_owned()
-            },
-            origin: self.origin.0,
-            is_test: self.test.is_test(),
-            test_source: self.test.source(),
-            partner_id: self.partner_id,
-            first_name: self.first_name,
-            last_name: self.last_name,
-            location: self.location,
-            question_id: self.question_id,
-            created_at: self.created_at,
-            updated_at: self.updated_at,
+    /// The email as partners see it: [`NO_CONSENT`] without e-mail consent.
+    #[must_use]
+    pub fn visible_email(&self) -> &str {
+        if self.email_consent {
+            &self.email
+        } else {
+            NO_CONSENT
         }
     }
 
-    pub fn row(&self) -> LeadRow {
-        LeadRow {
-            id: self.id,
-            partner_id: self.partner_id.clone(),
-            sub_id: self.sub_id.map(|s| s.to_string()).unwrap_or_default(),
-            first_name: self.first_name.clone(),
-            last_name: self.last_name.clone(),
-            email: render_email(&self.email, self.email_consent),
-            phone: render_phone(self.phone.as_deref(), self.sms_consent),
-            origin: self.origin.as_str().to_owned(),
-            location: self.location.clone(),
-            question_id: self.question_id.clone(),
-            created_at: self.created_at,
-            updated_at: self.updated_at,
-            is_test: self.test.is_test(),
-            test_source: self.test.source(),
+    /// The phone as partners see it: [`NO_CONSENT`] without SMS consent, else the number (empty
+    /// while a progressive intake has not supplied one yet).
+    #[must_use]
+    pub fn visible_phone(&self) -> &str {
+        if self.sms_consent {
+            self.phone.as_deref().unwrap_or_default()
+        } else {
+            NO_CONSENT
         }
     }
 }
@@ -527,20 +477,6 @@ mod tests {
     }
 
     #[test]
-    fn into_row_is_row() {
-        for (phone, sms, consent) in [
-            (Some("+1 555"), true, true),
-            (None, true, false),
-            (Some("+1"), false, false),
-        ] {
-            let mut l = lead("managed-website", phone, sms);
-            l.email_consent = consent;
-            l.sub_id = SubId::new(3);
-            assert_eq!(l.clone().into_row(), l.row());
-        }
-    }
-
-    #[test]
     fn only_headless_intake_can_be_a_test_row() {
         let h = origin(HEADLESS_INTAKE);
         let m = origin("managed-website");
@@ -566,30 +502,28 @@ mod tests {
         assert!(TestFlag::parse(Some(true), Some("demo"), &h).is_err());
         let mut l = lead(HEADLESS_INTAKE, None, true);
         l.test = TestFlag::parse(Some(true), Some("simulation"), &h).expect("flag");
-        let row = serde_json::to_value(l.row()).expect("json");
         assert_eq!(
-            (row["isTest"].clone(), row["testSource"].clone()),
-            (true.into(), "simulation".into())
+            (l.test().is_test(), l.test().source()),
+            (true, Some(TestSource::Simulation))
         );
-        let row = serde_json::to_value(lead("managed-website", None, true).row()).expect("json");
-        assert_eq!(
-            (row["isTest"].clone(), row["testSource"].clone()),
-            (false.into(), serde_json::Value::Null)
-        );
+        let real = lead("managed-website", None, true);
+        assert_eq!((real.test().is_test(), real.test().source()), (false, None));
     }
 
     #[test]
     fn consent_rendering() {
         let mut l = lead("managed-website", Some("+1 555"), false);
         l.email_consent = false;
-        let r = l.row();
         assert_eq!(
-            (r.email.as_str(), r.phone.as_str()),
+            (l.visible_email(), l.visible_phone()),
             (NO_CONSENT, NO_CONSENT)
         );
-        let r = lead("managed-website", Some("+1 555"), true).row();
-        assert_eq!((r.email.as_str(), r.phone.as_str()), ("ann@x.co", "+1 555"));
-        assert_eq!(lead("managed-website", None, true).row().phone, "");
+        let r = lead("managed-website", Some("+1 555"), true);
+        assert_eq!(
+            (r.visible_email(), r.visible_phone()),
+            ("ann@x.co", "+1 555")
+        );
+        assert_eq!(lead("managed-website", None, true).visible_phone(), "");
     }
 
     #[test]

@@ -13,7 +13,6 @@ use time::OffsetDateTime;
 
 use crate::kernel::ids::AnalyticsEventId;
 use crate::kernel::values::{Money, PartnerId, SubId, ValueError};
-use crate::kernel::wire;
 use crate::lead::TestSource;
 
 /// The prefix of simulated order ids; stored orders may not use it.
@@ -209,27 +208,6 @@ impl Order {
             customer_email: None,
         }
     }
-
-    /// The rendering a caller may see: the spec's Order fields, plus `partnerId`,
-    /// `customerName` and `customerEmail` for admin tokens. `sub_account` is the nickname of the
-    /// order's sub-account at read time, empty when none.
-    pub fn render(&self, sub_account: &str, admin: bool) -> OrderRow {
-        OrderRow {
-            order_id: self.order_id.clone(),
-            created_date: self.created_date,
-            sub_account: sub_account.to_owned(),
-            product: self.product.clone(),
-            amount: self.amount,
-            commission: self.commission,
-            status: self.status.clone(),
-            is_test: self.is_test,
-            admin: admin.then(|| AdminOrderFields {
-                partner_id: self.partner_id.clone(),
-                customer_name: self.customer_name.clone(),
-                customer_email: self.customer_email.clone(),
-            }),
-        }
-    }
 }
 
 /// Where a listing of orders stands: the last order listed.
@@ -268,32 +246,6 @@ impl OrderListing {
         });
         all
     }
-}
-
-/// The spec's `Order`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct OrderRow {
-    pub order_id: String,
-    #[serde(serialize_with = "wire::ts")]
-    pub created_date: OffsetDateTime,
-    pub sub_account: String,
-    pub product: String,
-    pub amount: Money,
-    pub commission: Money,
-    pub status: String,
-    pub is_test: bool,
-    #[serde(flatten)]
-    pub admin: Option<AdminOrderFields>,
-}
-
-/// Fields only admin tokens see.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct AdminOrderFields {
-    pub partner_id: PartnerId,
-    pub customer_name: Option<String>,
-    pub customer_email: Option<String>,
 }
 
 /// An analytics event of an elective-medication run (every run reporting them is a test or a
@@ -545,30 +497,6 @@ mod tests {
             json,
             serde_json::json!({ "orderCount": 2, "commissionTotal": 13, "excludedTestOrders": 2 })
         );
-    }
-
-    #[test]
-    fn partner_rendering_has_exactly_the_spec_fields() {
-        let row = serde_json::to_value(real(100).render("Desk A", false)).expect("json");
-        let mut keys: Vec<&String> = row.as_object().expect("obj").keys().collect();
-        keys.sort();
-        assert_eq!(
-            keys,
-            [
-                "amount",
-                "commission",
-                "createdDate",
-                "isTest",
-                "orderId",
-                "product",
-                "status",
-                "subAccount"
-            ]
-        );
-        let admin = serde_json::to_value(real(100).render("", true)).expect("json");
-        assert_eq!(admin["partnerId"], "acme");
-        assert_eq!(admin["customerName"], "Ann");
-        assert!(admin["customerEmail"].is_null() && admin.get("customerEmail").is_some());
     }
 
     #[test]

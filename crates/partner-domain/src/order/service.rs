@@ -16,7 +16,7 @@ use crate::kernel::uow::UnitOfWork;
 use crate::kernel::values::PartnerId;
 use crate::order::ports::{OrderRepo, OrderTransaction};
 use crate::order::{
-    AnalyticsEvent, CommissionSummary, NewAnalyticsEvent, Order, OrderKey, OrderListing, OrderRow,
+    AnalyticsEvent, CommissionSummary, NewAnalyticsEvent, Order, OrderKey, OrderListing,
 };
 
 /// How an order ingest ended.
@@ -123,18 +123,17 @@ impl OrderService {
     pub async fn chunk(
         &self,
         partner: &PartnerId,
-        admin: bool,
         after: Option<OrderKey>,
         size: u16,
-    ) -> Result<Chunk<OrderRow, OrderKey>, RepoError> {
+    ) -> Result<Chunk<OrderListing, OrderKey>, RepoError> {
         let orders = self.repo.orders_page(partner, after, size).await?;
-        Ok(Self::chunk_of(orders, admin, size))
+        Ok(Self::chunk_of(orders, size))
     }
 
     /// The first [`Self::chunk`] for the partner of the token of `key`, read with the token's
     /// record in one round trip and sealed until authentication passes; [`Self::chunk_of`]
-    /// renders what it opens to (for the authenticated principal's `admin`). The following
-    /// chunks are read after authentication, with [`Self::chunk`].
+    /// makes the chunk of what it opens to. The following chunks are read after
+    /// authentication, with [`Self::chunk`].
     pub async fn first_chunk_for_token(
         &self,
         key: TokenKey,
@@ -143,22 +142,12 @@ impl OrderService {
         self.repo.orders_page_for_token(key, size).await
     }
 
-    /// The chunk of `orders`, read as at most `size` rows, rendered for an admin or not.
-    pub fn chunk_of(
-        orders: Vec<OrderListing>,
-        admin: bool,
-        size: u16,
-    ) -> Chunk<OrderRow, OrderKey> {
+    /// The chunk of `orders`, read as at most `size` rows.
+    pub fn chunk_of(orders: Vec<OrderListing>, size: u16) -> Chunk<OrderListing, OrderKey> {
         let next = (orders.len() == usize::from(size))
             .then(|| orders.last().map(|l| OrderKey::of(&l.order)))
             .flatten();
-        Chunk {
-            rows: orders
-                .iter()
-                .map(|l| l.order.render(&l.sub_account, admin))
-                .collect(),
-            next,
-        }
+        Chunk { rows: orders, next }
     }
 
     /// Real orders and commission of the days `from..=to` (UTC, by `createdDate`).
@@ -356,7 +345,7 @@ mod service_tests {
     }
 
     #[test]
-    fn a_chunk_renders_for_admins_and_names_the_next_start_when_full() {
+    fn a_chunk_names_the_next_start_when_full() {
         let mut repo = MockOrderRepo::new();
         repo.expect_orders_page().returning(|_, _, size| {
             Ok((0..size)
@@ -370,17 +359,12 @@ mod service_tests {
                 .collect())
         });
         let chunk = service(repo)
-            .chunk(&PartnerId::parse("acme").expect("id"), true, None, 2)
+            .chunk(&PartnerId::parse("acme").expect("id"), None, 2)
             .now_or_never()
             .expect("ready")
             .expect("chunk");
         assert_eq!(chunk.rows.len(), 2);
-        assert!(
-            chunk
-                .rows
-                .iter()
-                .all(|r| r.admin.is_some() && r.sub_account == "Desk")
-        );
+        assert!(chunk.rows.iter().all(|r| r.sub_account == "Desk"));
         assert_eq!(chunk.next.map(|k| k.order_id), Some("A1".to_owned()));
     }
 }

@@ -6,7 +6,6 @@ mod service;
 
 pub use service::{PayoutService, RecordPayoutError};
 
-use serde::{Serialize, Serializer};
 use time::Date;
 
 use crate::kernel::ids::PayoutId;
@@ -42,24 +41,6 @@ pub struct Payout {
     status: String,
     receipt_url: Option<String>,
     note: Option<String>,
-}
-
-/// The spec's `Payout`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PayoutRow {
-    pub record_id: PayoutId,
-    pub email: String,
-    #[serde(serialize_with = "date")]
-    pub created_at: Date,
-    #[serde(serialize_with = "date")]
-    pub payout_date: Date,
-    pub payout_amount: Money,
-    pub status: String,
-}
-
-fn date<S: Serializer>(d: &Date, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(&format_date(*d))
 }
 
 /// `YYYY-MM-DD`.
@@ -103,15 +84,36 @@ impl Payout {
         self.id
     }
 
-    pub fn row(&self) -> PayoutRow {
-        PayoutRow {
-            record_id: self.id,
-            email: self.email.clone(),
-            created_at: self.created_at,
-            payout_date: self.payout_date,
-            payout_amount: self.amount,
-            status: self.status.clone(),
-        }
+    /// The partner's contact e-mail when the payout was recorded.
+    #[must_use]
+    pub fn email(&self) -> &str {
+        &self.email
+    }
+
+    #[must_use]
+    pub fn partner_id(&self) -> &PartnerId {
+        &self.partner_id
+    }
+
+    /// The day the payout was recorded.
+    #[must_use]
+    pub fn created_at(&self) -> Date {
+        self.created_at
+    }
+
+    #[must_use]
+    pub fn payout_date(&self) -> Date {
+        self.payout_date
+    }
+
+    #[must_use]
+    pub fn amount(&self) -> Money {
+        self.amount
+    }
+
+    #[must_use]
+    pub fn status(&self) -> &str {
+        &self.status
     }
 }
 
@@ -144,28 +146,5 @@ mod tests {
             assert_eq!(parse_date(bad), None, "{bad}");
         }
         assert_eq!(format_date(date!(0999 - 01 - 02)), "0999-01-02");
-    }
-
-    #[test]
-    fn row_shape() {
-        let p = Payout::new(
-            PayoutId::from_uuid(uuid::Uuid::nil()),
-            "ops@acme.test".into(),
-            date!(2026 - 11 - 21),
-            NewPayout {
-                partner_id: PartnerId::parse("acme").expect("id"),
-                payout_date: date!(2026 - 11 - 30),
-                amount: Money::from_cents(123450),
-                status: "paid".into(),
-                receipt_url: Some("https://r".into()),
-                note: Some("secret".into()),
-            },
-        );
-        let v = serde_json::to_value(p.row()).expect("json");
-        assert_eq!(
-            v,
-            serde_json::json!({ "recordId": uuid::Uuid::nil(), "email": "ops@acme.test", "createdAt": "2026-11-21",
-                "payoutDate": "2026-11-30", "payoutAmount": 1234.5, "status": "paid" })
-        );
     }
 }

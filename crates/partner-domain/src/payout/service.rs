@@ -12,7 +12,7 @@ use crate::kernel::random::Random;
 use crate::kernel::uow::UnitOfWork;
 use crate::kernel::values::PartnerId;
 use crate::payout::ports::{PayoutRepo, PayoutTransaction};
-use crate::payout::{NewPayout, Payout, PayoutKey, PayoutRow};
+use crate::payout::{NewPayout, Payout, PayoutKey};
 
 /// Errors of [`PayoutService::record`].
 #[derive(Debug, thiserror::Error)]
@@ -48,7 +48,7 @@ impl PayoutService {
     }
 
     /// Stores a payout (its `email` is the partner's, `createdAt` today) and `payout.created`.
-    pub async fn record(&self, new: NewPayout) -> Result<PayoutRow, RecordPayoutError> {
+    pub async fn record(&self, new: NewPayout) -> Result<Payout, RecordPayoutError> {
         let id = PayoutId::generate(self.rng.as_ref());
         let now = self.clock.now();
         let mut tx = self.uow.begin().await?;
@@ -59,7 +59,7 @@ impl PayoutService {
         let created = DomainEvent::new(new.partner_id.clone(), Event::PayoutCreated { payout: id });
         tx.publish(&[created], now).await?;
         tx.commit().await?;
-        Ok(payout.row())
+        Ok(payout)
     }
 
     /// One chunk of the partner's payouts, newest payout date first, after `after` (see
@@ -69,7 +69,7 @@ impl PayoutService {
         partner: &PartnerId,
         after: Option<PayoutKey>,
         size: u16,
-    ) -> Result<Chunk<PayoutRow, PayoutKey>, RepoError> {
+    ) -> Result<Chunk<Payout, PayoutKey>, RepoError> {
         let payouts = self.repo.payouts_page(partner, after, size).await?;
         Ok(Self::chunk_of(payouts, size))
     }
@@ -87,12 +87,12 @@ impl PayoutService {
     }
 
     /// The chunk of `payouts`, read as at most `size` rows.
-    pub fn chunk_of(payouts: Vec<Payout>, size: u16) -> Chunk<PayoutRow, PayoutKey> {
+    pub fn chunk_of(payouts: Vec<Payout>, size: u16) -> Chunk<Payout, PayoutKey> {
         let next = (payouts.len() == usize::from(size))
             .then(|| payouts.last().map(PayoutKey::of))
             .flatten();
         Chunk {
-            rows: payouts.iter().map(Payout::row).collect(),
+            rows: payouts,
             next,
         }
     }
@@ -207,7 +207,7 @@ mod tests {
             .now_or_never()
             .expect("ready")
             .expect("recorded");
-        assert_eq!(row.record_id, the_id());
+        assert_eq!(row.id(), the_id());
         assert_eq!(row.created_at, date!(2026 - 11 - 23));
         assert_eq!(row.email, "ops@acme.test");
     }
@@ -272,7 +272,7 @@ mod tests {
             .expect("ready")
             .expect("read");
         assert_eq!(
-            second.rows.iter().map(|r| r.record_id).collect::<Vec<_>>(),
+            second.rows.iter().map(Payout::id).collect::<Vec<_>>(),
             [ids[2]]
         );
         assert_eq!(second.next, None, "a short chunk is the last");

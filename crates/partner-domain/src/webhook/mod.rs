@@ -38,7 +38,7 @@ pub use endpoint::{
     LeadCreatedDelay, MAX_ENDPOINTS, NewEndpoint, WebhookEndpoint, parse_events,
 };
 pub use health::{Attempted, EndpointHealth, HealthChange};
-pub use payload::{Payload, SubjectIds, Subjects, payload};
+pub use payload::{Payload, SubjectIds, Subjects};
 pub use retry::{
     NextStep, RETRY_AFTER_CAP, after_failure, attempt_budget, honour_retry_after, next_retry,
     parse_retry_after,

@@ -8,13 +8,11 @@
 
 use std::collections::HashMap;
 
-use serde::Serialize;
-
 use crate::events::Event;
 use crate::kernel::ids::{EndpointId, LeadId, PayoutId};
-use crate::lead::{Lead, LeadRow};
-use crate::order::{OrderListing, OrderRow};
-use crate::payout::{Payout, PayoutRow};
+use crate::lead::Lead;
+use crate::order::OrderListing;
+use crate::payout::Payout;
 
 /// The records a batch of events is about, by kind of record (each id once): what the store
 /// looks up, one query per kind.
@@ -67,24 +65,26 @@ pub struct Subjects {
     pub payouts: HashMap<PayoutId, Payout>,
 }
 
-/// A delivery's `data`, by kind of event (the webhook payloads of the contract).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(untagged, rename_all_fields = "camelCase")]
+/// A delivery's `data`, by kind of event: the records the contract's webhook payloads carry, as
+/// they are now. How they are written on the wire is the answer types' business
+/// ([`crate::webhook::ports::DataFormat`]), so a webhook's lead is byte for byte the listing's.
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Payload<'a> {
     LeadCreated {
-        lead: LeadRow,
+        lead: &'a Lead,
     },
     LeadEnriched {
-        lead: LeadRow,
+        lead: &'a Lead,
         previous_phone: &'a str,
         current_phone: &'a str,
     },
+    /// A stored order as a non-admin listing shows it, with the `source` it was ingested with.
     OrderCreated {
         source: &'a str,
-        order: OrderRow,
+        order: &'a OrderListing,
     },
     PayoutCreated {
-        payout: PayoutRow,
+        payout: &'a Payout,
     },
     Ping {
         endpoint_id: EndpointId,
@@ -94,40 +94,32 @@ pub enum Payload<'a> {
 impl<'a> Payload<'a> {
     /// The `data` of `event`, from its record in `subjects`; `None` when the record is gone
     /// (retrying cannot bring it back: the delivery fails).
-    pub fn of(event: &'a Event, subjects: &Subjects) -> Option<Self> {
+    pub fn of(event: &'a Event, subjects: &'a Subjects) -> Option<Self> {
         Some(match event {
             Event::LeadCreated { lead } => Self::LeadCreated {
-                lead: subjects.leads.get(lead)?.row(),
+                lead: subjects.leads.get(lead)?,
             },
             Event::LeadEnriched {
                 lead,
                 previous_phone,
                 current_phone,
             } => Self::LeadEnriched {
-                lead: subjects.leads.get(lead)?.row(),
+                lead: subjects.leads.get(lead)?,
                 previous_phone,
                 current_phone,
             },
-            Event::OrderCreated { order, source } => {
-                let listing = subjects.orders.get(order)?;
-                Self::OrderCreated {
-                    source,
-                    order: listing.order.render(&listing.sub_account, false),
-                }
-            }
+            Event::OrderCreated { order, source } => Self::OrderCreated {
+                source,
+                order: subjects.orders.get(order)?,
+            },
             Event::PayoutCreated { payout } => Self::PayoutCreated {
-                payout: subjects.payouts.get(payout)?.row(),
+                payout: subjects.payouts.get(payout)?,
             },
             Event::Ping { endpoint } => Self::Ping {
                 endpoint_id: *endpoint,
             },
         })
     }
-}
-
-/// The delivery's `data` as JSON (see [`Payload::of`]).
-pub fn payload(event: &Event, subjects: &Subjects) -> Option<serde_json::Value> {
-    serde_json::to_value(Payload::of(event, subjects)?).ok()
 }
 
 #[cfg(test)]
@@ -137,7 +129,6 @@ mod tests {
     use crate::lead::{LeadParts, Origin, TestFlag};
     use crate::order::{Order, OrderParts};
     use crate::payout::NewPayout;
-    use serde_json::json;
     use time::macros::{date, datetime};
     use uuid::Uuid;
 
@@ -209,69 +200,72 @@ mod tests {
         }
     }
 
-    /// One event of each kind, and the `data` the contract gives it (the shapes the delivery
-    /// bodies had when `payload` was built with `json!`, kept byte for byte).
-    fn cases() -> Vec<(Event, serde_json::Value)> {
+    /// One event of each kind.
+    fn cases() -> Vec<Event> {
         let lead_id = LeadId::from_uuid(Uuid::from_u128(1));
         vec![
-            (
-                Event::LeadCreated { lead: lead_id },
-                json!({ "lead": lead().row() }),
-            ),
-            (
-                Event::LeadEnriched {
-                    lead: lead_id,
-                    previous_phone: String::new(),
-                    current_phone: "555-1".into(),
-                },
-                json!({ "lead": lead().row(), "previousPhone": "", "currentPhone": "555-1" }),
-            ),
-            (
-                Event::OrderCreated {
-                    order: "o-1".into(),
-                    source: "shop".into(),
-                },
-                json!({ "source": "shop", "order": listing().order.render("Desk A", false) }),
-            ),
-            (
-                Event::PayoutCreated {
-                    payout: PayoutId::from_uuid(Uuid::from_u128(3)),
-                },
-                json!({ "payout": payout().row() }),
-            ),
-            (
-                Event::Ping {
-                    endpoint: EndpointId::from_uuid(Uuid::from_u128(4)),
-                },
-                json!({ "endpointId": Uuid::from_u128(4) }),
-            ),
+            Event::LeadCreated { lead: lead_id },
+            Event::LeadEnriched {
+                lead: lead_id,
+                previous_phone: String::new(),
+                current_phone: "555-1".into(),
+            },
+            Event::OrderCreated {
+                order: "o-1".into(),
+                source: "shop".into(),
+            },
+            Event::PayoutCreated {
+                payout: PayoutId::from_uuid(Uuid::from_u128(3)),
+            },
+            Event::Ping {
+                endpoint: EndpointId::from_uuid(Uuid::from_u128(4)),
+            },
         ]
     }
 
     #[test]
-    fn every_kind_has_its_contract_payload() {
+    fn every_kind_has_a_payload_of_its_record() {
         let cases = cases();
-        let kinds: Vec<_> = cases.iter().map(|(e, _)| e.kind()).collect();
+        let kinds: Vec<_> = cases.iter().map(Event::kind).collect();
         assert_eq!(
             kinds,
             crate::events::EventKind::DELIVERED,
             "every kind is covered"
         );
-        for (event, expected) in cases {
-            let data = payload(&event, &subjects()).expect("its subject exists");
-            assert_eq!(data, expected, "{event:?}");
-            assert_eq!(
-                serde_json::to_string(&data).expect("json"),
-                serde_json::to_string(&expected).expect("json"),
-                "the same bytes"
-            );
-        }
+        let subjects = subjects();
+        let payloads: Vec<_> = cases
+            .iter()
+            .map(|e| Payload::of(e, &subjects).expect("its subject exists"))
+            .collect();
+        let lead = lead();
+        let listing = listing();
+        let payout = payout();
+        assert_eq!(
+            payloads,
+            vec![
+                Payload::LeadCreated { lead: &lead },
+                Payload::LeadEnriched {
+                    lead: &lead,
+                    previous_phone: "",
+                    current_phone: "555-1"
+                },
+                Payload::OrderCreated {
+                    source: "shop",
+                    order: &listing
+                },
+                Payload::PayoutCreated { payout: &payout },
+                Payload::Ping {
+                    endpoint_id: EndpointId::from_uuid(Uuid::from_u128(4))
+                },
+            ]
+        );
     }
 
     #[test]
     fn a_deleted_subject_has_no_payload_and_a_ping_needs_none() {
-        for (event, _) in cases() {
-            let found = payload(&event, &Subjects::default());
+        let none = Subjects::default();
+        for event in cases() {
+            let found = Payload::of(&event, &none);
             assert_eq!(
                 found.is_some(),
                 matches!(event, Event::Ping { .. }),
@@ -282,7 +276,7 @@ mod tests {
 
     #[test]
     fn each_record_is_looked_up_once_by_its_kind() {
-        let events: Vec<Event> = cases().into_iter().chain(cases()).map(|(e, _)| e).collect();
+        let events: Vec<Event> = cases().into_iter().chain(cases()).collect();
         let ids = SubjectIds::of(&events);
         assert_eq!(
             ids,

@@ -135,6 +135,13 @@ pub trait DeliveryRepo: Send + Sync {
     async fn prune(&self, before: OffsetDateTime, batch: u32) -> Result<u64, RepoError>;
 }
 
+/// How a delivery's `data` is written on the wire: with the API's own answer types (the HTTP
+/// adapter's), so a webhook's lead, order or payout is byte for byte what the listings show.
+pub trait DataFormat: Send + Sync {
+    /// The JSON of `payload` (the `data` of the delivery body).
+    fn data(&self, payload: &crate::webhook::Payload<'_>) -> serde_json::Value;
+}
+
 /// The read a webhook transaction makes of what it wrote.
 #[async_trait]
 pub trait DeliveryReads: Send {

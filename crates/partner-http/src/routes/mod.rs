@@ -15,6 +15,7 @@ mod payouts;
 mod schemas;
 mod streaming;
 mod sub_accounts;
+mod webhook_data;
 mod webhooks;
 
 use actix_web::middleware::from_fn;
@@ -364,5 +365,6 @@ pub(crate) struct PageInfo {
 }
 
 pub use openapi::{internal as internal_document, partner as partner_document, to_json};
+pub use webhook_data::WebhookData;
 
 type Result<T = HttpResponse> = std::result::Result<T, ApiError>;

@@ -4,13 +4,15 @@
 use actix_web::{HttpRequest, HttpResponse, http::StatusCode, web};
 use partner_domain::account::NotFoundOr;
 use partner_domain::kernel::values::{Email, Money, PartnerId, text};
+use partner_domain::kernel::wire;
 use partner_domain::lead::TestSource;
 use partner_domain::order::{
-    NewAnalyticsEvent, Order, OrderIngest, OrderParts, OrderService, parse_event_name,
-    parse_order_id, parse_run_id,
+    NewAnalyticsEvent, Order, OrderIngest, OrderListing, OrderParts, OrderService,
+    parse_event_name, parse_order_id, parse_run_id,
 };
 use partner_domain::payout::parse_date;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
 
 use super::fields::{attribution, optional_text, timestamp};
 use super::streaming::{CHUNK, stream_data};
@@ -21,6 +23,64 @@ use crate::extract::{JsonBody, Query};
 
 use crate::middleware::one_trip;
 use crate::ratelimit::Group;
+
+/// The spec's `Order`. `partnerId`, `customerName` and `customerEmail` are present for admin
+/// tokens only.
+#[derive(Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = Order, example = json!({
+    "orderId": "ord_1001", "createdDate": "2026-11-20T15:30:00.000Z", "subAccount": "Front desk",
+    "product": "Semaglutide 3 months", "amount": 897, "commission": 89.7, "status": "paid",
+    "isTest": false
+}))]
+pub(crate) struct OrderOut<'a> {
+    order_id: &'a str,
+    #[serde(serialize_with = "wire::ts")]
+    #[schema(value_type = String, format = DateTime)]
+    created_date: OffsetDateTime,
+    sub_account: &'a str,
+    product: &'a str,
+    #[schema(value_type = crate::routes::schemas::Money)]
+    amount: Money,
+    #[schema(value_type = crate::routes::schemas::Money)]
+    commission: Money,
+    status: &'a str,
+    is_test: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, nullable = false, required = false)]
+    partner_id: Option<&'a PartnerId>,
+    // Absent for a non-admin caller; `null` for an admin when the order has none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, required = false)]
+    customer_name: Option<Option<&'a str>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, required = false)]
+    customer_email: Option<Option<&'a str>>,
+}
+
+impl<'a> OrderOut<'a> {
+    /// `order` as listed under the nickname of its sub-account, for an admin caller or not.
+    pub(crate) fn of(order: &'a Order, sub_account: &'a str, admin: bool) -> Self {
+        Self {
+            order_id: order.order_id(),
+            created_date: order.created_date(),
+            sub_account,
+            product: order.product(),
+            amount: order.amount(),
+            commission: order.commission(),
+            status: order.status(),
+            is_test: order.is_test(),
+            partner_id: admin.then(|| order.partner_id()),
+            customer_name: admin.then(|| order.customer_name()),
+            customer_email: admin.then(|| order.customer_email()),
+        }
+    }
+
+    /// A listing's order, for an admin caller or not.
+    pub(crate) fn listed(l: &'a OrderListing, admin: bool) -> Self {
+        Self::of(&l.order, &l.sub_account, admin)
+    }
+}
 
 /// `{ data: Order[] }`, the whole history, streamed chunk by chunk.
 #[utoipa::path(
@@ -41,16 +101,14 @@ pub(super) async fn list(req: HttpRequest) -> HttpResponse {
                 .await?)
         },
         |st, me, orders| {
-            let first = OrderService::chunk_of(orders, me.admin(), CHUNK);
+            let first = OrderService::chunk_of(orders, CHUNK);
             let (state, partner, admin) = (st.clone(), me.partner_id().clone(), me.admin());
-            Ok(stream_data(first, move |after| {
+            let wire = move |out: &mut Vec<u8>, l: &OrderListing| {
+                serde_json::to_writer(out, &OrderOut::listed(l, admin))
+            };
+            Ok(stream_data(first, wire, move |after| {
                 let (state, partner) = (state.clone(), partner.clone());
-                async move {
-                    state
-                        .orders
-                        .chunk(&partner, admin, Some(after), CHUNK)
-                        .await
-                }
+                async move { state.orders.chunk(&partner, Some(after), CHUNK).await }
             }))
         },
     )
@@ -109,8 +167,8 @@ pub(super) async fn create_order(
             .transpose()?,
     });
     Ok(match state.orders.ingest(order).await? {
-        OrderIngest::Created(l) => data(StatusCode::CREATED, l.order.render(&l.sub_account, true)),
-        OrderIngest::Replayed(l) => ok(l.order.render(&l.sub_account, true)),
+        OrderIngest::Created(l) => data(StatusCode::CREATED, OrderOut::listed(&l, true)),
+        OrderIngest::Replayed(l) => ok(OrderOut::listed(&l, true)),
     })
 }
 

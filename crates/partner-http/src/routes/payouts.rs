@@ -2,9 +2,11 @@
 //! recording of a payout (`POST /internal/v1/payouts`).
 
 use actix_web::{HttpRequest, HttpResponse, http::StatusCode, web};
+use partner_domain::kernel::ids::PayoutId;
 use partner_domain::kernel::values::{Money, PartnerId, text};
-use partner_domain::payout::{NewPayout, PayoutService, parse_date};
-use serde::Deserialize;
+use partner_domain::payout::{NewPayout, Payout, PayoutService, format_date, parse_date};
+use serde::{Deserialize, Serialize, Serializer};
+use time::Date;
 
 use super::fields::optional_text;
 use super::streaming::{CHUNK, stream_data};
@@ -15,6 +17,45 @@ use crate::extract::JsonBody;
 
 use crate::middleware::one_trip;
 use crate::ratelimit::Group;
+
+/// The spec's `Payout`.
+#[derive(Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = Payout, example = json!({
+    "recordId": "5d0e3f2a-8c1b-4a8e-9b7e-2f4c6d8e0a12", "email": "partners@demo-clinic.test",
+    "createdAt": "2026-11-01", "payoutDate": "2026-11-01", "payoutAmount": 1250.5, "status": "paid"
+}))]
+pub(crate) struct PayoutOut<'a> {
+    #[schema(value_type = String, format = Uuid)]
+    record_id: PayoutId,
+    email: &'a str,
+    #[serde(serialize_with = "date")]
+    #[schema(value_type = String, format = Date)]
+    created_at: Date,
+    #[serde(serialize_with = "date")]
+    #[schema(value_type = String, format = Date)]
+    payout_date: Date,
+    #[schema(value_type = crate::routes::schemas::Money)]
+    payout_amount: Money,
+    status: &'a str,
+}
+
+impl<'a> From<&'a Payout> for PayoutOut<'a> {
+    fn from(p: &'a Payout) -> Self {
+        Self {
+            record_id: p.id(),
+            email: p.email(),
+            created_at: p.created_at(),
+            payout_date: p.payout_date(),
+            payout_amount: p.amount(),
+            status: p.status(),
+        }
+    }
+}
+
+fn date<S: Serializer>(d: &Date, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_str(&format_date(*d))
+}
 
 /// `{ data: Payout[] }`, streamed chunk by chunk.
 #[utoipa::path(
@@ -37,7 +78,9 @@ pub(super) async fn list(req: HttpRequest) -> HttpResponse {
         |st, me, payouts| {
             let first = PayoutService::chunk_of(payouts, CHUNK);
             let (state, partner) = (st.clone(), me.partner_id().clone());
-            Ok(stream_data(first, move |after| {
+            let wire =
+                |out: &mut Vec<u8>, p: &Payout| serde_json::to_writer(out, &PayoutOut::from(p));
+            Ok(stream_data(first, wire, move |after| {
                 let (state, partner) = (state.clone(), partner.clone());
                 async move { state.payouts.chunk(&partner, Some(after), CHUNK).await }
             }))
@@ -79,5 +122,39 @@ pub(super) async fn create_payout(
         receipt_url: optional_text(b.receipt_url.as_deref(), "receiptUrl", 2048)?,
         note: optional_text(b.note.as_deref(), "note", 2000)?,
     };
-    Ok(data(StatusCode::CREATED, state.payouts.record(new).await?))
+    let payout = state.payouts.record(new).await?;
+    Ok(data(StatusCode::CREATED, PayoutOut::from(&payout)))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::expect_used)]
+
+    use partner_domain::kernel::values::PartnerId;
+    use time::macros::date;
+
+    use super::*;
+
+    #[test]
+    fn a_payout_has_exactly_the_contract_fields() {
+        let p = Payout::new(
+            PayoutId::from_uuid(uuid::Uuid::nil()),
+            "ops@acme.test".into(),
+            date!(2026 - 11 - 21),
+            NewPayout {
+                partner_id: PartnerId::parse("acme").expect("id"),
+                payout_date: date!(2026 - 11 - 30),
+                amount: Money::from_cents(123450),
+                status: "paid".into(),
+                receipt_url: Some("https://r".into()),
+                note: Some("secret".into()),
+            },
+        );
+        let v = serde_json::to_value(PayoutOut::from(&p)).expect("json");
+        assert_eq!(
+            v,
+            serde_json::json!({ "recordId": uuid::Uuid::nil(), "email": "ops@acme.test", "createdAt": "2026-11-21",
+                "payoutDate": "2026-11-30", "payoutAmount": 1234.5, "status": "paid" })
+        );
+    }
 }

@@ -3,8 +3,6 @@
 
 use actix_web::{HttpResponse, web};
 
-use serde::Serialize;
-
 use std::future::Future;
 
 use partner_domain::RepoError;
@@ -21,20 +19,22 @@ enum Step<T, K> {
     Done,
 }
 
-/// A 200 `{ "data": [ … ] }` whose array is written chunk by chunk as `next` reads them, so the
-/// memory of a request stays flat however long the listing. The bytes are exactly those of
-/// serializing the whole array at once. The first chunk is read before answering, so a failing
+/// A 200 `{ "data": [ … ] }` whose array is written chunk by chunk as `next` reads them, each
+/// row as `wire` writes it (its answer type, serialized), so the memory of a request stays flat however long the listing.
+/// The bytes are exactly those of serializing the whole array at once. The first chunk is read before answering, so a failing
 /// database is still a clean 500; a failure after that cuts the body short (logged), which a
 /// client sees as a broken response and retries.
-pub(super) fn stream_data<T, K, F, Fut>(first: Chunk<T, K>, next: F) -> HttpResponse
+pub(super) fn stream_data<T, K, W, F, Fut>(first: Chunk<T, K>, wire: W, next: F) -> HttpResponse
 where
-    T: Serialize + 'static,
+    T: 'static,
     K: 'static,
+    W: Fn(&mut Vec<u8>, &T) -> serde_json::Result<()> + Clone + 'static,
     F: Fn(K) -> Fut + Clone + 'static,
     Fut: Future<Output = std::result::Result<Chunk<T, K>, RepoError>> + 'static,
 {
     let body = futures_util::stream::unfold(Step::Render(first, false, true), move |step| {
         let next = next.clone();
+        let wire = wire.clone();
         async move {
             let (chunk, written, opening) = match step {
                 Step::Done => return None,
@@ -57,7 +57,7 @@ where
                 if written {
                     buf.push(b',');
                 }
-                if let Err(e) = serde_json::to_writer(&mut buf, row) {
+                if let Err(e) = wire(&mut buf, row) {
                     tracing::error!(error = %e, "rendering a streamed listing failed");
                     return Some((Err(std::io::Error::other(e)), Step::Done));
                 }

@@ -9,17 +9,17 @@ use super::*;
 
 #[derive(ToSchema)]
 pub(crate) struct LeadData {
-    data: Lead,
+    data: crate::routes::leads::LeadOut<'static>,
 }
 
 #[derive(ToSchema)]
 pub(crate) struct OrderData {
-    data: Order,
+    data: crate::routes::orders::OrderOut<'static>,
 }
 
 #[derive(ToSchema)]
 pub(crate) struct PayoutData {
-    data: Payout,
+    data: crate::routes::payouts::PayoutOut<'static>,
 }
 
 #[derive(ToSchema)]
