@@ -375,7 +375,7 @@ mod tests {
     use partner_domain::kernel::clock::FixedClock;
     use partner_domain::kernel::ids::{DeliveryId, LeadId};
     use partner_domain::webhook::ports::MockDeliveryRepo;
-    use partner_domain::webhook::{ClaimBatch, Subjects};
+    use partner_domain::webhook::{ClaimBatch, Subjects, UnreadableDelivery};
     use time::macros::datetime;
     use uuid::Uuid;
 
@@ -433,7 +433,56 @@ mod tests {
 
     /// Runs a worker over `repo` whose store hands out `delivery` once, until the recorder was
     /// handed one outcome, and returns that outcome.
-    async fn one_outcome(mut repo: MockDeliveryRepo, delivery: ClaimedDelivery) -> AttemptOutcome {
+    async fn one_outcome(repo: MockDeliveryRepo, delivery: ClaimedDelivery) -> AttemptOutcome {
+        first_outcome(
+            repo,
+            ClaimBatch {
+                ready: vec![delivery],
+                unreadable: vec![],
+            },
+        )
+        .await
+    }
+
+    /// A claimed delivery whose stored event cannot be read fails at once, without a request.
+    #[tokio::test]
+    async fn an_unreadable_delivery_fails_alone_as_subject_unreadable() {
+        let unreadable = UnreadableDelivery {
+            id: DeliveryId::from_uuid(Uuid::from_u128(8)),
+            endpoint_id: EndpointId::from_uuid(Uuid::from_u128(1)),
+            lease: Uuid::from_u128(98),
+        };
+        let o = first_outcome(
+            MockDeliveryRepo::new(),
+            ClaimBatch {
+                ready: vec![],
+                unreadable: vec![unreadable.clone()],
+            },
+        )
+        .await;
+        assert_eq!(
+            (
+                o.id,
+                o.lease,
+                o.status_code,
+                o.error.as_deref(),
+                o.duration_ms,
+                o.next
+            ),
+            (
+                unreadable.id,
+                unreadable.lease,
+                None,
+                Some(SUBJECT_UNREADABLE),
+                None,
+                NextStep::GiveUp
+            )
+        );
+    }
+
+    /// Runs a worker over `repo` whose store hands out `batch` once, until the recorder was
+    /// handed one outcome, and returns that outcome.
+    async fn first_outcome(mut repo: MockDeliveryRepo, batch: ClaimBatch) -> AttemptOutcome {
         let handed = AtomicBool::new(false);
         repo.expect_claim()
             .withf(|req| {
@@ -446,10 +495,7 @@ mod tests {
                 Ok(if handed.swap(true, Ordering::SeqCst) {
                     ClaimBatch::default()
                 } else {
-                    ClaimBatch {
-                        ready: vec![delivery.clone()],
-                        unreadable: vec![],
-                    }
+                    batch.clone()
                 })
             });
         repo.expect_subjects()

@@ -818,6 +818,39 @@ mod tests {
     }
 
     #[test]
+    fn a_change_erases_an_expired_previous_secret_and_keeps_a_live_one() {
+        let with_previous = |until: OffsetDateTime| {
+            let mut e = endpoint(false, Some("whsec_new"));
+            e.previous_secret = Some(WebhookSecret::from_stored("whsec_old".into()));
+            e.previous_secret_expires_at = Some(until);
+            e
+        };
+        let events = EndpointPatch {
+            events: Some(vec![EventKind::PayoutCreated]),
+            ..EndpointPatch::default()
+        };
+        for (until, kept) in [
+            (NOW - time::Duration::SECOND, false),
+            (NOW, false),
+            (NOW + time::Duration::HOUR, true),
+        ] {
+            let mut ports = Ports::new();
+            ports.tx = Some(locking(with_previous(until), move |e| {
+                assert_eq!(e.previous_secret().is_some(), kept, "{until}");
+                assert_eq!(e.previous_secret_expires_at().is_some(), kept, "{until}");
+                assert_eq!(e.secret().map(WebhookSecret::expose), Some("whsec_new"));
+                assert_eq!(e.events(), [EventKind::PayoutCreated]);
+            }));
+            ready(
+                ports
+                    .service()
+                    .update(&acme(), endpoint_id(), events.clone()),
+            )
+            .expect("updated");
+        }
+    }
+
+    #[test]
     fn disabling_and_re_enabling_an_endpoint() {
         let (e, row) = update(
             None,
