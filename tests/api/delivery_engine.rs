@@ -132,7 +132,8 @@ async fn attempts_count_when_claimed_so_a_delivery_whose_worker_keeps_dying_ends
         let claimed = repo
             .claim(&claim_at(now, Duration::from_secs(1)))
             .await
-            .expect("claim");
+            .expect("claim")
+            .ready;
         assert_eq!(claimed.len(), 1, "attempt {attempt}");
         assert_eq!(claimed[0].attempt, attempt);
         // The worker dies: no outcome. The lease runs out.
@@ -179,6 +180,7 @@ async fn an_outcome_is_recorded_only_under_the_lease_that_claimed_it() {
         .claim(&claim_at(t0, Duration::from_secs(1)))
         .await
         .expect("claim")
+        .ready
         .remove(0);
     // The first worker stalls past its lease; a second one takes the delivery over.
     let t1 = t0 + Duration::from_secs(2);
@@ -186,6 +188,7 @@ async fn an_outcome_is_recorded_only_under_the_lease_that_claimed_it() {
         .claim(&claim_at(t1, Duration::from_secs(60)))
         .await
         .expect("claim")
+        .ready
         .remove(0);
     assert_eq!(first.id, second.id);
     assert_ne!(first.lease, second.lease);

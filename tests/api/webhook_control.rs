@@ -436,7 +436,7 @@ async fn webhook_recover_requeues_exactly_the_failed_deliveries_since_the_given_
     )
     .await;
     assert_eq!(st, StatusCode::ACCEPTED);
-    assert_eq!(r, json!({ "data": { "requeued": 1 } }));
+    assert_eq!(r, json!({ "data": { "requeued": 1, "remaining": 0 } }));
     let got = rx.wait_for(sent + 1).await;
     assert_eq!(got[sent].header("x-partner-delivery"), b_id.as_str());
     let d = wait_list(&app, &s.token, |d| {
@@ -474,7 +474,10 @@ async fn webhook_recover_requeues_exactly_the_failed_deliveries_since_the_given_
     .await;
     assert_eq!(
         (st, r),
-        (StatusCode::ACCEPTED, json!({ "data": { "requeued": 1 } })),
+        (
+            StatusCode::ACCEPTED,
+            json!({ "data": { "requeued": 1, "remaining": 0 } })
+        ),
         "A"
     );
 }
@@ -997,7 +1000,10 @@ async fn webhook_operator_mirrors_the_partner_calls() {
     .await
     .expect("send");
     assert_eq!(res.status(), StatusCode::ACCEPTED);
-    assert_eq!(body(res).await, json!({ "data": { "requeued": 0 } }));
+    assert_eq!(
+        body(res).await,
+        json!({ "data": { "requeued": 0, "remaining": 0 } })
+    );
     // Another partner's ids, and unknown partners: 404.
     for path in [
         format!("/partners/beta/webhook-deliveries/{did}"),

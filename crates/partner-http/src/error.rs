@@ -296,14 +296,27 @@ domain_errors! {
         RotateTokenError::NotFound => msg_not_found,
         RotateTokenError::NotLive => msg_conflict,
     }
-    EndpointError {
-        EndpointError::Repo(_) => internal,
-        EndpointError::NotFound | EndpointError::UnknownPartner | EndpointError::DeliveryNotFound => msg_not_found,
-        EndpointError::TooMany
-        | EndpointError::InternalAddress
-        | EndpointError::BadCursor
-        | EndpointError::Disabled
-        | EndpointError::BadSince => msg_invalid,
+}
+
+/// Beside the table: over the action budget carries its own `Retry-After`.
+impl From<EndpointError> for ApiError {
+    fn from(e: EndpointError) -> Self {
+        match &e {
+            EndpointError::Repo(_) => Self::internal(&e),
+            EndpointError::NotFound
+            | EndpointError::UnknownPartner
+            | EndpointError::DeliveryNotFound => Self::msg_not_found(&e),
+            EndpointError::TooMany
+            | EndpointError::InternalAddress
+            | EndpointError::BadCursor
+            | EndpointError::Disabled
+            | EndpointError::BadSince => Self::msg_invalid(&e),
+            EndpointError::OverBudget { retry_after } => {
+                let mut a = Self::rate_limited(*retry_after);
+                a.message = e.to_string().into();
+                a
+            }
+        }
     }
 }
 

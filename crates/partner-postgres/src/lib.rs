@@ -11,9 +11,11 @@
 #![cfg_attr(test, allow(clippy::expect_used, clippy::indexing_slicing))]
 
 mod accounts;
+mod action_budget;
 mod catalog;
 mod coupons;
 mod dsl;
+mod endpoint_writes;
 mod leads;
 mod links;
 mod models;

@@ -6,12 +6,11 @@ use diesel::prelude::*;
 use diesel::sql_types::{Text, Timestamptz};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use partner_domain::RepoError;
-use partner_domain::events::{DomainEvent, Recipients, Requeue};
+use partner_domain::events::{DomainEvent, Recipients, Requeue, Requeued};
 use partner_domain::kernel::ids::DeliveryId;
 use partner_domain::kernel::values::PartnerId;
-use partner_domain::webhook::{DeliveryInfo, DeliveryStatus};
+use partner_domain::webhook::DeliveryInfo;
 use time::OffsetDateTime;
-use uuid::Uuid;
 
 use crate::db;
 use crate::models::webhook_deliveries::{DeliveryRow, Recovered};
@@ -44,17 +43,41 @@ INSERT INTO webhook_deliveries (id, endpoint_id, partner_id, event_id, kind, sta
   next_attempt_at, created_at) \
 SELECT $7, $6, $1, ev.id, $2, 'pending', 0, $5, $5 FROM ev";
 
-/// Queues the endpoint's deliveries that failed since `$3` again, with a fresh budget, and says
-/// in the same statement whether the endpoint is the partner's at all. Raw: a CTE that writes,
-/// counted beside a read.
+/// Queues at most `$5` of the endpoint's deliveries that failed since `$3` again, oldest first,
+/// with a fresh budget, and says in the same statement whether the endpoint is the partner's at
+/// all and how many more matched. Raw: a CTE that writes, counted beside reads (which see the rows
+/// as they were before the update: `matched` counts the requeued ones too).
 const RECOVER_SQL: &str = "\
 WITH ep AS (SELECT id FROM webhook_endpoints WHERE partner_id = $1 AND id = $2), \
+picked AS ( \
+  SELECT d.id FROM webhook_deliveries d JOIN ep ON d.endpoint_id = ep.id \
+  WHERE d.status = 'failed' AND d.created_at >= $3 \
+  ORDER BY d.created_at, d.id LIMIT $5 FOR UPDATE OF d), \
 upd AS ( \
   UPDATE webhook_deliveries d SET status = 'pending', next_attempt_at = $4, \
     attempt_base = d.attempts, lease_token = NULL \
-  FROM ep WHERE d.endpoint_id = ep.id AND d.status = 'failed' AND d.created_at >= $3 \
+  FROM picked WHERE d.id = picked.id \
   RETURNING d.id) \
-SELECT (SELECT count(*) FROM ep) AS found, (SELECT count(*) FROM upd) AS requeued";
+SELECT (SELECT count(*) FROM ep) AS found, (SELECT count(*) FROM upd) AS requeued, \
+  (SELECT count(*) FROM webhook_deliveries d JOIN ep ON d.endpoint_id = ep.id \
+   WHERE d.status = 'failed' AND d.created_at >= $3) AS matched";
+
+/// Queues one of the partner's deliveries again, unless its endpoint is disabled, and says in the
+/// same statement whether the partner has that delivery at all. The endpoint is read under a share
+/// lock, so a concurrent disabling (which ends its pending deliveries `failed`) waits for this
+/// requeue. Raw: a CTE that writes, counted beside a read.
+const RESEND_SQL: &str = "\
+WITH dl AS ( \
+  SELECT d.id, w.disabled_at IS NULL AS enabled \
+  FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id \
+  WHERE d.partner_id = $1 AND d.id = $2 FOR SHARE OF w), \
+upd AS ( \
+  UPDATE webhook_deliveries d SET status = 'pending', next_attempt_at = $3, \
+    attempt_base = d.attempts, lease_token = NULL, delivered_at = NULL \
+  FROM dl WHERE d.id = dl.id AND dl.enabled \
+  RETURNING d.id) \
+SELECT (SELECT count(*) FROM dl) AS found, (SELECT count(*) FROM upd) AS requeued, \
+  (SELECT count(*) FROM upd) AS matched";
 
 /// Writes the events and their deliveries. Returns the number of deliveries written: after the
 /// transaction commits, the caller tells the workers.
@@ -105,34 +128,36 @@ pub(crate) async fn requeue(
     partner: &PartnerId,
     which: Requeue,
     now: OffsetDateTime,
-) -> Result<Option<u64>, diesel::result::Error> {
-    match which {
+) -> Result<Option<Requeued>, diesel::result::Error> {
+    let r: Recovered = match which {
         Requeue::Delivery(id) => {
-            let n = diesel::update(webhook_deliveries::table)
-                .filter(webhook_deliveries::partner_id.eq(partner.as_str()))
-                .filter(webhook_deliveries::id.eq(id.as_uuid()))
-                .set((
-                    webhook_deliveries::status.eq(DeliveryStatus::Pending.as_str()),
-                    webhook_deliveries::next_attempt_at.eq(now),
-                    webhook_deliveries::attempt_base.eq(webhook_deliveries::attempts),
-                    webhook_deliveries::lease_token.eq(None::<Uuid>),
-                    webhook_deliveries::delivered_at.eq(None::<OffsetDateTime>),
-                ))
-                .execute(conn)
-                .await?;
-            Ok((n > 0).then(|| u64::try_from(n).unwrap_or(u64::MAX)))
+            diesel::sql_query(RESEND_SQL)
+                .bind::<Text, _>(partner.as_str())
+                .bind::<diesel::sql_types::Uuid, _>(id.as_uuid())
+                .bind::<Timestamptz, _>(now)
+                .get_result(conn)
+                .await?
         }
-        Requeue::FailedSince { endpoint, since } => {
-            let r: Recovered = diesel::sql_query(RECOVER_SQL)
+        Requeue::FailedSince {
+            endpoint,
+            since,
+            limit,
+        } => {
+            diesel::sql_query(RECOVER_SQL)
                 .bind::<Text, _>(partner.as_str())
                 .bind::<diesel::sql_types::Uuid, _>(endpoint.as_uuid())
                 .bind::<Timestamptz, _>(since)
                 .bind::<Timestamptz, _>(now)
+                .bind::<diesel::sql_types::BigInt, _>(i64::from(limit))
                 .get_result(conn)
-                .await?;
-            Ok((r.found > 0).then(|| u64::try_from(r.requeued).unwrap_or(0)))
+                .await?
         }
-    }
+    };
+    let count = |n: i64| u64::try_from(n).unwrap_or(0);
+    Ok((r.found > 0).then(|| Requeued {
+        requeued: count(r.requeued),
+        remaining: count(r.matched - r.requeued),
+    }))
 }
 
 /// One of the partner's deliveries, as the transaction sees it.

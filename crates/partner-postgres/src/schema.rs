@@ -184,6 +184,13 @@ diesel::table! {
 }
 
 diesel::table! {
+    webhook_action_budgets (partner_id) {
+        partner_id -> Text,
+        calls -> Array<Nullable<Timestamptz>>,
+    }
+}
+
+diesel::table! {
     webhook_deliveries (id) {
         id -> Uuid,
         endpoint_id -> Uuid,
@@ -233,6 +240,7 @@ diesel::joinable!(partner_prices -> partners (partner_id));
 diesel::joinable!(payouts -> partners (partner_id));
 diesel::joinable!(portal_users -> partners (partner_id));
 diesel::joinable!(sub_accounts -> partners (partner_id));
+diesel::joinable!(webhook_action_budgets -> partners (partner_id));
 diesel::joinable!(webhook_deliveries -> domain_events (event_id));
 diesel::joinable!(webhook_deliveries -> partners (partner_id));
 diesel::joinable!(webhook_deliveries -> webhook_endpoints (endpoint_id));
@@ -252,6 +260,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     payouts,
     portal_users,
     sub_accounts,
+    webhook_action_budgets,
     webhook_deliveries,
     webhook_endpoints,
 );

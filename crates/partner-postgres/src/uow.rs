@@ -5,8 +5,8 @@
 use diesel_async::pooled_connection::deadpool::Object;
 use diesel_async::{AnsiTransactionManager, AsyncPgConnection, TransactionManager};
 use partner_domain::RepoError;
-use partner_domain::events::{DomainEvent, Outbox, Requeue};
-use partner_domain::kernel::ids::{DeliveryId, PayoutId};
+use partner_domain::events::{DomainEvent, Outbox, Requeue, Requeued};
+use partner_domain::kernel::ids::{DeliveryId, EndpointId, PayoutId};
 use partner_domain::kernel::uow::{Commit, UnitOfWork};
 use partner_domain::kernel::values::PartnerId;
 use partner_domain::lead::ports::{LeadTransaction, LeadWrites};
@@ -16,10 +16,13 @@ use partner_domain::order::{Order, OrderListing};
 use partner_domain::payout::ports::{PayoutTransaction, PayoutWrites};
 use partner_domain::payout::{NewPayout, Payout};
 use partner_domain::webhook::DeliveryInfo;
-use partner_domain::webhook::ports::{DeliveryReads, WebhookTransaction};
+use partner_domain::webhook::WebhookEndpoint;
+use partner_domain::webhook::ports::{
+    ActionCalls, DeliveryReads, EndpointWrites, WebhookTransaction,
+};
 use time::OffsetDateTime;
 
-use crate::{PgStore, db, leads, orders, outbox, payouts};
+use crate::{PgStore, action_budget, db, endpoint_writes, leads, orders, outbox, payouts};
 
 /// An open transaction. `conn` is `None` once committed.
 struct PgTransaction {
@@ -148,14 +151,51 @@ impl Outbox for PgTransaction {
         partner: &PartnerId,
         which: Requeue,
         now: OffsetDateTime,
-    ) -> Result<Option<u64>, RepoError> {
-        let n = outbox::requeue(self.conn()?, partner, which, now)
+    ) -> Result<Option<Requeued>, RepoError> {
+        let r = outbox::requeue(self.conn()?, partner, which, now)
             .await
             .map_err(db)?;
-        if let Some(n) = n {
-            self.deliveries += usize::try_from(n).unwrap_or(usize::MAX);
+        if let Some(r) = r {
+            self.deliveries += usize::try_from(r.requeued).unwrap_or(usize::MAX);
         }
-        Ok(n)
+        Ok(r)
+    }
+}
+
+#[async_trait::async_trait]
+impl EndpointWrites for PgTransaction {
+    async fn lock_endpoint(
+        &mut self,
+        partner: &PartnerId,
+        id: EndpointId,
+    ) -> Result<Option<WebhookEndpoint>, RepoError> {
+        endpoint_writes::lock_endpoint(self.conn()?, partner, id).await
+    }
+
+    async fn write_endpoint(&mut self, e: &WebhookEndpoint) -> Result<(), RepoError> {
+        endpoint_writes::write_endpoint(self.conn()?, e)
+            .await
+            .map_err(db)
+    }
+}
+
+#[async_trait::async_trait]
+impl ActionCalls for PgTransaction {
+    async fn lock_action_calls(
+        &mut self,
+        partner: &PartnerId,
+    ) -> Result<Vec<OffsetDateTime>, RepoError> {
+        action_budget::lock(self.conn()?, partner).await.map_err(db)
+    }
+
+    async fn store_action_calls(
+        &mut self,
+        partner: &PartnerId,
+        calls: &[OffsetDateTime],
+    ) -> Result<(), RepoError> {
+        action_budget::store(self.conn()?, partner, calls)
+            .await
+            .map_err(db)
     }
 }
 

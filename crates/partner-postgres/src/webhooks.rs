@@ -3,7 +3,6 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use diesel::dsl::case_when;
 use diesel::pg::Pg;
 use diesel::prelude::*;
 use diesel::sql_types::{Array, Bool, Integer, Nullable, Text, Timestamptz};
@@ -14,7 +13,7 @@ use partner_domain::kernel::ids::{DeliveryId, EndpointId, LeadId, PayoutId};
 use partner_domain::kernel::values::PartnerId;
 use partner_domain::webhook::ports::{DeliveryRepo, InsertEndpoint, WebhookRepo};
 use partner_domain::webhook::{
-    AttemptOutcome, Attempted, ClaimRequest, ClaimedDelivery, DeliveryDetail, DeliveryFilter,
+    AttemptOutcome, Attempted, ClaimBatch, ClaimRequest, DeliveryDetail, DeliveryFilter,
     DeliveryInfo, DeliveryStatus, ENDPOINT_DISABLED, EndpointHealth, HealthChange, NextStep,
     SubjectIds, Subjects, WebhookEndpoint,
 };
@@ -24,7 +23,7 @@ use uuid::Uuid;
 use crate::dsl::{RowLt, fixed};
 use crate::models::webhook_attempts::AttemptRow;
 use crate::models::webhook_deliveries::{ClaimRow, DeliveryRow};
-use crate::models::webhook_endpoints::{Changes, EndpointRow, NewEndpoint};
+use crate::models::webhook_endpoints::{EndpointRow, NewEndpoint};
 use crate::schema::{domain_events, partners, webhook_deliveries, webhook_endpoints};
 use crate::schema_extra::webhook_attempts;
 use crate::tokens::{self, TokenPartner};
@@ -70,6 +69,7 @@ claimed AS ( \
 SELECT c.id, c.endpoint_id, c.lease_token, c.attempts, c.kind, ev.created_at AS event_created_at, \
   ev.subject, ev.extra::text AS extra, w.url, w.secret, \
   CASE WHEN w.previous_secret_expires_at > $1 THEN w.previous_secret END AS previous_secret, \
+  COALESCE(w.previous_secret_expires_at <= $1, false) AS previous_expired, \
   w.custom_header_name, w.custom_header_value \
 FROM claimed c JOIN domain_events ev ON ev.id = c.event_id JOIN webhook_endpoints w ON w.id = c.endpoint_id";
 
@@ -97,7 +97,7 @@ SELECT id, last_attempt_at, status_code, duration_ms, error FROM done";
 
 /// Ends the pending deliveries of the `disabled` endpoints as `failed` with `error`. Clearing the
 /// lease fences off the outcome of an attempt in flight.
-async fn fail_disabled(
+pub(crate) async fn fail_disabled(
     conn: &mut AsyncPgConnection,
     disabled: &[Uuid],
     error: &str,
@@ -452,38 +452,6 @@ impl WebhookRepo for PgStore {
         .map_err(db)
     }
 
-    async fn update_endpoint(&self, e: &WebhookEndpoint) -> Result<bool, RepoError> {
-        let mut conn = self.conn().await?;
-        let e = e.clone();
-        conn.transaction(async |conn| {
-            // Re-enabling starts the health count afresh.
-            let re_enabled = e
-                .disabled_at()
-                .into_sql::<Nullable<Timestamptz>>()
-                .is_null()
-                .and(webhook_endpoints::disabled_at.is_not_null());
-            let n = diesel::update(webhook_endpoints::table)
-                .filter(webhook_endpoints::partner_id.eq(e.partner_id().as_str()))
-                .filter(webhook_endpoints::id.eq(e.id().as_uuid()))
-                .set((
-                    Changes::of(&e),
-                    webhook_endpoints::failing_since.eq(case_when(
-                        re_enabled,
-                        None::<OffsetDateTime>.into_sql::<Nullable<Timestamptz>>(),
-                    )
-                    .otherwise(webhook_endpoints::failing_since)),
-                ))
-                .execute(conn)
-                .await?;
-            if n == 1 && e.disabled_at().is_some() {
-                fail_disabled(conn, &[e.id().as_uuid()], ENDPOINT_DISABLED).await?;
-            }
-            Ok::<_, diesel::result::Error>(n == 1)
-        })
-        .await
-        .map_err(db)
-    }
-
     async fn delete_endpoint(
         &self,
         partner: &PartnerId,
@@ -554,7 +522,7 @@ impl WebhookRepo for PgStore {
 
 #[async_trait::async_trait]
 impl DeliveryRepo for PgStore {
-    async fn claim(&self, req: &ClaimRequest) -> Result<Vec<ClaimedDelivery>, RepoError> {
+    async fn claim(&self, req: &ClaimRequest) -> Result<ClaimBatch, RepoError> {
         let mut conn = self.conn().await?;
         let clamp = |n: u32| i32::try_from(n).unwrap_or(i32::MAX);
         let (busy_ids, busy_room): (Vec<Uuid>, Vec<i32>) = req
@@ -573,7 +541,40 @@ impl DeliveryRepo for PgStore {
             .load(&mut conn)
             .await
             .map_err(db)?;
-        rows.into_iter().map(ClaimRow::into_domain).collect()
+        // An expired previous secret signs nothing more: erased at the first delivery after its
+        // expiry (its own statement, after the claim's locks are released).
+        let mut expired: Vec<Uuid> = rows
+            .iter()
+            .filter(|r| r.previous_expired())
+            .map(|r| r.unreadable().endpoint_id.as_uuid())
+            .collect();
+        if !expired.is_empty() {
+            expired.sort_unstable();
+            expired.dedup();
+            diesel::update(webhook_endpoints::table)
+                .filter(webhook_endpoints::id.eq_any(&expired))
+                .filter(webhook_endpoints::previous_secret_expires_at.le(req.now))
+                .set((
+                    webhook_endpoints::previous_secret.eq(None::<String>),
+                    webhook_endpoints::previous_secret_expires_at.eq(None::<OffsetDateTime>),
+                ))
+                .execute(&mut conn)
+                .await
+                .map_err(db)?;
+        }
+        // Each row is read on its own: one that cannot be read fails alone.
+        let mut batch = ClaimBatch::default();
+        for row in rows {
+            let unreadable = row.unreadable();
+            match row.into_domain() {
+                Ok(d) => batch.ready.push(d),
+                Err(e) => {
+                    tracing::warn!(delivery = %unreadable.id, error = %e, "a claimed webhook delivery cannot be read");
+                    batch.unreadable.push(unreadable);
+                }
+            }
+        }
+        Ok(batch)
     }
 
     async fn subjects(&self, wanted: &SubjectIds) -> Result<Subjects, RepoError> {

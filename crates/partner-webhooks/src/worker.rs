@@ -13,8 +13,8 @@ use partner_domain::kernel::ids::EndpointId;
 use partner_domain::kernel::random::Random;
 use partner_domain::webhook::ports::{DataFormat, DeliveryRepo};
 use partner_domain::webhook::{
-    AttemptOutcome, ClaimRequest, ClaimedDelivery, NextStep, Payload, SubjectIds, after_failure,
-    attempt_budget, delivery_body, honour_retry_after,
+    AttemptOutcome, ClaimRequest, ClaimedDelivery, NextStep, Payload, SUBJECT_UNREADABLE,
+    SubjectIds, after_failure, attempt_budget, delivery_body, honour_retry_after,
 };
 use tokio::sync::{Notify, Semaphore, mpsc};
 
@@ -171,16 +171,35 @@ impl Worker {
                 room,
                 max_attempts: attempt_budget(&c.retry_schedule),
             };
-            let claimed = match self.inner.repo.claim(&req).await {
+            let batch = match self.inner.repo.claim(&req).await {
                 Ok(c) => c,
                 Err(e) => {
                     tracing::warn!(error = %e, "claiming webhook deliveries failed");
                     return;
                 }
             };
-            let n = claimed.len();
+            let n = batch.len();
             if n == 0 {
                 return;
+            }
+            // A delivery whose event cannot be read fails alone, at once: no request can be built.
+            for u in batch.unreadable {
+                let _ = tx.send(AttemptOutcome {
+                    id: u.id,
+                    lease: u.lease,
+                    at: now,
+                    status_code: None,
+                    error: Some(SUBJECT_UNREADABLE.into()),
+                    duration_ms: None,
+                    next: NextStep::GiveUp,
+                });
+            }
+            let claimed = batch.ready;
+            if claimed.is_empty() {
+                if n < limit {
+                    return;
+                }
+                continue;
             }
             self.inner
                 .lanes()
@@ -355,8 +374,8 @@ mod tests {
     use partner_domain::events::Event;
     use partner_domain::kernel::clock::FixedClock;
     use partner_domain::kernel::ids::{DeliveryId, LeadId};
-    use partner_domain::webhook::Subjects;
     use partner_domain::webhook::ports::MockDeliveryRepo;
+    use partner_domain::webhook::{ClaimBatch, Subjects, UnreadableDelivery};
     use time::macros::datetime;
     use uuid::Uuid;
 
@@ -414,7 +433,56 @@ mod tests {
 
     /// Runs a worker over `repo` whose store hands out `delivery` once, until the recorder was
     /// handed one outcome, and returns that outcome.
-    async fn one_outcome(mut repo: MockDeliveryRepo, delivery: ClaimedDelivery) -> AttemptOutcome {
+    async fn one_outcome(repo: MockDeliveryRepo, delivery: ClaimedDelivery) -> AttemptOutcome {
+        first_outcome(
+            repo,
+            ClaimBatch {
+                ready: vec![delivery],
+                unreadable: vec![],
+            },
+        )
+        .await
+    }
+
+    /// A claimed delivery whose stored event cannot be read fails at once, without a request.
+    #[tokio::test]
+    async fn an_unreadable_delivery_fails_alone_as_subject_unreadable() {
+        let unreadable = UnreadableDelivery {
+            id: DeliveryId::from_uuid(Uuid::from_u128(8)),
+            endpoint_id: EndpointId::from_uuid(Uuid::from_u128(1)),
+            lease: Uuid::from_u128(98),
+        };
+        let o = first_outcome(
+            MockDeliveryRepo::new(),
+            ClaimBatch {
+                ready: vec![],
+                unreadable: vec![unreadable.clone()],
+            },
+        )
+        .await;
+        assert_eq!(
+            (
+                o.id,
+                o.lease,
+                o.status_code,
+                o.error.as_deref(),
+                o.duration_ms,
+                o.next
+            ),
+            (
+                unreadable.id,
+                unreadable.lease,
+                None,
+                Some(SUBJECT_UNREADABLE),
+                None,
+                NextStep::GiveUp
+            )
+        );
+    }
+
+    /// Runs a worker over `repo` whose store hands out `batch` once, until the recorder was
+    /// handed one outcome, and returns that outcome.
+    async fn first_outcome(mut repo: MockDeliveryRepo, batch: ClaimBatch) -> AttemptOutcome {
         let handed = AtomicBool::new(false);
         repo.expect_claim()
             .withf(|req| {
@@ -425,9 +493,9 @@ mod tests {
             })
             .returning(move |_| {
                 Ok(if handed.swap(true, Ordering::SeqCst) {
-                    vec![]
+                    ClaimBatch::default()
                 } else {
-                    vec![delivery.clone()]
+                    batch.clone()
                 })
             });
         repo.expect_subjects()

@@ -22,7 +22,7 @@ mod kind;
 mod outbox;
 
 pub use kind::EventKind;
-pub use outbox::{Outbox, Requeue};
+pub use outbox::{Outbox, Requeue, Requeued};
 
 use serde_json::{Value, json};
 

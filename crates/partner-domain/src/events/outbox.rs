@@ -13,11 +13,22 @@ use crate::kernel::values::PartnerId;
 pub enum Requeue {
     /// One delivery (a resend).
     Delivery(DeliveryId),
-    /// The endpoint's deliveries that failed and were created at or after `since` (a recover).
+    /// The endpoint's deliveries that failed and were created at or after `since` (a recover):
+    /// at most `limit` of them, oldest first.
     FailedSince {
         endpoint: EndpointId,
         since: OffsetDateTime,
+        limit: u32,
     },
+}
+
+/// What a requeue did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Requeued {
+    /// Deliveries made pending again.
+    pub requeued: u64,
+    /// Deliveries that matched but were left as they were (beyond the limit).
+    pub remaining: u64,
 }
 
 /// Writes to the outbox, inside a transaction (see [`crate::kernel::uow::Commit`] for when the
@@ -40,11 +51,13 @@ pub trait Outbox: Send {
     /// retry budget (`attempts` keeps counting; the id, and so `X-Partner-Delivery`, stays); a
     /// delivery's attempt in flight can no longer record its outcome. Returns how many; `None`
     /// when the partner has no such delivery ([`Requeue::Delivery`]) or endpoint
-    /// ([`Requeue::FailedSince`]).
+    /// ([`Requeue::FailedSince`]). A delivery of an endpoint that is disabled is never made
+    /// pending: [`Requeue::Delivery`] then answers `requeued: 0` (its endpoint is read under a
+    /// share lock, so a concurrent disabling waits for the requeue, and fails it).
     async fn requeue(
         &mut self,
         partner: &PartnerId,
         which: Requeue,
         now: OffsetDateTime,
-    ) -> Result<Option<u64>, RepoError>;
+    ) -> Result<Option<Requeued>, RepoError>;
 }

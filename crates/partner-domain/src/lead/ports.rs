@@ -76,7 +76,7 @@ mockall::mock! {
     #[async_trait]
     impl Outbox for LeadTransaction {
         async fn publish(&mut self, events: &[DomainEvent], now: OffsetDateTime) -> Result<u64, RepoError>;
-        async fn requeue(&mut self, partner: &PartnerId, which: Requeue, now: OffsetDateTime) -> Result<Option<u64>, RepoError>;
+        async fn requeue(&mut self, partner: &PartnerId, which: Requeue, now: OffsetDateTime) -> Result<Option<crate::events::Requeued>, RepoError>;
     }
     #[async_trait]
     impl Commit for LeadTransaction {

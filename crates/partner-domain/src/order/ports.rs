@@ -81,7 +81,7 @@ mockall::mock! {
     #[async_trait]
     impl Outbox for OrderTransaction {
         async fn publish(&mut self, events: &[DomainEvent], now: OffsetDateTime) -> Result<u64, RepoError>;
-        async fn requeue(&mut self, partner: &PartnerId, which: Requeue, now: OffsetDateTime) -> Result<Option<u64>, RepoError>;
+        async fn requeue(&mut self, partner: &PartnerId, which: Requeue, now: OffsetDateTime) -> Result<Option<crate::events::Requeued>, RepoError>;
     }
     #[async_trait]
     impl Commit for OrderTransaction {

@@ -169,6 +169,10 @@ pub fn parse_event_filter(s: &str) -> Result<EventKind, ValueError> {
 /// How far back `recover` reaches.
 pub const RECOVER_WINDOW: time::Duration = time::Duration::days(7);
 
+/// How many deliveries one `recover` call queues again at most (oldest first; calling again
+/// continues).
+pub const RECOVER_LIMIT: u32 = 1_000;
+
 /// What a worker asks for when it claims due deliveries. Fairness is decided here, not by the
 /// store: no endpoint gets more than its room, so one endpoint's backlog never takes every slot.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -205,6 +209,38 @@ pub struct ClaimedDelivery {
     /// The secret a rotation replaced, while its overlap lasts: deliveries carry both signatures.
     pub previous_secret: Option<WebhookSecret>,
     pub custom_header: Option<CustomHeader>,
+}
+
+/// The `lastError` of a delivery whose stored event (its subject) cannot be read: it ends
+/// `failed` at once, alone; the deliveries claimed with it are sent.
+pub const SUBJECT_UNREADABLE: &str = "subject unreadable";
+
+/// A claimed delivery whose stored event cannot be read: it is failed under its lease with
+/// [`SUBJECT_UNREADABLE`], without a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnreadableDelivery {
+    pub id: DeliveryId,
+    pub endpoint_id: EndpointId,
+    pub lease: Uuid,
+}
+
+/// What one claim took: the deliveries ready to send, and those whose stored event cannot be
+/// read (claimed all the same, so that each fails alone).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClaimBatch {
+    pub ready: Vec<ClaimedDelivery>,
+    pub unreadable: Vec<UnreadableDelivery>,
+}
+
+impl ClaimBatch {
+    /// How many deliveries were claimed in all.
+    pub fn len(&self) -> usize {
+        self.ready.len() + self.unreadable.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 /// How an attempt ended, to be recorded under its claim's lease.

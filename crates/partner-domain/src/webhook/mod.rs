@@ -8,12 +8,14 @@
 //! - `delivery`: a delivery's status and log, what a worker claims and records, the signed body;
 //! - `payload`: a delivery's `data`, from the record its event is about;
 //! - `health`: when the service disables an endpoint by itself;
+//! - `budget`: how many webhook actions (`test`, `resend`, `recover`) a partner may call;
 //! - `service`: managing endpoints and the delivery log, for partners and the operator.
 //!
 //! This module sits above the aggregates whose events it delivers (lead, order, payout): it reads
 //! their records to build payloads; they know only `events`.
 
 pub mod address;
+pub mod budget;
 pub mod delivery;
 pub mod endpoint;
 pub mod health;
@@ -24,10 +26,12 @@ pub mod service;
 pub mod signature;
 
 pub use address::{is_internal, parse_endpoint_url};
+pub use budget::{ACTION_CALLS, ACTION_WINDOW, ActionBudget};
 pub use delivery::{
-    ATTEMPT_LOG_LIMIT, AttemptLogEntry, AttemptOutcome, ClaimRequest, ClaimedDelivery,
-    DeliveryDetail, DeliveryFilter, DeliveryInfo, DeliveryQuery, DeliveryStatus, RECOVER_WINDOW,
-    delivery_body, parse_event_filter, parse_statuses,
+    ATTEMPT_LOG_LIMIT, AttemptLogEntry, AttemptOutcome, ClaimBatch, ClaimRequest, ClaimedDelivery,
+    DeliveryDetail, DeliveryFilter, DeliveryInfo, DeliveryQuery, DeliveryStatus, RECOVER_LIMIT,
+    RECOVER_WINDOW, SUBJECT_UNREADABLE, UnreadableDelivery, delivery_body, parse_event_filter,
+    parse_statuses,
 };
 pub use endpoint::{
     CustomHeader, DisabledReason, ENDPOINT_DISABLED, EndpointParts, EndpointPatch, EndpointRow,

@@ -13,7 +13,7 @@ use crate::kernel::ids::{DeliveryId, EndpointId};
 use crate::kernel::uow::Commit;
 use crate::kernel::values::PartnerId;
 use crate::webhook::delivery::{
-    AttemptOutcome, ClaimRequest, ClaimedDelivery, DeliveryDetail, DeliveryFilter, DeliveryInfo,
+    AttemptOutcome, ClaimBatch, ClaimRequest, DeliveryDetail, DeliveryFilter, DeliveryInfo,
 };
 use crate::webhook::endpoint::WebhookEndpoint;
 use crate::webhook::payload::{SubjectIds, Subjects};
@@ -51,8 +51,6 @@ pub trait WebhookRepo: Send + Sync {
         e: &WebhookEndpoint,
         max: usize,
     ) -> Result<InsertEndpoint, RepoError>;
-    /// Replaces the stored endpoint of the same partner and id; `false` when absent.
-    async fn update_endpoint(&self, e: &WebhookEndpoint) -> Result<bool, RepoError>;
     /// Deletes the endpoint and, with it, its deliveries; `false` when absent.
     async fn delete_endpoint(&self, partner: &PartnerId, id: EndpointId)
     -> Result<bool, RepoError>;
@@ -105,8 +103,9 @@ pub trait DeliveryRepo: Send + Sync {
     /// MUST skip rows locked by another claimer (`FOR UPDATE SKIP LOCKED`), count the attempt
     /// (`attempts + 1`), move `next_attempt_at` to `req.lease_until` and stamp a fresh lease
     /// token, all in one statement, so any number of workers share the work and a worker that
-    /// dies leaves its deliveries due again after the lease.
-    async fn claim(&self, req: &ClaimRequest) -> Result<Vec<ClaimedDelivery>, RepoError>;
+    /// dies leaves its deliveries due again after the lease. A claimed row whose stored event
+    /// cannot be read is answered in [`ClaimBatch::unreadable`]: it never fails the others.
+    async fn claim(&self, req: &ClaimRequest) -> Result<ClaimBatch, RepoError>;
     /// The records among `wanted` that still exist, as they are now; one query per kind of
     /// record.
     async fn subjects(&self, wanted: &SubjectIds) -> Result<Subjects, RepoError>;
@@ -154,11 +153,52 @@ pub trait DeliveryReads: Send {
     ) -> Result<Option<DeliveryInfo>, RepoError>;
 }
 
+/// The stored times of a partner's admitted webhook actions ([`crate::webhook::ActionBudget`]),
+/// shared by every instance.
+#[async_trait]
+pub trait ActionCalls: Send {
+    /// The times stored for the partner, locked until the transaction ends: a concurrent caller
+    /// (of any instance) waits for this transaction before it reads them.
+    async fn lock_action_calls(
+        &mut self,
+        partner: &PartnerId,
+    ) -> Result<Vec<OffsetDateTime>, RepoError>;
+    /// Replaces the times stored for the partner.
+    async fn store_action_calls(
+        &mut self,
+        partner: &PartnerId,
+        calls: &[OffsetDateTime],
+    ) -> Result<(), RepoError>;
+}
+
+/// Changes to an endpoint, as one atomic read-modify-write: concurrent changes of one endpoint
+/// (a `PATCH`, a worker's health change) apply one after another.
+#[async_trait]
+pub trait EndpointWrites: Send {
+    /// The partner's endpoint, its row locked until the transaction ends (a concurrent change
+    /// waits); `None` when the partner has no such endpoint.
+    async fn lock_endpoint(
+        &mut self,
+        partner: &PartnerId,
+        id: EndpointId,
+    ) -> Result<Option<WebhookEndpoint>, RepoError>;
+    /// Replaces the endpoint read by [`EndpointWrites::lock_endpoint`]. Re-enabling it starts
+    /// its health count afresh; while it is disabled, its pending deliveries end `failed` with
+    /// [`crate::webhook::ENDPOINT_DISABLED`].
+    async fn write_endpoint(&mut self, e: &WebhookEndpoint) -> Result<(), RepoError>;
+}
+
 /// A transaction of the webhook service: pings, resends and recoveries go through the outbox like
 /// every other delivery, and the workers learn of them at the commit.
-pub trait WebhookTransaction: DeliveryReads + Outbox + Commit {}
+pub trait WebhookTransaction:
+    DeliveryReads + EndpointWrites + ActionCalls + Outbox + Commit
+{
+}
 
-impl<T: DeliveryReads + Outbox + Commit + ?Sized> WebhookTransaction for T {}
+impl<T: DeliveryReads + EndpointWrites + ActionCalls + Outbox + Commit + ?Sized> WebhookTransaction
+    for T
+{
+}
 
 #[cfg(any(test, feature = "mocks"))]
 mockall::mock! {
@@ -169,9 +209,19 @@ mockall::mock! {
         async fn delivery(&mut self, partner: &PartnerId, id: DeliveryId) -> Result<Option<DeliveryInfo>, RepoError>;
     }
     #[async_trait]
+    impl EndpointWrites for WebhookTransaction {
+        async fn lock_endpoint(&mut self, partner: &PartnerId, id: EndpointId) -> Result<Option<WebhookEndpoint>, RepoError>;
+        async fn write_endpoint(&mut self, e: &WebhookEndpoint) -> Result<(), RepoError>;
+    }
+    #[async_trait]
+    impl ActionCalls for WebhookTransaction {
+        async fn lock_action_calls(&mut self, partner: &PartnerId) -> Result<Vec<OffsetDateTime>, RepoError>;
+        async fn store_action_calls(&mut self, partner: &PartnerId, calls: &[OffsetDateTime]) -> Result<(), RepoError>;
+    }
+    #[async_trait]
     impl Outbox for WebhookTransaction {
         async fn publish(&mut self, events: &[DomainEvent], now: OffsetDateTime) -> Result<u64, RepoError>;
-        async fn requeue(&mut self, partner: &PartnerId, which: Requeue, now: OffsetDateTime) -> Result<Option<u64>, RepoError>;
+        async fn requeue(&mut self, partner: &PartnerId, which: Requeue, now: OffsetDateTime) -> Result<Option<crate::events::Requeued>, RepoError>;
     }
     #[async_trait]
     impl Commit for WebhookTransaction {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use time::OffsetDateTime;
 
 use crate::account::auth::{Sealed, TokenKey};
-use crate::events::{DomainEvent, Requeue};
+use crate::events::{DomainEvent, Requeue, Requeued};
 use crate::kernel::clock::Clock;
 use crate::kernel::cursor::{self, CursorKey, Position};
 use crate::kernel::error::RepoError;
@@ -15,8 +15,10 @@ use crate::kernel::page::Page;
 use crate::kernel::random::Random;
 use crate::kernel::uow::UnitOfWork;
 use crate::kernel::values::PartnerId;
+use crate::webhook::budget::ActionBudget;
 use crate::webhook::delivery::{
-    ATTEMPT_LOG_LIMIT, DeliveryDetail, DeliveryFilter, DeliveryInfo, DeliveryQuery, RECOVER_WINDOW,
+    ATTEMPT_LOG_LIMIT, DeliveryDetail, DeliveryFilter, DeliveryInfo, DeliveryQuery, RECOVER_LIMIT,
+    RECOVER_WINDOW,
 };
 use crate::webhook::endpoint::{
     EndpointPatch, EndpointRow, MAX_ENDPOINTS, NewEndpoint, WebhookEndpoint,
@@ -45,6 +47,10 @@ pub enum EndpointError {
         "the webhook endpoint is disabled; re-enable it with PATCH {{ \"enabled\": true }} first"
     )]
     Disabled,
+    #[error(
+        "at most 20 webhook actions (test, resend, recover) per minute; retry after {retry_after} s"
+    )]
+    OverBudget { retry_after: u64 },
     #[error(transparent)]
     Repo(#[from] RepoError),
 }
@@ -60,6 +66,7 @@ pub struct WebhookService {
     allow_private: bool,
     cursors: CursorKey,
     secret_overlap: time::Duration,
+    action_budget: ActionBudget,
 }
 
 impl WebhookService {
@@ -82,6 +89,7 @@ impl WebhookService {
             allow_private,
             cursors,
             secret_overlap: time::Duration::hours(24),
+            action_budget: ActionBudget::default(),
         }
     }
 
@@ -171,19 +179,25 @@ impl WebhookService {
         }
     }
 
+    /// Applies `patch` to the endpoint as one atomic change, under the endpoint's row lock: a
+    /// concurrent `PATCH` or health change by delivery waits, so each applies to what the other
+    /// wrote, and only the fields `patch` names change. An expired previous secret is erased.
     pub async fn update(
         &self,
         partner: &PartnerId,
         id: EndpointId,
         patch: EndpointPatch,
     ) -> Result<EndpointRow, EndpointError> {
-        let mut e = self
-            .repo
-            .endpoint(partner, id)
+        // Resolved before the lock is taken: a slow name server holds no row.
+        if let Some(u) = &patch.url {
+            self.check_address(u).await?;
+        }
+        let mut tx = self.uow.begin().await?;
+        let mut e = tx
+            .lock_endpoint(partner, id)
             .await?
             .ok_or(EndpointError::NotFound)?;
         if let Some(u) = &patch.url {
-            self.check_address(u).await?;
             e.url = u.to_string();
         }
         if let Some(ev) = patch.events {
@@ -220,7 +234,8 @@ impl WebhookService {
             }
             None => {}
         }
-        if patch.expire_previous == Some(true) || e.previous_secret_expires_at.is_none() {
+        let expired = e.previous_secret_expires_at.is_none_or(|at| at <= now);
+        if patch.expire_previous == Some(true) || expired {
             e.previous_secret = None;
             e.previous_secret_expires_at = None;
         }
@@ -229,13 +244,12 @@ impl WebhookService {
                 e.disabled_at = None;
                 e.disabled_reason = None;
             }
-            (Some(false), None) => e.disabled_at = Some(self.clock.now()),
+            (Some(false), None) => e.disabled_at = Some(now),
             _ => {}
         }
-        e.updated_at = self.clock.now();
-        if !self.repo.update_endpoint(&e).await? {
-            return Err(EndpointError::NotFound);
-        }
+        e.updated_at = now;
+        tx.write_endpoint(&e).await?;
+        tx.commit().await?;
         Ok(if new_secret {
             e.row_with_secret(now)
         } else {
@@ -392,7 +406,24 @@ impl WebhookService {
         detail.ok_or(EndpointError::DeliveryNotFound)
     }
 
-    /// Sends a delivery again: pending, due now, with a fresh retry budget; same id.
+    /// Spends one of the partner's webhook actions ([`ActionBudget`]): call it before a
+    /// partner's `test`, `resend` or `recover` (never for the operator's), whatever that call
+    /// then answers. Over budget: [`EndpointError::OverBudget`], and nothing is stored.
+    pub async fn spend_action(&self, partner: &PartnerId) -> Result<(), EndpointError> {
+        let now = self.clock.now();
+        let mut tx = self.uow.begin().await?;
+        let calls = tx.lock_action_calls(partner).await?;
+        let calls = self
+            .action_budget
+            .admit(&calls, now)
+            .map_err(|retry_after| EndpointError::OverBudget { retry_after })?;
+        tx.store_action_calls(partner, &calls).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Sends a delivery again: pending, due now, with a fresh retry budget; same id. Refused
+    /// while its endpoint is disabled.
     pub async fn resend(
         &self,
         partner: &PartnerId,
@@ -400,9 +431,13 @@ impl WebhookService {
     ) -> Result<DeliveryInfo, EndpointError> {
         let now = self.clock.now();
         let mut tx = self.uow.begin().await?;
-        tx.requeue(partner, Requeue::Delivery(id), now)
+        let done = tx
+            .requeue(partner, Requeue::Delivery(id), now)
             .await?
             .ok_or(EndpointError::DeliveryNotFound)?;
+        if done.requeued == 0 {
+            return Err(EndpointError::Disabled);
+        }
         let info = tx
             .delivery(partner, id)
             .await?
@@ -431,13 +466,14 @@ impl WebhookService {
     }
 
     /// Requeues the endpoint's failed deliveries created at or after `since` (at most 7 days
-    /// ago, not in the future). Returns how many.
+    /// ago, not in the future): at most [`RECOVER_LIMIT`], oldest first. Returns how many, and
+    /// how many more match.
     pub async fn recover(
         &self,
         partner: &PartnerId,
         endpoint: EndpointId,
         since: OffsetDateTime,
-    ) -> Result<u64, EndpointError> {
+    ) -> Result<Requeued, EndpointError> {
         let now = self.clock.now();
         if since > now || since < now - RECOVER_WINDOW {
             return Err(EndpointError::BadSince);
@@ -445,7 +481,15 @@ impl WebhookService {
         self.enabled_endpoint(partner, endpoint).await?;
         let mut tx = self.uow.begin().await?;
         let requeued = tx
-            .requeue(partner, Requeue::FailedSince { endpoint, since }, now)
+            .requeue(
+                partner,
+                Requeue::FailedSince {
+                    endpoint,
+                    since,
+                    limit: RECOVER_LIMIT,
+                },
+                now,
+            )
             .await?
             .ok_or(EndpointError::NotFound)?;
         tx.commit().await?;
@@ -686,6 +730,32 @@ mod tests {
         assert!(matches!(r, Err(EndpointError::UnknownPartner)), "{r:?}");
     }
 
+    /// A transaction that locks `e` (the partner's only endpoint), expects one write that
+    /// `check` accepts, and commits.
+    fn locking(
+        e: WebhookEndpoint,
+        check: impl Fn(&WebhookEndpoint) + Send + Sync + 'static,
+    ) -> MockWebhookTransaction {
+        let mut seq = Sequence::new();
+        let mut tx = MockWebhookTransaction::new();
+        tx.expect_lock_endpoint()
+            .times(1)
+            .in_sequence(&mut seq)
+            .returning(move |p, id| Ok((*p == acme() && id == e.id()).then(|| e.clone())));
+        tx.expect_write_endpoint()
+            .times(1)
+            .in_sequence(&mut seq)
+            .returning(move |e| {
+                check(e);
+                Ok(())
+            });
+        tx.expect_commit()
+            .times(1)
+            .in_sequence(&mut seq)
+            .returning(|| Ok(()));
+        tx
+    }
+
     /// Updates `endpoint(false, secret)` with `patch` and returns what was stored and answered.
     fn update(
         secret: Option<&str>,
@@ -693,16 +763,11 @@ mod tests {
         patch: EndpointPatch,
     ) -> (WebhookEndpoint, EndpointRow) {
         let stored = Arc::new(std::sync::Mutex::new(None));
-        let mut ports = Ports::new().with_endpoint(endpoint(false, secret));
         let keep = stored.clone();
-        ports
-            .repo
-            .expect_update_endpoint()
-            .times(1)
-            .returning(move |e| {
-                *keep.lock().expect("lock") = Some(e.clone());
-                Ok(true)
-            });
+        let mut ports = Ports::new();
+        ports.tx = Some(locking(endpoint(false, secret), move |e| {
+            *keep.lock().expect("lock") = Some(e.clone());
+        }));
         let row = ready(ports.service().with_secret_overlap(overlap).update(
             &acme(),
             endpoint_id(),
@@ -753,6 +818,39 @@ mod tests {
     }
 
     #[test]
+    fn a_change_erases_an_expired_previous_secret_and_keeps_a_live_one() {
+        let with_previous = |until: OffsetDateTime| {
+            let mut e = endpoint(false, Some("whsec_new"));
+            e.previous_secret = Some(WebhookSecret::from_stored("whsec_old".into()));
+            e.previous_secret_expires_at = Some(until);
+            e
+        };
+        let events = EndpointPatch {
+            events: Some(vec![EventKind::PayoutCreated]),
+            ..EndpointPatch::default()
+        };
+        for (until, kept) in [
+            (NOW - time::Duration::SECOND, false),
+            (NOW, false),
+            (NOW + time::Duration::HOUR, true),
+        ] {
+            let mut ports = Ports::new();
+            ports.tx = Some(locking(with_previous(until), move |e| {
+                assert_eq!(e.previous_secret().is_some(), kept, "{until}");
+                assert_eq!(e.previous_secret_expires_at().is_some(), kept, "{until}");
+                assert_eq!(e.secret().map(WebhookSecret::expose), Some("whsec_new"));
+                assert_eq!(e.events(), [EventKind::PayoutCreated]);
+            }));
+            ready(
+                ports
+                    .service()
+                    .update(&acme(), endpoint_id(), events.clone()),
+            )
+            .expect("updated");
+        }
+    }
+
+    #[test]
     fn disabling_and_re_enabling_an_endpoint() {
         let (e, row) = update(
             None,
@@ -767,13 +865,10 @@ mod tests {
         assert_eq!(e.disabled_reason(), None, "disabled by its partner");
         assert_eq!(e.events(), [EventKind::PayoutCreated]);
         assert_eq!(row.status, "disabled");
-        let mut ports = Ports::new().with_endpoint(endpoint(true, None));
-        ports
-            .repo
-            .expect_update_endpoint()
-            .withf(|e| e.disabled_at().is_none() && e.disabled_reason().is_none())
-            .times(1)
-            .returning(|_| Ok(true));
+        let mut ports = Ports::new();
+        ports.tx = Some(locking(endpoint(true, None), |e| {
+            assert!(e.disabled_at().is_none() && e.disabled_reason().is_none());
+        }));
         let patch = EndpointPatch {
             enabled: Some(true),
             ..EndpointPatch::default()
@@ -785,8 +880,14 @@ mod tests {
     #[test]
     fn an_endpoint_that_is_not_the_partners_is_not_found() {
         let other = EndpointId::from_uuid(Uuid::from_u128(9));
-        let mut ports = Ports::new().with_endpoint(endpoint(false, None));
-        ports.repo.expect_update_endpoint().never();
+        let mut ports = Ports::new();
+        let mut tx = MockWebhookTransaction::new();
+        tx.expect_lock_endpoint().returning(|p, id| {
+            Ok((*p == acme() && id == endpoint_id()).then(|| endpoint(false, None)))
+        });
+        tx.expect_write_endpoint().never();
+        tx.expect_commit().never();
+        ports.tx = Some(tx);
         ports
             .repo
             .expect_delete_endpoint()
@@ -873,7 +974,12 @@ mod tests {
             })
             .times(1)
             .in_sequence(&mut seq)
-            .returning(|_, _, _| Ok(Some(1)));
+            .returning(|_, _, _| {
+                Ok(Some(Requeued {
+                    requeued: 1,
+                    remaining: 0,
+                }))
+            });
         tx.expect_delivery()
             .times(1)
             .in_sequence(&mut seq)
@@ -896,6 +1002,53 @@ mod tests {
         assert!(matches!(
             ready(ports.service().resend(&acme(), id)),
             Err(EndpointError::DeliveryNotFound)
+        ));
+        // Its endpoint is disabled: nothing made pending, nothing committed.
+        let mut tx = MockWebhookTransaction::new();
+        tx.expect_requeue()
+            .returning(|_, _, _| Ok(Some(Requeued::default())));
+        tx.expect_delivery().never();
+        tx.expect_commit().never();
+        let mut ports = Ports::new();
+        ports.tx = Some(tx);
+        assert!(matches!(
+            ready(ports.service().resend(&acme(), id)),
+            Err(EndpointError::Disabled)
+        ));
+    }
+
+    #[test]
+    fn an_action_is_admitted_within_the_budget_and_its_time_stored() {
+        let mut seq = Sequence::new();
+        let mut tx = MockWebhookTransaction::new();
+        tx.expect_lock_action_calls()
+            .withf(|p| *p == acme())
+            .times(1)
+            .in_sequence(&mut seq)
+            .returning(|_| Ok(vec![NOW - time::Duration::minutes(5)]));
+        tx.expect_store_action_calls()
+            .withf(|p, calls| *p == acme() && calls == [NOW])
+            .times(1)
+            .in_sequence(&mut seq)
+            .returning(|_, _| Ok(()));
+        tx.expect_commit()
+            .times(1)
+            .in_sequence(&mut seq)
+            .returning(|| Ok(()));
+        let mut ports = Ports::new();
+        ports.tx = Some(tx);
+        ready(ports.service().spend_action(&acme())).expect("admitted");
+        // Twenty within the minute: refused, nothing stored.
+        let mut tx = MockWebhookTransaction::new();
+        tx.expect_lock_action_calls()
+            .returning(|_| Ok(vec![NOW - time::Duration::seconds(30); 20]));
+        tx.expect_store_action_calls().never();
+        tx.expect_commit().never();
+        let mut ports = Ports::new();
+        ports.tx = Some(tx);
+        assert!(matches!(
+            ready(ports.service().spend_action(&acme())),
+            Err(EndpointError::OverBudget { retry_after: 30 })
         ));
     }
 
@@ -970,17 +1123,26 @@ mod tests {
                         == Requeue::FailedSince {
                             endpoint: endpoint_id(),
                             since,
+                            limit: RECOVER_LIMIT,
                         }
                     && *now == NOW
             })
             .times(1)
-            .returning(|_, _, _| Ok(Some(4)));
+            .returning(|_, _, _| {
+                Ok(Some(Requeued {
+                    requeued: 4,
+                    remaining: 2,
+                }))
+            });
         tx.expect_commit().times(1).returning(|| Ok(()));
         let mut ports = Ports::new().with_endpoint(endpoint(false, None));
         ports.tx = Some(tx);
         assert_eq!(
             ready(ports.service().recover(&acme(), endpoint_id(), since)).expect("recovered"),
-            4
+            Requeued {
+                requeued: 4,
+                remaining: 2
+            }
         );
     }
 

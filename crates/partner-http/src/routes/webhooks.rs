@@ -349,10 +349,10 @@ pub(super) async fn recover_endpoint(
     let id = EndpointId::from_uuid(uuid(id, "endpoint id")?);
     let since = OffsetDateTime::parse(&b.since, &Rfc3339)
         .map_err(|_| ApiError::invalid("since must be an ISO 8601 timestamp"))?;
-    let requeued = state.webhooks.recover(partner, id, since).await?;
+    let r = state.webhooks.recover(partner, id, since).await?;
     Ok(data(
         StatusCode::ACCEPTED,
-        serde_json::json!({ "requeued": requeued }),
+        serde_json::json!({ "requeued": r.requeued, "remaining": r.remaining }),
     ))
 }
 
@@ -462,6 +462,7 @@ pub(super) async fn delivery(req: HttpRequest, path: web::Path<String>) -> HttpR
         (status = 202, description = "The delivery was queued again", body = crate::routes::schemas::WebhookDeliveryData),
         (status = 400, description = "`id` is not a UUID, or the endpoint is disabled", body = crate::routes::schemas::ErrorBody),
         (status = 404, description = "No such delivery", body = crate::routes::schemas::ErrorBody),
+        (status = 429, description = "Over the budget of 20 webhook actions (test, resend, recover) per minute", body = crate::routes::schemas::ErrorBody),
     )
 )]
 pub(super) async fn resend(
@@ -469,6 +470,7 @@ pub(super) async fn resend(
     Caller(me): Caller,
     path: web::Path<String>,
 ) -> Result {
+    state.webhooks.spend_action(me.partner_id()).await?;
     resend_delivery(&state, me.partner_id(), &path).await
 }
 
@@ -481,6 +483,7 @@ pub(super) async fn resend(
         (status = 202, description = "A `ping` delivery was queued", body = crate::routes::schemas::WebhookDeliveryData),
         (status = 400, description = "`id` is not a UUID, or the endpoint is disabled", body = crate::routes::schemas::ErrorBody),
         (status = 404, description = "No such endpoint", body = crate::routes::schemas::ErrorBody),
+        (status = 429, description = "Over the budget of 20 webhook actions (test, resend, recover) per minute", body = crate::routes::schemas::ErrorBody),
     )
 )]
 pub(super) async fn test(
@@ -488,6 +491,7 @@ pub(super) async fn test(
     Caller(me): Caller,
     path: web::Path<String>,
 ) -> Result {
+    state.webhooks.spend_action(me.partner_id()).await?;
     test_endpoint(&state, me.partner_id(), &path).await
 }
 
@@ -497,18 +501,21 @@ pub(super) async fn test(
         ("id" = String, Path, description = "The endpoint's id (a UUID)", format = Uuid),
     ),
     responses(
-        (status = 202, description = "Failed deliveries since `since` were queued again", body = crate::routes::schemas::RequeuedData),
+        (status = 202, description = "Failed deliveries since `since` were queued again, at most 1,000, oldest first; `remaining` more match", body = crate::routes::schemas::RequeuedData),
         (status = 400, description = "`since` is invalid or out of range, or the endpoint is disabled", body = crate::routes::schemas::ErrorBody),
         (status = 404, description = "No such endpoint", body = crate::routes::schemas::ErrorBody),
+        (status = 429, description = "Over the budget of 20 webhook actions (test, resend, recover) per minute", body = crate::routes::schemas::ErrorBody),
     )
 )]
 pub(super) async fn recover(
     state: web::Data<AppState>,
     Caller(me): Caller,
     path: web::Path<String>,
-    JsonBody(b): JsonBody<RecoverBody>,
+    b: std::result::Result<JsonBody<RecoverBody>, ApiError>,
 ) -> Result {
-    recover_endpoint(&state, me.partner_id(), &path, b).await
+    // Spent before the body is judged: a call answered 400 counts too.
+    state.webhooks.spend_action(me.partner_id()).await?;
+    recover_endpoint(&state, me.partner_id(), &path, b?.0).await
 }
 
 /// The operator's log keeps its documented `?limit=` of up to 500.
@@ -605,7 +612,7 @@ pub(super) async fn internal_test(
         ("id" = String, Path, description = "The endpoint's id (a UUID)", format = Uuid),
     ),
     responses(
-        (status = 202, description = "Failed deliveries since `since` were queued again", body = crate::routes::schemas::RequeuedData),
+        (status = 202, description = "Failed deliveries since `since` were queued again, at most 1,000, oldest first; `remaining` more match", body = crate::routes::schemas::RequeuedData),
         (status = 400, description = "`since` is invalid or out of range, or the endpoint is disabled", body = crate::routes::schemas::ErrorBody),
         (status = 404, description = "No such endpoint, or no partner with that `partnerId`", body = crate::routes::schemas::ErrorBody),
     )

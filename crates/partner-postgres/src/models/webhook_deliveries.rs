@@ -5,7 +5,9 @@ use diesel::sql_types::{Integer, Nullable, Text, Timestamptz};
 use partner_domain::RepoError;
 use partner_domain::events::{Event, EventKind, StoredEvent};
 use partner_domain::kernel::ids::{DeliveryId, EndpointId};
-use partner_domain::webhook::{ClaimedDelivery, DeliveryInfo, DeliveryStatus, WebhookSecret};
+use partner_domain::webhook::{
+    ClaimedDelivery, DeliveryInfo, DeliveryStatus, UnreadableDelivery, WebhookSecret,
+};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
@@ -85,6 +87,9 @@ pub(crate) struct ClaimRow {
     secret: Option<String>,
     #[diesel(sql_type = Nullable<Text>)]
     previous_secret: Option<String>,
+    /// The endpoint's previous secret has expired (and is to be erased).
+    #[diesel(sql_type = diesel::sql_types::Bool)]
+    previous_expired: bool,
     #[diesel(sql_type = Nullable<Text>)]
     custom_header_name: Option<String>,
     #[diesel(sql_type = Nullable<Text>)]
@@ -92,6 +97,19 @@ pub(crate) struct ClaimRow {
 }
 
 impl ClaimRow {
+    /// What identifies the claim, readable whatever the rest of the row holds.
+    pub(crate) fn unreadable(&self) -> UnreadableDelivery {
+        UnreadableDelivery {
+            id: DeliveryId::from_uuid(self.id),
+            endpoint_id: EndpointId::from_uuid(self.endpoint_id),
+            lease: self.lease_token,
+        }
+    }
+
+    pub(crate) fn previous_expired(&self) -> bool {
+        self.previous_expired
+    }
+
     pub(crate) fn into_domain(self) -> Result<ClaimedDelivery, RepoError> {
         Ok(ClaimedDelivery {
             id: DeliveryId::from_uuid(self.id),
@@ -114,12 +132,14 @@ impl ClaimRow {
     }
 }
 
-/// What `recover` found (`RECOVER_SQL`): whether the endpoint is the partner's, and how many
-/// deliveries were queued again.
+/// What a requeue found (`RECOVER_SQL`, `RESEND_SQL`): whether the partner's endpoint or
+/// delivery exists, how many deliveries were queued again, and how many matched.
 #[derive(QueryableByName)]
 pub(crate) struct Recovered {
     #[diesel(sql_type = diesel::sql_types::BigInt)]
     pub(crate) found: i64,
     #[diesel(sql_type = diesel::sql_types::BigInt)]
     pub(crate) requeued: i64,
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    pub(crate) matched: i64,
 }

@@ -142,7 +142,10 @@ pub(crate) struct WebhookDeliveryDetailData {
 
 #[derive(ToSchema)]
 pub(crate) struct Requeued {
+    /// Deliveries queued again by this call (at most 1,000, oldest first).
     requeued: u64,
+    /// How many more match: calling again continues.
+    remaining: u64,
 }
 
 #[derive(ToSchema)]
