@@ -21,6 +21,7 @@ mod operate;
 mod operator;
 mod orders;
 mod receiver;
+mod sec_edge;
 mod startup;
 mod sub_accounts;
 mod webhook_control;
