@@ -87,6 +87,12 @@ fn describe() {
         "rate_limiter_errors_total",
         "Rate-limit decisions that could not use Redis (decided in-process)"
     );
+    describe_counter!(
+        partner_http::audit::CROSS_READS,
+        "Reads by an admin token of a partner other than its own (each one also logged, target audit)"
+    );
+    // Exported from the start, at 0, so an alert on them needs no `absent()`.
+    metrics::counter!(partner_http::audit::CROSS_READS).increment(0);
 }
 
 /// Serves `GET /metrics` on `listener`.
