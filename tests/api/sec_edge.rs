@@ -1,5 +1,5 @@
-//! Security review (issue 23), the edge of the service: custom header names (S-08) and
-//! cross-partner reads by admin tokens (S-04). Each test is named after its finding.
+//! Security review (issue 23), the edge of the service: custom header names (S-08), what the
+//! log may hold (S-02) and cross-partner reads by admin tokens (S-04). Each test is named after its finding.
 
 use reqwest::Method;
 use serde_json::json;
@@ -240,6 +240,123 @@ impl LoggedServer {
         }
         let _ = partner_server::drop_database(&self.database_url).await;
         self.log.lock().expect("log").clone()
+    }
+}
+
+#[tokio::test]
+async fn s02_no_log_level_puts_secrets_or_personal_data_into_the_log() {
+    // Every level open, and the statement-logging crates named explicitly.
+    let server = LoggedServer::start(
+        "trace,tokio_postgres=trace,postgres_protocol=trace,diesel=trace,diesel_async=trace,\
+         reqwest=trace,hyper=trace,hyper_util=trace,rustls=trace,actix_http=trace,actix_web=trace",
+    )
+    .await;
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .expect("client");
+    let internal = |m: Method, p: &str| {
+        client
+            .request(m, format!("{}/internal/v1{p}", server.address))
+            .bearer_auth(crate::helpers::INTERNAL_TOKEN)
+    };
+    let res = internal(Method::PUT, "/partners/acme")
+        .json(&crate::helpers::partner_body(true))
+        .send()
+        .await
+        .expect("send");
+    assert!(res.status().is_success(), "{}", res.status());
+    let user = body(
+        internal(Method::POST, "/users")
+            .json(&json!({ "email": "staff@acme.test", "partnerId": "acme", "admin": false }))
+            .send()
+            .await
+            .expect("send"),
+    )
+    .await;
+    let user_id = user["data"]["id"].as_str().expect("user id").to_owned();
+    let token = body(
+        internal(Method::POST, &format!("/users/{user_id}/tokens"))
+            .send()
+            .await
+            .expect("send"),
+    )
+    .await["data"]["token"]
+        .as_str()
+        .expect("token")
+        .to_owned();
+
+    let header_value = format!("hv-{}", uuid::Uuid::new_v4().simple());
+    let created = body(
+        client
+            .post(format!("{}{ENDPOINTS}", server.address))
+            .bearer_auth(&token)
+            .json(
+                &json!({ "url": "https://hooks.example.com/s02", "events": ["lead.created"],
+                           "secret": true,
+                           "customHeader": { "name": "X-Api-Key", "value": header_value } }),
+            )
+            .send()
+            .await
+            .expect("send"),
+    )
+    .await;
+    let secret = created["data"]["secret"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a secret in {created}"))
+        .to_owned();
+    let email = format!("s02-{}@example.com", uuid::Uuid::new_v4().simple());
+    let phone = "+1 555 0142";
+    let res = internal(Method::POST, "/leads")
+        .json(&crate::helpers::lead_body(
+            "acme",
+            json!({ "email": email, "phone": phone, "lastName": "Zyxwvutsrq" }),
+        ))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(res.status(), 201);
+    for path in ["/api/v1/leads", ENDPOINTS] {
+        let res = client
+            .get(format!("{}{path}", server.address))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(res.status(), 200, "{path}");
+    }
+    // The worker claims the delivery and tries it.
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    let log = server.stop().await;
+
+    assert!(
+        log.contains("\"level\":\"DEBUG\"") || log.contains("\"level\":\"TRACE\""),
+        "the filter let no debug line through; log:\n{log}"
+    );
+    let digits: String = phone.chars().filter(char::is_ascii_digit).collect();
+    for (what, needle) in [
+        ("webhook secret", secret.as_str()),
+        ("webhook secret key", secret.trim_start_matches("whsec_")),
+        ("custom header value", header_value.as_str()),
+        ("lead e-mail", email.as_str()),
+        ("lead phone", phone),
+        ("lead phone digits", digits.as_str()),
+        ("lead last name", "Zyxwvutsrq"),
+        ("partner token", token.as_str()),
+        ("operator token", crate::helpers::INTERNAL_TOKEN),
+        ("token pepper", crate::helpers::PEPPER),
+    ] {
+        // The value as text, and as tokio_postgres prints a bound parameter: its bytes, in
+        // decimal (`Some([119, 104, …])`).
+        let bytes = format!("{:?}", needle.as_bytes());
+        let bytes = bytes.trim_start_matches('[').trim_end_matches(']');
+        for form in [needle, bytes] {
+            if let Some(at) = log.find(form) {
+                let start = log[..at].rfind('\n').map_or(0, |i| i + 1);
+                let line: String = log[start..].chars().take(300).collect();
+                panic!("the {what} is in the log, on the line starting: {line}");
+            }
+        }
     }
 }
 
