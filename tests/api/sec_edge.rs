@@ -1,5 +1,6 @@
 //! Security review (issue 23), the edge of the service: custom header names (S-08), what the
-//! log may hold (S-02) and cross-partner reads by admin tokens (S-04). Each test is named after its finding.
+//! log may hold (S-02), parser rejections (S-10, S-11) and cross-partner reads by admin tokens
+//! (S-04). Each test is named after its finding.
 
 use reqwest::Method;
 use serde_json::json;
@@ -450,4 +451,157 @@ async fn s04_cross_partner_reads_by_admin_tokens_are_audited_and_counted() {
         assert_eq!(line["rows"], rows, "{line}");
     }
     server.stop().await;
+}
+
+/// Sends `bytes` on a new connection to `address` (`http://host:port`), then reads the answer
+/// until the server closes: its status and its body as JSON (`Null` when not JSON).
+async fn raw_request(address: &str, bytes: &[u8]) -> (u16, serde_json::Value, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let host = address.trim_start_matches("http://");
+    let mut stream = tokio::net::TcpStream::connect(host).await.expect("connect");
+    // The server may answer (and stop reading) before everything is written.
+    let _ = stream.write_all(bytes).await;
+    let mut answer = Vec::new();
+    let read = tokio::time::timeout(
+        std::time::Duration::from_secs(15),
+        stream.read_to_end(&mut answer),
+    )
+    .await;
+    assert!(read.is_ok(), "no answer within 15 s");
+    let text = String::from_utf8_lossy(&answer).into_owned();
+    let status = text
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status line in {text:?}"));
+    let json = text
+        .split_once("\r\n\r\n")
+        .and_then(|(_, b)| serde_json::from_str(b).ok())
+        .unwrap_or(serde_json::Value::Null);
+    (status, json, text)
+}
+
+#[tokio::test]
+async fn s10_s11_parser_rejections_answer_the_error_body_are_counted_and_not_logged_as_errors() {
+    let server = LoggedServer::start("info").await;
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .expect("client");
+    let metrics = || async {
+        client
+            .get(format!("{}/metrics", server.metrics_address))
+            .send()
+            .await
+            .expect("send")
+            .text()
+            .await
+            .expect("metrics")
+    };
+    let reasons = [
+        "request_line_too_long",
+        "headers_too_large",
+        "too_many_headers",
+        "header_timeout",
+        "malformed",
+    ];
+    let count = |page: &str, reason: &str| {
+        sample(
+            page,
+            &format!("http_rejected_requests_total{{reason=\"{reason}\"}}"),
+        )
+    };
+    let page = metrics().await;
+    for r in reasons {
+        assert_eq!(count(&page, r), Some(0.0), "{r} exported from the start");
+    }
+
+    let mut cases: Vec<(&str, Vec<u8>, u16)> = Vec::new();
+    // A request line over 16 KiB (a 17 kB query string).
+    cases.push((
+        "request_line_too_long",
+        format!(
+            "GET /api/v1/catalog?q={} HTTP/1.1\r\nHost: x\r\n\r\n",
+            "a".repeat(17 * 1024)
+        )
+        .into_bytes(),
+        414,
+    ));
+    // Headers over 32 KiB.
+    cases.push((
+        "headers_too_large",
+        format!(
+            "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: {}\r\n\r\n",
+            "b".repeat(33 * 1024)
+        )
+        .into_bytes(),
+        431,
+    ));
+    // Over 100 header fields (200, as the review sent).
+    let mut many = String::from("GET /healthz HTTP/1.1\r\nHost: x\r\n");
+    for i in 0..200 {
+        many.push_str(&format!("X-H{i}: v\r\n"));
+    }
+    many.push_str("\r\n");
+    cases.push(("too_many_headers", many.into_bytes(), 431));
+    // Not HTTP.
+    cases.push((
+        "malformed",
+        b"GET /healthz HTTP/1.1\r\nNo colon here\r\n\r\n".to_vec(),
+        400,
+    ));
+    for (reason, bytes, status) in &cases {
+        let (got, json, text) = raw_request(&server.address, bytes).await;
+        assert_eq!(got, *status, "{reason}: {text}");
+        assert_eq!(json["error"]["code"], "invalid_request", "{reason}: {text}");
+        assert!(
+            json["error"]["message"]
+                .as_str()
+                .is_some_and(|m| !m.is_empty()),
+            "{reason}: {text}"
+        );
+        assert!(
+            text.to_ascii_lowercase()
+                .contains("content-type: application/json"),
+            "{text}"
+        );
+    }
+    // Headers not complete 5 s after the first byte.
+    let started = std::time::Instant::now();
+    let (got, json, text) =
+        raw_request(&server.address, b"GET /healthz HTTP/1.1\r\nHost: x\r\n").await;
+    assert_eq!(got, 408, "{text}");
+    assert_eq!(json["error"]["code"], "invalid_request", "{text}");
+    let waited = started.elapsed();
+    assert!(
+        waited >= std::time::Duration::from_millis(4900)
+            && waited < std::time::Duration::from_secs(8),
+        "answered after {waited:?}"
+    );
+    // A normal request on the same server still works, on a keep-alive connection with a body.
+    let res = client
+        .get(format!("{}/healthz", server.address))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(res.status(), 200);
+
+    let page = metrics().await;
+    for r in reasons {
+        let expected = if r == "header_timeout" {
+            1.0
+        } else {
+            cases.iter().filter(|c| c.0 == r).count() as f64
+        };
+        assert_eq!(count(&page, r), Some(expected), "{r}:\n{page}");
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let log = server.stop().await;
+    for line in log.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap_or_default();
+        assert!(
+            v["level"] != "ERROR" && v["level"] != "WARN",
+            "rejections are logged at most at debug: {line}"
+        );
+    }
 }

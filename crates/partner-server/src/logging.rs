@@ -7,10 +7,13 @@
 //!   phones), URLs and headers (HTTP clients and servers), or Redis commands. They log at most
 //!   `info`, even under `RUST_LOG=trace` or `RUST_LOG=tokio_postgres=trace`.
 //!
-//! Our own crates log no secret, token, header value or personal data at any level.
+//! actix-http's `ERROR` line per unparsable request is dropped ([`QuietStreamErrors`]). Our own
+//! crates log no secret, token, header value or personal data at any level.
 
+use tracing::{Event, Level, Metadata};
 use tracing_subscriber::filter::{FilterExt, LevelFilter, Targets};
 use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::layer::{Context, Filter};
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer, Registry};
 
@@ -57,6 +60,49 @@ pub fn caps() -> Targets {
         .with_targets(CAPPED_TARGETS.iter().map(|t| (*t, CAP)))
 }
 
+/// Drops actix-http's `ERROR` line for a connection whose request it could not parse (or that
+/// broke off): anyone can send those, and the guard of `crate::edge` refuses, counts and logs at
+/// `debug` nearly all of them before actix sees them. The few left (heads `httparse` accepts but
+/// actix refuses) are counted here, as `malformed`.
+#[derive(Debug, Clone, Copy)]
+pub struct QuietStreamErrors;
+
+const DISPATCHER: &str = "actix_http::h1::dispatcher";
+
+impl<S> Filter<S> for QuietStreamErrors {
+    fn enabled(&self, _: &Metadata<'_>, _: &Context<'_, S>) -> bool {
+        true
+    }
+
+    fn event_enabled(&self, event: &Event<'_>, _: &Context<'_, S>) -> bool {
+        let meta = event.metadata();
+        if meta.target() != DISPATCHER || *meta.level() != Level::ERROR {
+            return true;
+        }
+        let mut message = Message(String::new());
+        event.record(&mut message);
+        let Some(cause) = message.0.strip_prefix("stream error: ") else {
+            return true;
+        };
+        if cause.starts_with("request parse error") {
+            metrics::counter!(crate::edge::REJECTED, "reason" => crate::edge::Rejection::Malformed.reason())
+                .increment(1);
+        }
+        false
+    }
+}
+
+/// The `message` field of an event.
+struct Message(String);
+
+impl tracing::field::Visit for Message {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        if field.name() == "message" {
+            self.0 = format!("{value:?}");
+        }
+    }
+}
+
 /// Parses `RUST_LOG`-style directives.
 pub fn env_filter(directives: &str) -> Result<EnvFilter, String> {
     EnvFilter::try_new(directives).map_err(|e| format!("RUST_LOG: not a valid log filter ({e})"))
@@ -65,7 +111,7 @@ pub fn env_filter(directives: &str) -> Result<EnvFilter, String> {
 /// Installs the process's subscriber: `directives` (from `RUST_LOG`) and [`caps`], written as
 /// one JSON object a line when `json`, else as text.
 pub fn init(directives: &str, json: bool) -> Result<(), String> {
-    let filter = env_filter(directives)?.and(caps());
+    let filter = QuietStreamErrors.and(env_filter(directives)?).and(caps());
     let fmt = tracing_subscriber::fmt::layer();
     let layer: Box<dyn Layer<Registry> + Send + Sync> = if json {
         fmt.json()

@@ -93,6 +93,11 @@ fn describe() {
     );
     // Exported from the start, at 0, so an alert on them needs no `absent()`.
     metrics::counter!(partner_http::audit::CROSS_READS).increment(0);
+    describe_counter!(
+        crate::edge::REJECTED,
+        "Requests refused before parsing (request line, header size or count, slow or malformed head), by reason"
+    );
+    crate::edge::export_rejections();
 }
 
 /// Serves `GET /metrics` on `listener`.
