@@ -478,10 +478,12 @@ impl<T: AsyncRead + AsyncWrite + Unpin> AsyncWrite for Guarded<T> {
 }
 
 /// An HTTP/1 server on `listener` whose connections pass the guard, serving the app `factory`
-/// makes on each of `workers` threads (as `actix_web::HttpServer` would), draining at most 10 s.
+/// makes on each of `workers` threads (as `actix_web::HttpServer` would), draining at most
+/// `drain_secs` when stopped; `signals`: whether SIGINT/SIGTERM stop it.
 pub fn serve<F, I, S, B>(
     listener: TcpListener,
     workers: usize,
+    drain_secs: u64,
     signals: bool,
     factory: F,
 ) -> io::Result<actix_server::Server>
@@ -499,7 +501,7 @@ where
     let local = listener.local_addr()?;
     let mut builder = actix_server::Server::build()
         .workers(workers)
-        .shutdown_timeout(10);
+        .shutdown_timeout(drain_secs);
     if !signals {
         builder = builder.disable_signals();
     }

@@ -5,7 +5,7 @@ use std::net::TcpListener;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use actix_web::{App, HttpResponse, HttpServer, web};
+use actix_web::{App, HttpResponse, web};
 use anyhow::Context;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use partner_domain::kernel::clock::Clock;
@@ -100,12 +100,12 @@ fn describe() {
     crate::edge::export_rejections();
 }
 
-/// Serves `GET /metrics` on `listener`.
+/// Serves `GET /metrics` on `listener`, behind the same guard as the API (`crate::edge`).
 pub fn serve(
     listener: TcpListener,
     handle: PrometheusHandle,
 ) -> std::io::Result<actix_web::dev::Server> {
-    Ok(HttpServer::new(move || {
+    crate::edge::serve(listener, 1, 1, false, move || {
         let handle = handle.clone();
         App::new().route(
             "/metrics",
@@ -119,11 +119,6 @@ pub fn serve(
             }),
         )
     })
-    .workers(1)
-    .disable_signals()
-    .listen(listener)?
-    .shutdown_timeout(1)
-    .run())
 }
 
 /// Refreshes the pool and backlog gauges every [`REFRESH_EVERY`], forever.

@@ -259,7 +259,7 @@ impl Application {
                     .with_context(|| format!("PARTNER_INTERNAL_BIND: cannot bind {bind}"))?;
                 let port = listener.local_addr()?.port();
                 let state = state.clone();
-                let server = crate::edge::serve(listener, 2, false, move || {
+                let server = crate::edge::serve(listener, 2, 10, false, move || {
                     App::new().configure(|cfg| {
                         partner_http::configure_surface(cfg, state.clone(), Surface::Internal)
                     })
@@ -277,7 +277,7 @@ impl Application {
         };
         let worker_store = store.clone();
         // Request heads pass the guard of `edge` before actix parses them.
-        let server = crate::edge::serve(listener, http_workers.max(1), true, move || {
+        let server = crate::edge::serve(listener, http_workers.max(1), 10, true, move || {
             // Runs on each worker thread as it starts.
             worker_store.attach_worker();
             App::new().configure(|cfg| partner_http::configure_surface(cfg, state.clone(), surface))
