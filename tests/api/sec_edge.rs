@@ -288,12 +288,15 @@ async fn s02_no_log_level_puts_secrets_or_personal_data_into_the_log() {
         .to_owned();
 
     let header_value = format!("hv-{}", uuid::Uuid::new_v4().simple());
+    // A credential in the target's query (the URL check sends credentials to customHeader, but
+    // a query is the partner's own business).
+    let url_key = format!("uk-{}", uuid::Uuid::new_v4().simple());
     let created = body(
         client
             .post(format!("{}{ENDPOINTS}", server.address))
             .bearer_auth(&token)
             .json(
-                &json!({ "url": "https://hooks.example.com/s02", "events": ["lead.created"],
+                &json!({ "url": format!("https://hooks.example.com/s02?key={url_key}"), "events": ["lead.created"],
                            "secret": true,
                            "customHeader": { "name": "X-Api-Key", "value": header_value } }),
             )
@@ -339,6 +342,7 @@ async fn s02_no_log_level_puts_secrets_or_personal_data_into_the_log() {
         ("webhook secret", secret.as_str()),
         ("webhook secret key", secret.trim_start_matches("whsec_")),
         ("custom header value", header_value.as_str()),
+        ("credential in the endpoint's query", url_key.as_str()),
         ("lead e-mail", email.as_str()),
         ("lead phone", phone),
         ("lead phone digits", digits.as_str()),
