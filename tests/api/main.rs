@@ -21,6 +21,7 @@ mod operate;
 mod operator;
 mod orders;
 mod receiver;
+mod sec_edge;
 mod sec_webhooks;
 mod startup;
 mod sub_accounts;

@@ -7,6 +7,7 @@
 
 #![cfg_attr(test, allow(clippy::expect_used, clippy::indexing_slicing))]
 
+pub mod audit;
 mod csv_export;
 mod error;
 mod extract;

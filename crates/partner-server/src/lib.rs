@@ -5,6 +5,8 @@
 
 pub mod config;
 pub mod demo;
+pub mod edge;
+pub mod logging;
 pub mod observability;
 pub mod openapi;
 pub mod startup;

@@ -6,7 +6,6 @@ use clap::{Parser, Subcommand};
 use partner_server::config::{Config, LogFormat, Role};
 use partner_server::demo;
 use partner_server::startup::{Application, Migrations, prepare_database};
-use tracing_subscriber::EnvFilter;
 
 /// Partner Portal API server. Settings come from the environment (a `.env` file in the working
 /// directory is read when present); see the README for the variables.
@@ -57,36 +56,16 @@ async fn main() -> std::process::ExitCode {
     }
 }
 
-/// Log lines go to standard output, as text or one JSON object a line. HTTP client internals are
-/// capped at `info` unless `RUST_LOG` names them: at `debug` they print the URLs they connect to,
-/// and a webhook URL's query may carry a credential.
+/// Log lines go to standard output, as text or one JSON object a line, filtered by `RUST_LOG`
+/// and by caps no `RUST_LOG` lifts (`partner_server::logging`).
 fn init_logging(config: &Config) -> anyhow::Result<()> {
     use std::io::IsTerminal;
-    let mut directives = config.log_filter.clone();
-    for noisy in ["reqwest", "hyper", "hyper_util", "h2", "rustls"] {
-        if !directives.split(',').any(|d| d.trim().starts_with(noisy)) {
-            directives.push_str(&format!(",{noisy}=info"));
-        }
-    }
-    let filter = EnvFilter::try_new(&directives)
-        .map_err(|e| anyhow::anyhow!("RUST_LOG: not a valid log filter ({e})"))?;
     let json = match config.log_format {
         Some(LogFormat::Json) => true,
         Some(LogFormat::Text) => false,
         None => !std::io::stdout().is_terminal(),
     };
-    let builder = tracing_subscriber::fmt().with_env_filter(filter);
-    if json {
-        builder
-            .json()
-            .flatten_event(true)
-            .with_current_span(true)
-            .with_span_list(false)
-            .init();
-    } else {
-        builder.init();
-    }
-    Ok(())
+    partner_server::logging::init(&config.log_filter, json).map_err(|e| anyhow::anyhow!(e))
 }
 
 async fn run(cli: Cli) -> anyhow::Result<()> {

@@ -5,7 +5,7 @@ use std::net::TcpListener;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use actix_web::{App, HttpResponse, HttpServer, web};
+use actix_web::{App, HttpResponse, web};
 use anyhow::Context;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use partner_domain::kernel::clock::Clock;
@@ -87,14 +87,25 @@ fn describe() {
         "rate_limiter_errors_total",
         "Rate-limit decisions that could not use Redis (decided in-process)"
     );
+    describe_counter!(
+        partner_http::audit::CROSS_READS,
+        "Reads by an admin token of a partner other than its own (each one also logged, target audit)"
+    );
+    // Exported from the start, at 0, so an alert on them needs no `absent()`.
+    metrics::counter!(partner_http::audit::CROSS_READS).increment(0);
+    describe_counter!(
+        crate::edge::REJECTED,
+        "Requests refused before parsing (request line, header size or count, slow or malformed head), by reason"
+    );
+    crate::edge::export_rejections();
 }
 
-/// Serves `GET /metrics` on `listener`.
+/// Serves `GET /metrics` on `listener`, behind the same guard as the API (`crate::edge`).
 pub fn serve(
     listener: TcpListener,
     handle: PrometheusHandle,
 ) -> std::io::Result<actix_web::dev::Server> {
-    Ok(HttpServer::new(move || {
+    crate::edge::serve(listener, 1, 1, false, move || {
         let handle = handle.clone();
         App::new().route(
             "/metrics",
@@ -108,11 +119,6 @@ pub fn serve(
             }),
         )
     })
-    .workers(1)
-    .disable_signals()
-    .listen(listener)?
-    .shutdown_timeout(1)
-    .run())
 }
 
 /// Refreshes the pool and backlog gauges every [`REFRESH_EVERY`], forever.

@@ -3,7 +3,7 @@
 use std::net::TcpListener;
 use std::sync::Arc;
 
-use actix_web::{App, HttpServer, web};
+use actix_web::{App, web};
 use anyhow::Context;
 use partner_domain::account::AccountService;
 use partner_domain::account::auth::AuthService;
@@ -261,16 +261,11 @@ impl Application {
                     .with_context(|| format!("PARTNER_INTERNAL_BIND: cannot bind {bind}"))?;
                 let port = listener.local_addr()?.port();
                 let state = state.clone();
-                let server = HttpServer::new(move || {
+                let server = crate::edge::serve(listener, 2, 10, false, move || {
                     App::new().configure(|cfg| {
                         partner_http::configure_surface(cfg, state.clone(), Surface::Internal)
                     })
-                })
-                .workers(2)
-                .disable_signals()
-                .listen(listener)?
-                .shutdown_timeout(10)
-                .run();
+                })?;
                 let handle = server.handle();
                 tokio::spawn(server);
                 (Some(port), Some(handle))
@@ -283,15 +278,12 @@ impl Application {
             Role::Worker => Surface::HealthOnly,
         };
         let worker_store = store.clone();
-        let server = HttpServer::new(move || {
+        // Request heads pass the guard of `edge` before actix parses them.
+        let server = crate::edge::serve(listener, http_workers.max(1), 10, true, move || {
             // Runs on each worker thread as it starts.
             worker_store.attach_worker();
             App::new().configure(|cfg| partner_http::configure_surface(cfg, state.clone(), surface))
-        })
-        .workers(http_workers.max(1))
-        .listen(listener)?
-        .shutdown_timeout(10)
-        .run();
+        })?;
         Ok(Self {
             port,
             metrics_port,

@@ -9,7 +9,7 @@ use crate::account::ports::{TokenRecord, TokenRepo};
 use crate::account::token::{TokenHash, TokenPepper, TokenText};
 use crate::kernel::clock::Clock;
 use crate::kernel::error::RepoError;
-use crate::kernel::ids::TokenId;
+use crate::kernel::ids::{TokenId, UserId};
 use crate::kernel::values::PartnerId;
 
 /// Who is calling. Only [`AuthService::open`] makes one, from a token it has just verified,
@@ -17,6 +17,8 @@ use crate::kernel::values::PartnerId;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Principal {
     token_id: TokenId,
+    /// The portal user the token belongs to (the audit log names it).
+    user_id: UserId,
     partner_id: PartnerId,
     admin: bool,
     /// Whether the partner's DNA links endpoint is enabled (an account-state check).
@@ -28,6 +30,7 @@ impl Principal {
     pub(crate) fn for_test(partner_id: PartnerId, admin: bool) -> Self {
         Self {
             token_id: TokenId::from_uuid(uuid::Uuid::nil()),
+            user_id: UserId::from_uuid(uuid::Uuid::nil()),
             partner_id,
             admin,
             dna_access: false,
@@ -38,6 +41,19 @@ impl Principal {
     #[must_use]
     pub fn token_id(&self) -> TokenId {
         self.token_id
+    }
+
+    /// The portal user the token belongs to.
+    #[must_use]
+    pub fn user_id(&self) -> UserId {
+        self.user_id
+    }
+
+    /// Whether reading `partner`'s data is a cross-partner read: an admin token reading a
+    /// partner other than its own (extensions §12: each one is audited).
+    #[must_use]
+    pub fn reads_another_partner(&self, partner: &PartnerId) -> bool {
+        &self.partner_id != partner
     }
 
     /// The partner the token acts for: every partner read and write is scoped by it.
@@ -244,6 +260,7 @@ impl AuthService {
             touch_due: touch_due(rec.last_used_at, now),
             principal: Principal {
                 token_id: rec.token_id,
+                user_id: rec.user_id,
                 partner_id: rec.partner_id,
                 admin: rec.admin,
                 dna_access: rec.partner_dna_access,

@@ -65,7 +65,10 @@ pub struct CustomHeader {
     value: String,
 }
 
-const RESERVED_HEADERS: [&str; 7] = [
+/// Names a custom header may not take, compared after [`normalise_header_name`]: those the
+/// delivery sets itself (`rulings.md`), hop-by-hop and framing headers, credentials and cookies,
+/// and the names proxies use to describe the client (extensions §12).
+const RESERVED_HEADERS: [&str; 18] = [
     "content-type",
     "content-length",
     "host",
@@ -73,7 +76,33 @@ const RESERVED_HEADERS: [&str; 7] = [
     "connection",
     "user-agent",
     "authorization",
+    "keep-alive",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "upgrade",
+    "expect",
+    "content-encoding",
+    "proxy-authorization",
+    "cookie",
+    "forwarded",
+    "x-real-ip",
 ];
+
+/// Every name starting with one of these (after [`normalise_header_name`]) is reserved too.
+const RESERVED_PREFIXES: [&str; 3] = ["x-partner-", "webhook-", "x-forwarded-"];
+
+/// The form in which header names are compared: lower case, `_` read as `-` (a receiver that
+/// maps headers to CGI names sees `X_Partner_Signature` and `X-Partner-Signature` as one).
+fn normalise_header_name(name: &str) -> String {
+    name.to_ascii_lowercase().replace('_', "-")
+}
+
+/// Whether a delivery may not carry a custom header of this name.
+fn is_reserved_header(name: &str) -> bool {
+    let n = normalise_header_name(name);
+    RESERVED_HEADERS.contains(&n.as_str()) || RESERVED_PREFIXES.iter().any(|p| n.starts_with(p))
+}
 
 impl CustomHeader {
     pub fn name(&self) -> &str {
@@ -86,7 +115,10 @@ impl CustomHeader {
 
     /// The name: an HTTP token of 1-64 characters, not one the delivery sets itself
     /// (`Content-Type`, `Content-Length`, `Host`, `Transfer-Encoding`, `Connection`,
-    /// `User-Agent`, `Authorization`, any `X-Partner-*`), compared case-insensitively. The value:
+    /// `User-Agent`, `Authorization`, any `X-Partner-*`), nor a hop-by-hop, credential or proxy
+    /// header (`webhook-*`, `Connection`, `Keep-Alive`, `Proxy-Connection`, `TE`, `Trailer`,
+    /// `Upgrade`, `Expect`, `Content-Encoding`, `Proxy-Authorization`, `Cookie`, `Forwarded`,
+    /// `X-Forwarded-*`, `X-Real-IP`), compared case-insensitively after `_` becomes `-`. The value:
     /// at most 1,024 printable ASCII characters and spaces.
     pub fn parse(name: &str, value: &str) -> Result<Self, ValueError> {
         let tchar = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
@@ -96,8 +128,7 @@ impl CustomHeader {
                 "an HTTP header name of 1-64 characters",
             ));
         }
-        let lower = name.to_ascii_lowercase();
-        if RESERVED_HEADERS.contains(&lower.as_str()) || lower.starts_with("x-partner-") {
+        if is_reserved_header(name) {
             return Err(ValueError::invalid(
                 "customHeader.name",
                 "that header is set by the delivery itself",
@@ -421,8 +452,38 @@ mod tests {
             ("", "x"),
             ("X-Ok", "a\nb"),
             ("X-Ok", "é"),
+            ("X_Partner_Signature", "x"),
+            ("x_partner_event", "x"),
+            ("webhook-signature", "x"),
+            ("Webhook_Id", "x"),
+            ("Keep-Alive", "x"),
+            ("Proxy-Connection", "x"),
+            ("TE", "x"),
+            ("Trailer", "x"),
+            ("Upgrade", "x"),
+            ("Expect", "x"),
+            ("Content-Encoding", "x"),
+            ("Content_Type", "x"),
+            ("Proxy-Authorization", "x"),
+            ("Cookie", "x"),
+            ("Forwarded", "x"),
+            ("X-Forwarded-For", "x"),
+            ("x_forwarded_host", "x"),
+            ("X-Real-IP", "x"),
+            ("X_REAL_IP", "x"),
+            ("Connection", "x"),
         ] {
             assert!(CustomHeader::parse(n, v).is_err(), "{n}: {v}");
+        }
+        for ok in [
+            "X-Api-Key",
+            "X_Api_Key",
+            "Webhooks-Token",
+            "X-Forwarder",
+            "Tea",
+            "Cookies",
+        ] {
+            assert!(CustomHeader::parse(ok, "v").is_ok(), "{ok}");
         }
         assert!(CustomHeader::parse(&"x".repeat(65), "v").is_err());
         assert!(CustomHeader::parse("X-Ok", &"v".repeat(1025)).is_err());

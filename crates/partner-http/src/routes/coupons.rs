@@ -244,6 +244,7 @@ pub(super) async fn list(req: HttpRequest) -> HttpResponse {
                             &"a coupon page held another partner's coupon",
                         ));
                     }
+                    crate::audit::cross_read(&me, &query.partner, req.path(), page.items.len());
                     respond(st, page, query.limit, query.offset, csv)
                 },
             )
