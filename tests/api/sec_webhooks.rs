@@ -629,3 +629,67 @@ async fn s05_an_expired_previous_secret_is_erased_by_the_next_change_or_delivery
         "erased by a delivery"
     );
 }
+
+/// S-09: the custom header's value is write-only. The answer to the `POST` or `PATCH` (partner or
+/// operator API) that set it carries `{ name, value }`; every other answer carries
+/// `{ name, valueHint }` (`…` and the last 4 characters, `…` alone for 8 or fewer).
+#[tokio::test]
+async fn s09_a_custom_header_value_is_shown_only_in_the_answer_that_set_it() {
+    let app = TestApp::spawn().await;
+    let s = app.seed("acme", false).await;
+    let secret_value = "Bearer sk_live_9f3a";
+    let created = app
+        .create_webhook_endpoint(
+            &s.token,
+            &json!({ "url": "https://hooks.acme.invalid/x", "events": ["lead.created"],
+                     "customHeader": { "name": "X-Api-Key", "value": secret_value } }),
+        )
+        .await;
+    assert_eq!(
+        created["customHeader"],
+        json!({ "name": "X-Api-Key", "value": secret_value }),
+        "the POST that set it"
+    );
+    let id = created["id"].as_str().expect("id").to_owned();
+    let hinted = json!({ "name": "X-Api-Key", "valueHint": "…9f3a" });
+    let listed = app.get_ok("/api/v1/webhook-endpoints", &s.token).await;
+    assert_eq!(listed["data"][0]["customHeader"], hinted, "the listing");
+    let res = app
+        .internal(Method::GET, "/partners/acme/webhook-endpoints")
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(body(res).await["data"][0]["customHeader"], hinted, "the operator's listing");
+    let path = format!("/api/v1/webhook-endpoints/{id}");
+    let res = app
+        .api(Method::PATCH, &path, &s.token)
+        .json(&json!({ "events": ["lead.created", "payout.created"] }))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(body(res).await["data"]["customHeader"], hinted, "a PATCH of other fields");
+    let res = app
+        .api(Method::PATCH, &path, &s.token)
+        .json(&json!({ "customHeader": { "name": "X-Key", "value": "short" } }))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(
+        body(res).await["data"]["customHeader"],
+        json!({ "name": "X-Key", "value": "short" }),
+        "the PATCH that set it"
+    );
+    let res = app
+        .internal(Method::PATCH, &format!("/partners/acme/webhook-endpoints/{id}"))
+        .json(&json!({ "enabled": false }))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(
+        body(res).await["data"]["customHeader"],
+        json!({ "name": "X-Key", "valueHint": "…" }),
+        "8 characters or fewer: no character shown"
+    );
+    let listed = app.get_ok("/api/v1/webhook-endpoints", &s.token).await;
+    assert!(!listed.to_string().contains("short"), "{listed}");
+}

@@ -9,7 +9,6 @@ use time::OffsetDateTime;
 use crate::events::EventKind;
 use crate::kernel::ids::EndpointId;
 use crate::kernel::values::{PartnerId, ValueError};
-use crate::kernel::wire;
 use crate::webhook::signature::WebhookSecret;
 
 /// An account may have at most this many endpoints.
@@ -59,7 +58,7 @@ impl Serialize for LeadCreatedDelay {
 /// The one custom header an endpoint may attach to every delivery. Only
 /// [`CustomHeader::parse`] makes one, so a name or value that is not a legal, unreserved
 /// header cannot reach a request.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CustomHeader {
     name: String,
     value: String,
@@ -111,6 +110,16 @@ impl CustomHeader {
 
     pub fn value(&self) -> &str {
         &self.value
+    }
+
+    /// What answers show instead of the value (extensions §12): `…` and its last 4 characters,
+    /// or `…` alone when it has 8 or fewer (the value is ASCII, so characters are bytes).
+    pub fn value_hint(&self) -> String {
+        let v = self.value.as_str();
+        match v.len().checked_sub(4) {
+            Some(start) if v.len() > 8 => format!("…{}", v.get(start..).unwrap_or_default()),
+            _ => "…".to_owned(),
+        }
     }
 
     /// The name: an HTTP token of 1-64 characters, not one the delivery sets itself
@@ -224,29 +233,68 @@ pub struct EndpointParts {
     pub updated_at: OffsetDateTime,
 }
 
-/// An endpoint as partners see it: never the secret.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct EndpointRow {
-    pub id: EndpointId,
-    pub url: String,
-    pub events: Vec<EventKind>,
-    pub lead_created_delay: Option<LeadCreatedDelay>,
-    pub custom_header: Option<CustomHeader>,
-    pub has_secret: bool,
-    #[serde(serialize_with = "wire::ts")]
-    pub created_at: OffsetDateTime,
-    /// `enabled` or `disabled`.
-    pub status: &'static str,
-    pub disabled_reason: Option<DisabledReason>,
-    #[serde(serialize_with = "wire::ts_opt")]
-    pub disabled_at: Option<OffsetDateTime>,
-    /// Until when the secret a rotation replaced still signs (`null`: no overlap).
-    #[serde(serialize_with = "wire::ts_opt")]
-    pub previous_secret_expires_at: Option<OffsetDateTime>,
-    /// Present only in the answer that generated it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub secret: Option<String>,
+/// An endpoint as one answer shows it (extensions §12): at an instant (a rotation's overlap is
+/// shown only while it lasts), with the secret only in the answer that generated it, and the
+/// custom header's value only in the answer to the request that set it (a hint otherwise).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShownEndpoint {
+    pub endpoint: WebhookEndpoint,
+    pub at: OffsetDateTime,
+    reveal_secret: bool,
+    reveal_header_value: bool,
+}
+
+impl ShownEndpoint {
+    /// As every listing and read shows it: no secret, the header's value as a hint.
+    pub fn listed(endpoint: WebhookEndpoint, at: OffsetDateTime) -> Self {
+        Self {
+            endpoint,
+            at,
+            reveal_secret: false,
+            reveal_header_value: false,
+        }
+    }
+
+    /// The same, revealing the secret (the answer that generated it) and the header's value
+    /// (the answer to the request that set it) where told to.
+    #[must_use]
+    pub fn revealing(self, secret: bool, header_value: bool) -> Self {
+        Self {
+            reveal_secret: secret,
+            reveal_header_value: header_value,
+            ..self
+        }
+    }
+
+    /// The generated secret, in the answer that generated it.
+    pub fn secret(&self) -> Option<&str> {
+        self.reveal_secret
+            .then(|| self.endpoint.secret.as_ref().map(WebhookSecret::expose))
+            .flatten()
+    }
+
+    /// The custom header's value, in the answer to the request that set it.
+    pub fn header_value(&self) -> Option<&str> {
+        self.reveal_header_value
+            .then(|| {
+                self.endpoint
+                    .custom_header
+                    .as_ref()
+                    .map(CustomHeader::value)
+            })
+            .flatten()
+    }
+
+    /// Until when the replaced secret still signs, while it does.
+    pub fn previous_secret_expires_at(&self) -> Option<OffsetDateTime> {
+        self.endpoint
+            .previous_secret_at(self.at)
+            .and(self.endpoint.previous_secret_expires_at)
+    }
+
+    pub fn is_enabled(&self) -> bool {
+        self.endpoint.disabled_at.is_none()
+    }
 }
 
 impl WebhookEndpoint {
@@ -359,38 +407,6 @@ impl WebhookEndpoint {
             _ => None,
         }
     }
-
-    /// The endpoint as shown at `now`.
-    pub fn row(&self, now: OffsetDateTime) -> EndpointRow {
-        EndpointRow {
-            id: self.id,
-            url: self.url.clone(),
-            events: self.events.clone(),
-            lead_created_delay: self.lead_created_delay,
-            custom_header: self.custom_header.clone(),
-            has_secret: self.secret.is_some(),
-            created_at: self.created_at,
-            status: if self.disabled_at.is_some() {
-                "disabled"
-            } else {
-                "enabled"
-            },
-            disabled_reason: self.disabled_reason,
-            disabled_at: self.disabled_at,
-            previous_secret_expires_at: self
-                .previous_secret_at(now)
-                .and(self.previous_secret_expires_at),
-            secret: None,
-        }
-    }
-
-    /// The row with the secret shown (once, after generating it).
-    pub fn row_with_secret(&self, now: OffsetDateTime) -> EndpointRow {
-        EndpointRow {
-            secret: self.secret.as_ref().map(|s| s.expose().to_owned()),
-            ..self.row(now)
-        }
-    }
 }
 
 /// The event list: a non-empty subset of [`EventKind::ALL`] (duplicates dropped).
@@ -497,6 +513,19 @@ mod tests {
         );
         assert!(parse_events(&[]).is_err());
         assert!(parse_events(&["lead.deleted".into()]).is_err());
+    }
+
+    #[test]
+    fn a_header_value_is_hinted_by_its_last_four_characters_beyond_eight() {
+        let hint = |v: &str| {
+            CustomHeader::parse("X-Api-Key", v)
+                .expect("header")
+                .value_hint()
+        };
+        assert_eq!(hint("12345678"), "…");
+        assert_eq!(hint("a"), "…");
+        assert_eq!(hint("Bearer sk_live_9f3a"), "…9f3a");
+        assert_eq!(hint("123456789"), "…6789");
     }
 
     #[test]

@@ -34,8 +34,8 @@ pub use delivery::{
     parse_statuses,
 };
 pub use endpoint::{
-    CustomHeader, DisabledReason, ENDPOINT_DISABLED, EndpointParts, EndpointPatch, EndpointRow,
-    LeadCreatedDelay, MAX_ENDPOINTS, NewEndpoint, WebhookEndpoint, parse_events,
+    CustomHeader, DisabledReason, ENDPOINT_DISABLED, EndpointParts, EndpointPatch,
+    LeadCreatedDelay, MAX_ENDPOINTS, NewEndpoint, ShownEndpoint, WebhookEndpoint, parse_events,
 };
 pub use health::{Attempted, EndpointHealth, HealthChange};
 pub use payload::{Payload, SubjectIds, Subjects};

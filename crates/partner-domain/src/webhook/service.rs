@@ -21,7 +21,7 @@ use crate::webhook::delivery::{
     RECOVER_WINDOW,
 };
 use crate::webhook::endpoint::{
-    EndpointPatch, EndpointRow, MAX_ENDPOINTS, NewEndpoint, WebhookEndpoint,
+    EndpointPatch, MAX_ENDPOINTS, NewEndpoint, ShownEndpoint, WebhookEndpoint,
 };
 use crate::webhook::ports::{AddressCheck, InsertEndpoint, WebhookRepo, WebhookTransaction};
 use crate::webhook::signature::WebhookSecret;
@@ -121,14 +121,14 @@ impl WebhookService {
         Ok(())
     }
 
-    pub async fn list(&self, partner: &PartnerId) -> Result<Vec<EndpointRow>, EndpointError> {
+    pub async fn list(&self, partner: &PartnerId) -> Result<Vec<ShownEndpoint>, EndpointError> {
         let now = self.clock.now();
         Ok(self
             .repo
             .endpoints(partner)
             .await?
-            .iter()
-            .map(|e| e.row(now))
+            .into_iter()
+            .map(|e| ShownEndpoint::listed(e, now))
             .collect())
     }
 
@@ -143,16 +143,19 @@ impl WebhookService {
     }
 
     /// The listing of `endpoints`, as [`Self::list`] answers it.
-    pub fn rows(&self, endpoints: &[WebhookEndpoint]) -> Vec<EndpointRow> {
+    pub fn rows(&self, endpoints: Vec<WebhookEndpoint>) -> Vec<ShownEndpoint> {
         let now = self.clock.now();
-        endpoints.iter().map(|e| e.row(now)).collect()
+        endpoints
+            .into_iter()
+            .map(|e| ShownEndpoint::listed(e, now))
+            .collect()
     }
 
     pub async fn create(
         &self,
         partner: &PartnerId,
         new: NewEndpoint,
-    ) -> Result<EndpointRow, EndpointError> {
+    ) -> Result<ShownEndpoint, EndpointError> {
         self.check_address(&new.url).await?;
         let now = self.clock.now();
         let e = WebhookEndpoint {
@@ -173,7 +176,8 @@ impl WebhookService {
             updated_at: now,
         };
         match self.repo.insert_endpoint(&e, MAX_ENDPOINTS).await? {
-            InsertEndpoint::Inserted => Ok(e.row_with_secret(now)),
+            // The answer to the request that set them shows the secret and the header's value.
+            InsertEndpoint::Inserted => Ok(ShownEndpoint::listed(e, now).revealing(true, true)),
             InsertEndpoint::TooMany => Err(EndpointError::TooMany),
             InsertEndpoint::UnknownPartner => Err(EndpointError::UnknownPartner),
         }
@@ -187,7 +191,7 @@ impl WebhookService {
         partner: &PartnerId,
         id: EndpointId,
         patch: EndpointPatch,
-    ) -> Result<EndpointRow, EndpointError> {
+    ) -> Result<ShownEndpoint, EndpointError> {
         // Resolved before the lock is taken: a slow name server holds no row.
         if let Some(u) = &patch.url {
             self.check_address(u).await?;
@@ -197,6 +201,7 @@ impl WebhookService {
             .lock_endpoint(partner, id)
             .await?
             .ok_or(EndpointError::NotFound)?;
+        let sets_header_value = matches!(patch.custom_header, Some(Some(_)));
         if let Some(u) = &patch.url {
             e.url = u.to_string();
         }
@@ -250,11 +255,7 @@ impl WebhookService {
         e.updated_at = now;
         tx.write_endpoint(&e).await?;
         tx.commit().await?;
-        Ok(if new_secret {
-            e.row_with_secret(now)
-        } else {
-            e.row(now)
-        })
+        Ok(ShownEndpoint::listed(e, now).revealing(new_secret, sets_header_value))
     }
 
     pub async fn delete(&self, partner: &PartnerId, id: EndpointId) -> Result<(), EndpointError> {
@@ -675,14 +676,9 @@ mod tests {
                 .create(&acme(), new_endpoint("https://hooks.acme.test/x", true)),
         )
         .expect("created");
-        assert!(
-            row.secret
-                .as_deref()
-                .is_some_and(|s| s.starts_with("whsec_"))
-        );
-        assert!(row.has_secret);
-        assert_eq!(row.status, "enabled");
-        assert_eq!(row.created_at, NOW);
+        assert!(row.secret().is_some_and(|s| s.starts_with("whsec_")));
+        assert!(row.is_enabled());
+        assert_eq!(row.endpoint.created_at(), NOW);
     }
 
     #[test]
@@ -761,7 +757,7 @@ mod tests {
         secret: Option<&str>,
         overlap: std::time::Duration,
         patch: EndpointPatch,
-    ) -> (WebhookEndpoint, EndpointRow) {
+    ) -> (WebhookEndpoint, ShownEndpoint) {
         let stored = Arc::new(std::sync::Mutex::new(None));
         let keep = stored.clone();
         let mut ports = Ports::new();
@@ -795,9 +791,9 @@ mod tests {
             Some(NOW + time::Duration::DAY)
         );
         assert_ne!(e.secret().map(WebhookSecret::expose), Some("whsec_old"));
-        assert_eq!(row.secret.as_deref(), e.secret().map(WebhookSecret::expose));
+        assert_eq!(row.secret(), e.secret().map(WebhookSecret::expose));
         assert_eq!(
-            row.previous_secret_expires_at,
+            row.previous_secret_expires_at(),
             Some(NOW + time::Duration::DAY)
         );
         assert_eq!(e.updated_at(), NOW);
@@ -814,7 +810,7 @@ mod tests {
             },
         );
         assert_eq!((e.secret(), e.previous_secret()), (None, None));
-        assert_eq!(row.secret, None);
+        assert_eq!(row.secret(), None);
     }
 
     #[test]
@@ -864,7 +860,7 @@ mod tests {
         assert_eq!(e.disabled_at(), Some(NOW));
         assert_eq!(e.disabled_reason(), None, "disabled by its partner");
         assert_eq!(e.events(), [EventKind::PayoutCreated]);
-        assert_eq!(row.status, "disabled");
+        assert!(!row.is_enabled());
         let mut ports = Ports::new();
         ports.tx = Some(locking(endpoint(true, None), |e| {
             assert!(e.disabled_at().is_none() && e.disabled_reason().is_none());
@@ -874,7 +870,7 @@ mod tests {
             ..EndpointPatch::default()
         };
         let row = ready(ports.service().update(&acme(), endpoint_id(), patch)).expect("enabled");
-        assert_eq!(row.status, "enabled");
+        assert!(row.is_enabled());
     }
 
     #[test]

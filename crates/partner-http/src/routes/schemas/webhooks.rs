@@ -6,56 +6,16 @@ use utoipa::ToSchema;
 
 #[allow(unused_imports)]
 use super::*;
-
-#[derive(ToSchema)]
-pub(crate) struct CustomHeader {
-    name: String,
-    value: String,
-}
-
-/// A webhook endpoint as partners see it: never its secret, except `secret` in the answer that
-/// generated it.
-#[derive(ToSchema)]
-#[serde(rename_all = "camelCase")]
-#[schema(example = json!({
-    "id": "c1d2e3f4-a5b6-4c7d-8e9f-0a1b2c3d4e5f", "url": "https://hooks.example.com/partner",
-    "events": ["lead.created", "order.created"], "leadCreatedDelay": null, "customHeader": null,
-    "hasSecret": true, "createdAt": "2026-11-21T10:00:00.000Z", "status": "enabled",
-    "disabledReason": null, "disabledAt": null, "previousSecretExpiresAt": null
-}))]
-pub(crate) struct WebhookEndpoint {
-    #[schema(format = Uuid)]
-    id: String,
-    url: String,
-    events: Vec<EventType>,
-    #[schema(value_type = Option<String>, pattern = "^(1m|5m|1h)$", required = true)]
-    lead_created_delay: Option<String>,
-    #[schema(required = true)]
-    custom_header: Option<CustomHeader>,
-    has_secret: bool,
-    #[schema(format = DateTime)]
-    created_at: String,
-    #[schema(pattern = "^(enabled|disabled)$")]
-    status: String,
-    #[schema(value_type = Option<String>, pattern = "^(gone|failing)$", required = true)]
-    disabled_reason: Option<String>,
-    #[schema(format = DateTime, required = true)]
-    disabled_at: Option<String>,
-    #[schema(format = DateTime, required = true)]
-    previous_secret_expires_at: Option<String>,
-    /// Present only in the answer that generated it.
-    #[schema(nullable = false, required = false)]
-    secret: Option<String>,
-}
+use crate::routes::webhooks::EndpointOut;
 
 #[derive(ToSchema)]
 pub(crate) struct WebhookEndpointList {
-    data: Vec<WebhookEndpoint>,
+    data: Vec<EndpointOut<'static>>,
 }
 
 #[derive(ToSchema)]
 pub(crate) struct WebhookEndpointData {
-    data: WebhookEndpoint,
+    data: EndpointOut<'static>,
 }
 
 /// `WebhookDelivery`.
