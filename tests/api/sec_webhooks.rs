@@ -659,7 +659,11 @@ async fn s09_a_custom_header_value_is_shown_only_in_the_answer_that_set_it() {
         .send()
         .await
         .expect("send");
-    assert_eq!(body(res).await["data"][0]["customHeader"], hinted, "the operator's listing");
+    assert_eq!(
+        body(res).await["data"][0]["customHeader"],
+        hinted,
+        "the operator's listing"
+    );
     let path = format!("/api/v1/webhook-endpoints/{id}");
     let res = app
         .api(Method::PATCH, &path, &s.token)
@@ -667,7 +671,11 @@ async fn s09_a_custom_header_value_is_shown_only_in_the_answer_that_set_it() {
         .send()
         .await
         .expect("send");
-    assert_eq!(body(res).await["data"]["customHeader"], hinted, "a PATCH of other fields");
+    assert_eq!(
+        body(res).await["data"]["customHeader"],
+        hinted,
+        "a PATCH of other fields"
+    );
     let res = app
         .api(Method::PATCH, &path, &s.token)
         .json(&json!({ "customHeader": { "name": "X-Key", "value": "short" } }))
@@ -680,7 +688,10 @@ async fn s09_a_custom_header_value_is_shown_only_in_the_answer_that_set_it() {
         "the PATCH that set it"
     );
     let res = app
-        .internal(Method::PATCH, &format!("/partners/acme/webhook-endpoints/{id}"))
+        .internal(
+            Method::PATCH,
+            &format!("/partners/acme/webhook-endpoints/{id}"),
+        )
         .json(&json!({ "enabled": false }))
         .send()
         .await
