@@ -7,23 +7,19 @@ mod service;
 pub use crate::kernel::ids::SubAccountId;
 pub use service::{CreateSubAccountError, DeleteSubAccountError, SubAccountService};
 
-use serde::Serialize;
 use time::OffsetDateTime;
 
 use crate::kernel::values::SubId;
-use crate::kernel::wire;
 
-/// `PortalSubAccount` of the spec. `email` is the owning partner's contact email.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
+/// A partner's sub-account (`PortalSubAccount` of the spec). `email` is the owning partner's
+/// contact email.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SubAccount {
     id: SubAccountId,
     email: String,
     sub_id: SubId,
     nickname: String,
-    #[serde(serialize_with = "wire::ts")]
     created_at: OffsetDateTime,
-    #[serde(serialize_with = "wire::ts")]
     updated_at: OffsetDateTime,
 }
 
@@ -49,7 +45,33 @@ impl SubAccount {
     }
 
     #[must_use]
+    pub fn id(&self) -> SubAccountId {
+        self.id
+    }
+
+    /// The owning partner's contact e-mail.
+    #[must_use]
+    pub fn email(&self) -> &str {
+        &self.email
+    }
+
+    #[must_use]
     pub fn sub_id(&self) -> SubId {
         self.sub_id
+    }
+
+    #[must_use]
+    pub fn nickname(&self) -> &str {
+        &self.nickname
+    }
+
+    #[must_use]
+    pub fn created_at(&self) -> OffsetDateTime {
+        self.created_at
+    }
+
+    #[must_use]
+    pub fn updated_at(&self) -> OffsetDateTime {
+        self.updated_at
     }
 }

@@ -3,7 +3,10 @@
 use actix_web::{HttpRequest, HttpResponse, http::StatusCode, web};
 use partner_domain::kernel::ids::SubAccountId;
 use partner_domain::kernel::values::{Nickname, SubId};
-use serde::Deserialize;
+use partner_domain::kernel::wire;
+use partner_domain::sub_account::SubAccount;
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
 
 use super::{Result, data, ok, ok_true};
 use crate::AppState;
@@ -11,6 +14,42 @@ use crate::error::ApiError;
 use crate::extract::{JsonBody, uuid};
 use crate::middleware::{Caller, one_trip};
 use crate::ratelimit::Group;
+
+/// `PortalSubAccount` of the spec. `email` is the owning partner's contact email.
+#[derive(Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = SubAccount, example = json!({
+    "id": "9f3c1e2d-4b5a-4c6d-8e7f-0a1b2c3d4e5f", "email": "partners@demo-clinic.test",
+    "subId": "1", "nickname": "Front desk",
+    "createdAt": "2026-11-21T10:00:00.000Z", "updatedAt": "2026-11-21T10:00:00.000Z"
+}))]
+pub(crate) struct SubAccountOut<'a> {
+    #[schema(value_type = String, format = Uuid)]
+    id: SubAccountId,
+    email: &'a str,
+    #[schema(value_type = String, pattern = "^[0-9]{1,3}$")]
+    sub_id: SubId,
+    nickname: &'a str,
+    #[serde(serialize_with = "wire::ts")]
+    #[schema(value_type = String, format = DateTime)]
+    created_at: OffsetDateTime,
+    #[serde(serialize_with = "wire::ts")]
+    #[schema(value_type = String, format = DateTime)]
+    updated_at: OffsetDateTime,
+}
+
+impl<'a> From<&'a SubAccount> for SubAccountOut<'a> {
+    fn from(s: &'a SubAccount) -> Self {
+        Self {
+            id: s.id(),
+            email: s.email(),
+            sub_id: s.sub_id(),
+            nickname: s.nickname(),
+            created_at: s.created_at(),
+            updated_at: s.updated_at(),
+        }
+    }
+}
 
 #[utoipa::path(
     get, path = "/api/v1/sub-accounts", tag = "sub-accounts",
@@ -24,7 +63,7 @@ pub(super) async fn list(req: HttpRequest) -> HttpResponse {
         Group::SubAccounts,
         None,
         async |st, token| Ok(st.sub_accounts.list_for_token(st.auth.key(&token)).await?),
-        |_, _, subs| Ok(ok(subs)),
+        |_, _, subs| Ok(ok(subs.iter().map(SubAccountOut::from).collect::<Vec<_>>())),
     )
     .await
 }
@@ -64,7 +103,7 @@ pub(super) async fn create(
         .sub_accounts
         .create(me.partner_id(), sub_id, nickname)
         .await?;
-    Ok(data(StatusCode::CREATED, created))
+    Ok(data(StatusCode::CREATED, SubAccountOut::from(&created)))
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]

@@ -3,17 +3,14 @@
 
 use actix_web::{HttpRequest, HttpResponse, http::StatusCode, web};
 use partner_domain::account::NotFoundOr;
-use partner_domain::events::EventKind;
 use partner_domain::kernel::ids::{DeliveryId, EndpointId};
 use partner_domain::kernel::page::parse_limit;
 use partner_domain::kernel::values::PartnerId;
-use partner_domain::kernel::wire;
 use partner_domain::webhook::{
-    CustomHeader, DeliveryQuery, DisabledReason, EndpointPatch, LeadCreatedDelay, NewEndpoint,
-    ShownEndpoint, WebhookService, parse_endpoint_url, parse_event_filter, parse_events,
-    parse_statuses,
+    CustomHeader, DeliveryQuery, EndpointPatch, LeadCreatedDelay, NewEndpoint, WebhookService,
+    parse_endpoint_url, parse_event_filter, parse_events, parse_statuses,
 };
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
@@ -24,102 +21,10 @@ use crate::extract::{JsonBody, Query, nullable, uuid};
 use crate::middleware::{Caller, one_trip};
 use crate::ratelimit::Group;
 
-/// A webhook endpoint as partners see it: never its secret, except `secret` in the answer that
-/// generated it.
-#[derive(Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-#[schema(as = WebhookEndpoint, example = json!({
-    "id": "c1d2e3f4-a5b6-4c7d-8e9f-0a1b2c3d4e5f", "url": "https://hooks.example.com/partner",
-    "events": ["lead.created", "order.created"], "leadCreatedDelay": null, "customHeader": null,
-    "hasSecret": true, "createdAt": "2026-11-21T10:00:00.000Z", "status": "enabled",
-    "disabledReason": null, "disabledAt": null, "previousSecretExpiresAt": null
-}))]
-pub(crate) struct EndpointOut<'a> {
-    #[schema(value_type = String, format = Uuid)]
-    id: EndpointId,
-    url: &'a str,
-    #[schema(value_type = Vec<crate::routes::schemas::EventType>)]
-    events: &'a [EventKind],
-    #[schema(value_type = Option<String>, pattern = "^(1m|5m|1h)$", required = true)]
-    lead_created_delay: Option<LeadCreatedDelay>,
-    #[schema(required = true)]
-    custom_header: Option<CustomHeaderOut<'a>>,
-    has_secret: bool,
-    #[serde(serialize_with = "wire::ts")]
-    #[schema(value_type = String, format = DateTime)]
-    created_at: OffsetDateTime,
-    #[schema(pattern = "^(enabled|disabled)$")]
-    status: &'static str,
-    #[schema(value_type = Option<String>, pattern = "^(gone|failing)$", required = true)]
-    disabled_reason: Option<DisabledReason>,
-    #[serde(serialize_with = "wire::ts_opt")]
-    #[schema(value_type = Option<String>, format = DateTime, required = true)]
-    disabled_at: Option<OffsetDateTime>,
-    #[serde(serialize_with = "wire::ts_opt")]
-    #[schema(value_type = Option<String>, format = DateTime, required = true)]
-    previous_secret_expires_at: Option<OffsetDateTime>,
-    /// Present only in the answer that generated it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<String>, nullable = false, required = false)]
-    secret: Option<&'a str>,
-}
+mod out;
 
-/// An endpoint's custom header. Its value is write-only: only the answer to the request that set
-/// it carries `value`; every other answer carries `valueHint` instead.
-#[derive(Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-#[schema(as = CustomHeader)]
-pub(crate) struct CustomHeaderOut<'a> {
-    name: &'a str,
-    /// The value, in the answer to the `POST` or `PATCH` that set it only.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<String>, nullable = false, required = false)]
-    value: Option<&'a str>,
-    /// `…` and the value's last 4 characters (`…` alone when it has 8 or fewer), in every
-    /// other answer.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<String>, nullable = false, required = false)]
-    value_hint: Option<String>,
-}
-
-impl<'a> From<&'a ShownEndpoint> for EndpointOut<'a> {
-    fn from(s: &'a ShownEndpoint) -> Self {
-        let e = &s.endpoint;
-        Self {
-            id: e.id(),
-            url: e.url(),
-            events: e.events(),
-            lead_created_delay: e.lead_created_delay(),
-            custom_header: e.custom_header().map(|h| match s.header_value() {
-                Some(value) => CustomHeaderOut {
-                    name: h.name(),
-                    value: Some(value),
-                    value_hint: None,
-                },
-                None => CustomHeaderOut {
-                    name: h.name(),
-                    value: None,
-                    value_hint: Some(h.value_hint()),
-                },
-            }),
-            has_secret: e.secret().is_some(),
-            created_at: e.created_at(),
-            status: if s.is_enabled() {
-                "enabled"
-            } else {
-                "disabled"
-            },
-            disabled_reason: e.disabled_reason(),
-            disabled_at: e.disabled_at(),
-            previous_secret_expires_at: s.previous_secret_expires_at(),
-            secret: s.secret(),
-        }
-    }
-}
-
-fn endpoints_out(shown: &[ShownEndpoint]) -> Vec<EndpointOut<'_>> {
-    shown.iter().map(EndpointOut::from).collect()
-}
+use out::endpoints_out;
+pub(crate) use out::{DeliveryDetailOut, DeliveryOut, EndpointOut};
 
 #[derive(Deserialize, utoipa::ToSchema)]
 #[schema(as = CustomHeaderInput)]
@@ -407,7 +312,7 @@ pub(super) async fn list_deliveries(
 ) -> Result {
     let page = state.webhooks.deliveries(partner, &q).await?;
     Ok(HttpResponse::Ok().json(PageBody {
-        data: page.items,
+        data: page.items.iter().map(DeliveryOut::from).collect(),
         page: PageInfo {
             next_cursor: page.next_cursor,
             limit: page.limit,
@@ -417,19 +322,20 @@ pub(super) async fn list_deliveries(
 
 pub(super) async fn show_delivery(state: &AppState, partner: &PartnerId, id: &str) -> Result {
     let id = DeliveryId::from_uuid(uuid(id, "delivery id")?);
-    Ok(ok(state.webhooks.delivery(partner, id).await?))
+    let detail = state.webhooks.delivery(partner, id).await?;
+    Ok(ok(DeliveryDetailOut::from(&detail)))
 }
 
 pub(super) async fn resend_delivery(state: &AppState, partner: &PartnerId, id: &str) -> Result {
     let id = DeliveryId::from_uuid(uuid(id, "delivery id")?);
     let d = state.webhooks.resend(partner, id).await?;
-    Ok(data(StatusCode::ACCEPTED, d))
+    Ok(data(StatusCode::ACCEPTED, DeliveryOut::from(&d)))
 }
 
 pub(super) async fn test_endpoint(state: &AppState, partner: &PartnerId, id: &str) -> Result {
     let id = EndpointId::from_uuid(uuid(id, "endpoint id")?);
     let d = state.webhooks.ping(partner, id).await?;
-    Ok(data(StatusCode::ACCEPTED, d))
+    Ok(data(StatusCode::ACCEPTED, DeliveryOut::from(&d)))
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -493,7 +399,7 @@ pub(super) async fn deliveries(req: HttpRequest) -> HttpResponse {
                         .webhooks
                         .finish_deliveries(me.partner_id(), &query, rows)?;
                     Ok(HttpResponse::Ok().json(PageBody {
-                        data: page.items,
+                        data: page.items.iter().map(DeliveryOut::from).collect(),
                         page: PageInfo {
                             next_cursor: page.next_cursor,
                             limit: page.limit,
@@ -546,7 +452,10 @@ pub(super) async fn delivery(req: HttpRequest, path: web::Path<String>) -> HttpR
                         .delivery_for_token(st.auth.key(&token), id)
                         .await?)
                 },
-                |_, _, detail| Ok(ok(WebhookService::found(detail)?)),
+                |_, _, detail| {
+                    let detail = WebhookService::found(detail)?;
+                    Ok(ok(DeliveryDetailOut::from(&detail)))
+                },
             )
             .await
         }
