@@ -266,3 +266,50 @@ async fn a_bad_sub_account_number_has_one_reason_everywhere() {
     let message = assert_error(res, 400, "invalid_request").await;
     assert_eq!(message, format!("sub is invalid: {reason}"));
 }
+
+/// extensions §11: while PostgreSQL cannot be reached, partner, operator and catalog calls
+/// answer 503 `unavailable` with `Retry-After: 1` (never a 500, never a hang), and `/readyz` 503.
+#[tokio::test]
+async fn an_unreachable_database_is_503_unavailable_with_retry_after() {
+    let down = TestApp::spawn().await;
+    let s = down.seed("acme", false).await;
+    // The database goes away under the running server: its pooled connections are closed and
+    // no new one can be opened.
+    partner_server::drop_database(&down.config.database_url)
+        .await
+        .expect("drop");
+    let partner = down
+        .api(Method::GET, "/api/v1/leads", &s.token)
+        .send()
+        .await
+        .expect("send");
+    let operator = down
+        .internal(Method::POST, "/leads")
+        .json(&crate::helpers::lead_body("acme", serde_json::json!({})))
+        .send()
+        .await
+        .expect("send");
+    let catalog = down
+        .request(Method::GET, "/api/all-products?partner_id=acme")
+        .send()
+        .await
+        .expect("send");
+    for (what, res) in [
+        ("partner", partner),
+        ("operator", operator),
+        ("catalog", catalog),
+    ] {
+        assert_eq!(
+            res.headers().get("retry-after").map(|v| v.as_bytes()),
+            Some(&b"1"[..]),
+            "{what}"
+        );
+        assert_error(res, 503, "unavailable").await;
+    }
+    let res = down
+        .request(Method::GET, "/readyz")
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);
+}

@@ -97,6 +97,28 @@ impl ApiError {
         )
     }
 
+    /// 503 `unavailable` with `Retry-After: 1`: the database cannot be reached right now
+    /// (extensions §11). Logged as a warning: it is an outage, not a bug.
+    pub fn unavailable() -> Self {
+        let mut e = Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "unavailable",
+            "the service is briefly unavailable; retry in a second",
+        );
+        e.retry_after = Some(1);
+        e
+    }
+
+    /// A failure of the store: 503 `unavailable` when it cannot be reached, else 500.
+    pub(crate) fn storage(e: &(dyn std::error::Error + 'static)) -> Self {
+        if partner_domain::kernel::error::is_store_unavailable(e) {
+            tracing::warn!(error = %e, "the database cannot be reached");
+            Self::unavailable()
+        } else {
+            Self::internal(&e)
+        }
+    }
+
     /// 500 `internal_error`. The cause goes to the log, never to the client.
     pub fn internal(cause: &dyn fmt::Display) -> Self {
         tracing::error!(error = %cause, "internal error");
@@ -186,7 +208,7 @@ impl ResponseError for ApiError {
 
 impl From<RepoError> for ApiError {
     fn from(e: RepoError) -> Self {
-        Self::internal(&e)
+        Self::storage(&e)
     }
 }
 
@@ -208,7 +230,7 @@ impl From<AuthError> for ApiError {
             ),
             AuthError::Forbidden => Self::forbidden("the partner account is inactive"),
             AuthError::KeysUnavailable => Self::keys_unavailable(),
-            AuthError::Repo(e) => Self::internal(&e),
+            AuthError::Repo(e) => Self::storage(&e),
         }
     }
 }
@@ -247,51 +269,51 @@ impl ApiError {
 }
 
 domain_errors! {
-    ListLeadsError { ListLeadsError::Repo(_) => internal, ListLeadsError::BadCursor => msg_invalid }
-    IngestLeadError { IngestLeadError::Repo(_) => internal, IngestLeadError::UnknownPartner => msg_not_found }
-    PatchLeadError { PatchLeadError::Repo(_) => internal, PatchLeadError::NotFound => msg_not_found }
+    ListLeadsError { ListLeadsError::Repo(_) => storage, ListLeadsError::BadCursor => msg_invalid }
+    IngestLeadError { IngestLeadError::Repo(_) => storage, IngestLeadError::UnknownPartner => msg_not_found }
+    PatchLeadError { PatchLeadError::Repo(_) => storage, PatchLeadError::NotFound => msg_not_found }
     IngestOrderError {
-        IngestOrderError::Repo(_) => internal,
+        IngestOrderError::Repo(_) => storage,
         IngestOrderError::UnknownPartner => msg_not_found,
         IngestOrderError::Conflict => msg_conflict,
     }
-    RecordEventError { RecordEventError::Repo(_) => internal, RecordEventError::UnknownPartner => msg_not_found }
-    RecordPayoutError { RecordPayoutError::Repo(_) => internal, RecordPayoutError::UnknownPartner => msg_not_found }
-    CreateUserError { CreateUserError::Repo(_) => internal, CreateUserError::UnknownPartner => msg_not_found }
+    RecordEventError { RecordEventError::Repo(_) => storage, RecordEventError::UnknownPartner => msg_not_found }
+    RecordPayoutError { RecordPayoutError::Repo(_) => storage, RecordPayoutError::UnknownPartner => msg_not_found }
+    CreateUserError { CreateUserError::Repo(_) => storage, CreateUserError::UnknownPartner => msg_not_found }
     CreateSubAccountError {
-        CreateSubAccountError::Repo(_) => internal,
+        CreateSubAccountError::Repo(_) => storage,
         CreateSubAccountError::Duplicate(_) => msg_conflict,
     }
-    DeleteSubAccountError { DeleteSubAccountError::Repo(_) => internal, DeleteSubAccountError::NotFound => msg_not_found }
-    CatalogError { CatalogError::Repo(_) => internal, CatalogError::UnknownPartner => msg_not_found }
+    DeleteSubAccountError { DeleteSubAccountError::Repo(_) => storage, DeleteSubAccountError::NotFound => msg_not_found }
+    CatalogError { CatalogError::Repo(_) => storage, CatalogError::UnknownPartner => msg_not_found }
     LinkError {
-        LinkError::Repo(_) => internal,
+        LinkError::Repo(_) => storage,
         LinkError::UnknownSub => msg_invalid,
     }
     PutPriceError {
-        PutPriceError::Repo(_) => internal,
+        PutPriceError::Repo(_) => storage,
         PutPriceError::UnknownPartner | PutPriceError::UnknownProduct => msg_not_found,
         PutPriceError::Invalid(_) => msg_invalid,
     }
     IssueError {
-        IssueError::Repo(_) => internal,
+        IssueError::Repo(_) => storage,
         IssueError::UnknownPartner => msg_not_found,
         IssueError::UnknownSubAccount | IssueError::ExpiryPast => msg_invalid,
     }
     TransitionError {
-        TransitionError::Repo(_) => internal,
+        TransitionError::Repo(_) => storage,
         TransitionError::NotFound => msg_not_found,
         TransitionError::Refused(RedeemRefusal::NotActive(_)) => msg_conflict,
         TransitionError::Refused(RedeemRefusal::Mismatch) => msg_invalid,
     }
     IssueTokenError {
-        IssueTokenError::Repo(_) => internal,
+        IssueTokenError::Repo(_) => storage,
         IssueTokenError::KeysUnavailable => msg_unavailable,
         IssueTokenError::UserNotFound => msg_not_found,
         IssueTokenError::ExpiryNotInFuture => msg_invalid,
     }
     RotateTokenError {
-        RotateTokenError::Repo(_) => internal,
+        RotateTokenError::Repo(_) => storage,
         RotateTokenError::KeysUnavailable => msg_unavailable,
         RotateTokenError::NotFound => msg_not_found,
         RotateTokenError::NotLive => msg_conflict,
@@ -302,7 +324,7 @@ domain_errors! {
 impl From<EndpointError> for ApiError {
     fn from(e: EndpointError) -> Self {
         match &e {
-            EndpointError::Repo(_) => Self::internal(&e),
+            EndpointError::Repo(_) => Self::storage(&e),
             EndpointError::NotFound
             | EndpointError::UnknownPartner
             | EndpointError::DeliveryNotFound => Self::msg_not_found(&e),

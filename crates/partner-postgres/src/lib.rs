@@ -244,8 +244,10 @@ fn build_pool(url: &str, max_size: usize) -> Result<Pool<AsyncPgConnection>, Set
     Pool::builder(manager)
         .max_size(max_size)
         .runtime(deadpool::Runtime::Tokio1)
-        .wait_timeout(Some(Duration::from_secs(5)))
-        .create_timeout(Some(Duration::from_secs(5)))
+        // Within a second, so a request that cannot get a connection answers 503 in about a
+        // second (extensions §11) instead of hanging.
+        .wait_timeout(Some(Duration::from_secs(1)))
+        .create_timeout(Some(Duration::from_secs(1)))
         .recycle_timeout(Some(Duration::from_secs(5)))
         .build()
         .map_err(SetupError::Pool)
@@ -253,8 +255,8 @@ fn build_pool(url: &str, max_size: usize) -> Result<Pool<AsyncPgConnection>, Set
 
 impl PgStore {
     /// One shared pool of at most `max_size` connections. Waiting for a connection or opening
-    /// one gives up after 5 s, so a database outage fails requests quickly instead of piling
-    /// them up. No connection is opened before one is needed.
+    /// one gives up after 1 s, so a database outage fails requests quickly (503) instead of
+    /// piling them up. No connection is opened before one is needed.
     pub fn new(url: &str, max_size: usize) -> Result<Self, SetupError> {
         Self::with_worker_pools(url, max_size, 0)
     }
@@ -355,8 +357,10 @@ impl PgStore {
         }
     }
 
+    /// A pooled connection. Every failure to get one (refused, timed out, pool closed) means
+    /// the database cannot be reached now: [`RepoError::unavailable`].
     async fn conn(&self) -> Result<Object<AsyncPgConnection>, RepoError> {
-        self.pool().get().await.map_err(RepoError::new)
+        self.pool().get().await.map_err(RepoError::unavailable)
     }
 }
 
@@ -367,13 +371,35 @@ impl Readiness for PgStore {
         diesel::select(dsl::fixed::<diesel::sql_types::Integer>("1"))
             .execute(&mut conn)
             .await
-            .map_err(RepoError::new)?;
+            .map_err(db)?;
         Ok(())
     }
 }
 
+/// A query's failure as the domain sees it: a connection the server closed (PostgreSQL
+/// stopped or restarted under a pooled connection) is the store being unreachable, anything
+/// else a storage failure.
 fn db(e: DieselError) -> RepoError {
-    RepoError::new(e)
+    if lost_connection(&e) {
+        RepoError::unavailable(e)
+    } else {
+        RepoError::new(e)
+    }
+}
+
+fn lost_connection(e: &DieselError) -> bool {
+    match e {
+        DieselError::DatabaseError(DatabaseErrorKind::ClosedConnection, _) => true,
+        // diesel-async reports a connection that broke mid-query with the driver's text.
+        DieselError::DatabaseError(DatabaseErrorKind::Unknown, info) => {
+            let m = info.message().to_ascii_lowercase();
+            m.contains("connection closed")
+                || m.contains("connection reset")
+                || m.contains("terminating connection")
+                || m.contains("broken pipe")
+        }
+        _ => false,
+    }
 }
 
 fn is_violation(e: &DieselError, kind: fn(&DatabaseErrorKind) -> bool) -> bool {

@@ -12,12 +12,68 @@ impl RepoError {
     pub fn new(err: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
         Self(err.into())
     }
+
+    /// A failure because the store cannot be reached (refused, closed, no connection within
+    /// the pool's wait): answered `503 unavailable` with `Retry-After: 1` (extensions §11), not
+    /// 500, since retrying soon is the right thing for a client to do.
+    pub fn unavailable(err: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        Self(Box::new(StoreUnavailable(err.into())))
+    }
+
+    /// Whether this is [`RepoError::unavailable`].
+    pub fn is_unavailable(&self) -> bool {
+        self.0.is::<StoreUnavailable>()
+    }
+}
+
+/// The cause of a [`RepoError::unavailable`]; found in an error's `source()` chain by
+/// [`is_store_unavailable`] however many domain errors wrap it.
+#[derive(Debug, thiserror::Error)]
+#[error("the store cannot be reached: {0}")]
+pub struct StoreUnavailable(#[source] Box<dyn std::error::Error + Send + Sync>);
+
+/// Whether `e`, or an error in its `source()` chain, is the store being unreachable.
+pub fn is_store_unavailable(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut next = Some(e);
+    while let Some(err) = next {
+        if err.is::<StoreUnavailable>()
+            || err
+                .downcast_ref::<RepoError>()
+                .is_some_and(RepoError::is_unavailable)
+        {
+            return true;
+        }
+        next = err.source();
+    }
+    false
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::error::Error as _;
+
+    #[test]
+    fn an_unreachable_store_is_recognised_through_wrapping_errors() {
+        #[derive(Debug, thiserror::Error)]
+        enum Transparent {
+            #[error(transparent)]
+            Repo(#[from] RepoError),
+        }
+        #[derive(Debug, thiserror::Error)]
+        enum Named {
+            #[error("listing failed")]
+            Repo(#[from] RepoError),
+        }
+        let down = || RepoError::unavailable(std::io::Error::other("connection refused"));
+        assert!(down().is_unavailable());
+        assert!(is_store_unavailable(&down()));
+        assert!(is_store_unavailable(&Transparent::from(down())));
+        assert!(is_store_unavailable(&Named::from(down())));
+        let other = RepoError::new(std::io::Error::other("syntax error"));
+        assert!(!other.is_unavailable());
+        assert!(!is_store_unavailable(&Transparent::from(other)));
+    }
 
     #[test]
     fn the_cause_is_kept_as_the_source() {

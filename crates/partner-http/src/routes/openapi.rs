@@ -240,6 +240,10 @@ fn operation_id(method: &str, path: &str) -> String {
 }
 
 /// Adds `status` unless the handler documented it already.
+/// The 503 every operation may answer while the database cannot be reached (extensions §11).
+const UNAVAILABLE: &str =
+    "`unavailable`: the database cannot be reached; retry after `Retry-After` (1 s)";
+
 fn add(op: &mut Operation, status: &str, description: &str) {
     if !op.responses.responses.contains_key(status) {
         op.responses
@@ -289,8 +293,8 @@ impl Modify for Common {
                 string_header("`no-store`: answers carry tenant data"),
             ),
         ] {
-            // The operator API has no rate limit.
-            if matches!(self, Common::Partner) || name == "Cache-Control" {
+            // The operator API has no rate limit; its 503 carries `Retry-After` too.
+            if matches!(self, Common::Partner) || matches!(name, "Cache-Control" | "Retry-After") {
                 components.headers.insert(name.to_owned(), header.into());
             }
         }
@@ -330,6 +334,11 @@ impl Modify for Common {
                         no_store(op);
                     }
                 }
+                add(op, "503", UNAVAILABLE);
+                if let Some(utoipa::openapi::RefOr::T(r)) = op.responses.responses.get_mut("503") {
+                    r.headers
+                        .insert("Retry-After".to_owned(), header_ref("Retry-After"));
+                }
             }
         }
     }
@@ -351,7 +360,8 @@ fn partner_guard(op: &mut Operation) {
     add(
         op,
         "503",
-        "`api_keys_unavailable`: API keys cannot be verified in this environment",
+        "`api_keys_unavailable`: API keys cannot be verified in this environment; or \
+         `unavailable`: the database cannot be reached, retry after `Retry-After` (1 s)",
     );
     for (status, response) in op.responses.responses.iter_mut() {
         let utoipa::openapi::RefOr::T(response) = response else {

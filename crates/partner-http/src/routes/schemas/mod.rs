@@ -52,6 +52,7 @@ pub(crate) enum ErrorCode {
     UnknownUser,
     RateLimited,
     ApiKeysUnavailable,
+    Unavailable,
     InternalError,
 }
 
