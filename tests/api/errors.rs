@@ -313,3 +313,50 @@ async fn an_unreachable_database_is_503_unavailable_with_retry_after() {
         .expect("send");
     assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);
 }
+
+/// RFC 9110 §15.5.6: every 405 carries `Allow`, listing the methods the resource answers.
+#[tokio::test]
+async fn every_405_names_the_allowed_methods() {
+    let app = TestApp::spawn().await;
+    let s = app.seed("acme", false).await;
+    let cases = [
+        (
+            Method::PUT,
+            "/api/v1/sub-accounts",
+            "GET, POST, DELETE",
+            true,
+        ),
+        (Method::POST, "/api/v1/leads", "GET", true),
+        (
+            Method::GET,
+            "/api/v1/webhook-endpoints/00000000-0000-4000-8000-000000000000",
+            "PATCH, DELETE",
+            true,
+        ),
+        (Method::DELETE, "/api/v1/dna-links", "GET", true),
+        (Method::POST, "/partners/acme", "GET, PUT", false),
+        (Method::POST, "/api/all-products", "GET", false),
+        (Method::POST, "/api/weight-loss", "GET", false),
+        (Method::POST, "/healthz", "GET", false),
+    ];
+    for (method, path, allow, partner) in cases {
+        let req = if partner {
+            app.api(method.clone(), path, &s.token)
+        } else if let Some(rest) = path.strip_prefix("/partners") {
+            app.internal(method.clone(), &format!("/partners{rest}"))
+        } else {
+            app.request(method.clone(), path)
+        };
+        let res = req.send().await.expect("send");
+        assert_eq!(
+            res.status(),
+            StatusCode::METHOD_NOT_ALLOWED,
+            "{method} {path}"
+        );
+        assert_eq!(
+            res.headers().get("allow").and_then(|v| v.to_str().ok()),
+            Some(allow),
+            "{method} {path}"
+        );
+    }
+}

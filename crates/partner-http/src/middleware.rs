@@ -39,7 +39,17 @@ pub async fn normalize_errors(
             return Err(ApiError::generic_internal().into());
         }
     };
+    let mut res = res;
     let status = res.status();
+    if status == actix_web::http::StatusCode::METHOD_NOT_ALLOWED
+        && !res.headers().contains_key(header::ALLOW)
+    {
+        // RFC 9110 §15.5.6: a 405 names the methods the resource supports.
+        let allow = crate::routes::allowed_methods(res.request().match_pattern().as_deref());
+        if let Ok(v) = header::HeaderValue::from_str(&allow) {
+            res.headers_mut().insert(header::ALLOW, v);
+        }
+    }
     let is_json = res
         .headers()
         .get(header::CONTENT_TYPE)

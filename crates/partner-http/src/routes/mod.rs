@@ -306,6 +306,36 @@ fn under<T>(prefix: &'static str, build: impl FnOnce(actix_web::Scope) -> T) -> 
     scope
 }
 
+/// The methods a route template answers, as a 405's `Allow` header lists them: those its
+/// OpenAPI document gives it (the route table test holds the documents to the mounts), `GET`
+/// for the health checks and the catalog's per-category paths (documented as one template).
+pub(crate) fn allowed_methods(pattern: Option<&str>) -> String {
+    static BY_PATH: std::sync::LazyLock<std::collections::HashMap<String, String>> =
+        std::sync::LazyLock::new(|| {
+            let mut by_path = std::collections::HashMap::new();
+            for doc in [openapi::partner(), openapi::internal()] {
+                for (path, item) in &doc.paths.paths {
+                    let methods: Vec<&str> = [
+                        ("GET", item.get.is_some()),
+                        ("POST", item.post.is_some()),
+                        ("PUT", item.put.is_some()),
+                        ("PATCH", item.patch.is_some()),
+                        ("DELETE", item.delete.is_some()),
+                    ]
+                    .into_iter()
+                    .filter_map(|(m, has)| has.then_some(m))
+                    .collect();
+                    by_path.insert(path.clone(), methods.join(", "));
+                }
+            }
+            by_path
+        });
+    pattern
+        .and_then(|p| BY_PATH.get(p))
+        .cloned()
+        .unwrap_or_else(|| "GET".to_owned())
+}
+
 /// Every path [`configure`] mounts (full paths, `{param}` as in the route), in mount order: the
 /// route table the OpenAPI documents are checked against (`tests/api/openapi.rs`: every mounted
 /// method is documented and every documented one mounted).
