@@ -193,10 +193,16 @@ async fn metrics_listener_serves_prometheus_text_and_counters_move() {
             .any(|(s, _)| s.contains(r#"route="unmatched""#))
     );
     assert!(!after.iter().any(|(s, _)| s.contains("/no/such/place")));
+    // Series that exist before their first event are exported from the start (at 0).
     for series in [
         "webhook_deliveries_pending",
         "webhook_oldest_pending_age_seconds",
         r#"db_pool_connections{state="max"}"#,
+        r#"webhook_attempts_total{outcome="delivered"}"#,
+        r#"webhook_attempts_total{outcome="rejected"}"#,
+        r#"webhook_attempts_total{outcome="no_answer"}"#,
+        "webhook_attempt_duration_seconds_count",
+        "rate_limiter_errors_total",
     ] {
         assert!(
             after.iter().any(|(s, _)| s == series),

@@ -91,8 +91,15 @@ fn describe() {
         partner_http::audit::CROSS_READS,
         "Reads by an admin token of a partner other than its own (each one also logged, target audit)"
     );
-    // Exported from the start, at 0, so an alert on them needs no `absent()`.
+    // Exported from the start, at 0 (Prometheus' instrumentation guide: a series known to exist
+    // is exported before its first event), so dashboards show 0 and an alert needs no `absent()`.
     metrics::counter!(partner_http::audit::CROSS_READS).increment(0);
+    for outcome in ["delivered", "rejected", "no_answer"] {
+        metrics::counter!("webhook_attempts_total", "outcome" => outcome).increment(0);
+    }
+    // Registering the histogram exports its buckets, `_sum` and `_count` at 0.
+    let _ = metrics::histogram!("webhook_attempt_duration_seconds");
+    metrics::counter!("rate_limiter_errors_total").increment(0);
     describe_counter!(
         crate::edge::REJECTED,
         "Requests refused before parsing (request line, header size or count, slow or malformed head), by reason"
