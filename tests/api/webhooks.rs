@@ -456,3 +456,38 @@ async fn a_delayed_lead_created_carries_the_phone_supplied_during_the_delay() {
     assert_eq!(got[1].header("x-partner-event"), Some("lead.created"));
     assert_eq!(got[1].json()["data"]["lead"]["phone"], "+1 555 0199");
 }
+
+/// A `PATCH` field that is a boolean, a URL or a list is absent or of its type: `null` is a 400
+/// (it used to read as absent and answer 200 having changed nothing).
+#[tokio::test]
+async fn patch_fields_that_are_not_nullable_refuse_null() {
+    let app = TestApp::spawn().await;
+    let s = app.seed("acme", false).await;
+    let created = app
+        .create_webhook_endpoint(
+            &s.token,
+            &json!({ "url": "https://hooks.acme.invalid/x", "events": ["lead.created"] }),
+        )
+        .await;
+    let path = format!(
+        "/api/v1/webhook-endpoints/{}",
+        created["id"].as_str().expect("id")
+    );
+    for field in ["enabled", "secret", "expirePrevious", "url", "events"] {
+        let res = app
+            .api(Method::PATCH, &path, &s.token)
+            .json(&json!({ field: null }))
+            .send()
+            .await
+            .expect("send");
+        assert_error(res, 400, "invalid_request").await;
+    }
+    // `null` still clears what may be cleared.
+    let res = app
+        .api(Method::PATCH, &path, &s.token)
+        .json(&json!({ "leadCreatedDelay": null, "customHeader": null }))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(res.status(), StatusCode::OK);
+}

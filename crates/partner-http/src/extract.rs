@@ -136,3 +136,14 @@ where
 {
     serde::Deserialize::deserialize(d).map(Some)
 }
+
+/// For an optional field that may be absent but not `null` (`#[serde(default, deserialize_with
+/// = "not_null")]`): absent is `None`, a value is `Some`, and `null` is refused like any other
+/// value of the wrong type (400), where plain `Option` would read it as absent.
+pub fn not_null<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::Deserialize<'de>,
+{
+    T::deserialize(d).map(Some)
+}

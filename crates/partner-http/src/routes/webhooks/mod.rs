@@ -17,7 +17,7 @@ use time::format_description::well_known::Rfc3339;
 use super::{PageBody, PageInfo, Result, data, ok, ok_true};
 use crate::AppState;
 use crate::error::ApiError;
-use crate::extract::{JsonBody, Query, nullable, uuid};
+use crate::extract::{JsonBody, Query, not_null, nullable, uuid};
 use crate::middleware::{Caller, one_trip};
 use crate::ratelimit::Group;
 
@@ -62,16 +62,25 @@ pub(super) struct CreateBody {
 #[schema(as = WebhookEndpointPatch)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub(super) struct PatchBody {
+    #[serde(default, deserialize_with = "not_null")]
+    #[schema(nullable = false)]
     url: Option<String>,
-    #[schema(value_type = Option<Vec<crate::routes::schemas::EventType>>)]
+    #[serde(default, deserialize_with = "not_null")]
+    #[schema(value_type = Option<Vec<crate::routes::schemas::EventType>>, nullable = false)]
     events: Option<Vec<String>>,
     #[serde(default, deserialize_with = "nullable")]
     #[schema(value_type = Option<String>, pattern = "^(1m|5m|1h)$")]
     lead_created_delay: Option<Option<String>>,
     #[serde(default, deserialize_with = "nullable")]
     custom_header: Option<Option<HeaderBody>>,
+    #[serde(default, deserialize_with = "not_null")]
+    #[schema(nullable = false)]
     secret: Option<bool>,
+    #[serde(default, deserialize_with = "not_null")]
+    #[schema(nullable = false)]
     enabled: Option<bool>,
+    #[serde(default, deserialize_with = "not_null")]
+    #[schema(nullable = false)]
     expire_previous: Option<bool>,
 }
 
