@@ -717,6 +717,26 @@ impl DeliveryRepo for PgStore {
         Ok(u64::try_from(n).unwrap_or(0))
     }
 
+    async fn fail_disabled(&self, error: &str) -> Result<u64, RepoError> {
+        let mut conn = self.conn().await?;
+        let disabled = webhook_endpoints::table
+            .filter(webhook_endpoints::disabled_at.is_not_null())
+            .select(webhook_endpoints::id);
+        let n = diesel::update(webhook_deliveries::table)
+            .filter(fixed::<Bool>(PENDING))
+            .filter(webhook_deliveries::endpoint_id.eq_any(disabled))
+            .set((
+                webhook_deliveries::status.eq(DeliveryStatus::Failed.as_str()),
+                webhook_deliveries::next_attempt_at.eq(None::<OffsetDateTime>),
+                webhook_deliveries::lease_token.eq(None::<Uuid>),
+                webhook_deliveries::last_error.eq(error),
+            ))
+            .execute(&mut conn)
+            .await
+            .map_err(db)?;
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
+
     async fn prune(&self, before: OffsetDateTime, batch: u32) -> Result<u64, RepoError> {
         let mut conn = self.conn().await?;
         let batch = i64::from(batch);

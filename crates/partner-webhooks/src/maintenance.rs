@@ -1,12 +1,14 @@
 //! Maintenance, every `maintenance_interval`: deliveries whose budget dead workers spent end
-//! `failed` (`interrupted`), and delivered or failed deliveries past the retention are pruned in
+//! `failed` (`interrupted`), pending deliveries of disabled endpoints end `failed` (`endpoint
+//! disabled`: one written by a request racing the disable would otherwise wait forever), and
+//! delivered or failed deliveries past the retention are pruned in
 //! small batches, so pruning never holds locks the claim needs for long.
 
 use std::sync::Arc;
 
 use partner_domain::kernel::clock::Clock;
-use partner_domain::webhook::attempt_budget;
 use partner_domain::webhook::ports::DeliveryRepo;
+use partner_domain::webhook::{ENDPOINT_DISABLED, attempt_budget};
 
 use crate::WorkerConfig;
 
@@ -38,6 +40,14 @@ pub(crate) async fn round(repo: &dyn DeliveryRepo, clock: &dyn Clock, c: &Worker
             "webhook deliveries ended failed: their last attempt never reported back"
         ),
         Err(e) => tracing::warn!(error = %e, "ending exhausted webhook deliveries failed"),
+    }
+    match repo.fail_disabled(ENDPOINT_DISABLED).await {
+        Ok(0) => {}
+        Ok(n) => tracing::info!(
+            deliveries = n,
+            "pending deliveries of disabled endpoints ended failed (written while the endpoint was being disabled)"
+        ),
+        Err(e) => tracing::warn!(error = %e, "ending deliveries of disabled endpoints failed"),
     }
     let Some(before) = time::Duration::try_from(c.retention)
         .ok()
@@ -94,6 +104,10 @@ mod tests {
             })
             .times(1)
             .returning(|_, _, _| Ok(2));
+        repo.expect_fail_disabled()
+            .withf(|error| error == "endpoint disabled")
+            .times(1)
+            .returning(|_| Ok(1));
         let calls = Arc::new(AtomicU32::new(0));
         let seen = calls.clone();
         repo.expect_prune()
@@ -118,6 +132,9 @@ mod tests {
         repo.expect_fail_exhausted()
             .times(1)
             .returning(|_, _, _| Err(RepoError::new("down")));
+        repo.expect_fail_disabled()
+            .times(1)
+            .returning(|_| Err(RepoError::new("down")));
         repo.expect_prune()
             .times(1)
             .returning(|_, _| Err(RepoError::new("down")));

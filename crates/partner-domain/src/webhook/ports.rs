@@ -130,6 +130,11 @@ pub trait DeliveryRepo: Send + Sync {
         max_attempts: u32,
         error: &str,
     ) -> Result<u64, RepoError>;
+    /// Ends as `failed` (with `error`) every pending delivery of a disabled endpoint. A disable
+    /// already ends them; this heals one written by a request that raced the disable (its
+    /// delivery committed after the disable's update had looked), which no worker would ever
+    /// claim. Returns how many.
+    async fn fail_disabled(&self, error: &str) -> Result<u64, RepoError>;
     /// Deletes at most `batch` delivered or failed deliveries created before `before`, then at
     /// most `batch` events of that age that no delivery refers to. Returns the rows deleted.
     async fn prune(&self, before: OffsetDateTime, batch: u32) -> Result<u64, RepoError>;
