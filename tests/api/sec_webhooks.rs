@@ -704,3 +704,60 @@ async fn s09_a_custom_header_value_is_shown_only_in_the_answer_that_set_it() {
     let listed = app.get_ok("/api/v1/webhook-endpoints", &s.token).await;
     assert!(!listed.to_string().contains("short"), "{listed}");
 }
+
+/// A delivery committed for an endpoint after its disable looked (a `test`, `recover` or ingest
+/// racing `PATCH {enabled: false}`) is ended by maintenance, not left pending forever: written
+/// here straight into the table for a disabled endpoint, as the race leaves it.
+#[tokio::test]
+async fn a_pending_delivery_of_a_disabled_endpoint_is_ended_by_maintenance() {
+    let app = TestApp::spawn_with(|c| {
+        c.webhook_maintenance_interval = Duration::from_millis(50);
+    })
+    .await;
+    let s = app.seed("acme", false).await;
+    let e = app
+        .create_webhook_endpoint(
+            &s.token,
+            &json!({ "url": "https://hooks.acme.invalid/x", "events": ["lead.created"] }),
+        )
+        .await;
+    let id = e["id"].as_str().expect("id").to_owned();
+    let res = app
+        .api(
+            Method::PATCH,
+            &format!("/api/v1/webhook-endpoints/{id}"),
+            &s.token,
+        )
+        .json(&json!({ "enabled": false }))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(res.status(), StatusCode::OK);
+    let mut conn = db(&app).await;
+    diesel::sql_query(
+        "WITH ev AS ( \
+           INSERT INTO domain_events (id, partner_id, kind, subject, extra, created_at) \
+           VALUES (gen_random_uuid(), 'acme', 'ping', $1, '{}', now()) RETURNING id) \
+         INSERT INTO webhook_deliveries (id, endpoint_id, partner_id, event_id, kind, status, \
+           attempts, next_attempt_at, created_at) \
+         SELECT gen_random_uuid(), $1::uuid, 'acme', ev.id, 'ping', 'pending', 0, now(), now() \
+         FROM ev",
+    )
+    .bind::<Text, _>(&id)
+    .execute(&mut conn)
+    .await
+    .expect("insert");
+    let ended = "SELECT count(*) AS n FROM webhook_deliveries WHERE endpoint_id = $1::uuid \
+                 AND status = 'failed' AND last_error = 'endpoint disabled'";
+    let url = app.config.database_url.clone();
+    eventually("the raced delivery ends failed", || {
+        let (id, url) = (id.clone(), url.clone());
+        async move {
+            let mut conn = <AsyncPgConnection as AsyncConnection>::establish(&url)
+                .await
+                .expect("connect");
+            (count(&mut conn, ended, &id).await == 1).then_some(())
+        }
+    })
+    .await;
+}
