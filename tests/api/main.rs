@@ -21,6 +21,7 @@ mod operate;
 mod operator;
 mod orders;
 mod receiver;
+mod s01_over_budget;
 mod sec_edge;
 mod sec_webhooks;
 mod startup;

@@ -12,7 +12,7 @@ use time::OffsetDateTime;
 use crate::helpers::{Seeded, TestApp, assert_error, body, lead_body, partner_body};
 
 /// Each partner read, with the rate-limit group it charges (checked through its headers).
-const READS: [&str; 11] = [
+pub(crate) const READS: [&str; 11] = [
     "/api/v1/sub-accounts",
     "/api/v1/leads",
     "/api/v1/orders",
@@ -43,7 +43,7 @@ async fn post_ok(app: &TestApp, path: &str, b: Value) -> Value {
 /// A partner with a sub-account (subId 7), a lead, an order, a simulated order, a payout, coupons,
 /// a webhook endpoint and a delivery; every free text carries `tag`. Returns its seed and the id
 /// of its delivery.
-async fn populate(app: &TestApp, partner: &str, tag: &str) -> (Seeded, String) {
+pub(crate) async fn populate(app: &TestApp, partner: &str, tag: &str) -> (Seeded, String) {
     let s = app.seed(partner, false).await;
     let res = app
         .api(Method::POST, "/api/v1/sub-accounts", &s.token)
@@ -103,7 +103,7 @@ async fn populate(app: &TestApp, partner: &str, tag: &str) -> (Seeded, String) {
     (s, delivery)
 }
 
-fn path(read: &str, delivery: &str) -> String {
+pub(crate) fn path(read: &str, delivery: &str) -> String {
     read.replace("{delivery}", delivery)
 }
 

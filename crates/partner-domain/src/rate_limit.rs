@@ -21,6 +21,13 @@ use crate::kernel::ids::TokenId;
 pub trait RateLimitStore: Send + Sync + std::fmt::Debug {
     /// Charges one request of `token` in `group` at `now_unix` (seconds).
     async fn charge(&self, token: TokenId, group: Group, now_unix: i64) -> Decision;
+
+    /// Whether `token`'s budget in `group` is already spent at `now_unix`, WITHOUT charging
+    /// anything (extensions §12: a request over budget is answered from the token check alone,
+    /// so a read that would fold the token lookup into its own statement first asks this).
+    /// Only a hint: the decision is still [`Self::charge`]'s. Never fails: an adapter whose
+    /// backing store is unreachable answers as its `charge` would decide.
+    async fn spent(&self, token: TokenId, group: Group, now_unix: i64) -> bool;
 }
 
 /// The contract's endpoint groups; each token has its own budget in each.
@@ -133,6 +140,17 @@ impl RateLimiter {
         }
     }
 
+    /// Whether `token`'s budget in `group` is spent at `now_unix` (nothing is charged).
+    pub fn spent(&self, token: TokenId, group: Group, now_unix: i64) -> bool {
+        let (start, _) = window(self.quota, now_unix);
+        let map = match self.windows.lock() {
+            Ok(m) => m,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        map.get(&(token, group))
+            .is_some_and(|w| w.start == start && w.used >= self.quota.limit)
+    }
+
     pub fn quota(&self) -> Quota {
         self.quota
     }
@@ -142,6 +160,10 @@ impl RateLimiter {
 impl RateLimitStore for RateLimiter {
     async fn charge(&self, token: TokenId, group: Group, now_unix: i64) -> Decision {
         RateLimiter::charge(self, token, group, now_unix)
+    }
+
+    async fn spent(&self, token: TokenId, group: Group, now_unix: i64) -> bool {
+        RateLimiter::spent(self, token, group, now_unix)
     }
 }
 
@@ -176,5 +198,27 @@ mod tests {
             "tokens are separate"
         );
         assert!(rl.charge(t, Group::Leads, 180).allowed, "new window");
+    }
+
+    #[test]
+    fn spent_reads_the_budget_without_charging_it() {
+        let rl = RateLimiter::new(Quota {
+            limit: 2,
+            window_secs: 60,
+        });
+        let t = TokenId::from_uuid(uuid::Uuid::from_u128(1));
+        assert!(!rl.spent(t, Group::Leads, 120), "never charged");
+        rl.charge(t, Group::Leads, 120);
+        for _ in 0..5 {
+            assert!(!rl.spent(t, Group::Leads, 121), "one unit left");
+        }
+        assert_eq!(
+            rl.charge(t, Group::Leads, 121).remaining,
+            0,
+            "peeks cost nothing"
+        );
+        assert!(rl.spent(t, Group::Leads, 122));
+        assert!(!rl.spent(t, Group::Orders, 122), "groups are separate");
+        assert!(!rl.spent(t, Group::Leads, 180), "new window");
     }
 }

@@ -314,6 +314,17 @@ fn rate_limit_headers(h: &mut header::HeaderMap, decision: &Decision) {
 /// [`partner_guard`] gives, in the same order (401/503, 403, the endpoint's `requirement` 403
 /// as [`partner_guard_requiring`], 429 with `X-RateLimit-*`), so a route uses this instead of
 /// the guard, not beside it.
+///
+/// A request over budget reads no partner data (extensions §12): when the presented token has
+/// authenticated before in this process ([`AuthService::seen`]) and its budget in `group` is
+/// already spent ([`crate::RateLimitStore::spent`], which charges nothing), the token is checked
+/// alone ([`AuthService::lookup`]) and the request answered 401/403/429 from that. The admission
+/// after the read still decides every other request: a budget spent between the peek and the
+/// charge (a concurrent request) is a 429 after a read; a window that turns between them is an
+/// admitted request that reads in a second round trip.
+///
+/// [`AuthService::seen`]: partner_domain::account::auth::AuthService::seen
+/// [`AuthService::lookup`]: partner_domain::account::auth::AuthService::lookup
 pub(crate) async fn one_trip<T, Fut>(
     req: &HttpRequest,
     group: Group,
@@ -335,6 +346,9 @@ where
         Ok(p) => p,
         Err(e) => return ApiError::from(e).error_response(),
     };
+    if spent(&st, &presented, group).await {
+        return over_budget(&st, group, requirement, presented, read, respond).await;
+    }
     let opened = match read(st.clone(), presented.clone()).await {
         Ok(sealed) => st.auth.open(&presented, sealed),
         Err(e) => Err(e),
@@ -350,6 +364,59 @@ where
             respond(&st, principal, content).unwrap_or_else(|e| e.error_response()),
             decision,
         ),
+    };
+    rate_limit_headers(res.headers_mut(), &decision);
+    res
+}
+
+/// Whether the budget in `group` of the token `presented` authenticated as before is already
+/// spent now (nothing is charged; `false` for a token not seen yet).
+async fn spent(st: &web::Data<AppState>, presented: &Presented, group: Group) -> bool {
+    let Some(token) = st.auth.seen(presented) else {
+        return false;
+    };
+    let now = st.clock.now().unix_timestamp();
+    st.limiter.spent(token, group, now).await
+}
+
+/// [`one_trip`] for a token whose budget looked spent: the token check alone, then the
+/// admission, in the contract's order; partner data is read only if the admission allows the
+/// request after all (the window turned since the peek), in a round trip of its own.
+async fn over_budget<T, Fut>(
+    st: &web::Data<AppState>,
+    group: Group,
+    requirement: Option<Requirement>,
+    presented: Presented,
+    read: impl FnOnce(web::Data<AppState>, Presented) -> Fut,
+    respond: impl FnOnce(&web::Data<AppState>, Principal, T) -> Result<HttpResponse, ApiError>,
+) -> HttpResponse
+where
+    Fut: std::future::Future<Output = Result<Sealed<T>, AuthError>>,
+{
+    let checked = match st.auth.lookup(&presented).await {
+        Ok(sealed) => st.auth.open(&presented, sealed),
+        Err(e) => Err(e),
+    };
+    let authed = match checked {
+        Ok((authed, ())) => authed,
+        Err(e) => return ApiError::from(e).error_response(),
+    };
+    let (mut res, decision) = match admit(st, group, requirement, authed).await {
+        Admission::Denied(e) => return e.error_response(),
+        Admission::Limited(e, decision) => (e.error_response(), decision),
+        Admission::Allowed(principal, decision) => {
+            let opened = match read(st.clone(), presented.clone()).await {
+                Ok(sealed) => st.auth.open(&presented, sealed),
+                Err(e) => Err(e),
+            };
+            let res = match opened {
+                Ok((_, content)) => {
+                    respond(st, principal, content).unwrap_or_else(|e| e.error_response())
+                }
+                Err(e) => ApiError::from(e).error_response(),
+            };
+            (res, decision)
+        }
     };
     rate_limit_headers(res.headers_mut(), &decision);
     res

@@ -151,8 +151,27 @@ impl RedisRateLimiter {
         let mut conn = self.connection().await?;
         let mut call = self.script.key(key);
         call.arg(ttl_ms);
-        match tokio::time::timeout(self.timeout, call.invoke_async::<i64>(&mut conn)).await {
-            Ok(Ok(n)) => Ok(n),
+        let answer = tokio::time::timeout(self.timeout, call.invoke_async::<i64>(&mut conn)).await;
+        self.answered(answer)
+    }
+
+    /// The count of `key` (`GET`: nothing is charged); `None` when the window has no call yet.
+    async fn count(&self, key: String) -> Result<Option<i64>, String> {
+        let mut conn = self.connection().await?;
+        let get = redis::cmd("GET").arg(key).to_owned();
+        let answer =
+            tokio::time::timeout(self.timeout, get.query_async::<Option<i64>>(&mut conn)).await;
+        self.answered(answer)
+    }
+
+    /// Redis's answer, or why there is none (a lost connection is dropped, to be re-established
+    /// by a later request).
+    fn answered<T>(
+        &self,
+        answer: Result<redis::RedisResult<T>, tokio::time::error::Elapsed>,
+    ) -> Result<T, String> {
+        match answer {
+            Ok(Ok(v)) => Ok(v),
             Ok(Err(e)) => {
                 if e.is_io_error() || e.is_connection_dropped() || e.is_connection_refusal() {
                     *self.slot() = None;
@@ -161,6 +180,16 @@ impl RedisRateLimiter {
             }
             Err(_) => Err("Redis did not answer in time".to_owned()),
         }
+    }
+
+    /// The key of `token`'s budget in `group` for the window starting at `start`.
+    fn key(&self, token: TokenId, group: Group, start: i64) -> String {
+        format!(
+            "{}rl:{}:{}:{start}",
+            self.prefix,
+            group.as_str(),
+            token.as_uuid().simple()
+        )
     }
 
     fn failed(&self, reason: &str) {
@@ -188,12 +217,7 @@ impl RedisRateLimiter {
 impl RateLimitStore for RedisRateLimiter {
     async fn charge(&self, token: TokenId, group: Group, now_unix: i64) -> Decision {
         let (start, reset) = window(self.quota, now_unix);
-        let key = format!(
-            "{}rl:{}:{}:{start}",
-            self.prefix,
-            group.as_str(),
-            token.as_uuid().simple()
-        );
+        let key = self.key(token, group, start);
         // Outlives the window by a second, whatever the clocks of the instances.
         let ttl_ms = (reset - now_unix + 1).max(1).saturating_mul(1000);
         match self.shared(key, ttl_ms).await {
@@ -211,6 +235,17 @@ impl RateLimitStore for RedisRateLimiter {
                 self.failed(&reason);
                 self.fallback.charge(token, group, now_unix)
             }
+        }
+    }
+
+    /// A `GET` of the window's count (no `INCR`: nothing is charged). When Redis cannot be
+    /// reached, the in-process budgets that then decide [`Self::charge`] answer; that is not
+    /// counted as an error (the charge that follows is).
+    async fn spent(&self, token: TokenId, group: Group, now_unix: i64) -> bool {
+        let (start, _) = window(self.quota, now_unix);
+        match self.count(self.key(token, group, start)).await {
+            Ok(n) => n.is_some_and(|n| n >= i64::from(self.quota.limit)),
+            Err(_) => self.fallback.spent(token, group, now_unix),
         }
     }
 }

@@ -1,7 +1,8 @@
 //! Authentication: from an `Authorization` header value to a [`Principal`], or exactly one
 //! of the contract's failures.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
 
 use time::{Duration, OffsetDateTime};
 
@@ -170,6 +171,42 @@ pub struct AuthService {
     tokens: Arc<dyn TokenRepo>,
     pepper: Option<TokenPepper>,
     clock: Arc<dyn Clock>,
+    seen: Arc<SeenTokens>,
+}
+
+/// The token id each keyed hash authenticated as in this process, so the rate limit can be
+/// asked about a presented token before the token is looked up ([`AuthService::seen`]). Bounded:
+/// emptied when it would hold more than [`SEEN_TOKENS_MAX`] (only tokens that authenticated get
+/// in, so its size is that of the live tokens in use).
+#[derive(Default)]
+struct SeenTokens(RwLock<HashMap<[u8; 32], TokenId>>);
+
+/// At most this many hashes are remembered by [`SeenTokens`] (about 5 MB).
+pub const SEEN_TOKENS_MAX: usize = 100_000;
+
+impl SeenTokens {
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<[u8; 32], TokenId>> {
+        match self.0.read() {
+            Ok(m) => m,
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<[u8; 32], TokenId>> {
+        match self.0.write() {
+            Ok(m) => m,
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+}
+
+impl std::fmt::Debug for SeenTokens {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The hashes are not shown.
+        f.debug_struct("SeenTokens")
+            .field("len", &self.read().len())
+            .finish()
+    }
 }
 
 impl AuthService {
@@ -182,7 +219,32 @@ impl AuthService {
             tokens,
             pepper,
             clock,
+            seen: Arc::default(),
         }
+    }
+
+    /// The token `presented` authenticated as earlier in this process, if it did: the key of
+    /// its rate-limit budget, known before any lookup (extensions §12: a request over budget is
+    /// answered from the token check alone, so a read that folds the lookup into its own
+    /// statement first asks whether the budget is spent). A hint, never a caller: the token may
+    /// have been revoked since, which the token check that follows decides.
+    pub fn seen(&self, presented: &Presented) -> Option<TokenId> {
+        let hash: [u8; 32] = presented.hash.as_bytes().try_into().ok()?;
+        self.seen.read().get(&hash).copied()
+    }
+
+    fn remember(&self, presented: &Presented, token_id: TokenId) {
+        let Ok(hash) = <[u8; 32]>::try_from(presented.hash.as_bytes()) else {
+            return;
+        };
+        if self.seen.read().get(&hash) == Some(&token_id) {
+            return;
+        }
+        let mut map = self.seen.write();
+        if map.len() >= SEEN_TOKENS_MAX {
+            map.clear();
+        }
+        map.insert(hash, token_id);
     }
 
     /// Authenticates the raw `Authorization` header value (absent: `None`). A token of the
@@ -256,6 +318,7 @@ impl AuthService {
         if !rec.partner_active {
             return Err(AuthError::Forbidden);
         }
+        self.remember(presented, rec.token_id);
         let authenticated = Authenticated {
             touch_due: touch_due(rec.last_used_at, now),
             principal: Principal {
@@ -513,6 +576,37 @@ mod tests {
             let r = svc.open(&presented, Sealed::new(rec, vec![1, 2, 3]));
             assert!(r.as_ref().is_err_and(expected), "{r:?}");
         }
+    }
+
+    #[test]
+    fn a_token_is_seen_once_it_authenticated() {
+        let pepper = TokenPepper::new(b"pepper");
+        let svc = AuthService::new(
+            Arc::new(MockTokenRepo::new()),
+            Some(pepper.clone()),
+            Arc::new(FixedClock::new(NOW)),
+        );
+        let header = bearer_known().expect("header");
+        let presented = svc.present(Some(header.as_bytes())).expect("well-formed");
+        let live = record(pepper.hash(&known()));
+        assert_eq!(svc.seen(&presented), None, "never authenticated");
+        let revoked = TokenRecord {
+            revoked_at: Some(NOW),
+            ..live.clone()
+        };
+        assert!(
+            svc.open(&presented, Sealed::new(Some(revoked), ()))
+                .is_err()
+        );
+        assert_eq!(svc.seen(&presented), None, "a failed check teaches nothing");
+        svc.open(&presented, Sealed::new(Some(live.clone()), ()))
+            .expect("live");
+        assert_eq!(svc.seen(&presented), Some(live.token_id));
+        assert_eq!(
+            svc.clone().seen(&presented),
+            Some(live.token_id),
+            "clones share what they saw"
+        );
     }
 
     #[test]

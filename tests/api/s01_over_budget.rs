@@ -1,0 +1,234 @@
+//! Security review (issue 23), S-01: a request over its rate budget is answered 429 after the
+//! token check alone, and reads no partner data (extensions.md §12), on every partner read and
+//! with either budget store; the order of checks (401, 403, then 429) stands.
+//!
+//! "Reads no partner data" is proved by the database itself: once the budgets are spent, every
+//! table but the three the token check reads (`api_tokens`, `portal_users`, `partners`) is
+//! renamed away, so any statement that reads partner data fails (a 500), and only an answer made
+//! from the token check alone can still be the 429.
+
+use std::sync::Arc;
+
+use diesel::sql_types::Text;
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use partner_domain::kernel::clock::Clock;
+use partner_server::config::Config;
+use reqwest::{Method, StatusCode};
+
+use crate::helpers::{TestApp, assert_error, mid_hour_clock, partner_body};
+use crate::one_trip::{READS, path, populate};
+use crate::operate::REDIS_URL;
+
+/// What the token check reads; every other table holds partner data (or the service's own).
+const TOKEN_CHECK: [&str; 3] = ["api_tokens", "portal_users", "partners"];
+const HIDDEN: &str = "s01_hidden_";
+
+#[derive(diesel::QueryableByName)]
+struct Table {
+    #[diesel(sql_type = Text)]
+    name: String,
+}
+
+async fn connect(app: &TestApp) -> AsyncPgConnection {
+    AsyncPgConnection::establish(&app.config.database_url)
+        .await
+        .expect("the test's database")
+}
+
+/// Renames every table of partner data to `s01_hidden_<name>` (`hide`), or back.
+async fn hide_partner_data(app: &TestApp, hide: bool) -> usize {
+    let mut conn = connect(app).await;
+    let tables: Vec<Table> = diesel::sql_query(
+        "SELECT tablename AS name FROM pg_tables WHERE schemaname = 'public' \
+         AND tablename NOT LIKE '\\_\\_diesel%'",
+    )
+    .load(&mut conn)
+    .await
+    .expect("tables");
+    let mut renamed = 0;
+    for t in tables {
+        if TOKEN_CHECK.contains(&t.name.as_str()) {
+            continue;
+        }
+        let sql = match (hide, t.name.strip_prefix(HIDDEN)) {
+            (true, None) => format!("ALTER TABLE \"{0}\" RENAME TO \"{HIDDEN}{0}\"", t.name),
+            (false, Some(original)) => {
+                format!("ALTER TABLE \"{}\" RENAME TO \"{original}\"", t.name)
+            }
+            _ => continue,
+        };
+        diesel::sql_query(sql)
+            .execute(&mut conn)
+            .await
+            .expect("rename");
+        renamed += 1;
+    }
+    renamed
+}
+
+/// Every partner read of `token`, until its group's budget answers 429 (each group is spent).
+async fn spend_every_budget(app: &TestApp, token: &str, delivery: &str) {
+    for read in READS {
+        let p = path(read, delivery);
+        let mut spent = false;
+        for _ in 0..4 {
+            let res = app.api(Method::GET, &p, token).send().await.expect("send");
+            match res.status() {
+                StatusCode::OK => {}
+                StatusCode::TOO_MANY_REQUESTS => {
+                    spent = true;
+                    break;
+                }
+                other => panic!("GET {p} while spending the budget: {other}"),
+            }
+        }
+        assert!(spent, "GET {p}: a budget of 2 is spent within 4 calls");
+    }
+}
+
+/// The S-01 scenario on a server configured by `tweak`.
+async fn over_budget_reads_no_partner_data(tweak: impl FnOnce(&mut Config)) {
+    let clock = mid_hour_clock();
+    let app = TestApp::spawn_full(
+        |c| {
+            c.rate_limit = partner_http::Quota {
+                limit: 2,
+                window_secs: 3600,
+            };
+            tweak(c);
+        },
+        clock.clone(),
+    )
+    .await;
+    let now = clock.now().unix_timestamp();
+    let (acme, delivery) = populate(&app, "acme", "acme").await;
+    spend_every_budget(&app, &acme.token, &delivery).await;
+
+    // Over budget: every read answers 429 with the rate-limit headers, though no partner data can
+    // be read at all.
+    assert!(hide_partner_data(&app, true).await >= 10, "partner tables");
+    let mut answers = Vec::new();
+    for read in READS {
+        let p = path(read, &delivery);
+        for _ in 0..3 {
+            let res = app
+                .api(Method::GET, &p, &acme.token)
+                .send()
+                .await
+                .expect("send");
+            let status = res.status();
+            let retry = res
+                .headers()
+                .get("retry-after")
+                .and_then(|v| v.to_str().ok()?.parse::<i64>().ok());
+            let remaining = res
+                .headers()
+                .get("x-ratelimit-remaining")
+                .and_then(|v| v.to_str().ok()?.parse::<i64>().ok());
+            let text = res.text().await.expect("body");
+            if status != StatusCode::TOO_MANY_REQUESTS {
+                answers.push(format!("GET {p}: {status} {text}"));
+                continue;
+            }
+            assert!(text.contains("rate_limited"), "GET {p}: {text}");
+            assert_eq!(remaining, Some(0), "GET {p}");
+            let reset = now - now.rem_euclid(3600) + 3600;
+            assert_eq!(retry, Some(reset - now), "GET {p}: Retry-After");
+        }
+    }
+    hide_partner_data(&app, false).await;
+    assert!(
+        answers.is_empty(),
+        "over budget, these reads read partner data (or failed) instead of answering 429 \
+         from the token check alone:\n{}",
+        answers.join("\n")
+    );
+
+    // The order of checks stands on the over-budget path: 403 for an inactive partner, then 401
+    // for a revoked token, before 429.
+    let res = app.put_partner("acme", &partner_body(false)).await;
+    assert!(res.status().is_success(), "deactivate: {}", res.status());
+    for read in READS {
+        let p = path(read, &delivery);
+        let res = app
+            .api(Method::GET, &p, &acme.token)
+            .send()
+            .await
+            .expect("send");
+        assert_error(res, 403, "forbidden").await;
+    }
+    let res = app
+        .internal(Method::DELETE, &format!("/tokens/{}", acme.token_id))
+        .send()
+        .await
+        .expect("send");
+    assert!(res.status().is_success(), "revoke: {}", res.status());
+    for read in READS {
+        let p = path(read, &delivery);
+        let res = app
+            .api(Method::GET, &p, &acme.token)
+            .send()
+            .await
+            .expect("send");
+        assert_error(res, 401, "invalid_token").await;
+    }
+}
+
+#[tokio::test]
+async fn s01_over_budget_reads_no_partner_data() {
+    over_budget_reads_no_partner_data(|_| {}).await;
+}
+
+#[tokio::test]
+async fn s01_over_budget_reads_no_partner_data_with_redis_budgets() {
+    // Keys of this test only, so tests running in parallel on the same Redis do not collide.
+    let prefix = format!("test:{}:", uuid::Uuid::new_v4().simple());
+    over_budget_reads_no_partner_data(|c| {
+        c.redis_url = Some(REDIS_URL.into());
+        c.redis_key_prefix = prefix;
+    })
+    .await;
+}
+
+/// A server that has not seen the token (another instance on the same Redis budgets) cannot
+/// peek at the budget before its first lookup: its first request over budget is a 429 after a
+/// read, and every one after that reads nothing.
+#[tokio::test]
+async fn s01_another_instance_reads_nothing_after_its_first_answer() {
+    let prefix = format!("test:{}:", uuid::Uuid::new_v4().simple());
+    let clock = mid_hour_clock();
+    let app = TestApp::spawn_full(
+        |c| {
+            c.rate_limit = partner_http::Quota {
+                limit: 2,
+                window_secs: 3600,
+            };
+            c.redis_url = Some(REDIS_URL.into());
+            c.redis_key_prefix = prefix;
+        },
+        clock.clone() as Arc<dyn Clock>,
+    )
+    .await;
+    let (acme, delivery) = populate(&app, "acme", "acme").await;
+    spend_every_budget(&app, &acme.token, &delivery).await;
+    let other = app.sibling().await;
+    let leads = "/api/v1/leads";
+    let res = other
+        .api(Method::GET, leads, &acme.token)
+        .send()
+        .await
+        .expect("send");
+    assert_error(res, 429, "rate_limited").await;
+    hide_partner_data(&app, true).await;
+    for _ in 0..3 {
+        let res = other
+            .api(Method::GET, leads, &acme.token)
+            .send()
+            .await
+            .expect("send");
+        let status = res.status();
+        let text = res.text().await.expect("body");
+        assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{text}");
+    }
+    hide_partner_data(&app, false).await;
+}
