@@ -22,6 +22,7 @@ mod operator;
 mod orders;
 mod receiver;
 mod sec_edge;
+mod sec_public;
 mod sec_webhooks;
 mod startup;
 mod sub_accounts;

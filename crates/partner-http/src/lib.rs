@@ -8,6 +8,7 @@
 #![cfg_attr(test, allow(clippy::expect_used, clippy::indexing_slicing))]
 
 pub mod audit;
+pub mod client_addr;
 mod csv_export;
 mod error;
 mod extract;
@@ -42,9 +43,12 @@ use partner_domain::payout::PayoutService;
 use partner_domain::sub_account::SubAccountService;
 use partner_domain::webhook::WebhookService;
 
+pub use client_addr::TrustedProxies;
 pub use error::ApiError;
 pub use extract::MAX_BODY;
-pub use ratelimit::{Quota, RateLimitStore, RateLimiter};
+pub use ratelimit::{
+    PublicLimitStore, PublicLimiter, PublicQuota, Quota, RateLimitStore, RateLimiter,
+};
 
 /// Everything the handlers need, built once by the server and shared by all workers.
 #[derive(Debug)]
@@ -63,6 +67,11 @@ pub struct AppState {
     pub clock: Arc<dyn Clock>,
     /// Where rate-limit budgets live (in-process, or shared through Redis).
     pub limiter: Arc<dyn RateLimitStore>,
+    /// The public surfaces' budgets per client address (`PARTNER_PUBLIC_RATE`), in-process or
+    /// shared through Redis like [`AppState::limiter`].
+    pub public_limiter: Arc<dyn PublicLimitStore>,
+    /// `PARTNER_TRUSTED_PROXIES`: peers whose `X-Forwarded-For` names the client.
+    pub trusted_proxies: TrustedProxies,
     /// `CARE_SERVICES_API_ENABLED`: when false the Care Services endpoints answer 404.
     pub care_services_enabled: bool,
     /// Bearer of the operator API; `None` turns `/internal` into 404s.
