@@ -4,6 +4,7 @@
 //! is a trusted proxy. Time is the injected clock's: nothing here sleeps.
 
 use std::net::{IpAddr, Ipv4Addr};
+use std::time::{Duration, Instant};
 
 use reqwest::{Method, Response, StatusCode};
 
@@ -68,7 +69,14 @@ async fn limited(res: Response) {
 #[tokio::test]
 async fn s12_a_burst_beyond_twice_the_rate_is_429_and_other_addresses_are_unaffected() {
     let clock = mid_hour_clock();
-    let app = TestApp::spawn_full(|c| c.public_rate = 5, clock.clone()).await;
+    let app = TestApp::spawn_full(
+        |c| {
+            c.public_rate = 5;
+            c.public_refusal_hold = Duration::ZERO;
+        },
+        clock.clone(),
+    )
+    .await;
     let a = client_from(Ipv4Addr::new(127, 0, 0, 1));
     // The burst: twice the rate, across the catalog and the embedded view.
     admitted(&app, &a, 10, None).await;
@@ -93,7 +101,14 @@ async fn s12_x_forwarded_for_is_honoured_only_from_a_trusted_proxy() {
     let clock = mid_hour_clock();
     let a = client_from(Ipv4Addr::new(127, 0, 0, 1));
     // No trusted proxy: a spoofed header changes nothing, whatever it says.
-    let app = TestApp::spawn_full(|c| c.public_rate = 5, clock.clone()).await;
+    let app = TestApp::spawn_full(
+        |c| {
+            c.public_rate = 5;
+            c.public_refusal_hold = Duration::ZERO;
+        },
+        clock.clone(),
+    )
+    .await;
     for i in 0..10 {
         let xff = format!("198.51.100.{i}");
         let res = get(&app, &a, i, Some(&xff)).await;
@@ -105,6 +120,7 @@ async fn s12_x_forwarded_for_is_honoured_only_from_a_trusted_proxy() {
     let app = TestApp::spawn_full(
         |c| {
             c.public_rate = 5;
+            c.public_refusal_hold = Duration::ZERO;
             c.trusted_proxies =
                 partner_http::TrustedProxies::parse("127.0.0.1/32, 10.0.0.0/8").expect("list");
         },
@@ -137,6 +153,7 @@ async fn s12_the_public_budget_is_shared_through_redis_and_fails_open_to_in_proc
     let one = TestApp::spawn_full(
         |c| {
             c.public_rate = 5;
+            c.public_refusal_hold = Duration::ZERO;
             c.redis_url = Some(REDIS_URL.into());
             c.redis_key_prefix = prefix.clone();
         },
@@ -157,6 +174,7 @@ async fn s12_the_public_budget_is_shared_through_redis_and_fails_open_to_in_proc
     let down = TestApp::spawn_full(
         |c| {
             c.public_rate = 5;
+            c.public_refusal_hold = Duration::ZERO;
             c.redis_url = Some(CLOSED_REDIS_URL.into());
         },
         clock,
@@ -164,4 +182,26 @@ async fn s12_the_public_budget_is_shared_through_redis_and_fails_open_to_in_proc
     .await;
     admitted(&down, &a, 10, None).await;
     limited(get(&down, &a, 0, None).await).await;
+}
+
+#[tokio::test]
+async fn s12_a_refusal_is_held_so_a_flooding_connection_asks_less_often() {
+    let hold = Duration::from_millis(300);
+    let app = TestApp::spawn_full(
+        |c| {
+            c.public_rate = 1;
+            c.public_refusal_hold = hold;
+        },
+        mid_hour_clock(),
+    )
+    .await;
+    let a = client_from(Ipv4Addr::new(127, 0, 0, 1));
+    admitted(&app, &a, 2, None).await;
+    let started = Instant::now();
+    limited(get(&app, &a, 0, None).await).await;
+    assert!(
+        started.elapsed() >= hold,
+        "answered after {:?}",
+        started.elapsed()
+    );
 }

@@ -72,6 +72,10 @@ pub struct AppState {
     pub public_limiter: Arc<dyn PublicLimitStore>,
     /// `PARTNER_TRUSTED_PROXIES`: peers whose `X-Forwarded-For` names the client.
     pub trusted_proxies: TrustedProxies,
+    /// How long a refused public request waits before its 429 is sent: a client that floods
+    /// the public surfaces on a few connections then gets a few answers a second, not
+    /// thousands, and takes no CPU from the partner API.
+    pub public_refusal_hold: std::time::Duration,
     /// `CARE_SERVICES_API_ENABLED`: when false the Care Services endpoints answer 404.
     pub care_services_enabled: bool,
     /// Bearer of the operator API; `None` turns `/internal` into 404s.

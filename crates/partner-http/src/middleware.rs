@@ -348,7 +348,8 @@ where
 /// The limit of the public surfaces (extensions.md §12): one budget per client address
 /// ([`crate::client_addr`]), shared by every route this wraps — the catalog and the embedded
 /// view; a public portal page is mounted behind it too (`.wrap(from_fn(public_limit))`). Beyond
-/// it, 429 `rate_limited` with `Retry-After`, before anything else runs for the request.
+/// it, 429 `rate_limited` with `Retry-After`, before anything else runs for the request, sent
+/// after [`AppState::public_refusal_hold`] (the connection's next request waits for it too).
 pub async fn public_limit(
     req: ServiceRequest,
     next: Next<BoxBody>,
@@ -373,6 +374,9 @@ pub async fn public_limit(
         next.call(req).await
     } else {
         metrics::counter!("rate_limit_rejections_total", "group" => "public").increment(1);
+        if !st.public_refusal_hold.is_zero() {
+            actix_web::rt::time::sleep(st.public_refusal_hold).await;
+        }
         Ok(req.error_response(ApiError::public_rate_limited(decision.retry_after())))
     }
 }

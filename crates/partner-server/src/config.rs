@@ -47,6 +47,9 @@ pub struct Config {
     pub public_rate: u32,
     /// `PARTNER_TRUSTED_PROXIES`: peers whose `X-Forwarded-For` names the client.
     pub trusted_proxies: TrustedProxies,
+    /// How long a refused public request is held before its 429 (a flooding client's
+    /// connections then wait instead of asking again at once). Not an environment setting.
+    pub public_refusal_hold: Duration,
     /// `PARTNER_REDIS_URL`: when set, rate-limit budgets are shared through this Redis.
     pub redis_url: Option<String>,
     /// Prefix of this deployment's Redis keys. Not an environment setting (tests give each
@@ -126,6 +129,7 @@ impl std::fmt::Debug for Config {
             .field("rate_limit", &self.rate_limit)
             .field("public_rate", &self.public_rate)
             .field("trusted_proxies", &self.trusted_proxies)
+            .field("public_refusal_hold", &self.public_refusal_hold)
             .field("redis_url", &self.redis_url.as_deref().map(redact_url))
             .field("redis_key_prefix", &self.redis_key_prefix)
             .field("webhook_retry_schedule", &self.webhook_retry_schedule)
@@ -287,6 +291,7 @@ impl Config {
                     )
                 })?,
             },
+            public_refusal_hold: Duration::from_secs(1),
             redis_url: match get("PARTNER_REDIS_URL") {
                 None => None,
                 Some(v) => match Url::parse(v.trim()) {

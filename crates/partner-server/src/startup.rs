@@ -181,6 +181,7 @@ impl Application {
             limiter,
             public_limiter,
             trusted_proxies: config.trusted_proxies.clone(),
+            public_refusal_hold: config.public_refusal_hold,
             internal_token: config
                 .internal_token
                 .clone()
