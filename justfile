@@ -56,6 +56,10 @@ drill-kill9:
 bench-ratelimit:
     bash bench/ratelimit.sh
 
+# One client floods the embedded view: a partner's leads p99 against idle (S-12). Needs wrk.
+bench-public-flood:
+    bash bench/public-flood.sh
+
 # Every benchmark.
 bench: bench-leads bench-coupons bench-webhooks
 

@@ -23,6 +23,7 @@ mod orders;
 mod receiver;
 mod s01_over_budget;
 mod sec_edge;
+mod sec_public;
 mod sec_webhooks;
 mod startup;
 mod sub_accounts;

@@ -7,8 +7,14 @@
 //! [`RateLimiter`] keeps budgets in this process's memory: each server instance enforces the
 //! budget on the requests it serves, so behind a load balancer with N instances a token can get
 //! up to N budgets per window. A shared adapter (Redis) gives every instance one budget.
+//!
+//! The public surfaces (catalog, embedded view, portal page; extensions.md §12) have a budget of
+//! their own per client address: [`PublicQuota`] decided by [`gcra`], a pure function of the
+//! stored state and the clock's time, behind the [`PublicLimitStore`] port ([`PublicLimiter`]
+//! in-process; the Redis adapter runs the same rule in one script).
 
 use std::collections::HashMap;
+use std::net::IpAddr;
 use std::sync::Mutex;
 
 use async_trait::async_trait;
@@ -167,9 +173,187 @@ impl RateLimitStore for RateLimiter {
     }
 }
 
+/// The public surfaces' budget: `rate` requests per second per client address, with bursts of
+/// up to `burst` requests (the ruling: twice the rate).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PublicQuota {
+    pub rate: u32,
+    pub burst: u32,
+}
+
+impl PublicQuota {
+    /// `rate` per second (at least 1), bursts up to twice that.
+    pub fn per_second(rate: u32) -> Self {
+        let rate = rate.max(1);
+        Self {
+            rate,
+            burst: rate.saturating_mul(2),
+        }
+    }
+
+    /// The time one request costs, in microseconds (the GCRA's emission interval).
+    pub fn interval_us(self) -> i64 {
+        (1_000_000 / i64::from(self.rate.max(1))).max(1)
+    }
+
+    /// How far ahead of now the theoretical arrival time may run: a full burst's worth.
+    pub fn tolerance_us(self) -> i64 {
+        self.interval_us()
+            .saturating_mul(i64::from(self.burst.max(1)))
+    }
+}
+
+impl Default for PublicQuota {
+    /// The ruling's default: 50 a second.
+    fn default() -> Self {
+        Self::per_second(50)
+    }
+}
+
+/// The outcome of one public request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PublicDecision {
+    pub allowed: bool,
+    /// When refused: microseconds until one more request would be admitted.
+    pub wait_us: i64,
+}
+
+impl PublicDecision {
+    /// Whole seconds to put in `Retry-After` (rounded up, at least 1).
+    pub fn retry_after(&self) -> u64 {
+        let secs = (self.wait_us.max(1) + 999_999) / 1_000_000;
+        u64::try_from(secs.max(1)).unwrap_or(1)
+    }
+}
+
+/// The generic cell rate algorithm (a token bucket of `burst` tokens refilled at `rate` a
+/// second, kept as one number): `tat` is the stored theoretical arrival time (`None`: a client
+/// not seen, or whose bucket is full again), `now_us` the clock's time, both in microseconds.
+/// Returns the decision and the new `tat` to store (unchanged when refused).
+pub fn gcra(quota: PublicQuota, tat: Option<i64>, now_us: i64) -> (PublicDecision, i64) {
+    let t = quota.interval_us();
+    let tat = tat.map_or(now_us, |v| v.max(now_us));
+    let next = tat.saturating_add(t);
+    let over = next - now_us - quota.tolerance_us();
+    if over > 0 {
+        (
+            PublicDecision {
+                allowed: false,
+                wait_us: over,
+            },
+            tat,
+        )
+    } else {
+        (
+            PublicDecision {
+                allowed: true,
+                wait_us: 0,
+            },
+            next,
+        )
+    }
+}
+
+/// Where the public budgets live; the key is the client's address. Never fails: an adapter
+/// whose backing store is unreachable decides in-process (fail open, §5).
+#[async_trait]
+pub trait PublicLimitStore: Send + Sync + std::fmt::Debug {
+    /// Charges one public request of `client` at `now_us` (microseconds since the Unix epoch).
+    async fn charge_public(&self, client: IpAddr, now_us: i64) -> PublicDecision;
+}
+
+/// The in-process public limiter: one theoretical arrival time per client address.
+#[derive(Debug)]
+pub struct PublicLimiter {
+    quota: PublicQuota,
+    tats: Mutex<HashMap<IpAddr, i64>>,
+}
+
+impl PublicLimiter {
+    pub fn new(quota: PublicQuota) -> Self {
+        Self {
+            quota,
+            tats: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub fn quota(&self) -> PublicQuota {
+        self.quota
+    }
+
+    /// Charges one request of `client` at `now_us`.
+    pub fn charge(&self, client: IpAddr, now_us: i64) -> PublicDecision {
+        let mut map = match self.tats.lock() {
+            Ok(m) => m,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if map.len() > PRUNE_ABOVE {
+            // A client whose arrival time has passed has a full bucket: forgetting it changes
+            // nothing.
+            map.retain(|_, tat| *tat > now_us);
+        }
+        let (decision, tat) = gcra(self.quota, map.get(&client).copied(), now_us);
+        if decision.allowed {
+            map.insert(client, tat);
+        }
+        decision
+    }
+}
+
+#[async_trait]
+impl PublicLimitStore for PublicLimiter {
+    async fn charge_public(&self, client: IpAddr, now_us: i64) -> PublicDecision {
+        self.charge(client, now_us)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn public_bursts_up_to_twice_the_rate_then_the_rate() {
+        let q = PublicQuota::per_second(50);
+        assert_eq!((q.rate, q.burst, q.interval_us()), (50, 100, 20_000));
+        let rl = PublicLimiter::new(q);
+        let a: IpAddr = "192.0.2.1".parse().expect("ip");
+        let b: IpAddr = "2001:db8::1".parse().expect("ip");
+        let t0 = 1_700_000_000_000_000;
+        for i in 0..100 {
+            assert!(rl.charge(a, t0).allowed, "request {i} of the burst");
+        }
+        let refused = rl.charge(a, t0);
+        assert!(!refused.allowed);
+        assert_eq!(refused.wait_us, 20_000);
+        assert_eq!(refused.retry_after(), 1);
+        assert!(rl.charge(b, t0).allowed, "addresses are separate");
+        // One interval later, one more; a second later, the rate's worth.
+        assert!(rl.charge(a, t0 + 20_000).allowed);
+        assert!(!rl.charge(a, t0 + 20_000).allowed);
+        let admitted = (0..200)
+            .filter(|_| rl.charge(a, t0 + 1_020_000).allowed)
+            .count();
+        assert_eq!(admitted, 50);
+        // Idle for two seconds: the whole burst again, no more.
+        let admitted = (0..200)
+            .filter(|_| rl.charge(a, t0 + 3_020_000).allowed)
+            .count();
+        assert_eq!(admitted, 100);
+    }
+
+    #[test]
+    fn gcra_refusal_keeps_the_state_and_says_how_long_to_wait() {
+        let q = PublicQuota::per_second(1);
+        let (d, tat) = gcra(q, None, 0);
+        assert!(d.allowed);
+        let (d, tat) = gcra(q, Some(tat), 0);
+        assert!(d.allowed);
+        let (d, same) = gcra(q, Some(tat), 0);
+        assert_eq!((d.allowed, d.wait_us, same), (false, 1_000_000, tat));
+        let (d, _) = gcra(q, Some(tat), 250_000);
+        assert_eq!((d.allowed, d.wait_us, d.retry_after()), (false, 750_000, 1));
+        assert!(gcra(q, Some(tat), 1_000_000).0.allowed);
+    }
 
     #[test]
     fn budget_per_token_and_group_resets_with_the_window() {

@@ -88,6 +88,13 @@ impl ApiError {
         e
     }
 
+    /// 429 `rate_limited` of the public surfaces (per client address), with `Retry-After`.
+    pub fn public_rate_limited(retry_after: u64) -> Self {
+        let mut e = Self::rate_limited(retry_after);
+        e.message = "too many requests from this address; retry after the Retry-After delay".into();
+        e
+    }
+
     /// 503 `api_keys_unavailable`.
     pub fn keys_unavailable() -> Self {
         Self::new(

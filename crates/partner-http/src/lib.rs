@@ -8,6 +8,7 @@
 #![cfg_attr(test, allow(clippy::expect_used, clippy::indexing_slicing))]
 
 pub mod audit;
+pub mod client_addr;
 mod csv_export;
 mod error;
 mod extract;
@@ -42,9 +43,12 @@ use partner_domain::payout::PayoutService;
 use partner_domain::sub_account::SubAccountService;
 use partner_domain::webhook::WebhookService;
 
+pub use client_addr::TrustedProxies;
 pub use error::ApiError;
 pub use extract::MAX_BODY;
-pub use ratelimit::{Quota, RateLimitStore, RateLimiter};
+pub use ratelimit::{
+    PublicLimitStore, PublicLimiter, PublicQuota, Quota, RateLimitStore, RateLimiter,
+};
 
 /// Everything the handlers need, built once by the server and shared by all workers.
 #[derive(Debug)]
@@ -63,6 +67,15 @@ pub struct AppState {
     pub clock: Arc<dyn Clock>,
     /// Where rate-limit budgets live (in-process, or shared through Redis).
     pub limiter: Arc<dyn RateLimitStore>,
+    /// The public surfaces' budgets per client address (`PARTNER_PUBLIC_RATE`), in-process or
+    /// shared through Redis like [`AppState::limiter`].
+    pub public_limiter: Arc<dyn PublicLimitStore>,
+    /// `PARTNER_TRUSTED_PROXIES`: peers whose `X-Forwarded-For` names the client.
+    pub trusted_proxies: TrustedProxies,
+    /// How long a refused public request waits before its 429 is sent: a client that floods
+    /// the public surfaces on a few connections then gets a few answers a second, not
+    /// thousands, and takes no CPU from the partner API.
+    pub public_refusal_hold: std::time::Duration,
     /// `CARE_SERVICES_API_ENABLED`: when false the Care Services endpoints answer 404.
     pub care_services_enabled: bool,
     /// Bearer of the operator API; `None` turns `/internal` into 404s.

@@ -422,6 +422,42 @@ where
     res
 }
 
+/// The limit of the public surfaces (extensions.md §12): one budget per client address
+/// ([`crate::client_addr`]), shared by every route this wraps — the catalog and the embedded
+/// view; a public portal page is mounted behind it too (`.wrap(from_fn(public_limit))`). Beyond
+/// it, 429 `rate_limited` with `Retry-After`, before anything else runs for the request, sent
+/// after [`AppState::public_refusal_hold`] (the connection's next request waits for it too).
+pub async fn public_limit(
+    req: ServiceRequest,
+    next: Next<BoxBody>,
+) -> Result<ServiceResponse<BoxBody>, Error> {
+    let st = state(&req)?;
+    // A request always has a peer on a TCP listener; without one (an in-memory test service)
+    // every such request shares one budget.
+    let peer = req
+        .peer_addr()
+        .map_or(std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), |a| {
+            a.ip()
+        });
+    let client = st.trusted_proxies.client(
+        peer,
+        req.headers()
+            .get_all(header::X_FORWARDED_FOR)
+            .map(HeaderValue::as_bytes),
+    );
+    let now_us = i64::try_from(st.clock.now().unix_timestamp_nanos() / 1_000).unwrap_or(i64::MAX);
+    let decision = st.public_limiter.charge_public(client, now_us).await;
+    if decision.allowed {
+        next.call(req).await
+    } else {
+        metrics::counter!("rate_limit_rejections_total", "group" => "public").increment(1);
+        if !st.public_refusal_hold.is_zero() {
+            actix_web::rt::time::sleep(st.public_refusal_hold).await;
+        }
+        Ok(req.error_response(ApiError::public_rate_limited(decision.retry_after())))
+    }
+}
+
 /// The first check of the Care Services endpoints: 404 `not_found` when
 /// `CARE_SERVICES_API_ENABLED` is false, before authentication.
 pub async fn care_services_enabled(

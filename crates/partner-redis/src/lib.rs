@@ -11,6 +11,11 @@
 //! Redis would have allowed is refused. Each such decision is counted (`rate_limiter_errors_total`,
 //! [`RedisRateLimiter::errors`]) and logged at most once per [`LOG_INTERVAL`]. A lost
 //! connection is re-established on a later request, at most once per [`RECONNECT_AFTER`].
+//!
+//! The same limiter holds the public surfaces' budgets per client address ([`PublicLimitStore`],
+//! extensions.md §12): the domain's rule ([`partner_domain::rate_limit::gcra`]) run in one
+//! script on the client's stored arrival time, with the time the server's clock gives (so every
+//! instance shares one budget per address), and the same fallback when Redis cannot answer.
 
 #![cfg_attr(test, allow(clippy::expect_used, clippy::indexing_slicing))]
 
@@ -20,9 +25,13 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use partner_domain::kernel::ids::TokenId;
-use partner_domain::rate_limit::{Decision, Group, Quota, RateLimitStore, RateLimiter, window};
+use partner_domain::rate_limit::{
+    Decision, Group, PublicDecision, PublicLimitStore, PublicLimiter, PublicQuota, Quota,
+    RateLimitStore, RateLimiter, window,
+};
 use redis::AsyncConnectionConfig;
 use redis::aio::MultiplexedConnection;
+use std::net::IpAddr;
 
 /// Errors are logged at most this often (the count is always kept).
 pub const LOG_INTERVAL: Duration = Duration::from_secs(10);
@@ -33,6 +42,22 @@ const SCRIPT: &str = r"
 local n = redis.call('INCR', KEYS[1])
 if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 return n
+";
+
+/// The GCRA of [`partner_domain::rate_limit::gcra`] on the client's stored arrival time
+/// (microseconds; `string.format` keeps every digit, which `tostring` would not). Returns 0 when
+/// admitted, else the microseconds to wait.
+const PUBLIC_SCRIPT: &str = r"
+local now = tonumber(ARGV[1])
+local interval = tonumber(ARGV[2])
+local tolerance = tonumber(ARGV[3])
+local tat = tonumber(redis.call('GET', KEYS[1]) or ARGV[1])
+if tat < now then tat = now end
+local nxt = tat + interval
+local over = nxt - now - tolerance
+if over > 0 then return over end
+redis.call('SET', KEYS[1], string.format('%d', nxt), 'PX', math.ceil((nxt - now) / 1000) + 1000)
+return 0
 ";
 
 /// A `PARTNER_REDIS_URL` that the driver does not accept; the driver's error is the source.
@@ -48,6 +73,8 @@ pub struct RedisRateLimiter {
     timeout: Duration,
     script: redis::Script,
     fallback: RateLimiter,
+    public_script: redis::Script,
+    public_fallback: PublicLimiter,
     conn: Mutex<Option<MultiplexedConnection>>,
     connecting: tokio::sync::Mutex<Option<Instant>>,
     errors: AtomicU64,
@@ -65,6 +92,7 @@ impl std::fmt::Debug for RedisRateLimiter {
         // The URL may carry a password: it is not shown.
         f.debug_struct("RedisRateLimiter")
             .field("quota", &self.quota)
+            .field("public_quota", &self.public_fallback.quota())
             .field("prefix", &self.prefix)
             .field("timeout", &self.timeout)
             .field("errors", &self.errors.load(Ordering::Relaxed))
@@ -85,11 +113,20 @@ impl RedisRateLimiter {
             timeout,
             script: redis::Script::new(SCRIPT),
             fallback: RateLimiter::new(quota),
+            public_script: redis::Script::new(PUBLIC_SCRIPT),
+            public_fallback: PublicLimiter::new(PublicQuota::default()),
             conn: Mutex::new(None),
             connecting: tokio::sync::Mutex::new(None),
             errors: AtomicU64::new(0),
             log: Mutex::new(LogState::default()),
         })
+    }
+
+    /// The public surfaces' budget per client address (default: [`PublicQuota::default`]).
+    #[must_use]
+    pub fn with_public_quota(mut self, quota: PublicQuota) -> Self {
+        self.public_fallback = PublicLimiter::new(quota);
+        self
     }
 
     /// Connects now, so the first requests find a connection (without this, the requests that
@@ -148,9 +185,13 @@ impl RedisRateLimiter {
     }
 
     async fn shared(&self, key: String, ttl_ms: i64) -> Result<i64, String> {
-        let mut conn = self.connection().await?;
         let mut call = self.script.key(key);
         call.arg(ttl_ms);
+        self.invoke(call).await
+    }
+
+    async fn invoke(&self, call: redis::ScriptInvocation<'_>) -> Result<i64, String> {
+        let mut conn = self.connection().await?;
         let answer = tokio::time::timeout(self.timeout, call.invoke_async::<i64>(&mut conn)).await;
         self.answered(answer)
     }
@@ -209,6 +250,29 @@ impl RedisRateLimiter {
             log.suppressed = 0;
         } else {
             log.suppressed += 1;
+        }
+    }
+}
+
+#[async_trait]
+impl PublicLimitStore for RedisRateLimiter {
+    async fn charge_public(&self, client: IpAddr, now_us: i64) -> PublicDecision {
+        let quota = self.public_fallback.quota();
+        let mut call =
+            self.public_script
+                .key(format!("{}pub:{}", self.prefix, client.to_canonical()));
+        call.arg(now_us)
+            .arg(quota.interval_us())
+            .arg(quota.tolerance_us());
+        match self.invoke(call).await {
+            Ok(over) => PublicDecision {
+                allowed: over <= 0,
+                wait_us: over.max(0),
+            },
+            Err(reason) => {
+                self.failed(&reason);
+                self.public_fallback.charge(client, now_us)
+            }
         }
     }
 }

@@ -5,7 +5,7 @@ use std::net::ToSocketAddrs;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use partner_http::Quota;
+use partner_http::{Quota, TrustedProxies};
 use url::Url;
 
 /// A setting that does not parse.
@@ -42,6 +42,14 @@ pub struct Config {
     pub care_services_url: Url,
     pub care_services_enabled: bool,
     pub rate_limit: Quota,
+    /// `PARTNER_PUBLIC_RATE`: requests per second per client address on the public surfaces
+    /// (catalog, embedded view), bursts up to twice that.
+    pub public_rate: u32,
+    /// `PARTNER_TRUSTED_PROXIES`: peers whose `X-Forwarded-For` names the client.
+    pub trusted_proxies: TrustedProxies,
+    /// How long a refused public request is held before its 429 (a flooding client's
+    /// connections then wait instead of asking again at once). Not an environment setting.
+    pub public_refusal_hold: Duration,
     /// `PARTNER_REDIS_URL`: when set, rate-limit budgets are shared through this Redis.
     pub redis_url: Option<String>,
     /// Prefix of this deployment's Redis keys. Not an environment setting (tests give each
@@ -96,6 +104,9 @@ pub enum Role {
     Worker,
 }
 
+/// The highest `PARTNER_PUBLIC_RATE` accepted (a request then costs one microsecond).
+pub const MAX_PUBLIC_RATE: u32 = 1_000_000;
+
 /// The shortest `PARTNER_INTERNAL_TOKEN` accepted.
 pub const MIN_INTERNAL_TOKEN: usize = 32;
 
@@ -116,6 +127,9 @@ impl std::fmt::Debug for Config {
             .field("care_services_url", &self.care_services_url.as_str())
             .field("care_services_enabled", &self.care_services_enabled)
             .field("rate_limit", &self.rate_limit)
+            .field("public_rate", &self.public_rate)
+            .field("trusted_proxies", &self.trusted_proxies)
+            .field("public_refusal_hold", &self.public_refusal_hold)
             .field("redis_url", &self.redis_url.as_deref().map(redact_url))
             .field("redis_key_prefix", &self.redis_key_prefix)
             .field("webhook_retry_schedule", &self.webhook_retry_schedule)
@@ -252,6 +266,32 @@ impl Config {
                     )
                 })?,
             },
+            public_rate: match get("PARTNER_PUBLIC_RATE") {
+                None => 50,
+                Some(v) => v
+                    .trim()
+                    .parse()
+                    .ok()
+                    .filter(|n| (1..=MAX_PUBLIC_RATE).contains(n))
+                    .ok_or_else(|| {
+                        bad(
+                            "PARTNER_PUBLIC_RATE",
+                            format!("expected an integer from 1 to {MAX_PUBLIC_RATE}"),
+                        )
+                    })?,
+            },
+            trusted_proxies: match get("PARTNER_TRUSTED_PROXIES") {
+                None => TrustedProxies::default(),
+                Some(v) => TrustedProxies::parse(&v).map_err(|entry| {
+                    bad(
+                        "PARTNER_TRUSTED_PROXIES",
+                        format!(
+                            "{entry:?} is not an IP address or CIDR range; expected e.g. 10.0.0.0/8,192.0.2.7"
+                        ),
+                    )
+                })?,
+            },
+            public_refusal_hold: Duration::from_secs(1),
             redis_url: match get("PARTNER_REDIS_URL") {
                 None => None,
                 Some(v) => match Url::parse(v.trim()) {
@@ -470,6 +510,8 @@ mod tests {
             Some(Duration::from_secs(5 * 86_400))
         );
         assert_eq!(c.webhook_secret_overlap, Duration::from_secs(86_400));
+        assert_eq!(c.public_rate, 50);
+        assert!(c.trusted_proxies.is_empty());
     }
 
     #[test]
@@ -486,6 +528,10 @@ mod tests {
             ("CARE_SERVICES_API_ENABLED", "maybe"),
             ("PARTNER_RATE_LIMIT", "600"),
             ("PARTNER_RATE_LIMIT", "0/60s"),
+            ("PARTNER_PUBLIC_RATE", "0"),
+            ("PARTNER_PUBLIC_RATE", "50/s"),
+            ("PARTNER_TRUSTED_PROXIES", "10.0.0.0/8,lb.internal"),
+            ("PARTNER_TRUSTED_PROXIES", "10.0.0.0/40"),
             ("PARTNER_REDIS_URL", "localhost:6379"),
             ("PARTNER_REDIS_URL", "rediss://cache.internal:6379"),
             ("PARTNER_WEBHOOK_RETRY_SCHEDULE", "1s,soon"),
@@ -547,8 +593,17 @@ mod tests {
             ("PARTNER_LOG_FORMAT", "JSON"),
             ("PARTNER_INTERNAL_TOKEN", "an-operator-token-of-32-chars-xx"),
             ("PARTNER_INTERNAL_BIND", "127.0.0.1:0"),
+            ("PARTNER_PUBLIC_RATE", " 200 "),
+            ("PARTNER_TRUSTED_PROXIES", "10.0.0.0/8, 192.0.2.7, fd00::/8"),
         ])
         .expect("parses");
+        assert_eq!(c.public_rate, 200);
+        assert!(
+            c.trusted_proxies
+                .contains("10.20.30.40".parse().expect("ip"))
+        );
+        assert!(c.trusted_proxies.contains("192.0.2.7".parse().expect("ip")));
+        assert!(!c.trusted_proxies.contains("192.0.2.8".parse().expect("ip")));
         assert_eq!(c.redis_url.as_deref(), Some("redis://127.0.0.1:6379/0"));
         assert_eq!(c.log_format, Some(LogFormat::Json));
         assert_eq!(c.internal_bind.as_deref(), Some("127.0.0.1:0"));

@@ -81,7 +81,7 @@ fn describe() {
     );
     describe_counter!(
         "rate_limit_rejections_total",
-        "Requests answered 429, by endpoint group"
+        "Requests answered 429, by endpoint group (`public`: the catalog and embedded view, per client address)"
     );
     describe_counter!(
         "rate_limiter_errors_total",

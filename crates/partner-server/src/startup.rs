@@ -19,7 +19,9 @@ use partner_domain::order::OrderService;
 use partner_domain::payout::PayoutService;
 use partner_domain::sub_account::SubAccountService;
 use partner_domain::webhook::WebhookService;
-use partner_http::{AppState, RateLimitStore, RateLimiter, Surface};
+use partner_http::{
+    AppState, PublicLimitStore, PublicLimiter, PublicQuota, RateLimitStore, RateLimiter, Surface,
+};
 use partner_postgres::PgStore;
 use partner_webhooks::{SystemAddressCheck, Worker, WorkerConfig};
 
@@ -110,20 +112,28 @@ impl Application {
                 CursorKey::new(&k)
             }
         };
-        let limiter: Arc<dyn RateLimitStore> = match &config.redis_url {
-            None => Arc::new(RateLimiter::new(config.rate_limit)),
-            Some(url) => {
-                let limiter = partner_redis::RedisRateLimiter::new(
-                    url,
-                    &config.redis_key_prefix,
-                    config.rate_limit,
-                    REDIS_DECISION_TIMEOUT,
-                )
-                .context("PARTNER_REDIS_URL")?;
-                limiter.warm_up().await;
-                Arc::new(limiter)
-            }
-        };
+        // The partner API's budgets and the public surfaces' live in the same store.
+        let public_quota = PublicQuota::per_second(config.public_rate);
+        let (limiter, public_limiter): (Arc<dyn RateLimitStore>, Arc<dyn PublicLimitStore>) =
+            match &config.redis_url {
+                None => (
+                    Arc::new(RateLimiter::new(config.rate_limit)),
+                    Arc::new(PublicLimiter::new(public_quota)),
+                ),
+                Some(url) => {
+                    let limiter = partner_redis::RedisRateLimiter::new(
+                        url,
+                        &config.redis_key_prefix,
+                        config.rate_limit,
+                        REDIS_DECISION_TIMEOUT,
+                    )
+                    .context("PARTNER_REDIS_URL")?
+                    .with_public_quota(public_quota);
+                    limiter.warm_up().await;
+                    let limiter = Arc::new(limiter);
+                    (limiter.clone(), limiter)
+                }
+            };
         let state = web::Data::new(AppState {
             auth: AuthService::new(store.clone(), pepper.clone(), clock.clone()),
             accounts: AccountService::new(store.clone(), pepper, clock.clone(), rng.clone()),
@@ -169,6 +179,9 @@ impl Application {
             readiness: store.clone(),
             clock: clock.clone(),
             limiter,
+            public_limiter,
+            trusted_proxies: config.trusted_proxies.clone(),
+            public_refusal_hold: config.public_refusal_hold,
             internal_token: config
                 .internal_token
                 .clone()

@@ -42,6 +42,7 @@ pub(super) struct CatalogBody {
         (status = 200, description = "The partner's products", body = crate::routes::schemas::CatalogList),
         (status = 400, description = "`partner_id` is missing or malformed", body = crate::routes::schemas::ErrorBody),
         (status = 404, description = "No active partner has that `partner_id`", body = crate::routes::schemas::ErrorBody),
+        (status = 429, description = "Over the public budget of this client address (`PARTNER_PUBLIC_RATE` a second, bursts up to twice that, shared by the catalog and the embedded view); `Retry-After` says when to retry", body = crate::routes::schemas::ErrorBody),
     )
 )]
 pub(super) async fn list(

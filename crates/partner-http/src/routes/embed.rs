@@ -30,6 +30,7 @@ use crate::extract::Query;
         (status = 200, description = "The page", content_type = "text/html", body = String),
         (status = 400, description = "A parameter is invalid", body = crate::routes::schemas::ErrorBody),
         (status = 404, description = "No active partner has that `partner_id`, or the Care Services API is disabled", body = crate::routes::schemas::ErrorBody),
+        (status = 429, description = "Over the public budget of this client address (`PARTNER_PUBLIC_RATE` a second, bursts up to twice that, shared by the catalog and the embedded view); `Retry-After` says when to retry", body = crate::routes::schemas::ErrorBody),
     )
 )]
 pub(super) async fn care_services(state: web::Data<AppState>, req: HttpRequest) -> Result {

@@ -27,7 +27,7 @@ use partner_domain::account::auth::Principal;
 use crate::error::ApiError;
 use crate::middleware::{
     Requirement, care_services_enabled, internal_guard, no_store, partner_guard,
-    partner_guard_requiring,
+    partner_guard_requiring, public_limit,
 };
 use crate::ratelimit::Group;
 
@@ -159,25 +159,32 @@ pub(crate) fn configure_public(cfg: &mut web::ServiceConfig) {
             .default_service(web::to(no_route))
             .wrap(from_fn(no_store))
     }))
+    // The public surfaces share one budget per client address (`public_limit`, §12). In the
+    // catalog it runs inside `catalog::headers`, so a 429 carries the CORS headers a browser
+    // needs to read it (preflights are answered before it, at no cost); on the embedded view it
+    // runs first.
     .configure(|cfg| {
         // The public catalog: one path per category, and all of them.
         for category in partner_domain::catalog::Category::ALL {
             cfg.service(
                 resource(&format!("/api/{}", category.as_str()))
                     .route(web::get().to(move |s, r| catalog::list(s, r, Some(category))))
+                    .wrap(from_fn(public_limit))
                     .wrap(from_fn(catalog::headers)),
             );
         }
         cfg.service(
             resource("/api/all-products")
                 .route(web::get().to(|s, r| catalog::list(s, r, None)))
+                .wrap(from_fn(public_limit))
                 .wrap(from_fn(catalog::headers)),
         );
     })
     .service(
         resource("/embed/care-services")
             .route(web::get().to(embed::care_services))
-            .wrap(from_fn(care_services_enabled)),
+            .wrap(from_fn(care_services_enabled))
+            .wrap(from_fn(public_limit)),
     );
 }
 
