@@ -103,9 +103,16 @@ impl tracing::field::Visit for Message {
     }
 }
 
-/// Parses `RUST_LOG`-style directives.
+/// Parses `RUST_LOG`-style directives, with the `audit` target always at `info`: an admin's
+/// cross-partner read is recorded whatever level the operator chose (extensions §12), so
+/// `RUST_LOG=warn` cannot silence it.
 pub fn env_filter(directives: &str) -> Result<EnvFilter, String> {
-    EnvFilter::try_new(directives).map_err(|e| format!("RUST_LOG: not a valid log filter ({e})"))
+    let audit = "audit=info"
+        .parse()
+        .map_err(|e| format!("the audit directive: {e}"))?;
+    EnvFilter::try_new(directives)
+        .map(|f| f.add_directive(audit))
+        .map_err(|e| format!("RUST_LOG: not a valid log filter ({e})"))
 }
 
 /// Installs the process's subscriber: `directives` (from `RUST_LOG`) and [`caps`], written as
@@ -132,6 +139,26 @@ pub fn init(directives: &str, json: bool) -> Result<(), String> {
 mod tests {
     use super::*;
     use tracing::Level;
+
+    #[test]
+    fn the_audit_target_logs_at_info_whatever_the_level() {
+        use tracing_subscriber::layer::SubscriberExt as _;
+        let seen = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        struct Count(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+        impl<S: tracing::Subscriber> Layer<S> for Count {
+            fn on_event(&self, _: &Event<'_>, _: Context<'_, S>) {
+                self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+        let filter = env_filter("warn").expect("filter");
+        let subscriber =
+            tracing_subscriber::registry().with(Count(seen.clone()).with_filter(filter));
+        tracing::subscriber::with_default(subscriber, || {
+            tracing::info!(target: "audit", "a cross read");
+            tracing::info!(target: "partner_http", "not at warn");
+        });
+        assert_eq!(seen.load(std::sync::atomic::Ordering::SeqCst), 1);
+    }
 
     #[test]
     fn the_caps_stop_debug_and_trace_of_the_named_crates_only() {

@@ -67,7 +67,7 @@ pub struct CustomHeader {
 /// Names a custom header may not take, compared after [`normalise_header_name`]: those the
 /// delivery sets itself (`rulings.md`), hop-by-hop and framing headers, credentials and cookies,
 /// and the names proxies use to describe the client (extensions §12).
-const RESERVED_HEADERS: [&str; 18] = [
+const RESERVED_HEADERS: [&str; 26] = [
     "content-type",
     "content-length",
     "host",
@@ -86,6 +86,16 @@ const RESERVED_HEADERS: [&str; 18] = [
     "cookie",
     "forwarded",
     "x-real-ip",
+    // Beyond the ruling's list: names receivers, CGI gateways and CDNs treat specially
+    // (`Proxy` becomes `HTTP_PROXY` under CGI: "httpoxy"; client-address and method overrides).
+    "proxy",
+    "x-forwarded",
+    "true-client-ip",
+    "x-client-ip",
+    "cf-connecting-ip",
+    "x-original-url",
+    "x-http-method-override",
+    "set-cookie",
 ];
 
 /// Every name starting with one of these (after [`normalise_header_name`]) is reserved too.
@@ -94,7 +104,8 @@ const RESERVED_PREFIXES: [&str; 3] = ["x-partner-", "webhook-", "x-forwarded-"];
 /// The form in which header names are compared: lower case, `_` read as `-` (a receiver that
 /// maps headers to CGI names sees `X_Partner_Signature` and `X-Partner-Signature` as one).
 fn normalise_header_name(name: &str) -> String {
-    name.to_ascii_lowercase().replace('_', "-")
+    // `.` too: some gateways map it to `_` as well (`X.Partner.Signature`).
+    name.to_ascii_lowercase().replace(['_', '.'], "-")
 }
 
 /// Whether a delivery may not carry a custom header of this name.
