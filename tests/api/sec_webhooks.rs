@@ -761,3 +761,69 @@ async fn a_pending_delivery_of_a_disabled_endpoint_is_ended_by_maintenance() {
     })
     .await;
 }
+
+/// S-06, second form (the attacker re-try): a record that is found but no longer parses (a lead
+/// whose stored `origin` is not one this service writes) fails its own delivery alone
+/// (`subject unreadable`); another partner's delivery claimed with it is sent.
+#[tokio::test]
+async fn s06_a_delivery_whose_record_cannot_be_read_fails_alone() {
+    let rx = Receiver::start().await;
+    let app = rx.app(|_| {}).await;
+    let acme = app.seed("acme", false).await;
+    let beta = app.seed("beta", false).await;
+    let a = app
+        .create_webhook_endpoint(
+            &acme.token,
+            &json!({ "url": rx.url, "events": ["lead.created"] }),
+        )
+        .await;
+    let b = app
+        .create_webhook_endpoint(
+            &beta.token,
+            &json!({ "url": rx.url, "events": ["lead.created"] }),
+        )
+        .await;
+    let mut conn = db(&app).await;
+    // The lead is corrupted and both deliveries written in one statement, so one claim takes
+    // them together.
+    diesel::sql_query(
+        "WITH lead AS ( \
+           INSERT INTO leads (id, partner_id, first_name, last_name, email, email_consent, \
+             sms_consent, origin, location, is_test, created_at, updated_at) \
+           VALUES (gen_random_uuid(), 'acme', 'A', 'B', 'a@b.co', true, true, 'Bad Origin!', \
+             'X', false, now(), now()) RETURNING id), \
+         bad AS ( \
+           INSERT INTO domain_events (id, partner_id, kind, subject, extra, created_at) \
+           SELECT gen_random_uuid(), 'acme', 'lead.created', lead.id::text, '{}', now() \
+           FROM lead RETURNING id), \
+         good AS ( \
+           INSERT INTO domain_events (id, partner_id, kind, subject, extra, created_at) \
+           VALUES (gen_random_uuid(), 'beta', 'ping', $2, '{}', now()) RETURNING id), \
+         d1 AS ( \
+           INSERT INTO webhook_deliveries (id, endpoint_id, partner_id, event_id, kind, status, \
+             attempts, next_attempt_at, created_at) \
+           SELECT gen_random_uuid(), $1::uuid, 'acme', bad.id, 'lead.created', 'pending', 0, \
+             now(), now() FROM bad RETURNING id) \
+         INSERT INTO webhook_deliveries (id, endpoint_id, partner_id, event_id, kind, status, \
+           attempts, next_attempt_at, created_at) \
+         SELECT gen_random_uuid(), $2::uuid, 'beta', good.id, 'ping', 'pending', 0, now(), now() \
+         FROM good",
+    )
+    .bind::<Text, _>(a["id"].as_str().expect("id"))
+    .bind::<Text, _>(b["id"].as_str().expect("id"))
+    .execute(&mut conn)
+    .await
+    .expect("insert");
+    let d = wait_list(&app, &beta.token, |d| {
+        d.len() == 1 && d[0]["status"] == "delivered"
+    })
+    .await;
+    assert_eq!(d[0]["event"], "ping");
+    let d = wait_list(&app, &acme.token, |d| {
+        d.len() == 1 && d[0]["status"] == "failed"
+    })
+    .await;
+    assert_eq!(d[0]["lastError"], json!("subject unreadable"));
+    let received = rx.received();
+    assert_eq!(received.len(), 1, "only beta's ping was sent");
+}

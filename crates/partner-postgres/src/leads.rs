@@ -277,14 +277,14 @@ impl diesel::query_builder::QueryFragment<diesel::pg::Pg> for RowBefore {
 pub(crate) async fn leads_by_ids(
     conn: &mut diesel_async::AsyncPgConnection,
     ids: &[Uuid],
-) -> Result<Vec<Lead>, RepoError> {
+) -> Result<(Vec<Lead>, Vec<Uuid>), RepoError> {
     let rows: Vec<Row> = leads::table
         .filter(leads::id.eq_any(ids))
         .select(Row::as_select())
         .load(conn)
         .await
         .map_err(db)?;
-    rows.into_iter().map(Row::into_domain).collect()
+    Ok(crate::readable(rows, Row::id, Row::into_domain))
 }
 
 /// Raw, and prepared once per connection through [`crate::Prepared`]: ingest's hot path

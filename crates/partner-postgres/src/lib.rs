@@ -406,6 +406,28 @@ fn is_violation(e: &DieselError, kind: fn(&DatabaseErrorKind) -> bool) -> bool {
     matches!(e, DieselError::DatabaseError(k, _) if kind(k))
 }
 
+/// Rows as domain values, and the keys of those that no longer parse (each logged): one
+/// unreadable row must not fail the batch it was read with (extensions §12).
+pub(crate) fn readable<R, K: std::fmt::Debug, T>(
+    rows: Vec<R>,
+    key: impl Fn(&R) -> K,
+    into: impl Fn(R) -> Result<T, RepoError>,
+) -> (Vec<T>, Vec<K>) {
+    let mut ok = Vec::with_capacity(rows.len());
+    let mut bad = Vec::new();
+    for row in rows {
+        let k = key(&row);
+        match into(row) {
+            Ok(v) => ok.push(v),
+            Err(e) => {
+                tracing::warn!(error = %e, record = ?k, "a stored record does not parse");
+                bad.push(k);
+            }
+        }
+    }
+    (ok, bad)
+}
+
 /// A stored value that no longer parses: the row was written by something other than this
 /// service, and is reported rather than silently reinterpreted.
 fn corrupt(what: &'static str) -> RepoError {

@@ -339,13 +339,17 @@ impl OrderRepo for PgStore {
 pub(crate) async fn orders_by_ids(
     conn: &mut AsyncPgConnection,
     order_ids: &[&str],
-) -> Result<Vec<OrderListing>, RepoError> {
+) -> Result<(Vec<OrderListing>, Vec<String>), RepoError> {
     let rows: Vec<OrderRow> = order_listings!()
         .filter(orders::order_id.eq_any(order_ids))
         .load(conn)
         .await
         .map_err(db)?;
-    rows.into_iter().map(OrderRow::into_domain).collect()
+    Ok(crate::readable(
+        rows,
+        |r| r.order_id().to_owned(),
+        OrderRow::into_domain,
+    ))
 }
 
 /// Inserts the order unless one with its id exists; `true` when inserted.

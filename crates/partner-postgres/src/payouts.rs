@@ -112,14 +112,14 @@ async fn first_page_for_token(
 pub(crate) async fn payouts_by_ids(
     conn: &mut diesel_async::AsyncPgConnection,
     ids: &[Uuid],
-) -> Result<Vec<Payout>, RepoError> {
+) -> Result<(Vec<Payout>, Vec<Uuid>), RepoError> {
     let rows: Vec<Row> = payouts::table
         .filter(payouts::id.eq_any(ids))
         .select(Row::as_select())
         .load(conn)
         .await
         .map_err(db)?;
-    rows.into_iter().map(Row::into_domain).collect()
+    Ok(crate::readable(rows, Row::id, Row::into_domain))
 }
 
 /// Inserts the payout with the partner's email, copied in the same statement that checks the

@@ -586,22 +586,22 @@ impl DeliveryRepo for PgStore {
             payouts,
         } = wanted;
         let mut conn = self.conn().await?;
+        let mut unreadable = SubjectIds::default();
         let leads: HashMap<LeadId, _> = if leads.is_empty() {
             HashMap::new()
         } else {
             let ids: Vec<Uuid> = leads.iter().map(|l| l.as_uuid()).collect();
-            crate::leads::leads_by_ids(&mut conn, &ids)
-                .await?
-                .into_iter()
-                .map(|l| (l.id(), l))
-                .collect()
+            let (found, bad) = crate::leads::leads_by_ids(&mut conn, &ids).await?;
+            unreadable.leads = bad.into_iter().map(LeadId::from_uuid).collect();
+            found.into_iter().map(|l| (l.id(), l)).collect()
         };
         let orders: HashMap<String, _> = if orders.is_empty() {
             HashMap::new()
         } else {
             let ids: Vec<&str> = orders.iter().map(String::as_str).collect();
-            crate::orders::orders_by_ids(&mut conn, &ids)
-                .await?
+            let (found, bad) = crate::orders::orders_by_ids(&mut conn, &ids).await?;
+            unreadable.orders = bad;
+            found
                 .into_iter()
                 .map(|o| (o.order.order_id().to_owned(), o))
                 .collect()
@@ -610,16 +610,15 @@ impl DeliveryRepo for PgStore {
             HashMap::new()
         } else {
             let ids: Vec<Uuid> = payouts.iter().map(|p| p.as_uuid()).collect();
-            crate::payouts::payouts_by_ids(&mut conn, &ids)
-                .await?
-                .into_iter()
-                .map(|p| (p.id(), p))
-                .collect()
+            let (found, bad) = crate::payouts::payouts_by_ids(&mut conn, &ids).await?;
+            unreadable.payouts = bad.into_iter().map(PayoutId::from_uuid).collect();
+            found.into_iter().map(|p| (p.id(), p)).collect()
         };
         Ok(Subjects {
             leads,
             orders,
             payouts,
+            unreadable,
         })
     }
 

@@ -233,13 +233,18 @@ impl Worker {
         for d in batch {
             let Some(data) = Payload::of(&d.event, &subjects).map(|p| self.inner.format.data(&p))
             else {
-                // The record is gone; retrying cannot bring it back.
+                // The record is gone, or unreadable; retrying cannot bring it back.
+                let error = if subjects.is_unreadable(&d.event) {
+                    SUBJECT_UNREADABLE
+                } else {
+                    "subject not found"
+                };
                 let _ = tx.send(AttemptOutcome {
                     id: d.id,
                     lease: d.lease,
                     at: self.inner.clock.now(),
                     status_code: None,
-                    error: Some("subject not found".into()),
+                    error: Some(error.into()),
                     duration_ms: None,
                     next: NextStep::GiveUp,
                 });

@@ -63,6 +63,24 @@ pub struct Subjects {
     /// Stored orders with their sub-account's nickname as of now, by `orderId`.
     pub orders: HashMap<String, OrderListing>,
     pub payouts: HashMap<PayoutId, Payout>,
+    /// Records found but unreadable (a stored value that no longer parses): their deliveries
+    /// fail alone (`subject unreadable`), the rest of the batch is sent.
+    pub unreadable: SubjectIds,
+}
+
+impl Subjects {
+    /// Whether the record `event` is about was found unreadable.
+    pub fn is_unreadable(&self, event: &Event) -> bool {
+        let u = &self.unreadable;
+        match event {
+            Event::LeadCreated { lead } | Event::LeadEnriched { lead, .. } => {
+                u.leads.contains(lead)
+            }
+            Event::OrderCreated { order, .. } => u.orders.contains(order),
+            Event::PayoutCreated { payout } => u.payouts.contains(payout),
+            Event::Ping { .. } => false,
+        }
+    }
 }
 
 /// A delivery's `data`, by kind of event: the records the contract's webhook payloads carry, as
@@ -197,6 +215,7 @@ mod tests {
             leads: [(lead().id(), lead())].into(),
             orders: [("o-1".to_owned(), listing())].into(),
             payouts: [(payout().id(), payout())].into(),
+            unreadable: SubjectIds::default(),
         }
     }
 

@@ -146,6 +146,7 @@ mod tests {
             leads: [(lead.id(), lead)].into(),
             orders: [("o-1".to_owned(), order)].into(),
             payouts: [(payout.id(), payout)].into(),
+            unreadable: Default::default(),
         }
     }
 

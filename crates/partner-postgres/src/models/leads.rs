@@ -59,6 +59,11 @@ pub(crate) fn sub_id(v: Option<i16>) -> Result<Option<SubId>, RepoError> {
 }
 
 impl Row {
+    /// The row's id, readable whatever its other columns hold.
+    pub(crate) fn id(&self) -> Uuid {
+        self.id
+    }
+
     pub(crate) fn into_domain(self) -> Result<Lead, RepoError> {
         let test = match self.test_source.as_deref() {
             None => TestFlag::REAL,

@@ -44,6 +44,11 @@ pub(crate) struct OrderRow {
 }
 
 impl OrderRow {
+    /// The order's id, readable whatever its other columns hold.
+    pub(crate) fn order_id(&self) -> &str {
+        &self.order_id
+    }
+
     pub(crate) fn into_domain(self) -> Result<OrderListing, RepoError> {
         Ok(OrderListing {
             order: Order::new(OrderParts {

@@ -37,6 +37,11 @@ pub(crate) struct Row {
 }
 
 impl Row {
+    /// The row's id, readable whatever its other columns hold.
+    pub(crate) fn id(&self) -> Uuid {
+        self.id
+    }
+
     pub(crate) fn into_domain(self) -> Result<Payout, RepoError> {
         Ok(Payout::new(
             PayoutId::from_uuid(self.id),
