@@ -40,7 +40,10 @@ impl FixedClock {
     /// Moves the clock forward (or back, with a negative duration).
     pub fn advance(&self, by: time::Duration) {
         if let Ok(mut t) = self.0.lock() {
-            *t += by;
+            // Past the end of time the clock stays where it is rather than panicking.
+            if let Some(later) = t.checked_add(by) {
+                *t = later;
+            }
         }
     }
 }
@@ -58,6 +61,13 @@ impl Clock for FixedClock {
 mod tests {
     use super::*;
     use time::macros::datetime;
+
+    #[test]
+    fn advancing_past_the_end_of_time_leaves_the_clock_where_it_is() {
+        let c = FixedClock::new(datetime!(2026-01-01 0:00 UTC));
+        c.advance(time::Duration::MAX);
+        assert_eq!(c.now(), datetime!(2026-01-01 0:00 UTC));
+    }
 
     #[test]
     fn truncation_keeps_millis_and_utc() {

@@ -133,7 +133,7 @@ impl LeadService {
         };
         let leads = self
             .repo
-            .page_leads(partner, after, q.include_test, q.limit + 1)
+            .page_leads(partner, after, q.include_test, q.limit.saturating_add(1))
             .await?;
         Ok(self.page(partner, q.limit, leads))
     }
@@ -148,9 +148,9 @@ impl LeadService {
         q: &LeadQuery,
     ) -> Result<Sealed<Vec<Lead>>, RepoError> {
         let (after, limit) = match &q.cursor {
-            None => (None, q.limit + 1),
+            None => (None, q.limit.saturating_add(1)),
             Some(c) => match cursor::peek(c) {
-                Some(pos) => (Some(pos), q.limit + 1),
+                Some(pos) => (Some(pos), q.limit.saturating_add(1)),
                 None => (None, 0),
             },
         };
@@ -207,6 +207,40 @@ mod tests {
     use crate::lead::tests::lead;
     use time::macros::datetime;
     use uuid::Uuid;
+
+    /// The largest limit a caller can ask for does not overflow (it reads one more to learn
+    /// whether a next page exists).
+    #[test]
+    fn the_largest_limit_reads_without_overflowing() {
+        use crate::kernel::clock::FixedClock;
+        use crate::kernel::random::SystemRandom;
+        use crate::kernel::uow::BeginsOnce;
+        use crate::lead::ports::MockLeadRepo;
+        use futures_util::FutureExt;
+
+        let mut repo = MockLeadRepo::new();
+        repo.expect_page_leads()
+            .withf(|_, _, _, limit| *limit == u16::MAX)
+            .returning(|_, _, _, _| Ok(vec![]));
+        let svc = LeadService::new(
+            Arc::new(repo),
+            Arc::new(BeginsOnce::never()),
+            Arc::new(FixedClock::new(datetime!(2026-11-21 10:00 UTC))),
+            Arc::new(SystemRandom::new()),
+            CursorKey::new(b"k"),
+        );
+        let q = LeadQuery {
+            limit: u16::MAX,
+            cursor: None,
+            include_test: false,
+        };
+        let page = svc
+            .list(&PartnerId::parse("acme").expect("id"), &q)
+            .now_or_never()
+            .expect("ready")
+            .expect("listed");
+        assert!(page.items.is_empty());
+    }
 
     /// The one-round-trip listing: a malformed cursor reads nothing; a cursor of another
     /// partner (or key) is refused after authentication even though a page was read for it.

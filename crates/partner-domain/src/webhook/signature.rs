@@ -145,7 +145,9 @@ pub fn verify(
     if v1.is_empty() {
         return Err(SignatureError::Malformed);
     }
-    if (now.unix_timestamp() - t).unsigned_abs() > tolerance.as_secs() {
+    // `t` is the sender's: checked, so an extreme value is refused instead of overflowing.
+    let age = now.unix_timestamp().checked_sub(t).map(i64::unsigned_abs);
+    if age.is_none_or(|age| age > tolerance.as_secs()) {
         return Err(SignatureError::TooOld);
     }
     let matched = secrets.iter().any(|secret| {
@@ -164,6 +166,19 @@ pub fn verify(
 mod tests {
     use super::*;
     use crate::kernel::random::SystemRandom;
+
+    #[test]
+    fn an_extreme_timestamp_is_refused_without_overflowing() {
+        let now = OffsetDateTime::from_unix_timestamp(1_795_000_000).expect("time");
+        for t in [i64::MIN, i64::MAX, -1] {
+            let header = format!("t={t},v1=00");
+            assert_eq!(
+                verify(&header, b"{}", &["whsec_x"], now, SIGNATURE_TOLERANCE),
+                Err(SignatureError::TooOld),
+                "t={t}"
+            );
+        }
+    }
 
     mod signature_properties {
         use super::*;
