@@ -190,6 +190,14 @@ impl Order {
         self.customer_email.as_deref()
     }
 
+    /// Whether the order counts in commission totals: a real order, never a test one, and never
+    /// a simulated one (`TEST-SIM-` ids are test orders whatever `is_test` says, so an adapter
+    /// that built one with `is_test = false` cannot make it count).
+    #[must_use]
+    pub fn counts_toward_commission(&self) -> bool {
+        !self.is_test && !self.order_id.starts_with(SIMULATED_PREFIX)
+    }
+
     /// The order a simulated run's `order_completed` event stands for: `TEST-SIM-<runId>`,
     /// status `Simulated`, zero commission, a test order. It is never stored.
     pub fn simulated(ev: &AnalyticsEvent) -> Self {
@@ -363,7 +371,7 @@ pub struct CommissionSummary {
 impl CommissionSummary {
     pub fn of<'a>(orders: impl IntoIterator<Item = &'a Order>) -> Self {
         orders.into_iter().fold(Self::default(), |mut s, o| {
-            if o.is_test {
+            if !o.counts_toward_commission() {
                 s.excluded_test_orders += 1;
             } else {
                 s.order_count += 1;
@@ -483,19 +491,25 @@ mod tests {
         let mut test = real(5000);
         test.is_test = true;
         let sim = Order::simulated(&event());
-        let s = CommissionSummary::of(&[real(1250), test, sim, real(50)]);
+        // A simulated id built with `is_test = false` (no adapter does; the rule must not rely
+        // on it) is still a test order.
+        let mut forged = Order::simulated(&event());
+        forged.is_test = false;
+        forged.commission = Money::from_cents(7000);
+        assert!(!forged.counts_toward_commission());
+        let s = CommissionSummary::of(&[real(1250), test, sim, forged, real(50)]);
         assert_eq!(
             s,
             CommissionSummary {
                 order_count: 2,
                 commission_total: Money::from_cents(1300),
-                excluded_test_orders: 2
+                excluded_test_orders: 3
             }
         );
         let json = serde_json::to_value(s).expect("json");
         assert_eq!(
             json,
-            serde_json::json!({ "orderCount": 2, "commissionTotal": 13, "excludedTestOrders": 2 })
+            serde_json::json!({ "orderCount": 2, "commissionTotal": 13, "excludedTestOrders": 3 })
         );
     }
 
