@@ -827,3 +827,50 @@ async fn s06_a_delivery_whose_record_cannot_be_read_fails_alone() {
     let received = rx.received();
     assert_eq!(received.len(), 1, "only beta's ping was sent");
 }
+
+/// "Attempts made so far" (extensions §1): a delivery whose attempt is in flight (claimed,
+/// leased, its outcome not recorded) does not count it yet, so the log never shows `attempts: 1`
+/// beside `lastAttemptAt: null` and an empty attempt log.
+#[tokio::test]
+async fn an_attempt_in_flight_is_not_counted_until_it_is_made() {
+    let app = TestApp::spawn().await;
+    let s = app.seed("acme", false).await;
+    let e = app
+        .create_webhook_endpoint(
+            &s.token,
+            &json!({ "url": "https://hooks.acme.invalid/x", "events": ["lead.created"] }),
+        )
+        .await;
+    let mut conn = db(&app).await;
+    // As a claim leaves a row: attempts counted, leased, pending, nothing recorded.
+    diesel::sql_query(
+        "WITH ev AS ( \
+           INSERT INTO domain_events (id, partner_id, kind, subject, extra, created_at) \
+           VALUES (gen_random_uuid(), 'acme', 'ping', $1, '{}', now()) RETURNING id) \
+         INSERT INTO webhook_deliveries (id, endpoint_id, partner_id, event_id, kind, status, \
+           attempts, next_attempt_at, lease_token, created_at) \
+         SELECT gen_random_uuid(), $1::uuid, 'acme', ev.id, 'ping', 'pending', 1, \
+           now() + interval '1 hour', gen_random_uuid(), now() FROM ev",
+    )
+    .bind::<Text, _>(e["id"].as_str().expect("id"))
+    .execute(&mut conn)
+    .await
+    .expect("insert");
+    let listed = app.get_ok("/api/v1/webhook-deliveries", &s.token).await;
+    let d = &listed["data"][0];
+    assert_eq!(
+        (d["attempts"].clone(), d["lastAttemptAt"].clone()),
+        (json!(0), Value::Null)
+    );
+    let detail = app
+        .get_ok(
+            &format!(
+                "/api/v1/webhook-deliveries/{}",
+                d["id"].as_str().expect("id")
+            ),
+            &s.token,
+        )
+        .await;
+    assert_eq!(detail["data"]["attempts"], 0);
+    assert_eq!(detail["data"]["attemptLog"], json!([]));
+}

@@ -41,6 +41,9 @@ pub(crate) struct DeliveryRow {
     created_at: OffsetDateTime,
     #[diesel(sql_type = Nullable<Timestamptz>)]
     delivered_at: Option<OffsetDateTime>,
+    /// Set from a claim until its outcome is recorded.
+    #[diesel(sql_type = Nullable<diesel::sql_types::Uuid>)]
+    lease_token: Option<Uuid>,
 }
 
 impl DeliveryRow {
@@ -51,7 +54,12 @@ impl DeliveryRow {
             event: EventKind::parse_delivered(&self.kind).ok_or_else(|| corrupt("event kind"))?,
             status: DeliveryStatus::parse(&self.status)
                 .ok_or_else(|| corrupt("delivery status"))?,
-            attempts: self.attempts,
+            // The claim counts an attempt when it takes the row; one still in flight (leased,
+            // pending) has not been made yet ("attempts made so far", extensions §1).
+            attempts: self.attempts
+                - i32::from(
+                    self.lease_token.is_some() && self.status == DeliveryStatus::Pending.as_str(),
+                ),
             next_attempt_at: self.next_attempt_at,
             last_attempt_at: self.last_attempt_at,
             last_status_code: self.last_status_code,
