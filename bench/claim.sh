@@ -160,3 +160,26 @@ SQL
 median_ms "after: pick (due endpoints)" "$work/pick.sql"
 median_ms "after: claim over the picked endpoints" "$work/claim.sql"
 median_ms "after: advance of 10 markers" "$work/advance.sql"
+
+# What the marking trigger costs the outbox: pgbench (16 connections, BENCH_INGEST_SECONDS each) of
+# one event with its deliveries to partner p-1's 10 endpoints, the trigger on and off in turn.
+# (Off is no option for the server: the claim would never see these deliveries.)
+secs=${BENCH_INGEST_SECONDS:-10}
+cat > "$work/ingest.sql" <<'SQL'
+WITH ev AS (
+  INSERT INTO domain_events (id, partner_id, kind, subject, extra, created_at)
+  VALUES (gen_random_uuid(), 'p-1', 'lead.created', gen_random_uuid()::text, '{}'::jsonb, now()) RETURNING id)
+INSERT INTO webhook_deliveries (id, endpoint_id, partner_id, event_id, kind, status, attempts, next_attempt_at, created_at)
+SELECT gen_random_uuid(), w.id, w.partner_id, ev.id, 'lead.created', 'pending', 0, now(), now()
+FROM webhook_endpoints w, ev WHERE w.partner_id = 'p-1' AND 'lead.created' = ANY (w.events) AND w.disabled_at IS NULL;
+SQL
+if command -v pgbench >/dev/null; then
+  for _ in 1 2 3; do
+    for mode in DISABLE ENABLE; do
+      psql -q "$DB" -c "ALTER TABLE webhook_deliveries $mode TRIGGER webhook_deliveries_mark_inserted"
+      tps=$(pgbench -n -c 16 -j 2 -T "$secs" -M prepared -f "$work/ingest.sql" "$DB" 2>&1 | awk '/^tps/ {printf "%.0f", $3}')
+      printf 'outbox insert, trigger %-8s %s events/s\n' "$( [ $mode = ENABLE ] && echo on || echo off)" "$tps"
+    done
+  done
+  psql -q "$DB" -c "ALTER TABLE webhook_deliveries ENABLE TRIGGER webhook_deliveries_mark_inserted"
+fi
