@@ -152,7 +152,7 @@ WITH n AS (
 gone AS (
   DELETE FROM webhook_endpoint_queue q USING n WHERE q.endpoint_id = n.endpoint_id AND n.due IS NULL)
 UPDATE webhook_endpoint_queue q SET due_at = n.due FROM n
-WHERE q.endpoint_id = n.endpoint_id AND n.due > q.due_at;
+WHERE q.endpoint_id = n.endpoint_id AND n.due <> q.due_at;
 ROLLBACK;
 VACUUM webhook_endpoint_queue;
 SQL

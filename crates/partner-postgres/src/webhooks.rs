@@ -89,7 +89,8 @@ FROM claimed c JOIN domain_events ev ON ev.id = c.event_id JOIN webhook_endpoint
 
 /// Moves the markers of the endpoints `$1` (locked by the caller's transaction, in an earlier
 /// statement, so this one's snapshot sees every delivery committed by a writer that held the
-/// marker) to their earliest pending delivery, due or leased, and removes those with none.
+/// marker) to their earliest pending delivery, due or leased, and removes those with none. (Under
+/// that lock a marker may move either way: one found later than a pending delivery heals.)
 const ADVANCE_SQL: &str = "\
 WITH n AS ( \
   SELECT q.endpoint_id, (SELECT min(d.next_attempt_at) FROM webhook_deliveries d \
@@ -98,7 +99,7 @@ WITH n AS ( \
 gone AS ( \
   DELETE FROM webhook_endpoint_queue q USING n WHERE q.endpoint_id = n.endpoint_id AND n.due IS NULL) \
 UPDATE webhook_endpoint_queue q SET due_at = n.due FROM n \
-WHERE q.endpoint_id = n.endpoint_id AND n.due > q.due_at";
+WHERE q.endpoint_id = n.endpoint_id AND n.due <> q.due_at";
 
 /// An endpoint [`PICK_SQL`] chose, with its room.
 #[derive(QueryableByName)]
