@@ -374,3 +374,110 @@ async fn an_api_process_sends_nothing_and_a_worker_process_serves_no_api() {
     assert_error(res, 404, "not_found").await;
     let _keep = Arc::new(api);
 }
+
+/// The endpoint's marker in `webhook_endpoint_queue` (migration 000011), as the due time in
+/// microseconds since the epoch, if any.
+async fn marker(app: &TestApp, endpoint: &str) -> Option<i64> {
+    use diesel::sql_types::{BigInt, Text};
+    use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+    #[derive(diesel::QueryableByName)]
+    struct Due {
+        #[diesel(sql_type = BigInt)]
+        us: i64,
+    }
+    let mut conn = <AsyncPgConnection as AsyncConnection>::establish(&app.config.database_url)
+        .await
+        .expect("connect");
+    diesel::sql_query(
+        "SELECT (extract(epoch FROM due_at) * 1000000)::int8 AS us \
+         FROM webhook_endpoint_queue WHERE endpoint_id = $1::uuid",
+    )
+    .bind::<Text, _>(endpoint)
+    .load::<Due>(&mut conn)
+    .await
+    .expect("marker")
+    .into_iter()
+    .next()
+    .map(|d| d.us)
+}
+
+fn micros(t: OffsetDateTime) -> i64 {
+    i64::try_from(t.unix_timestamp_nanos() / 1000).expect("micros")
+}
+
+#[tokio::test]
+async fn the_claim_follows_each_endpoints_due_marker_through_leases_retries_and_the_end() {
+    let rx = Receiver::start().await;
+    let app = rx.app(|c| c.role = Role::Api).await;
+    let s = app.seed("acme", false).await;
+    let ep = endpoint(&app, &s.token, &rx.url).await;
+    assert_eq!(marker(&app, &ep).await, None, "no delivery, no marker");
+    app.ingest_lead(&lead_body("acme", json!({}))).await;
+    let due = marker(&app, &ep)
+        .await
+        .expect("the outbox marks the endpoint");
+    let repo = store(&app);
+    let t0 = OffsetDateTime::now_utc() + Duration::from_secs(1);
+    assert!(due <= micros(t0));
+    let lease = Duration::from_secs(60);
+    let first = repo.claim(&claim_at(t0, lease)).await.expect("claim").ready;
+    assert_eq!(first.len(), 1);
+    // Nothing else is due: the marker moves to the end of the lease.
+    assert_eq!(marker(&app, &ep).await, Some(micros(t0 + lease)));
+    assert!(
+        repo.claim(&claim_at(t0, lease))
+            .await
+            .expect("claim")
+            .ready
+            .is_empty()
+    );
+    // A retry due before the lease ends moves the marker back (the trigger on the record).
+    let retry_at = t0 + Duration::from_secs(10);
+    let outcome = |lease, at, next| AttemptOutcome {
+        id: first[0].id,
+        lease,
+        at,
+        status_code: Some(500),
+        error: None,
+        duration_ms: Some(5),
+        next,
+    };
+    let recorded = repo
+        .record(
+            &[outcome(first[0].lease, t0, NextStep::RetryAt(retry_at))],
+            None,
+        )
+        .await
+        .expect("record");
+    assert_eq!(recorded, 1);
+    assert_eq!(marker(&app, &ep).await, Some(micros(retry_at)));
+    assert!(
+        repo.claim(&claim_at(t0 + Duration::from_secs(5), lease))
+            .await
+            .expect("claim")
+            .ready
+            .is_empty(),
+        "not due yet"
+    );
+    let t1 = retry_at + Duration::from_secs(1);
+    let second = repo.claim(&claim_at(t1, lease)).await.expect("claim").ready;
+    assert_eq!(second.len(), 1);
+    assert_eq!(second[0].id, first[0].id);
+    repo.record(&[outcome(second[0].lease, t1, NextStep::Delivered)], None)
+        .await
+        .expect("record");
+    // The marker is stale (the end of the second lease); the first claim after it removes it.
+    assert_eq!(marker(&app, &ep).await, Some(micros(t1 + lease)));
+    let t2 = t1 + lease + Duration::from_secs(1);
+    assert!(
+        repo.claim(&claim_at(t2, lease))
+            .await
+            .expect("claim")
+            .ready
+            .is_empty()
+    );
+    assert_eq!(marker(&app, &ep).await, None);
+    // A new delivery marks the endpoint again.
+    app.ingest_lead(&lead_body("acme", json!({}))).await;
+    assert!(marker(&app, &ep).await.is_some());
+}

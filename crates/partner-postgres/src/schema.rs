@@ -211,6 +211,13 @@ diesel::table! {
 }
 
 diesel::table! {
+    webhook_endpoint_queue (endpoint_id) {
+        endpoint_id -> Uuid,
+        due_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
     webhook_endpoints (id) {
         id -> Uuid,
         partner_id -> Text,
@@ -244,6 +251,7 @@ diesel::joinable!(webhook_action_budgets -> partners (partner_id));
 diesel::joinable!(webhook_deliveries -> domain_events (event_id));
 diesel::joinable!(webhook_deliveries -> partners (partner_id));
 diesel::joinable!(webhook_deliveries -> webhook_endpoints (endpoint_id));
+diesel::joinable!(webhook_endpoint_queue -> webhook_endpoints (endpoint_id));
 diesel::joinable!(webhook_endpoints -> partners (partner_id));
 
 diesel::allow_tables_to_appear_in_same_query!(
@@ -262,5 +270,6 @@ diesel::allow_tables_to_appear_in_same_query!(
     sub_accounts,
     webhook_action_budgets,
     webhook_deliveries,
+    webhook_endpoint_queue,
     webhook_endpoints,
 );
