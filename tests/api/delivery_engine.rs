@@ -58,6 +58,30 @@ async fn hanging_endpoint() -> (String, tokio::task::JoinHandle<()>) {
     (url, task)
 }
 
+/// How many of `partner`'s deliveries a worker holds (claimed: leased and pending). The API
+/// does not show it: an attempt in flight is not counted until it is made.
+async fn claimed(app: &TestApp, partner: &str) -> i64 {
+    use diesel::sql_types::{BigInt, Text};
+    use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+    #[derive(diesel::QueryableByName)]
+    struct Count {
+        #[diesel(sql_type = BigInt)]
+        n: i64,
+    }
+    let mut conn = AsyncPgConnection::establish(&app.config.database_url)
+        .await
+        .expect("connect");
+    diesel::sql_query(
+        "SELECT count(*) AS n FROM webhook_deliveries \
+         WHERE partner_id = $1 AND status = 'pending' AND lease_token IS NOT NULL",
+    )
+    .bind::<Text, _>(partner)
+    .get_result::<Count>(&mut conn)
+    .await
+    .expect("count")
+    .n
+}
+
 fn store(app: &TestApp) -> PgStore {
     PgStore::new(&app.config.database_url, 2).expect("pool")
 }
@@ -95,12 +119,7 @@ async fn a_hanging_endpoint_never_delays_another_partners_delivery() {
     }
     // The hanging endpoint holds its slots before the other partner's lead arrives.
     eventually("the hanging endpoint's share to be in flight", || async {
-        let claimed = log(&app, "slow")
-            .await
-            .iter()
-            .filter(|d| d["attempts"] != 0)
-            .count();
-        (claimed >= 2).then_some(())
+        (claimed(&app, "slow").await >= 2).then_some(())
     })
     .await;
     app.ingest_lead(&lead_body("fast", json!({}))).await;
@@ -110,10 +129,10 @@ async fn a_hanging_endpoint_never_delays_another_partners_delivery() {
     // The hanging endpoint holds at most its share: 2 in flight and 2 ready.
     let slow_log = log(&app, "slow").await;
     assert_eq!(slow_log.len(), 30);
-    let claimed = slow_log.iter().filter(|d| d["attempts"] != 0).count();
+    let held = claimed(&app, "slow").await;
     assert!(
-        claimed <= 4,
-        "{claimed} of the hanging endpoint's deliveries were claimed"
+        held <= 4,
+        "{held} of the hanging endpoint's deliveries were claimed"
     );
     assert!(slow_log.iter().all(|d| d["status"] == "pending"));
 }

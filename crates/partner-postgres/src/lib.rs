@@ -13,6 +13,7 @@
 mod accounts;
 mod action_budget;
 mod catalog;
+mod claim;
 mod coupons;
 mod dsl;
 mod endpoint_writes;

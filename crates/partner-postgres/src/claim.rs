@@ -1,0 +1,179 @@
+//! The claim (issue 22): which endpoints a claim visits (those whose marker in
+//! `webhook_endpoint_queue` is due), the rows it takes from each within its room, and the
+//! advance of the markers it may have left stale. `DeliveryRepo::claim` in `webhooks.rs` turns
+//! the rows into the domain's batch.
+
+use std::collections::HashMap;
+
+use diesel::prelude::*;
+use diesel::sql_types::{Array, Integer, Timestamptz};
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use partner_domain::RepoError;
+use partner_domain::webhook::ClaimRequest;
+use uuid::Uuid;
+
+use crate::db;
+use crate::models::webhook_deliveries::ClaimRow;
+use crate::schema::webhook_endpoint_queue;
+
+/// The endpoints a claim visits: those whose marker in `webhook_endpoint_queue` is due at `$1`
+/// (read from `webhook_endpoint_queue_due_idx`, so the cost grows with the endpoints that may have
+/// due work, not with all endpoints), enabled, with room (`$4`, or the room listed in `$2`/`$3`),
+/// in random order so that no endpoint is always served first, at most `$5` of them. Raw: the
+/// DSL cannot order by `random()` beside a join with `unnest`.
+const PICK_SQL: &str = "\
+WITH busy AS ( \
+  SELECT * FROM unnest($2::uuid[], $3::int4[]) AS b(endpoint_id, room)) \
+SELECT q.endpoint_id AS id, COALESCE(b.room, $4) AS room \
+FROM webhook_endpoint_queue q JOIN webhook_endpoints e ON e.id = q.endpoint_id \
+  LEFT JOIN busy b ON b.endpoint_id = q.endpoint_id \
+WHERE q.due_at <= $1 AND COALESCE(b.room, $4) > 0 AND e.disabled_at IS NULL \
+ORDER BY random() LIMIT $5";
+
+/// The workers' claim, in one statement (raw: the DSL cannot express a LATERAL join with a
+/// locking clause, nor an `UPDATE` in a CTE). `ep`: the endpoints [`PICK_SQL`] chose, in its
+/// order, with their room (`$3`/`$4`), still enabled; `picked`: each endpoint's oldest due rows,
+/// at most its room, skipping rows another worker holds, at most `$6` in all; `claimed`: counts
+/// the attempt, leases the row until `$2` under a fresh fencing token. The budget (`$5`) counts
+/// attempts since the last resend or recover (`attempts - attempt_base`), and so does the
+/// attempt number returned. Then what sending needs, from the event and the endpoint.
+const CLAIM_SQL: &str = "\
+WITH ep AS MATERIALIZED ( \
+  SELECT u.id, u.room FROM unnest($3::uuid[], $4::int4[]) WITH ORDINALITY AS u(id, room, ord) \
+  JOIN webhook_endpoints e ON e.id = u.id \
+  WHERE e.disabled_at IS NULL \
+  ORDER BY u.ord), \
+picked AS ( \
+  SELECT p.id FROM ep CROSS JOIN LATERAL ( \
+    SELECT d.id FROM webhook_deliveries d \
+    WHERE d.endpoint_id = ep.id AND d.status = 'pending' AND d.next_attempt_at <= $1 AND d.attempts - d.attempt_base < $5 \
+    ORDER BY d.next_attempt_at LIMIT ep.room \
+    FOR UPDATE SKIP LOCKED) p \
+  LIMIT $6), \
+claimed AS ( \
+  UPDATE webhook_deliveries d \
+  SET attempts = d.attempts + 1, next_attempt_at = $2, lease_token = gen_random_uuid() \
+  FROM picked WHERE d.id = picked.id \
+  RETURNING d.id, d.endpoint_id, d.lease_token, d.attempts - d.attempt_base AS attempts, d.kind, d.event_id) \
+SELECT c.id, c.endpoint_id, c.lease_token, c.attempts, c.kind, ev.created_at AS event_created_at, \
+  ev.subject, ev.extra::text AS extra, w.url, w.secret, \
+  CASE WHEN w.previous_secret_expires_at > $1 THEN w.previous_secret END AS previous_secret, \
+  COALESCE(w.previous_secret_expires_at <= $1, false) AS previous_expired, \
+  w.custom_header_name, w.custom_header_value \
+FROM claimed c JOIN domain_events ev ON ev.id = c.event_id JOIN webhook_endpoints w ON w.id = c.endpoint_id";
+
+/// Moves the markers of the endpoints `$1` (locked by the caller's transaction, in an earlier
+/// statement, so this one's snapshot sees every delivery committed by a writer that held the
+/// marker) to their earliest pending delivery, due or leased, and removes those with none. (Under
+/// that lock a marker may move either way: one found later than a pending delivery heals.)
+const ADVANCE_SQL: &str = "\
+WITH n AS ( \
+  SELECT q.endpoint_id, (SELECT min(d.next_attempt_at) FROM webhook_deliveries d \
+    WHERE d.endpoint_id = q.endpoint_id AND d.status = 'pending') AS due \
+  FROM webhook_endpoint_queue q WHERE q.endpoint_id = ANY($1::uuid[])), \
+gone AS ( \
+  DELETE FROM webhook_endpoint_queue q USING n WHERE q.endpoint_id = n.endpoint_id AND n.due IS NULL) \
+UPDATE webhook_endpoint_queue q SET due_at = n.due FROM n \
+WHERE q.endpoint_id = n.endpoint_id AND n.due <> q.due_at";
+
+/// An endpoint [`PICK_SQL`] chose, with its room.
+#[derive(QueryableByName)]
+struct Picked {
+    #[diesel(sql_type = diesel::sql_types::Uuid)]
+    id: Uuid,
+    #[diesel(sql_type = Integer)]
+    room: i32,
+}
+
+/// Raises or removes the markers of `endpoints` that are stale (nothing pending, or nothing
+/// pending before a later time), in a transaction of its own: the markers are locked first
+/// (`FOR UPDATE SKIP LOCKED`: one a writer holds until its commit is skipped and stays as it is,
+/// early, which is safe), then [`ADVANCE_SQL`] reads the deliveries with a snapshot taken after
+/// the locks, so it cannot miss a delivery whose writer marked the endpoint before.
+pub(crate) async fn advance(conn: &mut AsyncPgConnection, endpoints: &[Uuid]) -> QueryResult<()> {
+    if endpoints.is_empty() {
+        return Ok(());
+    }
+    conn.transaction(async |conn| {
+        let locked: Vec<Uuid> = webhook_endpoint_queue::table
+            .filter(webhook_endpoint_queue::endpoint_id.eq_any(endpoints))
+            .select(webhook_endpoint_queue::endpoint_id)
+            .for_update()
+            .skip_locked()
+            .load(conn)
+            .await?;
+        if !locked.is_empty() {
+            diesel::sql_query(ADVANCE_SQL)
+                .bind::<Array<diesel::sql_types::Uuid>, _>(&locked)
+                .execute(conn)
+                .await?;
+        }
+        Ok(())
+    })
+    .await
+}
+
+/// The endpoints of a claim whose markers may be stale: those it visited that gave fewer rows
+/// than their room (they may have nothing due left). When the batch filled, the endpoints after
+/// the last one that gave a row were not visited.
+fn stale(picked: &[Picked], rows: &[ClaimRow], limit: u32) -> Vec<Uuid> {
+    let mut got: HashMap<Uuid, i32> = HashMap::new();
+    for r in rows {
+        *got.entry(r.unreadable().endpoint_id.as_uuid()).or_default() += 1;
+    }
+    let visited = if rows.len() >= usize::try_from(limit).unwrap_or(usize::MAX) {
+        picked
+            .iter()
+            .rposition(|p| got.contains_key(&p.id))
+            .map_or(0, |i| i + 1)
+    } else {
+        picked.len()
+    };
+    picked
+        .iter()
+        .take(visited)
+        .filter(|p| got.get(&p.id).copied().unwrap_or(0) < p.room)
+        .map(|p| p.id)
+        .collect()
+}
+
+/// Picks the endpoints with due work and claims their rows (two statements), then advances the
+/// markers the claim may have left stale (a transaction of its own). Empty when nothing is due.
+pub(crate) async fn claim_rows(
+    conn: &mut AsyncPgConnection,
+    req: &ClaimRequest,
+) -> Result<Vec<ClaimRow>, RepoError> {
+    let clamp = |n: u32| i32::try_from(n).unwrap_or(i32::MAX);
+    let (busy_ids, busy_room): (Vec<Uuid>, Vec<i32>) = req
+        .room
+        .iter()
+        .map(|(id, n)| (id.as_uuid(), clamp(*n)))
+        .unzip();
+    let picked: Vec<Picked> = diesel::sql_query(PICK_SQL)
+        .bind::<Timestamptz, _>(req.now)
+        .bind::<Array<diesel::sql_types::Uuid>, _>(&busy_ids)
+        .bind::<Array<Integer>, _>(&busy_room)
+        .bind::<Integer, _>(clamp(req.per_endpoint))
+        .bind::<diesel::sql_types::BigInt, _>(i64::from(req.limit))
+        .load(conn)
+        .await
+        .map_err(db)?;
+    if picked.is_empty() {
+        return Ok(Vec::new());
+    }
+    let (ep_ids, ep_room): (Vec<Uuid>, Vec<i32>) = picked.iter().map(|p| (p.id, p.room)).unzip();
+    let rows: Vec<ClaimRow> = diesel::sql_query(CLAIM_SQL)
+        .bind::<Timestamptz, _>(req.now)
+        .bind::<Timestamptz, _>(req.lease_until)
+        .bind::<Array<diesel::sql_types::Uuid>, _>(&ep_ids)
+        .bind::<Array<Integer>, _>(&ep_room)
+        .bind::<Integer, _>(clamp(req.max_attempts))
+        .bind::<diesel::sql_types::BigInt, _>(i64::from(req.limit))
+        .load(conn)
+        .await
+        .map_err(db)?;
+    advance(conn, &stale(&picked, &rows, req.limit))
+        .await
+        .map_err(db)?;
+    Ok(rows)
+}
