@@ -188,6 +188,27 @@ impl Client {
     }
 }
 
+/// Which TLS check failed, so a partner can fix their receiver from `lastError` alone (the most
+/// common: a self-signed certificate that marks itself a CA, openssl's default).
+fn tls_reason(e: &rustls::Error) -> &'static str {
+    use rustls::CertificateError as C;
+    match e {
+        rustls::Error::InvalidCertificate(c) => match c {
+            C::Expired | C::ExpiredContext { .. } => "tls error: certificate expired",
+            C::NotValidYet | C::NotValidYetContext { .. } => "tls error: certificate not valid yet",
+            C::UnknownIssuer => "tls error: unknown issuer",
+            C::NotValidForName | C::NotValidForNameContext { .. } => "tls error: name mismatch",
+            C::Revoked => "tls error: certificate revoked",
+            // webpki's `CaUsedAsEndEntity` reaches rustls as an `Other` error.
+            C::Other(o) if format!("{o:?}").contains("CaUsedAsEndEntity") => {
+                "tls error: certificate is a CA"
+            }
+            _ => "tls error: invalid certificate",
+        },
+        _ => "tls error",
+    }
+}
+
 /// A short, URL-free reason for a request that got no answer.
 fn classify(e: &reqwest::Error) -> Sent {
     let no_answer = |error| Sent::NoAnswer {
@@ -203,8 +224,8 @@ fn classify(e: &reqwest::Error) -> Sent {
         if err.is::<AddressNotAllowed>() {
             return no_answer("address not allowed");
         }
-        if err.is::<rustls::Error>() {
-            return no_answer("tls error");
+        if let Some(tls) = err.downcast_ref::<rustls::Error>() {
+            return no_answer(tls_reason(tls));
         }
         if let Some(io) = err.downcast_ref::<std::io::Error>() {
             match io.kind() {
@@ -268,6 +289,30 @@ mod tests {
                 .resolves_internal("name.invalid", 443)
                 .await,
             "unresolvable: not refused here"
+        );
+    }
+
+    #[test]
+    fn a_tls_failure_names_the_check_that_failed() {
+        use rustls::CertificateError as C;
+        let cert = |c: C| tls_reason(&rustls::Error::InvalidCertificate(c));
+        assert_eq!(cert(C::Expired), "tls error: certificate expired");
+        assert_eq!(cert(C::UnknownIssuer), "tls error: unknown issuer");
+        assert_eq!(cert(C::NotValidForName), "tls error: name mismatch");
+        #[derive(Debug)]
+        struct CaUsedAsEndEntity;
+        impl std::fmt::Display for CaUsedAsEndEntity {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("CaUsedAsEndEntity")
+            }
+        }
+        impl std::error::Error for CaUsedAsEndEntity {}
+        let other = rustls::OtherError(std::sync::Arc::new(CaUsedAsEndEntity));
+        assert_eq!(cert(C::Other(other)), "tls error: certificate is a CA");
+        assert_eq!(
+            tls_reason(&rustls::Error::DecryptError),
+            "tls error",
+            "not a certificate check"
         );
     }
 
