@@ -401,3 +401,29 @@ async fn token_management() {
     assert!(listed["data"][1]["revokedAt"].is_string());
     assert!(listed["data"][0]["revokedAt"].is_null());
 }
+
+/// A body missing several required fields is refused once, naming all of them (issue 28).
+#[tokio::test]
+async fn a_body_missing_fields_names_every_one() {
+    let app = TestApp::spawn().await;
+    let res = app
+        .internal(Method::POST, "/leads")
+        .json(&serde_json::json!({ "partnerId": "acme", "firstName": "Ann" }))
+        .send()
+        .await
+        .expect("send");
+    let message = assert_error(res, 400, "invalid_request").await;
+    assert_eq!(
+        message,
+        "invalid JSON body: missing fields `lastName`, `email`, `emailConsent`, `smsConsent`, `origin`, `location`"
+    );
+    let res = app
+        .internal(Method::POST, "/orders")
+        .json(&serde_json::json!({ "orderId": "o-1", "partnerId": "acme" }))
+        .send()
+        .await
+        .expect("send");
+    let message = assert_error(res, 400, "invalid_request").await;
+    assert!(message.contains("`isTest`"), "{message}");
+    assert!(message.contains("`createdDate`"), "{message}");
+}

@@ -40,13 +40,38 @@ fn read(
     }
 }
 
-fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+fn parse<T: DeserializeOwned + utoipa::PartialSchema>(bytes: &[u8]) -> Result<T, ApiError> {
     // Every body of this API is an object; serde would otherwise accept a struct as an array.
     if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
         return Err(ApiError::invalid("the request body must be a JSON object"));
     }
-    serde_json::from_slice(bytes)
-        .map_err(|e| ApiError::invalid(format!("invalid JSON body: {}", clip(&e.to_string()))))
+    serde_json::from_slice(bytes).map_err(|e| {
+        // serde stops at the first missing field; name them all, from the body's own schema
+        // (the document's `required` list), so a caller fixes its body in one try.
+        if e.to_string().starts_with("missing field")
+            && let Some(missing) = missing_fields::<T>(bytes)
+        {
+            return ApiError::invalid(format!("invalid JSON body: missing fields {missing}"));
+        }
+        ApiError::invalid(format!("invalid JSON body: {}", clip(&e.to_string())))
+    })
+}
+
+/// The required fields of `T`'s schema absent from the object `bytes`, as `` `a`, `b` ``; `None`
+/// when none (or the schema lists none).
+fn missing_fields<T: utoipa::PartialSchema>(bytes: &[u8]) -> Option<String> {
+    let utoipa::openapi::RefOr::T(utoipa::openapi::schema::Schema::Object(schema)) = T::schema()
+    else {
+        return None;
+    };
+    let body: serde_json::Map<String, serde_json::Value> = serde_json::from_slice(bytes).ok()?;
+    let missing: Vec<String> = schema
+        .required
+        .iter()
+        .filter(|k| !body.contains_key(k.as_str()))
+        .map(|k| format!("`{k}`"))
+        .collect();
+    (!missing.is_empty()).then(|| missing.join(", "))
 }
 
 /// Keeps error messages short even when serde quotes a long input.
@@ -62,7 +87,7 @@ pub(crate) fn clip(s: &str) -> String {
 type BodyFuture<W> = Pin<Box<dyn Future<Output = Result<W, ApiError>>>>;
 
 /// Reads and parses a body; `on_empty` decides what an empty (or all-whitespace) body means.
-fn extract<T: DeserializeOwned + 'static, W: 'static>(
+fn extract<T: DeserializeOwned + utoipa::PartialSchema + 'static, W: 'static>(
     req: &HttpRequest,
     payload: &mut Payload,
     on_empty: fn() -> Result<T, ApiError>,
@@ -80,7 +105,7 @@ fn extract<T: DeserializeOwned + 'static, W: 'static>(
     })
 }
 
-impl<T: DeserializeOwned + 'static> FromRequest for JsonBody<T> {
+impl<T: DeserializeOwned + utoipa::PartialSchema + 'static> FromRequest for JsonBody<T> {
     type Error = ApiError;
     type Future = BodyFuture<Self>;
 
@@ -94,7 +119,9 @@ impl<T: DeserializeOwned + 'static> FromRequest for JsonBody<T> {
     }
 }
 
-impl<T: DeserializeOwned + Default + 'static> FromRequest for OptionalJsonBody<T> {
+impl<T: DeserializeOwned + utoipa::PartialSchema + Default + 'static> FromRequest
+    for OptionalJsonBody<T>
+{
     type Error = ApiError;
     type Future = BodyFuture<Self>;
 
