@@ -35,3 +35,20 @@ async fn a_test_database_is_a_copy_with_every_migration_applied() {
         "the template is current with migrations/"
     );
 }
+
+/// A listen address another process holds stops the start with a message naming the variable.
+#[tokio::test]
+async fn a_busy_bind_address_names_partner_bind() {
+    let app = TestApp::spawn().await;
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let mut config = app.config.clone();
+    config.bind = taken.local_addr().expect("addr").to_string();
+    let err = partner_server::startup::Application::build(
+        &config,
+        partner_server::startup::Migrations::Skip,
+    )
+    .await
+    .expect_err("the address is taken");
+    let message = format!("{err:#}");
+    assert!(message.contains("PARTNER_BIND"), "{message}");
+}

@@ -265,7 +265,12 @@ impl Application {
             }
         };
         let listener = TcpListener::bind(&config.bind)
-            .with_context(|| format!("cannot bind {}", config.bind))?;
+            .with_context(|| {
+                format!(
+                    "PARTNER_BIND: cannot listen on {} (another process may hold it: set PARTNER_BIND to another host:port, or :0 for any free port)",
+                    config.bind
+                )
+            })?;
         let port = listener.local_addr()?.port();
         // The operator API gets a listener of its own when asked (a worker serves none).
         let (internal_port, internal_server) = match (&config.internal_bind, config.role) {
