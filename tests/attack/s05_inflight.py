@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""S-05, in flight: deliveries queued before a rotation but sent after its answer. The receiver
+answers slowly (RECV_MODE "200 1.5"), so the worker holds claimed deliveries while it waits for
+the endpoint's slots (4 at a time). Every delivery that arrives after the rotation's answer should
+verify with the returned secret; with expirePrevious, none should carry the old secret.
+Env as s05.py plus RECV_MODE."""
+import json, os, sys, time, uuid
+sys.path.insert(0, os.path.dirname(__file__))
+import s05  # noqa: E402
+
+RECV_MODE = os.environ["RECV_MODE"]
+
+
+def run(expire):
+    st, j = s05.api("POST", "/api/v1/webhook-endpoints",
+                    {"url": f"https://127.0.0.1:{s05.RECV_PORT}/inflight-{expire}", "events": ["lead.created"], "secret": True})
+    ep = j["data"]["id"]
+    s0 = j["data"]["secret"]
+    open(RECV_MODE, "w").write("200 1.5")
+    ids = [s05.ingest(f"if{expire}-{i}-{uuid.uuid4().hex[:6]}") for i in range(16)]
+    time.sleep(1.0)
+    body = {"secret": True, "expirePrevious": True} if expire else {"secret": True}
+    st, j = s05.api("PATCH", f"/api/v1/webhook-endpoints/{ep}", body)
+    answered = time.time()
+    s1 = j["data"]["secret"]
+    time.sleep(9)
+    open(RECV_MODE, "w").write("200")
+    after = without_new = with_old = 0
+    with open(s05.RECV_LOG) as f:
+        for line in f:
+            rec = json.loads(line)
+            if f"/inflight-{expire}" not in rec["path"] or rec["t"] < answered + float(os.environ.get("SLACK", "0.05")):
+                continue
+            after += 1
+            if not s05.signs(rec, s1)[0]:
+                without_new += 1
+                print(f"    +{rec['t'] - answered:.2f}s after the answer: not signed with the returned secret ({s05.signs(rec, s0)[1]} for the old)")
+            if s05.signs(rec, s0)[0]:
+                with_old += 1
+    print(f"expirePrevious={expire}: {after} deliveries arrived after the rotation was answered; "
+          f"{without_new} not signed with the returned secret; {with_old} signed with the old secret")
+    s05.api("DELETE", f"/api/v1/webhook-endpoints/{ep}")
+
+
+for e in (False, True):
+    run(e)
+
+
+def after_change(kind):
+    """Deliveries arriving after a PATCH that moved the URL or disabled the endpoint."""
+    st, j = s05.api("POST", "/api/v1/webhook-endpoints",
+                    {"url": f"https://127.0.0.1:{s05.RECV_PORT}/old-{kind}", "events": ["lead.created"], "secret": True})
+    ep = j["data"]["id"]
+    open(RECV_MODE, "w").write("200 1.5")
+    for i in range(16):
+        s05.ingest(f"ch{kind}-{i}-{uuid.uuid4().hex[:6]}")
+    time.sleep(1.0)
+    body = {"url": f"https://127.0.0.1:{s05.RECV_PORT}/new-{kind}"} if kind == "url" else {"enabled": False}
+    st, j = s05.api("PATCH", f"/api/v1/webhook-endpoints/{ep}", body)
+    answered = time.time()
+    time.sleep(9)
+    open(RECV_MODE, "w").write("200")
+    late = []
+    with open(s05.RECV_LOG) as f:
+        for line in f:
+            rec = json.loads(line)
+            if f"/old-{kind}" in rec["path"] and rec["t"] >= answered + float(os.environ.get("SLACK", "0.05")):
+                late.append(round(rec["t"] - answered, 2))
+    print(f"PATCH {body} answered {st}: {len(late)} deliveries still reached the old URL / the disabled endpoint afterwards, at +{late}s")
+    s05.api("DELETE", f"/api/v1/webhook-endpoints/{ep}")
+
+
+for k in ("url", "disable"):
+    after_change(k)
