@@ -14,35 +14,10 @@ use partner_domain::kernel::clock::{Clock, FixedClock};
 
 use crate::helpers::{TestApp, assert_error, body, eventually, lead_body, mid_hour_clock};
 use crate::receiver::Receiver;
+use crate::webhook_control::{call, wait_list};
 
 const ENDPOINTS: &str = "/api/v1/webhook-endpoints";
 const DELIVERIES: &str = "/api/v1/webhook-deliveries";
-
-async fn call(
-    app: &TestApp,
-    method: Method,
-    path: &str,
-    token: &str,
-    b: Option<Value>,
-) -> (StatusCode, Value) {
-    let mut req = app.api(method, path, token);
-    if let Some(b) = b {
-        req = req.json(&b);
-    }
-    let res = req.send().await.expect("send");
-    let status = res.status();
-    (status, body(res).await)
-}
-
-/// Waits until the partner's delivery listing satisfies `pred`.
-async fn wait_list(app: &TestApp, token: &str, pred: impl Fn(&[Value]) -> bool) -> Vec<Value> {
-    eventually("the delivery listing to match", || async {
-        let (_, b) = call(app, Method::GET, DELIVERIES, token, None).await;
-        let d = b["data"].as_array().cloned().unwrap_or_default();
-        pred(&d).then_some(d)
-    })
-    .await
-}
 
 /// A connection to the test server's own database.
 async fn db(app: &TestApp) -> AsyncPgConnection {

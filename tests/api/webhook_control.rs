@@ -16,7 +16,8 @@ use crate::receiver::Receiver;
 const ENDPOINTS: &str = "/api/v1/webhook-endpoints";
 const DELIVERIES: &str = "/api/v1/webhook-deliveries";
 
-async fn call(
+/// A partner API call with an optional JSON body: its status and body.
+pub(crate) async fn call(
     app: &TestApp,
     method: Method,
     path: &str,
@@ -33,7 +34,11 @@ async fn call(
 }
 
 /// Polls the partner's delivery listing until `pred` holds ([`eventually`]).
-async fn wait_list(app: &TestApp, token: &str, pred: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+pub(crate) async fn wait_list(
+    app: &TestApp,
+    token: &str,
+    pred: impl Fn(&[Value]) -> bool,
+) -> Vec<Value> {
     eventually("the delivery listing to match", || async {
         let (_, b) = call(app, Method::GET, DELIVERIES, token, None).await;
         let d = b["data"].as_array().cloned().unwrap_or_default();
