@@ -43,16 +43,31 @@ pub struct Receiver {
 
 impl Receiver {
     pub async fn start() -> Self {
+        Self::start_with(false).await
+    }
+
+    /// A receiver whose self-signed certificate marks itself a CA (`basicConstraints CA:TRUE`,
+    /// openssl's default for `req -x509`), which TLS refuses as a server's certificate.
+    pub async fn start_as_ca() -> Self {
+        Self::start_with(true).await
+    }
+
+    async fn start_with(is_ca: bool) -> Self {
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let ck =
-            rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_owned()]).expect("certificate");
+        let mut params =
+            rcgen::CertificateParams::new(vec!["127.0.0.1".to_owned()]).expect("params");
+        if is_ca {
+            params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        }
+        let signing_key = rcgen::KeyPair::generate().expect("key");
+        let cert = params.self_signed(&signing_key).expect("certificate");
         let ca_file =
             std::env::temp_dir().join(format!("webhook-receiver-{}.pem", uuid::Uuid::new_v4()));
-        std::fs::write(&ca_file, ck.cert.pem()).expect("write PEM");
-        let key = rustls::pki_types::PrivateKeyDer::Pkcs8(ck.signing_key.serialize_der().into());
+        std::fs::write(&ca_file, cert.pem()).expect("write PEM");
+        let key = rustls::pki_types::PrivateKeyDer::Pkcs8(signing_key.serialize_der().into());
         let tls = rustls::ServerConfig::builder()
             .with_no_client_auth()
-            .with_single_cert(vec![ck.cert.der().clone()], key)
+            .with_single_cert(vec![cert.der().clone()], key)
             .expect("TLS config");
         let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");

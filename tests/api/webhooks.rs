@@ -491,3 +491,52 @@ async fn patch_fields_that_are_not_nullable_refuse_null() {
         .expect("send");
     assert_eq!(res.status(), StatusCode::OK);
 }
+
+/// `lastError` names the TLS check that failed (issue 28): a receiver whose certificate marks
+/// itself a CA (openssl's default for a self-signed one), and one whose issuer is not trusted.
+#[tokio::test]
+async fn a_tls_failure_says_which_check_failed() {
+    for (rx, trusted, expected) in [
+        (
+            Receiver::start_as_ca().await,
+            true,
+            "tls error: certificate is a CA",
+        ),
+        (Receiver::start().await, false, "tls error: unknown issuer"),
+    ] {
+        let app = rx
+            .app(|c| {
+                if !trusted {
+                    c.webhook_ca_file = None;
+                }
+            })
+            .await;
+        let s = app.seed("acme", false).await;
+        let e = app
+            .create_webhook_endpoint(
+                &s.token,
+                &json!({ "url": rx.url, "events": ["lead.created"] }),
+            )
+            .await;
+        let res = app
+            .api(
+                Method::POST,
+                &format!(
+                    "/api/v1/webhook-endpoints/{}/test",
+                    e["id"].as_str().expect("id")
+                ),
+                &s.token,
+            )
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(res.status(), StatusCode::ACCEPTED);
+        let last_error = eventually("the ping's first attempt to fail", || async {
+            let log = app.get_ok("/api/v1/webhook-deliveries", &s.token).await;
+            log["data"][0]["lastError"].as_str().map(str::to_owned)
+        })
+        .await;
+        assert_eq!(last_error, expected);
+        assert!(rx.received().is_empty());
+    }
+}
