@@ -12,7 +12,7 @@ use time::format_description::well_known::Rfc3339;
 
 use partner_domain::kernel::clock::{Clock, FixedClock};
 
-use crate::helpers::{TestApp, assert_error, body, eventually, lead_body, mid_hour_clock};
+use crate::helpers::{Seeded, TestApp, assert_error, body, eventually, lead_body, mid_hour_clock};
 use crate::receiver::Receiver;
 use crate::webhook_control::{call, wait_list};
 
@@ -308,8 +308,8 @@ async fn s03_test_resend_and_recover_admit_20_calls_a_minute_per_partner() {
     assert_eq!(st, StatusCode::ACCEPTED);
 }
 
-#[tokio::test]
-async fn s06_a_delivery_whose_subject_cannot_be_read_fails_alone() {
+/// Partners acme and beta on one server, each with an endpoint at the same receiver.
+async fn two_tenants() -> (Receiver, TestApp, Seeded, Seeded, Value, Value) {
     let rx = Receiver::start().await;
     let app = rx.app(|_| {}).await;
     let acme = app.seed("acme", false).await;
@@ -326,6 +326,12 @@ async fn s06_a_delivery_whose_subject_cannot_be_read_fails_alone() {
             &json!({ "url": rx.url, "events": ["lead.created"] }),
         )
         .await;
+    (rx, app, acme, beta, a, b)
+}
+
+#[tokio::test]
+async fn s06_a_delivery_whose_subject_cannot_be_read_fails_alone() {
+    let (rx, app, acme, beta, a, b) = two_tenants().await;
     // In one statement, so that one claim takes both: acme's delivery of an event whose stored
     // subject does not parse, and beta's ping.
     let mut conn = db(&app).await;
@@ -742,22 +748,7 @@ async fn a_pending_delivery_of_a_disabled_endpoint_is_ended_by_maintenance() {
 /// (`subject unreadable`); another partner's delivery claimed with it is sent.
 #[tokio::test]
 async fn s06_a_delivery_whose_record_cannot_be_read_fails_alone() {
-    let rx = Receiver::start().await;
-    let app = rx.app(|_| {}).await;
-    let acme = app.seed("acme", false).await;
-    let beta = app.seed("beta", false).await;
-    let a = app
-        .create_webhook_endpoint(
-            &acme.token,
-            &json!({ "url": rx.url, "events": ["lead.created"] }),
-        )
-        .await;
-    let b = app
-        .create_webhook_endpoint(
-            &beta.token,
-            &json!({ "url": rx.url, "events": ["lead.created"] }),
-        )
-        .await;
+    let (rx, app, acme, beta, a, b) = two_tenants().await;
     let mut conn = db(&app).await;
     // The lead is corrupted and both deliveries written in one statement, so one claim takes
     // them together.
