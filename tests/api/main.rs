@@ -25,6 +25,7 @@ mod s01_over_budget;
 mod sec_edge;
 mod sec_public;
 mod sec_webhooks;
+mod standard_webhooks;
 mod startup;
 mod sub_accounts;
 mod webhook_control;

@@ -773,7 +773,12 @@ fn assert_stripe_shape(header: &str, n: usize) {
     );
 }
 
-async fn ping(app: &TestApp, token: &str, rx: &Receiver, ep: &str) -> crate::receiver::Received {
+pub(crate) async fn ping(
+    app: &TestApp,
+    token: &str,
+    rx: &Receiver,
+    ep: &str,
+) -> crate::receiver::Received {
     let n = rx.received().len();
     let (st, _) = call(
         app,

@@ -10,6 +10,7 @@ use partner_domain::kernel::clock::Clock;
 use partner_domain::webhook::ports::AddressCheck;
 use partner_domain::webhook::{
     ClaimedDelivery, WebhookSecret, is_internal, parse_retry_after, signature_header_with,
+    standard_signature,
 };
 
 use crate::{WorkerConfig, WorkerError};
@@ -153,9 +154,19 @@ impl Client {
             let secrets: Vec<&WebhookSecret> = std::iter::once(secret)
                 .chain(d.previous_secret.as_ref())
                 .collect();
+            let t = self.clock.now().unix_timestamp();
+            let id = d.id.to_string();
+            // Standard Webhooks (extensions §9) for secrets of the `whsec_<base64>` form, with
+            // the same `t`, so both schemes verify one request.
+            if let Some(sig) = standard_signature(&secrets, &id, t, &body) {
+                req = req
+                    .header("webhook-id", id)
+                    .header("webhook-timestamp", t.to_string())
+                    .header("webhook-signature", sig);
+            }
             req = req.header(
                 "X-Partner-Signature",
-                signature_header_with(&secrets, self.clock.now().unix_timestamp(), &body),
+                signature_header_with(&secrets, t, &body),
             );
         }
         if let Some(h) = &d.custom_header {

@@ -46,5 +46,5 @@ pub use retry::{
 pub use service::{EndpointError, WebhookService};
 pub use signature::{
     SIGNATURE_TOLERANCE, SignatureError, WebhookSecret, signature_header, signature_header_with,
-    verify, verify_signature,
+    standard_signature, verify, verify_signature,
 };

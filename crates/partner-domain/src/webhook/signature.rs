@@ -1,13 +1,17 @@
-//! The delivery signature: `t=<unix>,v1=<hex>`, HMAC-SHA256 of `"<t>.<raw body>"` under the
-//! endpoint secret, the scheme Stripe's SDKs verify, with one `v1` per secret during a rotation.
+//! The delivery signatures: `X-Partner-Signature: t=<unix>,v1=<hex>`, HMAC-SHA256 of
+//! `"<t>.<raw body>"` under the endpoint secret, the scheme Stripe's SDKs verify, with one `v1` per
+//! secret during a rotation; and, for secrets of the `whsec_<base64>` form, the Standard Webhooks
+//! (v1.0.0) `webhook-signature` its official libraries verify (extensions §9).
 
 use std::time::Duration;
 
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
 use ring::hmac;
 use time::OffsetDateTime;
 
 use crate::kernel::compare::constant_time_eq;
-use crate::kernel::random::{Random, random_string};
+use crate::kernel::random::Random;
 
 /// Receivers reject deliveries whose timestamp is older than this.
 pub const SIGNATURE_TOLERANCE: Duration = Duration::from_secs(300);
@@ -19,13 +23,34 @@ pub struct WebhookSecret(String);
 impl WebhookSecret {
     const PREFIX: &'static str = "whsec_";
 
+    /// Random bytes in a new secret: 192 bits, the Standard Webhooks recommendation.
+    const KEY_BYTES: usize = 24;
+
+    /// `whsec_` and the standard base64 of 24 random bytes (32 characters), the form the
+    /// Standard Webhooks libraries take.
     pub fn generate(rng: &dyn Random) -> Self {
-        const BASE62: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
-        Self(format!(
-            "{}{}",
-            Self::PREFIX,
-            random_string(rng, BASE62, 43)
-        ))
+        let mut key = [0u8; Self::KEY_BYTES];
+        rng.fill(&mut key);
+        Self(format!("{}{}", Self::PREFIX, BASE64.encode(key)))
+    }
+
+    /// The Standard Webhooks key: the decoded part after `whsec_`, for secrets of the form
+    /// [`WebhookSecret::generate`] makes. `None` for the older form (`whsec_` and 43 base62
+    /// characters), whose endpoints keep only `X-Partner-Signature` until rotated.
+    fn standard_key(&self) -> Option<Vec<u8>> {
+        let rest = self.0.strip_prefix(Self::PREFIX)?;
+        if rest.len() != 32 {
+            return None;
+        }
+        BASE64
+            .decode(rest)
+            .ok()
+            .filter(|k| k.len() == Self::KEY_BYTES)
+    }
+
+    /// Whether deliveries signed with this secret also carry the Standard Webhooks headers.
+    pub fn is_standard(&self) -> bool {
+        self.standard_key().is_some()
     }
 
     /// A secret as stored.
@@ -59,6 +84,49 @@ pub fn signature_header_with(secrets: &[&WebhookSecret], t: i64, body: &[u8]) ->
         h.push_str(&hex(&sign(s.expose().as_bytes(), t, body)));
     }
     h
+}
+
+/// The Standard Webhooks `webhook-signature` value: `v1,<base64 HMAC-SHA256 of
+/// "<msg_id>.<t>.<body>">` under each secret's decoded key, space-separated, the current secret
+/// first. `None` when the current secret is of the older form (no Standard Webhooks headers at
+/// all); a previous secret of the older form adds no value.
+///
+/// ```
+/// use partner_domain::webhook::{WebhookSecret, standard_signature};
+///
+/// // The example of the Standard Webhooks specification.
+/// let secret = WebhookSecret::from_stored("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw".into());
+/// let sig = standard_signature(
+///     &[&secret],
+///     "msg_p5jXN8AQM9LWM0D4loKWxJek",
+///     1_614_265_330,
+///     br#"{"test": 2432232314}"#,
+/// );
+/// assert_eq!(sig.as_deref(), Some("v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="));
+/// ```
+pub fn standard_signature(
+    secrets: &[&WebhookSecret],
+    msg_id: &str,
+    t: i64,
+    body: &[u8],
+) -> Option<String> {
+    let current = secrets.first()?;
+    current.standard_key()?;
+    let values: Vec<String> = secrets
+        .iter()
+        .filter_map(|s| s.standard_key())
+        .map(|key| {
+            let k = hmac::Key::new(hmac::HMAC_SHA256, &key);
+            let mut ctx = hmac::Context::with_key(&k);
+            ctx.update(msg_id.as_bytes());
+            ctx.update(b".");
+            ctx.update(t.to_string().as_bytes());
+            ctx.update(b".");
+            ctx.update(body);
+            format!("v1,{}", BASE64.encode(ctx.sign().as_ref()))
+        })
+        .collect();
+    Some(values.join(" "))
 }
 
 fn sign(key: &[u8], t: i64, body: &[u8]) -> Vec<u8> {
@@ -255,6 +323,35 @@ mod tests {
             verify_signature("v1=abc", body, secret.expose(), 0),
             Err(SignatureError::Malformed)
         );
+    }
+
+    #[test]
+    fn new_secrets_have_the_standard_form_and_old_ones_sign_only_the_stripe_way() {
+        let new = WebhookSecret::generate(&SystemRandom::new());
+        assert_eq!(new.expose().len(), "whsec_".len() + 32);
+        assert!(new.is_standard());
+        let old = WebhookSecret::from_stored(format!("whsec_{}", "a".repeat(43)));
+        assert!(!old.is_standard());
+        let body = b"{}";
+        // Rotated from the older form: one value, the current secret's.
+        let one = standard_signature(&[&new, &old], "d1", 1, body).expect("standard");
+        assert_eq!(one.split(' ').count(), 1);
+        assert_eq!(
+            Some(one),
+            standard_signature(&[&new], "d1", 1, body),
+            "the older previous secret adds nothing"
+        );
+        // Both of the new form: two values, the current secret's first.
+        let newer = WebhookSecret::generate(&SystemRandom::new());
+        let two = standard_signature(&[&newer, &new], "d1", 1, body).expect("standard");
+        let parts: Vec<&str> = two.split(' ').collect();
+        assert_eq!(parts.len(), 2);
+        assert_eq!(
+            Some(parts[0].to_owned()),
+            standard_signature(&[&newer], "d1", 1, body)
+        );
+        assert_eq!(standard_signature(&[&old, &new], "d1", 1, body), None);
+        assert_eq!(standard_signature(&[], "d1", 1, body), None);
     }
 
     #[test]
