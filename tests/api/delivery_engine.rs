@@ -500,3 +500,76 @@ async fn the_claim_follows_each_endpoints_due_marker_through_leases_retries_and_
     app.ingest_lead(&lead_body("acme", json!({}))).await;
     assert!(marker(&app, &ep).await.is_some());
 }
+
+/// Issue 23, N1: a delivery claimed before its endpoint changed is not sent with what the claim
+/// read. Here the first delivery hangs in flight on the old URL (one slot per endpoint) while the
+/// second waits in its lane, claimed; then the partner moves the endpoint to a working receiver
+/// and rotates its secret. The waiting delivery goes to the new URL, signed with the new secret,
+/// instead of timing out on the old one.
+#[tokio::test]
+async fn a_delivery_claimed_before_its_endpoint_changed_is_sent_as_the_endpoint_is_now() {
+    let rx = Receiver::start().await;
+    let (hang, _hold) = hanging_endpoint().await;
+    let app = rx
+        .app(|c| {
+            c.webhook_endpoint_concurrency = 1;
+            c.webhook_timeout = Duration::from_secs(3);
+            // A retry of the hung attempt would also reach the new URL: keep it out of the way.
+            c.webhook_retry_schedule = vec![Duration::from_secs(3600)];
+        })
+        .await;
+    let s = app.seed("acme", false).await;
+    let id = app
+        .create_webhook_endpoint(
+            &s.token,
+            &json!({ "url": hang, "events": ["lead.created"], "secret": true }),
+        )
+        .await["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    for _ in 0..2 {
+        app.ingest_lead(&lead_body("acme", json!({}))).await;
+    }
+    // Both claimed: one in flight to the hanging URL, one waiting for the endpoint's slot.
+    eventually("both deliveries claimed", || async {
+        (claimed(&app, "acme").await == 2).then_some(())
+    })
+    .await;
+
+    let res = app
+        .api(Method::PATCH, &format!("{ENDPOINTS}/{id}"), &s.token)
+        .json(&json!({ "url": rx.url, "secret": true, "expirePrevious": true }))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(res.status(), StatusCode::OK);
+    let new_secret = body(res).await["data"]["secret"]
+        .as_str()
+        .expect("new secret")
+        .to_owned();
+
+    let got = rx.wait_for(1).await.remove(0);
+    let sig = got.header("x-partner-signature").expect("signed");
+    assert_eq!(
+        partner_domain::webhook::verify_signature(
+            sig,
+            &got.body,
+            &new_secret,
+            OffsetDateTime::now_utc().unix_timestamp()
+        ),
+        Ok(()),
+        "signed with the secret of the endpoint as it is now"
+    );
+    let sent = eventually("the delivery recorded as delivered", || async {
+        log(&app, "acme")
+            .await
+            .into_iter()
+            .find(|d| d["id"] == got.json()["id"] && d["status"] == "delivered")
+    })
+    .await;
+    assert_eq!(
+        sent["attempts"], 1,
+        "the given-back claim did not count as an attempt"
+    );
+}

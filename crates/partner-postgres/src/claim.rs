@@ -177,3 +177,25 @@ pub(crate) async fn claim_rows(
         .map_err(db)?;
     Ok(rows)
 }
+
+/// Gives claims back unattempted (`DeliveryRepo::release`): only rows still pending under their
+/// lease; the attempt the claim counted is taken back. The update marks the endpoint due again
+/// (trigger `webhook_deliveries_mark_updated`). Raw: an `unnest` of two arrays.
+const RELEASE_SQL: &str = "\
+UPDATE webhook_deliveries d SET attempts = d.attempts - 1, next_attempt_at = $3, lease_token = NULL \
+FROM unnest($1::uuid[], $2::uuid[]) AS r(id, lease) \
+WHERE d.id = r.id AND d.lease_token = r.lease AND d.status = 'pending'";
+
+pub(crate) async fn release(
+    conn: &mut AsyncPgConnection,
+    ids: Vec<Uuid>,
+    leases: Vec<Uuid>,
+    now: time::OffsetDateTime,
+) -> QueryResult<usize> {
+    diesel::sql_query(RELEASE_SQL)
+        .bind::<Array<diesel::sql_types::Uuid>, _>(ids)
+        .bind::<Array<diesel::sql_types::Uuid>, _>(leases)
+        .bind::<Timestamptz, _>(now)
+        .execute(conn)
+        .await
+}

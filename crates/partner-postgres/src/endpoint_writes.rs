@@ -63,5 +63,8 @@ pub(crate) async fn write_endpoint(
     if n == 1 && e.disabled_at().is_some() {
         fail_disabled(conn, &[e.id().as_uuid()], ENDPOINT_DISABLED).await?;
     }
+    if n == 1 {
+        crate::notify::announce_endpoint_changed(conn, e.id().as_uuid()).await?;
+    }
     Ok(())
 }

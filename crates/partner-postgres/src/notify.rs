@@ -1,6 +1,7 @@
 //! Wake-ups across instances: the announcer that sends `NOTIFY webhook_deliveries` after a
-//! commit wrote deliveries, and the listener that wakes this process's worker on each
-//! notification. Neither is a query (`SET`, `NOTIFY`, `LISTEN`), so they are raw statements.
+//! commit wrote deliveries, the `webhook_endpoints` notification a change of an endpoint sends
+//! with its commit, and the listener that tells this process's worker of both. None is a query
+//! (`SET`, `NOTIFY`, `LISTEN`), so they are raw statements.
 
 use diesel_async::RunQueryDsl;
 
@@ -8,8 +9,27 @@ use diesel_async::RunQueryDsl;
 const ANNOUNCER_SETUP_SQL: &str = "SET synchronous_commit = off";
 /// Wakes the workers of every instance.
 const NOTIFY_SQL: &str = "NOTIFY webhook_deliveries";
-/// Subscribes the worker's connection to [`NOTIFY_SQL`].
-const LISTEN_SQL: &str = "LISTEN webhook_deliveries";
+/// Subscribes the worker's connection to [`NOTIFY_SQL`] and [`ENDPOINT_CHANGED_SQL`].
+const LISTEN_SQL: &str = "LISTEN webhook_deliveries; LISTEN webhook_endpoints";
+/// The channel of [`ENDPOINT_CHANGED_SQL`].
+const ENDPOINTS_CHANNEL: &str = "webhook_endpoints";
+/// Tells every worker that endpoint `$1` changed (sent when the writing transaction commits).
+const ENDPOINT_CHANGED_SQL: &str = "SELECT pg_notify('webhook_endpoints', $1)";
+
+/// Announces, with the caller's transaction, that endpoint `id` changed or went: workers then give
+/// back the deliveries of it they claimed before, instead of sending them with what the claim read
+/// (the old URL, secret or custom header; issue 23, N1). Endpoint writes are rare, so the
+/// commit-time lock a `NOTIFY` takes costs nothing that matters here.
+pub(crate) async fn announce_endpoint_changed(
+    conn: &mut diesel_async::AsyncPgConnection,
+    id: uuid::Uuid,
+) -> diesel::QueryResult<()> {
+    diesel::sql_query(ENDPOINT_CHANGED_SQL)
+        .bind::<diesel::sql_types::Text, _>(id.to_string())
+        .execute(conn)
+        .await
+        .map(|_| ())
+}
 
 /// Tells the workers of every instance (`NOTIFY webhook_deliveries`) that this store committed
 /// deliveries. The notification goes out on a connection of its own, after the writing
@@ -49,25 +69,40 @@ pub async fn announce_deliveries(
     }
 }
 
-/// Keeps a connection that `LISTEN`s for new deliveries and calls `wake` on each notification
-/// (and once after every (re)connect, since notifications sent while disconnected are lost).
-/// Runs until the process ends; a lost connection is re-established after a short pause.
-pub async fn listen_for_deliveries(database_url: String, wake: impl Fn() + Send + Sync) {
-    use diesel_async::AsyncConnection;
+/// Keeps a connection that `LISTEN`s for new deliveries and changed endpoints: calls `wake` on
+/// each new-deliveries notification and `changed(Some(id))` on each changed endpoint; after every
+/// (re)connect, since notifications sent while disconnected are lost, `wake()` and
+/// `changed(None)` (any endpoint may have changed). Runs until the process ends; a lost
+/// connection is re-established after a short pause.
+pub async fn listen_for_deliveries(
+    database_url: String,
+    wake: impl Fn() + Send + Sync,
+    changed: impl Fn(Option<partner_domain::kernel::ids::EndpointId>) + Send + Sync,
+) {
+    use diesel_async::{AsyncConnection, SimpleAsyncConnection};
     use futures_util::StreamExt;
     loop {
         match <diesel_async::AsyncPgConnection as AsyncConnection>::establish(&database_url).await {
             Ok(mut conn) => {
-                if let Err(e) = diesel::sql_query(LISTEN_SQL).execute(&mut conn).await {
+                // Two statements: the simple protocol (`batch_execute`), not a prepared one.
+                if let Err(e) = conn.batch_execute(LISTEN_SQL).await {
                     tracing::warn!(error = %e, "LISTEN webhook_deliveries failed");
                 } else {
+                    changed(None);
                     wake();
                     let mut stream = std::pin::pin!(conn.notifications_stream());
                     while let Some(n) = stream.next().await {
-                        if n.is_err() {
-                            break;
+                        let Ok(n) = n else { break };
+                        if n.channel == ENDPOINTS_CHANNEL {
+                            match n.payload.parse::<uuid::Uuid>() {
+                                Ok(id) => changed(Some(
+                                    partner_domain::kernel::ids::EndpointId::from_uuid(id),
+                                )),
+                                Err(_) => changed(None),
+                            }
+                        } else {
+                            wake();
                         }
-                        wake();
                     }
                     tracing::warn!("the webhook notification connection closed; reconnecting");
                 }

@@ -429,10 +429,19 @@ impl WebhookRepo for PgStore {
     ) -> Result<bool, RepoError> {
         let id = id.as_uuid();
         let mut conn = self.conn().await?;
-        let n = diesel::delete(webhook_endpoints::table)
-            .filter(webhook_endpoints::partner_id.eq(partner.as_str()))
-            .filter(webhook_endpoints::id.eq(id))
-            .execute(&mut conn)
+        // The delete and its announcement commit together: workers drop what they claimed.
+        let n = conn
+            .transaction(async |c| {
+                let n = diesel::delete(webhook_endpoints::table)
+                    .filter(webhook_endpoints::partner_id.eq(partner.as_str()))
+                    .filter(webhook_endpoints::id.eq(id))
+                    .execute(c)
+                    .await?;
+                if n == 1 {
+                    crate::notify::announce_endpoint_changed(c, id).await?;
+                }
+                Ok::<_, diesel::result::Error>(n)
+            })
             .await
             .map_err(db)?;
         Ok(n == 1)
@@ -671,6 +680,19 @@ impl DeliveryRepo for PgStore {
             .await
             .map_err(db)?;
         Ok(u64::try_from(n).unwrap_or(0))
+    }
+
+    async fn release(
+        &self,
+        claims: &[(DeliveryId, Uuid)],
+        now: OffsetDateTime,
+    ) -> Result<u64, RepoError> {
+        let (ids, leases) = claims.iter().map(|(id, l)| (id.as_uuid(), *l)).unzip();
+        let mut conn = self.conn().await?;
+        let n = crate::claim::release(&mut conn, ids, leases, now)
+            .await
+            .map_err(db)?;
+        Ok(u64::try_from(n).unwrap_or(u64::MAX))
     }
 
     async fn fail_disabled(&self, error: &str) -> Result<u64, RepoError> {

@@ -231,9 +231,11 @@ impl Application {
                         local.notify_one();
                     }
                 });
+                let changes = worker.clone();
                 let listener = tokio::spawn(partner_postgres::listen_for_deliveries(
                     config.database_url.clone(),
                     move || waker.notify_one(),
+                    move |endpoint| changes.endpoint_changed(endpoint),
                 ));
                 let stop = Arc::new(tokio::sync::Notify::new());
                 let stopped = stop.clone();

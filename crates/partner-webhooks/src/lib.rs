@@ -29,6 +29,7 @@
 
 use std::time::Duration;
 
+mod changes;
 mod client;
 mod lanes;
 mod maintenance;

@@ -18,6 +18,7 @@ use partner_domain::webhook::{
 };
 use tokio::sync::{Notify, Semaphore, mpsc};
 
+use crate::changes::Changes;
 use crate::client::{Client, Sent};
 use crate::lanes::{Heard, Lanes};
 use crate::{WorkerConfig, WorkerError, maintenance, recorder};
@@ -38,6 +39,8 @@ struct Inner {
     lanes: Mutex<Lanes>,
     /// Signalled whenever the last held delivery finishes (shutdown waits for it).
     idle: Notify,
+    /// Endpoint changes announced by the store: claims made before one are given back.
+    changes: Mutex<Changes>,
 }
 
 impl Inner {
@@ -46,6 +49,17 @@ impl Inner {
         self.lanes
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn changes(&self) -> MutexGuard<'_, Changes> {
+        self.changes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// How long a claim's lease lasts (see `claim_round`).
+    fn lease(&self) -> Duration {
+        self.config.timeout * 2 + Duration::from_secs(5)
     }
 }
 
@@ -84,6 +98,10 @@ impl Worker {
                 sending: Arc::new(Semaphore::new(concurrency)),
                 lanes: Mutex::new(Lanes::default()),
                 idle: Notify::new(),
+                // Twice a lease: no claim still held is older.
+                changes: Mutex::new(Changes::new(
+                    (config.timeout * 2 + Duration::from_secs(5)) * 2,
+                )),
                 config: WorkerConfig {
                     concurrency,
                     endpoint_concurrency: config.endpoint_concurrency.max(1),
@@ -96,6 +114,14 @@ impl Worker {
     /// Wakes the worker to claim now (call it when a delivery was written: `LISTEN`/`NOTIFY`).
     pub fn waker(&self) -> Arc<Notify> {
         self.inner.wake.clone()
+    }
+
+    /// Endpoint `id` changed or went (`None`: any may have, e.g. announcements were missed): the
+    /// deliveries of it claimed before now are given back unattempted instead of sent with the
+    /// URL, secrets and header their claim read. Call it on the store's `webhook_endpoints`
+    /// notifications.
+    pub fn endpoint_changed(&self, id: Option<EndpointId>) {
+        self.inner.changes().changed(id, Instant::now());
     }
 
     /// Runs until `shutdown` completes; then stops claiming, lets in-flight attempts finish within
@@ -162,7 +188,9 @@ impl Worker {
             // most, see `Lane::capacity`) and then make its own attempt; `attempt` gives up one
             // whose lease would run out mid-send. Short enough that a dead worker's deliveries
             // are soon due again.
-            let lease_until = now + c.timeout * 2 + Duration::from_secs(5);
+            let lease_until = now + self.inner.lease();
+            // Before the statement: a change announced while it runs makes its claims stale.
+            let claimed_at = Instant::now();
             let req = ClaimRequest {
                 now,
                 lease_until,
@@ -204,7 +232,10 @@ impl Worker {
             self.inner
                 .lanes()
                 .hold(c, claimed.iter().map(|d| d.endpoint_id));
-            tokio::spawn(self.clone().dispatch(claimed, lease_until, tx.clone()));
+            tokio::spawn(
+                self.clone()
+                    .dispatch(claimed, lease_until, claimed_at, tx.clone()),
+            );
             if n < limit {
                 return;
             }
@@ -216,6 +247,7 @@ impl Worker {
         self,
         batch: Vec<ClaimedDelivery>,
         lease_until: time::OffsetDateTime,
+        claimed_at: Instant,
         tx: mpsc::UnboundedSender<AttemptOutcome>,
     ) {
         let wanted = SubjectIds::of(batch.iter().map(|d| &d.event));
@@ -254,7 +286,7 @@ impl Worker {
             let body = delivery_body(d.id, d.event.kind(), d.event_created_at, data);
             let me = self.clone();
             let tx = tx.clone();
-            tokio::spawn(async move { me.attempt(d, body, lease_until, tx).await });
+            tokio::spawn(async move { me.attempt(d, body, lease_until, claimed_at, tx).await });
         }
     }
 
@@ -264,6 +296,7 @@ impl Worker {
         d: ClaimedDelivery,
         body: Vec<u8>,
         lease_until: time::OffsetDateTime,
+        claimed_at: Instant,
         tx: mpsc::UnboundedSender<AttemptOutcome>,
     ) {
         let Some(lane) = self.inner.lanes().slots(d.endpoint_id) else {
@@ -282,6 +315,17 @@ impl Worker {
         let start = self.inner.clock.now();
         if start + self.inner.config.timeout > lease_until {
             self.finish(d.endpoint_id, Heard::Nothing);
+            return;
+        }
+        // The endpoint changed since the claim read it: give the delivery back, due now, so the
+        // next claim sends it with the endpoint as it is (or not at all, when it went).
+        if self.inner.changes().stale(d.endpoint_id, claimed_at) {
+            if let Err(e) = self.inner.repo.release(&[(d.id, d.lease)], start).await {
+                // Left to its lease: claimed again, afresh, when it runs out.
+                tracing::warn!(error = %e, delivery = %d.id, "giving back a stale claim failed");
+            }
+            self.finish(d.endpoint_id, Heard::Nothing);
+            self.inner.wake.notify_one();
             return;
         }
         let started = Instant::now();

@@ -135,6 +135,15 @@ pub trait DeliveryRepo: Send + Sync {
     /// delivery committed after the disable's update had looked), which no worker would ever
     /// claim. Returns how many.
     async fn fail_disabled(&self, error: &str) -> Result<u64, RepoError>;
+    /// Gives claims back unattempted, because their endpoint changed after they were claimed
+    /// (what the claim read of it, URL, secrets, custom header or status, is stale): each row
+    /// still `pending` under the given lease loses the lease and the attempt the claim counted, and
+    /// is due at `now`, so the next claim reads the endpoint afresh. Returns how many.
+    async fn release(
+        &self,
+        claims: &[(DeliveryId, uuid::Uuid)],
+        now: OffsetDateTime,
+    ) -> Result<u64, RepoError>;
     /// Deletes at most `batch` delivered or failed deliveries created before `before`, then at
     /// most `batch` events of that age that no delivery refers to. Returns the rows deleted.
     async fn prune(&self, before: OffsetDateTime, batch: u32) -> Result<u64, RepoError>;
