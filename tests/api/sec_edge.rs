@@ -560,6 +560,21 @@ async fn s10_s11_parser_rejections_answer_the_error_body_are_counted_and_not_log
         b"GET /healthz HTTP/1.1\r\nNo colon here\r\n\r\n".to_vec(),
         400,
     ));
+    // Body framing actix-http would refuse with an empty 400 (issue 23, N3).
+    for framing in [
+        "Content-Length: abc",
+        "Content-Length: -1",
+        "Content-Length: 1\r\nContent-Length: 2",
+        "Content-Length: 2\r\nTransfer-Encoding: chunked",
+        "Transfer-Encoding: gzip, chunked",
+    ] {
+        cases.push((
+            "malformed",
+            format!("POST /internal/v1/leads HTTP/1.1\r\nHost: x\r\n{framing}\r\n\r\n{{}}")
+                .into_bytes(),
+            400,
+        ));
+    }
     for (reason, bytes, status) in &cases {
         let (got, json, text) = raw_request(&server.address, bytes).await;
         assert_eq!(got, *status, "{reason}: {text}");

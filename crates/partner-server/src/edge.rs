@@ -12,8 +12,10 @@
 //! | 414 | the request line is over [`MAX_REQUEST_LINE`] bytes |
 //! | 431 | the header section is over [`MAX_HEADER_BYTES`] bytes, or has more than [`MAX_HEADER_FIELDS`] fields |
 //! | 408 | the head is not complete [`HEAD_TIMEOUT`] after its first byte |
-//! | 400 | the head is not HTTP/1.x (`httparse` refuses it) |
+//! | 400 | the head is not HTTP/1.x (`httparse` refuses it), or its body framing is invalid (see [`framing`]) |
 //!
+//! A body that stalls for [`BODY_IDLE_TIMEOUT`] closes the connection (actix owns the request by
+//! then, so the guard cannot answer it).
 //! Each is counted in `http_rejected_requests_total{reason}` and logged at `debug`. Bodies are
 //! skipped by their framing (`Content-Length` or chunked), so every request of a keep-alive
 //! connection is guarded. A connection that sends no byte within [`FIRST_BYTE_TIMEOUT`] is
@@ -47,6 +49,9 @@ pub const MAX_HEADER_FIELDS: usize = 96;
 pub const HEAD_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long a new connection may stay silent before it is closed.
 pub const FIRST_BYTE_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a request body may stall (no byte while the server waits for one) before the
+/// connection is closed: a body that never completes holds no connection for ever.
+pub const BODY_IDLE_TIMEOUT: Duration = Duration::from_secs(10);
 /// After a refusal, how long and how much of what the client still sends is read and dropped.
 const DRAIN_FOR: Duration = Duration::from_secs(1);
 const DRAIN_BYTES: usize = 1 << 20;
@@ -62,16 +67,20 @@ pub enum Rejection {
     TooManyHeaders,
     HeadTimeout,
     Malformed,
+    /// The body stalled for [`BODY_IDLE_TIMEOUT`]: the connection is closed (actix owns the
+    /// request by then, so no answer of the guard's can be written).
+    BodyTimeout,
 }
 
 impl Rejection {
     /// Every reason, exported at 0 from the start.
-    pub const ALL: [Rejection; 5] = [
+    pub const ALL: [Rejection; 6] = [
         Rejection::RequestLineTooLong,
         Rejection::HeadersTooLarge,
         Rejection::TooManyHeaders,
         Rejection::HeadTimeout,
         Rejection::Malformed,
+        Rejection::BodyTimeout,
     ];
 
     pub fn reason(self) -> &'static str {
@@ -81,6 +90,7 @@ impl Rejection {
             Rejection::TooManyHeaders => "too_many_headers",
             Rejection::HeadTimeout => "header_timeout",
             Rejection::Malformed => "malformed",
+            Rejection::BodyTimeout => "body_timeout",
         }
     }
 
@@ -90,7 +100,7 @@ impl Rejection {
             Rejection::HeadersTooLarge | Rejection::TooManyHeaders => {
                 "431 Request Header Fields Too Large"
             }
-            Rejection::HeadTimeout => "408 Request Timeout",
+            Rejection::HeadTimeout | Rejection::BodyTimeout => "408 Request Timeout",
             Rejection::Malformed => "400 Bad Request",
         }
     }
@@ -111,6 +121,10 @@ impl Rejection {
                 HEAD_TIMEOUT.as_secs()
             ),
             Rejection::Malformed => "the request is not a valid HTTP/1.1 request".to_owned(),
+            Rejection::BodyTimeout => format!(
+                "the request body stalled for {} seconds",
+                BODY_IDLE_TIMEOUT.as_secs()
+            ),
         }
     }
 
@@ -326,19 +340,10 @@ impl<T> Guarded<T> {
             Ok(httparse::Status::Complete(_)) => {}
             Ok(httparse::Status::Partial) | Err(_) => return Some(Rejection::Malformed),
         }
-        let mut length = None;
-        let mut chunked = false;
-        for h in req.headers.iter() {
-            if h.name.eq_ignore_ascii_case("transfer-encoding") {
-                chunked |= String::from_utf8_lossy(h.value)
-                    .to_ascii_lowercase()
-                    .contains("chunked");
-            } else if h.name.eq_ignore_ascii_case("content-length") {
-                length = std::str::from_utf8(h.value)
-                    .ok()
-                    .and_then(|v| v.trim().parse::<u64>().ok());
-            }
-        }
+        let (chunked, length) = match framing(req.headers) {
+            Ok(f) => f,
+            Err(r) => return Some(r),
+        };
         self.head.clear();
         self.phase = match (chunked, length) {
             (true, _) => Phase::Chunked(Chunk::Size {
@@ -425,6 +430,15 @@ impl<T: AsyncRead + AsyncWrite + Unpin> AsyncRead for Guarded<T> {
                     this.refuse(r);
                     return this.poll_refusal(cx);
                 }
+                match this.phase {
+                    // The body moved: its stall timer starts again.
+                    Phase::Length(_) | Phase::Chunked(_) if !fresh.is_empty() => {
+                        this.timer = Some(Box::pin(tokio::time::sleep(BODY_IDLE_TIMEOUT)));
+                    }
+                    // Between requests actix's keep-alive decides; no timer of the guard's.
+                    Phase::Idle if !this.waiting_first_byte => this.timer = None,
+                    _ => {}
+                }
                 Poll::Ready(Ok(()))
             }
             Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
@@ -436,6 +450,14 @@ impl<T: AsyncRead + AsyncWrite + Unpin> AsyncRead for Guarded<T> {
                     if this.waiting_first_byte {
                         this.phase = Phase::Closed;
                         return Poll::Ready(Ok(()));
+                    }
+                    if matches!(this.phase, Phase::Length(_) | Phase::Chunked(_)) {
+                        Rejection::BodyTimeout.record();
+                        this.phase = Phase::Closed;
+                        return Poll::Ready(Err(io::Error::new(
+                            io::ErrorKind::TimedOut,
+                            "request body stalled",
+                        )));
                     }
                     this.refuse(Rejection::HeadTimeout);
                     return this.poll_refusal(cx);
@@ -475,6 +497,39 @@ impl<T: AsyncRead + AsyncWrite + Unpin> AsyncWrite for Guarded<T> {
             _ => Pin::new(&mut this.io).poll_shutdown(cx),
         }
     }
+}
+
+/// The body framing of a parsed head (RFC 9112 §6): `(chunked, Content-Length)`, or the refusal
+/// of a framing actix-http would answer with an empty 400: a `Content-Length` that is not
+/// digits only (`abc`, `-1`, `+2`) or too large, two different lengths, a `Transfer-Encoding`
+/// other than exactly `chunked` (`chunkedx`, `gzip, chunked`; actix decodes no other coding), or
+/// both headers at once (a request-smuggling shape).
+fn framing(headers: &[httparse::Header<'_>]) -> Result<(bool, Option<u64>), Rejection> {
+    let mut length: Option<u64> = None;
+    let mut chunked = false;
+    for h in headers {
+        let value = std::str::from_utf8(h.value).map_err(|_| Rejection::Malformed)?;
+        let value = value.trim_matches([' ', '\t']);
+        if h.name.eq_ignore_ascii_case("transfer-encoding") {
+            if chunked || !value.eq_ignore_ascii_case("chunked") {
+                return Err(Rejection::Malformed);
+            }
+            chunked = true;
+        } else if h.name.eq_ignore_ascii_case("content-length") {
+            if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
+                return Err(Rejection::Malformed);
+            }
+            let n = value.parse::<u64>().map_err(|_| Rejection::Malformed)?;
+            if length.is_some_and(|l| l != n) {
+                return Err(Rejection::Malformed);
+            }
+            length = Some(n);
+        }
+    }
+    if chunked && length.is_some() {
+        return Err(Rejection::Malformed);
+    }
+    Ok((chunked, length))
 }
 
 /// An HTTP/1 server on `listener` whose connections pass the guard, serving the app `factory`
@@ -580,5 +635,68 @@ mod tests {
             guard().scan(b"GET / HTTP/1.1\r\nBad Header\r\n\r\n"),
             Some(Rejection::Malformed)
         );
+    }
+
+    #[tokio::test]
+    async fn invalid_body_framing_is_refused_with_the_error_body() {
+        for framing in [
+            "Content-Length: abc",
+            "Content-Length: -1",
+            "Content-Length: +2",
+            "Content-Length: 99999999999999999999999",
+            "Content-Length: 1\r\nContent-Length: 2",
+            "Content-Length: 2\r\nTransfer-Encoding: chunked",
+            "Transfer-Encoding: chunkedx",
+            "Transfer-Encoding: gzip, chunked",
+            "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked",
+        ] {
+            let head = format!("POST /api/v1/leads HTTP/1.1\r\nHost: x\r\n{framing}\r\n\r\n");
+            assert_eq!(
+                guard().scan(head.as_bytes()),
+                Some(Rejection::Malformed),
+                "{framing}"
+            );
+        }
+        // Repeated equal lengths and a plain length pass (RFC 9112 §6.3).
+        for framing in [
+            "Content-Length: 2\r\nContent-Length: 2",
+            "Content-Length: 0",
+            "Transfer-Encoding: Chunked",
+        ] {
+            let head = format!("POST /a HTTP/1.1\r\nHost: x\r\n{framing}\r\n\r\n");
+            assert_eq!(guard().scan(head.as_bytes()), None, "{framing}");
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_stalled_body_closes_the_connection_and_an_idle_one_stays() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let (mut client, server) = tokio::io::duplex(4096);
+        let mut g = Guarded::new(server);
+        let mut buf = vec![0u8; 1024];
+        client
+            .write_all(b"POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\nok")
+            .await
+            .expect("write");
+        assert!(g.read(&mut buf).await.expect("head") > 0);
+        client.write_all(b"ok").await.expect("write");
+        assert_eq!(g.read(&mut buf).await.expect("rest of the body"), 2);
+        // Complete: an idle keep-alive connection is left to actix.
+        let idle = tokio::time::timeout(BODY_IDLE_TIMEOUT * 6, g.read(&mut buf)).await;
+        assert!(
+            idle.is_err(),
+            "the guard closed an idle connection: {idle:?}"
+        );
+
+        client
+            .write_all(b"POST /b HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nab")
+            .await
+            .expect("write");
+        assert!(g.read(&mut buf).await.expect("head") > 0);
+        let stalled = g
+            .read(&mut buf)
+            .await
+            .expect_err("the stalled body times out");
+        assert_eq!(stalled.kind(), std::io::ErrorKind::TimedOut);
     }
 }
