@@ -150,8 +150,7 @@ pub fn lang_param(
 }
 
 /// A medical tier as partners see it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MedicalTierView {
     pub key: String,
     pub label: String,
@@ -162,8 +161,7 @@ pub struct MedicalTierView {
 }
 
 /// `PartnerProductLink` of the spec.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PartnerProductLink {
     pub record_id: ProductId,
     pub email: String,
@@ -246,8 +244,7 @@ pub fn medical_link(
 }
 
 /// `DnaProductLink` of the spec.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DnaProductLink {
     pub record_id: ProductId,
     pub email: String,
@@ -310,11 +307,9 @@ pub struct CareQuery {
 }
 
 /// A Care Services tier as partners see it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CareTierView {
     /// The tier's duration (not part of the wire shape; its `url` carries it as `m`).
-    #[serde(skip)]
     pub months: u8,
     pub key: String,
     pub label: String,
@@ -324,8 +319,7 @@ pub struct CareTierView {
 }
 
 /// `CareServiceLink` of the spec.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CareServiceLink {
     pub record_id: ProductId,
     pub service: CareService,

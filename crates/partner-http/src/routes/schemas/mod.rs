@@ -12,14 +12,12 @@
 mod activity;
 mod catalog;
 mod coupons;
-mod links;
 mod operator;
 mod webhooks;
 
 pub(crate) use activity::*;
 pub(crate) use catalog::*;
 pub(crate) use coupons::*;
-pub(crate) use links::*;
 pub(crate) use operator::*;
 pub(crate) use webhooks::*;
 

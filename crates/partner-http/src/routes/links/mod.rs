@@ -3,29 +3,16 @@
 use actix_web::{HttpRequest, HttpResponse};
 use partner_domain::kernel::values::{CareService, SubId};
 use partner_domain::links::CareQuery;
-use partner_domain::links::{CareServiceLink, PartnerProductLink};
-use serde::Serialize;
 
-use super::ok;
 use crate::error::ApiError;
 use crate::extract::Query;
 use crate::middleware::{Requirement, one_trip};
 use crate::ratelimit::Group;
 use partner_domain::account::auth::Principal;
 
-#[derive(Serialize)]
-struct MedicalBody {
-    data: Vec<PartnerProductLink>,
-    sub: Option<String>,
-}
+mod out;
 
-#[derive(Serialize)]
-struct CareBody {
-    data: Vec<CareServiceLink>,
-    sub: Option<String>,
-    service: Option<&'static str>,
-    duration: Option<u8>,
-}
+pub(crate) use out::{CareBody, CareLinkOut, DnaBody, DnaLinkOut, MedicalBody, MedicalLinkOut};
 
 fn sub(q: &Query) -> std::result::Result<Option<SubId>, ApiError> {
     q.get("sub")
@@ -36,7 +23,7 @@ fn sub(q: &Query) -> std::result::Result<Option<SubId>, ApiError> {
 #[utoipa::path(
     get, path = "/api/v1/dna-links", tag = "links",
     responses(
-        (status = 200, description = "DNA product links", body = crate::routes::schemas::DnaLinkList),
+        (status = 200, description = "DNA product links", body = DnaBody),
         (status = 403, description = "DNA links are disabled for this account, or the account is inactive", body = crate::routes::schemas::ErrorBody),
     )
 )]
@@ -51,7 +38,12 @@ pub(super) async fn dna(req: HttpRequest) -> HttpResponse {
             message: partner_domain::links::DNA_DISABLED,
         }),
         async |st, token| Ok(st.links.dna_links_for_token(st.auth.key(&token)).await?),
-        |st, me, inputs| Ok(ok(st.links.dna_links_from(me.partner_id(), inputs)?)),
+        |st, me, inputs| {
+            let links = st.links.dna_links_from(me.partner_id(), inputs)?;
+            Ok(HttpResponse::Ok().json(DnaBody {
+                data: links.iter().map(DnaLinkOut::from).collect(),
+            }))
+        },
     )
     .await
 }
@@ -63,7 +55,7 @@ pub(super) async fn dna(req: HttpRequest) -> HttpResponse {
         ("lang" = Option<String>, Query, description = "`en` or `es`; anything else falls back to the partner's default"),
     ),
     responses(
-        (status = 200, description = "Medical intake links", body = crate::routes::schemas::MedicalLinkList),
+        (status = 200, description = "Medical intake links", body = MedicalBody),
         (status = 400, description = "`sub` is invalid or names no sub-account", body = crate::routes::schemas::ErrorBody),
     )
 )]
@@ -96,7 +88,7 @@ pub(super) async fn medical(req: HttpRequest) -> HttpResponse {
                 .links
                 .medical_links_from(me.partner_id(), inputs, sub, q.get("lang"))?;
             Ok(HttpResponse::Ok().json(MedicalBody {
-                data: links,
+                data: links.iter().map(MedicalLinkOut::from).collect(),
                 sub: sub.map(|s| s.to_string()),
             }))
         },
@@ -125,7 +117,7 @@ async fn lookup_then(req: &HttpRequest, e: ApiError) -> HttpResponse {
         ("lang" = Option<String>, Query, description = "`en` or `es`"),
     ),
     responses(
-        (status = 200, description = "Care Services links the partner can access", body = crate::routes::schemas::CareLinkList),
+        (status = 200, description = "Care Services links the partner can access", body = CareBody),
         (status = 400, description = "A parameter is invalid", body = crate::routes::schemas::ErrorBody),
         (status = 404, description = "The Care Services API is disabled", body = crate::routes::schemas::ErrorBody),
     )
@@ -152,7 +144,7 @@ pub(super) async fn care(req: HttpRequest) -> HttpResponse {
         |st, me, inputs| {
             let links = st.links.care_links_from(me.partner_id(), inputs, &query)?;
             Ok(HttpResponse::Ok().json(CareBody {
-                data: links,
+                data: links.iter().map(CareLinkOut::from).collect(),
                 sub: query.sub.map(|s| s.to_string()),
                 service: query.service.map(CareService::as_str),
                 duration: query.duration,
