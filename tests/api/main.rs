@@ -7,6 +7,7 @@ mod database;
 mod helpers;
 
 mod auth;
+mod bad_receivers;
 mod browser;
 mod contract;
 mod coupons;
