@@ -43,6 +43,8 @@ pub enum Misbehaviour {
     HugeBody,
     /// Reads part of the request, then resets the connection (RST, not FIN).
     ResetMidRequest,
+    /// A slow but well-behaved receiver: answers 200 after this long.
+    Slow(Duration),
 }
 
 pub struct Receiver {
@@ -221,6 +223,14 @@ async fn misbehave_on<S: AsyncWriteExt + Unpin>(stream: &mut S, how: Misbehaviou
             }
         }
         Misbehaviour::ResetMidRequest => {}
+        Misbehaviour::Slow(d) => {
+            // The receiver's own processing time, not a test waiting for something.
+            tokio::time::sleep(d).await;
+            let _ = stream
+                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+                .await;
+            let _ = stream.shutdown().await;
+        }
     }
 }
 

@@ -390,14 +390,21 @@ fn db(e: DieselError) -> RepoError {
 
 fn lost_connection(e: &DieselError) -> bool {
     match e {
-        DieselError::DatabaseError(DatabaseErrorKind::ClosedConnection, _) => true,
-        // diesel-async reports a connection that broke mid-query with the driver's text.
+        // diesel-async reports a driver error without SQLSTATE (the connection closed under a
+        // query, found in a drill stopping PostgreSQL under load) as `UnableToSendCommand`.
+        DieselError::DatabaseError(
+            DatabaseErrorKind::ClosedConnection | DatabaseErrorKind::UnableToSendCommand,
+            _,
+        ) => true,
+        // The server's own shutdown and recovery errors (SQLSTATE 57P01-57P03) arrive as
+        // `Unknown` with the server's text.
         DieselError::DatabaseError(DatabaseErrorKind::Unknown, info) => {
             let m = info.message().to_ascii_lowercase();
             m.contains("connection closed")
                 || m.contains("connection reset")
                 || m.contains("terminating connection")
                 || m.contains("broken pipe")
+                || m.contains("the database system is")
         }
         _ => false,
     }
