@@ -8,6 +8,7 @@ mod helpers;
 
 mod auth;
 mod browser;
+mod by_id;
 mod contract;
 mod coupons;
 mod delivery_engine;
