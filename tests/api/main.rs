@@ -14,6 +14,7 @@ mod coupons;
 mod delivery_engine;
 mod errors;
 mod hostile;
+mod idempotency;
 mod leads;
 mod links;
 mod one_trip;
