@@ -178,3 +178,35 @@ async fn other_methods_on_a_record_path_authenticate_before_405() {
         assert_error(res, 405, "invalid_request").await;
     }
 }
+
+/// An `orderId` may hold any printable ASCII: percent-encoded in the path, it is found.
+#[tokio::test]
+async fn an_order_id_with_reserved_characters_is_found_percent_encoded() {
+    let app = TestApp::spawn().await;
+    let acme = app.seed("acme", false).await;
+    for id in ["a/b", "x%y", "q?r#s", "plus+sign"] {
+        let res = app
+            .internal(Method::POST, "/orders")
+            .json(&json!({ "orderId": id, "partnerId": "acme", "createdDate": "2026-11-20T10:00:00.000Z",
+                           "product": "p", "amount": 1.0, "commission": 0.5, "status": "shipped",
+                           "isTest": false, "source": "pharmacy" }))
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(res.status(), StatusCode::CREATED, "{id}");
+        let encoded: String = id
+            .bytes()
+            .map(|b| {
+                if b.is_ascii_alphanumeric() {
+                    (b as char).to_string()
+                } else {
+                    format!("%{b:02X}")
+                }
+            })
+            .collect();
+        let got = app
+            .get_ok(&format!("/api/v1/orders/{encoded}"), &acme.token)
+            .await;
+        assert_eq!(got["data"]["orderId"], id);
+    }
+}
