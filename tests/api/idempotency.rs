@@ -473,3 +473,28 @@ async fn keys_expire_after_24_hours_and_a_dead_claim_after_its_lease() {
     assert_eq!(res.status(), StatusCode::CREATED);
     assert!(!replayed(&res));
 }
+
+/// A body over 1 MiB is 413 before the key is claimed: the key stays free.
+#[tokio::test]
+async fn an_oversized_body_claims_nothing() {
+    let app = TestApp::spawn().await;
+    let acme = app.seed("acme", false).await;
+    let res = app
+        .api(Method::POST, SUBS, &acme.token)
+        .header(KEY, "big")
+        .header("content-type", "application/json")
+        .body(vec![b' '; (1 << 20) + 1])
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(res.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    let res = post_sub(
+        &app,
+        &acme.token,
+        "big",
+        &json!({ "subId": "7", "nickname": "n" }),
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::CREATED);
+    assert!(!replayed(&res));
+}
