@@ -498,3 +498,61 @@ async fn an_oversized_body_claims_nothing() {
     assert_eq!(res.status(), StatusCode::CREATED);
     assert!(!replayed(&res));
 }
+
+/// A request that ran past its lease, whose key another request then claimed, neither keeps its
+/// answer over the later claim nor releases it (the store, through the domain's port).
+#[tokio::test]
+async fn a_claim_taken_over_after_its_lease_is_no_longer_the_first_requests() {
+    use partner_domain::idempotency::{
+        Caller, Claim, Fingerprint, IdempotencyKey, KeptAnswer, Ticket,
+    };
+    let clock = Arc::new(FixedClock::new(OffsetDateTime::now_utc()));
+    let app = TestApp::spawn_full(|_| {}, clock.clone()).await;
+    let store =
+        Arc::new(partner_postgres::PgStore::new(&app.config.database_url, 2).expect("store"));
+    let service = IdempotencyService::new(store, clock.clone() as Arc<dyn Clock>);
+    let (caller, key) = (
+        Caller::Operator,
+        IdempotencyKey::parse(b"slow").expect("key"),
+    );
+    let (a, b) = (
+        Fingerprint::of("POST", "/x", b"a"),
+        Fingerprint::of("POST", "/x", b"b"),
+    );
+    let run = |c: Claim| -> Ticket {
+        match c {
+            Claim::Run(t) => t,
+            other => panic!("expected to run, got {other:?}"),
+        }
+    };
+    let first = run(service.begin(&caller, &key, &a).await.expect("claim"));
+    clock.advance(time::Duration::seconds(61));
+    let second = run(service.begin(&caller, &key, &b).await.expect("claim"));
+    let answer = |body: &[u8]| KeptAnswer {
+        status: 201,
+        content_type: None,
+        body: body.to_vec(),
+    };
+    // The first finishes late: its answer is not kept, nor its release applied.
+    service
+        .finish(&first, Some(&answer(b"first")))
+        .await
+        .expect("keep");
+    service.finish(&first, None).await.expect("release");
+    assert_eq!(
+        service.begin(&caller, &key, &b).await.expect("claim"),
+        Claim::InUse
+    );
+    service
+        .finish(&second, Some(&answer(b"second")))
+        .await
+        .expect("keep");
+    assert_eq!(
+        service.begin(&caller, &key, &b).await.expect("claim"),
+        Claim::Replay(answer(b"second"))
+    );
+    assert_eq!(
+        service.begin(&caller, &key, &a).await.expect("claim"),
+        Claim::Reused
+    );
+}

@@ -111,11 +111,22 @@ pub enum Existing {
     Answered(Fingerprint, KeptAnswer),
 }
 
+/// A claim a request holds: what [`IdempotencyService::finish`] ends. Its fingerprint and
+/// instant tell it from a later claim of the same key (one made after its lease ran out), whose
+/// row its answer must not overwrite or delete.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ticket {
+    pub caller: String,
+    pub key: String,
+    pub fingerprint: Fingerprint,
+    pub claimed_at: OffsetDateTime,
+}
+
 /// What a request with a key does.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Claim {
-    /// It claimed the key: run it, then [`IdempotencyService::finish`].
-    Run,
+    /// It claimed the key: run it, then [`IdempotencyService::finish`] the ticket.
+    Run(Ticket),
     /// The first request with the key is still running: 409 `idempotency_key_in_use`.
     InUse,
     /// The same request was answered: this answer, not run again.
@@ -140,10 +151,11 @@ pub trait IdempotencyStore: Send + Sync {
         lease_until: OffsetDateTime,
         expires_at: OffsetDateTime,
     ) -> Result<Option<Existing>, RepoError>;
-    /// Keeps `answer` for the claimed key.
-    async fn keep(&self, caller: &str, key: &str, answer: &KeptAnswer) -> Result<(), RepoError>;
-    /// Drops the claim (its answer is not kept), so the key may run again.
-    async fn release(&self, caller: &str, key: &str) -> Result<(), RepoError>;
+    /// Keeps `answer` for the claim of `ticket`, if the key is still that claim's.
+    async fn keep(&self, ticket: &Ticket, answer: &KeptAnswer) -> Result<(), RepoError>;
+    /// Drops the claim of `ticket` (its answer is not kept), so the key may run again; nothing
+    /// if the key is no longer that claim's.
+    async fn release(&self, ticket: &Ticket) -> Result<(), RepoError>;
     /// Deletes up to `batch` keys whose answers expired before `now`; how many.
     async fn prune(&self, now: OffsetDateTime, batch: u32) -> Result<u64, RepoError>;
 }
@@ -170,32 +182,36 @@ impl IdempotencyService {
         fingerprint: &Fingerprint,
     ) -> Result<Claim, RepoError> {
         let now = self.clock.now();
+        let ticket = Ticket {
+            caller: caller.scope(),
+            key: key.as_str().to_owned(),
+            fingerprint: *fingerprint,
+            claimed_at: now,
+        };
         let found = self
             .store
             .claim(
-                &caller.scope(),
-                key.as_str(),
+                &ticket.caller,
+                &ticket.key,
                 fingerprint,
                 now,
                 now + CLAIM_LEASE,
                 now + KEPT_FOR,
             )
             .await?;
-        Ok(decide(found, fingerprint))
+        Ok(decide(found, ticket))
     }
 
     /// Ends the claim of a request that ran: keeps its answer when [`keeps`] says so, else
     /// releases the key.
     pub async fn finish(
         &self,
-        caller: &Caller,
-        key: &IdempotencyKey,
+        ticket: &Ticket,
         answer: Option<&KeptAnswer>,
     ) -> Result<(), RepoError> {
-        let scope = caller.scope();
         match answer {
-            Some(a) if keeps(a.status) => self.store.keep(&scope, key.as_str(), a).await,
-            _ => self.store.release(&scope, key.as_str()).await,
+            Some(a) if keeps(a.status) => self.store.keep(ticket, a).await,
+            _ => self.store.release(ticket).await,
         }
     }
 
@@ -216,11 +232,13 @@ impl IdempotencyService {
 
 /// The rule: a running claim is in use whatever the request; an answer is replayed to the same
 /// request only.
-fn decide(found: Option<Existing>, fingerprint: &Fingerprint) -> Claim {
+fn decide(found: Option<Existing>, ticket: Ticket) -> Claim {
     match found {
-        None => Claim::Run,
+        None => Claim::Run(ticket),
         Some(Existing::Running) => Claim::InUse,
-        Some(Existing::Answered(kept, answer)) if kept == *fingerprint => Claim::Replay(answer),
+        Some(Existing::Answered(kept, answer)) if kept == ticket.fingerprint => {
+            Claim::Replay(answer)
+        }
         Some(Existing::Answered(..)) => Claim::Reused,
     }
 }
@@ -276,14 +294,20 @@ mod tests {
     fn a_running_key_is_in_use_and_an_answered_one_replays_the_same_request_only() {
         let fp = Fingerprint::of("POST", "/x", b"{}");
         let other = Fingerprint::of("POST", "/x", b"{\"a\":1}");
-        assert_eq!(decide(None, &fp), Claim::Run);
-        assert_eq!(decide(Some(Existing::Running), &fp), Claim::InUse);
+        let ticket = |fingerprint| Ticket {
+            caller: "operator".into(),
+            key: "k".into(),
+            fingerprint,
+            claimed_at: datetime!(2026-11-26 10:00 UTC),
+        };
+        assert_eq!(decide(None, ticket(fp)), Claim::Run(ticket(fp)));
+        assert_eq!(decide(Some(Existing::Running), ticket(fp)), Claim::InUse);
         assert_eq!(
-            decide(Some(Existing::Answered(fp, answer())), &fp),
+            decide(Some(Existing::Answered(fp, answer())), ticket(fp)),
             Claim::Replay(answer())
         );
         assert_eq!(
-            decide(Some(Existing::Answered(fp, answer())), &other),
+            decide(Some(Existing::Answered(fp, answer())), ticket(other)),
             Claim::Reused
         );
     }
@@ -304,34 +328,35 @@ mod tests {
             .returning(|_, _, _, _, _, _| Ok(None));
         store
             .expect_release()
-            .withf(|caller, key| caller == "partner:acme" && key == "k1")
+            .withf(move |t| t.caller == "partner:acme" && t.key == "k1" && t.claimed_at == now)
             .times(1)
-            .returning(|_, _| Ok(()));
+            .returning(|_| Ok(()));
         store
             .expect_keep()
-            .withf(|_, _, a| a.status == 201)
+            .withf(|_, a| a.status == 201)
             .times(1)
-            .returning(|_, _, _| Ok(()));
+            .returning(|_, _| Ok(()));
         let svc = IdempotencyService::new(Arc::new(store), Arc::new(FixedClock::new(now)));
         let caller = Caller::Partner(PartnerId::parse("acme").expect("id"));
         let key = IdempotencyKey::parse(b"k1").expect("key");
         let fp = Fingerprint::of("POST", "/x", b"{}");
-        assert_eq!(
-            svc.begin(&caller, &key, &fp)
-                .now_or_never()
-                .expect("ready")
-                .expect("claim"),
-            Claim::Run
-        );
+        let Claim::Run(ticket) = svc
+            .begin(&caller, &key, &fp)
+            .now_or_never()
+            .expect("ready")
+            .expect("claim")
+        else {
+            panic!("the key is claimed");
+        };
         let failed = KeptAnswer {
             status: 503,
             ..answer()
         };
-        svc.finish(&caller, &key, Some(&failed))
+        svc.finish(&ticket, Some(&failed))
             .now_or_never()
             .expect("ready")
             .expect("release");
-        svc.finish(&caller, &key, Some(&answer()))
+        svc.finish(&ticket, Some(&answer()))
             .now_or_never()
             .expect("ready")
             .expect("keep");

@@ -58,7 +58,7 @@ pub(crate) async fn run(
         .path_and_query()
         .map_or_else(|| req.path().to_owned(), |p| p.as_str().to_owned());
     let fingerprint = Fingerprint::of(req.method().as_str(), &target, &body);
-    match st.idempotency.begin(&caller, &key, &fingerprint).await {
+    let ticket = match st.idempotency.begin(&caller, &key, &fingerprint).await {
         Err(e) => return Ok(req.error_response(ApiError::from(e))),
         Ok(Claim::InUse) => return Ok(req.error_response(ApiError::idempotency_key_in_use())),
         Ok(Claim::Reused) => return Ok(req.error_response(ApiError::idempotency_key_reused())),
@@ -66,19 +66,19 @@ pub(crate) async fn run(
             let res = replay(&answer);
             return Ok(req.into_response(res));
         }
-        Ok(Claim::Run) => {}
-    }
+        Ok(Claim::Run(ticket)) => ticket,
+    };
     req.set_payload(payload(body));
     // The request runs to its end, and its answer is kept, even if the client goes away
     // meanwhile: the answer must describe the write it made.
     let service = st.idempotency.clone();
-    let release = (service.clone(), caller.clone(), key.clone());
+    let release = (service.clone(), ticket.clone());
     let task = actix_web::rt::spawn(async move {
         let res = match next.call(req).await {
             Ok(res) => res,
             Err(e) => {
                 // An `Err` is rendered by actix later; it is not a kept answer.
-                if let Err(e) = service.finish(&caller, &key, None).await {
+                if let Err(e) = service.finish(&ticket, None).await {
                     tracing::warn!(error = %e, "could not release an idempotency key");
                 }
                 return Err(e);
@@ -89,7 +89,7 @@ pub(crate) async fn run(
         let bytes = match actix_web::body::to_bytes(body).await {
             Ok(b) => b,
             Err(_) => {
-                if let Err(e) = service.finish(&caller, &key, None).await {
+                if let Err(e) = service.finish(&ticket, None).await {
                     tracing::warn!(error = %e, "could not release an idempotency key");
                 }
                 return Err(ApiError::generic_internal().into());
@@ -104,7 +104,7 @@ pub(crate) async fn run(
                 .map(str::to_owned),
             body: bytes.to_vec(),
         };
-        if let Err(e) = service.finish(&caller, &key, Some(&answer)).await {
+        if let Err(e) = service.finish(&ticket, Some(&answer)).await {
             // The write stands; the key stays claimed until its lease ends (docs/decisions.md).
             tracing::warn!(error = %e, "could not keep an idempotent answer");
         }
@@ -114,9 +114,9 @@ pub(crate) async fn run(
         Ok(res) => res,
         Err(_) => {
             // The handler panicked: nothing to keep, the key may run again.
-            let (service, caller, key) = release;
+            let (service, ticket) = release;
             actix_web::rt::spawn(async move {
-                if let Err(e) = service.finish(&caller, &key, None).await {
+                if let Err(e) = service.finish(&ticket, None).await {
                     tracing::warn!(error = %e, "could not release an idempotency key");
                 }
             });

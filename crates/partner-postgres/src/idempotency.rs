@@ -4,7 +4,7 @@ use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Bool, Bytea, Nullable, SmallInt, Text, Timestamptz};
 use diesel_async::RunQueryDsl;
 use partner_domain::RepoError;
-use partner_domain::idempotency::{Existing, Fingerprint, IdempotencyStore, KeptAnswer};
+use partner_domain::idempotency::{Existing, Fingerprint, IdempotencyStore, KeptAnswer, Ticket};
 use time::OffsetDateTime;
 
 use crate::{PgStore, Prepared, corrupt, db};
@@ -31,11 +31,14 @@ LEFT JOIN idempotency_keys k ON k.caller = $1 AND k.key = $2 AND NOT EXISTS (SEL
 
 /// The answer of the request that claimed the key. Raw like [`CLAIM_SQL`], prepared: it runs
 /// after every keyed request.
+/// Only while the row is still this claim's (`fingerprint`, `created_at`): a request that ran past
+/// its lease must not answer for a later claim of the key.
 const KEEP_SQL: &str = "UPDATE idempotency_keys SET status = $3, content_type = $4, body = $5 \
-WHERE caller = $1 AND key = $2 AND status IS NULL";
+WHERE caller = $1 AND key = $2 AND status IS NULL AND fingerprint = $6 AND created_at = $7";
 
-const RELEASE_SQL: &str =
-    "DELETE FROM idempotency_keys WHERE caller = $1 AND key = $2 AND status IS NULL";
+/// Only while the row is still this claim's, as [`KEEP_SQL`].
+const RELEASE_SQL: &str = "DELETE FROM idempotency_keys \
+WHERE caller = $1 AND key = $2 AND status IS NULL AND fingerprint = $3 AND created_at = $4";
 
 /// Expired keys, a batch at a time (`idempotency_keys_expires_idx`).
 const PRUNE_SQL: &str = "DELETE FROM idempotency_keys WHERE ctid = ANY(ARRAY( \
@@ -108,16 +111,18 @@ impl IdempotencyStore for PgStore {
         row.into_domain()
     }
 
-    async fn keep(&self, caller: &str, key: &str, answer: &KeptAnswer) -> Result<(), RepoError> {
+    async fn keep(&self, ticket: &Ticket, answer: &KeptAnswer) -> Result<(), RepoError> {
         let mut conn = self.conn().await?;
         let status = i16::try_from(answer.status).map_err(|_| corrupt("kept status"))?;
         Prepared(
             diesel::sql_query(KEEP_SQL)
-                .bind::<Text, _>(caller)
-                .bind::<Text, _>(key)
+                .bind::<Text, _>(&ticket.caller)
+                .bind::<Text, _>(&ticket.key)
                 .bind::<SmallInt, _>(status)
                 .bind::<Nullable<Text>, _>(answer.content_type.as_deref())
-                .bind::<Bytea, _>(answer.body.as_slice()),
+                .bind::<Bytea, _>(answer.body.as_slice())
+                .bind::<Bytea, _>(ticket.fingerprint.as_bytes().as_slice())
+                .bind::<Timestamptz, _>(ticket.claimed_at),
         )
         .execute(&mut conn)
         .await
@@ -125,11 +130,13 @@ impl IdempotencyStore for PgStore {
         Ok(())
     }
 
-    async fn release(&self, caller: &str, key: &str) -> Result<(), RepoError> {
+    async fn release(&self, ticket: &Ticket) -> Result<(), RepoError> {
         let mut conn = self.conn().await?;
         diesel::sql_query(RELEASE_SQL)
-            .bind::<Text, _>(caller)
-            .bind::<Text, _>(key)
+            .bind::<Text, _>(&ticket.caller)
+            .bind::<Text, _>(&ticket.key)
+            .bind::<Bytea, _>(ticket.fingerprint.as_bytes().as_slice())
+            .bind::<Timestamptz, _>(ticket.claimed_at)
             .execute(&mut conn)
             .await
             .map_err(db)?;
