@@ -51,6 +51,24 @@ impl ApiError {
         Self::new(StatusCode::CONFLICT, "invalid_request", message)
     }
 
+    /// 409 `idempotency_key_in_use` (extensions §8.3).
+    pub fn idempotency_key_in_use() -> Self {
+        Self::new(
+            StatusCode::CONFLICT,
+            "idempotency_key_in_use",
+            "a request with this Idempotency-Key is still running; retry once it has answered",
+        )
+    }
+
+    /// 422 `idempotency_key_reused` (extensions §8.3).
+    pub fn idempotency_key_reused() -> Self {
+        Self::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "idempotency_key_reused",
+            "this Idempotency-Key was used for another request (method, path or body)",
+        )
+    }
+
     /// 404 `not_found`.
     pub fn not_found(message: impl Into<Cow<'static, str>>) -> Self {
         Self::new(StatusCode::NOT_FOUND, "not_found", message)

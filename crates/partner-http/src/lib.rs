@@ -12,6 +12,7 @@ pub mod client_addr;
 mod csv_export;
 mod error;
 mod extract;
+mod idempotency;
 mod middleware;
 mod params;
 pub mod ratelimit;
@@ -63,6 +64,8 @@ pub struct AppState {
     pub catalog: CatalogService,
     pub coupons: CouponService,
     pub webhooks: WebhookService,
+    /// Idempotency keys and their kept answers (extensions §8.3).
+    pub idempotency: partner_domain::idempotency::IdempotencyService,
     pub readiness: Arc<dyn Readiness>,
     pub clock: Arc<dyn Clock>,
     /// Where rate-limit budgets live (in-process, or shared through Redis).

@@ -1,10 +1,11 @@
 //! Leads: keyset pages, and the statements of the lead writes a [`crate::uow`] transaction runs.
 
+use crate::tokens::TokenPartner;
 use diesel::prelude::*;
 use diesel::sql_types::{Bool, Int2, Nullable, Text, Timestamptz};
 use diesel_async::RunQueryDsl;
 use partner_domain::RepoError;
-use partner_domain::account::auth::Sealed;
+use partner_domain::account::auth::{Sealed, TokenKey};
 use partner_domain::account::token::TokenHash;
 use partner_domain::kernel::cursor::Position;
 use partner_domain::kernel::values::PartnerId;
@@ -100,6 +101,38 @@ impl LeadRepo for PgStore {
         leads.truncate(usize::from(limit));
         Ok(Sealed::new(token, leads))
     }
+
+    async fn lead_for_token(
+        &self,
+        key: TokenKey,
+        id: LeadId,
+    ) -> Result<Sealed<Option<Lead>>, RepoError> {
+        let conn = self.conn().await?;
+        let (token, lead) = futures_util::future::try_join(
+            crate::tokens::lookup(&conn, &key.hash),
+            lead_for_token(&conn, TokenPartner::of(key), id),
+        )
+        .await?;
+        Ok(Sealed::new(token, lead))
+    }
+}
+
+/// The lead with this id if the token's partner (taken from the token in SQL) owns it, test
+/// leads included; to be pipelined with the token lookup.
+async fn lead_for_token(
+    mut conn: &diesel_async::AsyncPgConnection,
+    partner: TokenPartner,
+    id: LeadId,
+) -> Result<Option<Lead>, RepoError> {
+    let row: Option<Row> = leads::table
+        .filter(leads::id.eq(id.as_uuid()))
+        .filter(leads::partner_id.eq(partner))
+        .select(Row::as_select())
+        .get_result(&mut conn)
+        .await
+        .optional()
+        .map_err(db)?;
+    row.map(Row::into_domain).transpose()
 }
 
 /// The token lookup and the leads page in one statement: the CTE resolves the token (with its

@@ -80,6 +80,20 @@ diesel::table! {
 }
 
 diesel::table! {
+    idempotency_keys (caller, key) {
+        caller -> Text,
+        key -> Text,
+        fingerprint -> Bytea,
+        created_at -> Timestamptz,
+        lease_until -> Timestamptz,
+        expires_at -> Timestamptz,
+        status -> Nullable<Int2>,
+        content_type -> Nullable<Text>,
+        body -> Nullable<Bytea>,
+    }
+}
+
+diesel::table! {
     leads (id) {
         id -> Uuid,
         partner_id -> Text,
@@ -261,6 +275,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     catalog_products,
     coupons,
     domain_events,
+    idempotency_keys,
     leads,
     orders,
     partner_prices,

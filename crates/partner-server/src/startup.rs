@@ -10,6 +10,7 @@ use partner_domain::account::auth::AuthService;
 use partner_domain::account::token::TokenPepper;
 use partner_domain::catalog::CatalogService;
 use partner_domain::coupon::CouponService;
+use partner_domain::idempotency::IdempotencyService;
 use partner_domain::kernel::clock::{Clock, SystemClock};
 use partner_domain::kernel::cursor::CursorKey;
 use partner_domain::kernel::random::{Random, SystemRandom};
@@ -175,6 +176,7 @@ impl Application {
                 delivery_cursor_key,
             )
             .with_secret_overlap(config.webhook_secret_overlap),
+            idempotency: IdempotencyService::new(store.clone(), clock.clone()),
             care_services_enabled: config.care_services_enabled,
             readiness: store.clone(),
             clock: clock.clone(),
@@ -192,6 +194,9 @@ impl Application {
             None => None,
         };
         if config.role != Role::Worker {
+            // Kept idempotent answers past their 24 hours are pruned by the processes that
+            // keep them (any number of instances may: each batch deletes what it finds).
+            tokio::spawn(prune_idempotency_keys(state.idempotency.clone()));
             // Workers of other instances learn of this process's writes.
             tokio::spawn(partner_postgres::announce_deliveries(
                 config.database_url.clone(),
@@ -371,4 +376,16 @@ pub async fn prepare_database(config: &Config, migrations: Migrations) -> anyhow
         }
     }
     Ok(())
+}
+
+/// Deletes expired idempotency keys every minute, in batches of 500 (extensions §8.3).
+async fn prune_idempotency_keys(service: IdempotencyService) {
+    loop {
+        tokio::time::sleep(std::time::Duration::from_secs(60)).await;
+        match service.prune(500, 1000).await {
+            Ok(0) => {}
+            Ok(n) => tracing::debug!(keys = n, "expired idempotency keys pruned"),
+            Err(e) => tracing::warn!(error = %e, "pruning idempotency keys failed"),
+        }
+    }
 }

@@ -67,6 +67,16 @@ pub(crate) fn configure_public(cfg: &mut web::ServiceConfig) {
                     )
                     .default_service(guarded_405(Group::SubAccounts)),
             )
+            .service(
+                resource("/sub-accounts/{id}")
+                    .route(web::get().to(sub_accounts::one))
+                    .default_service(guarded_405(Group::SubAccounts)),
+            )
+            .service(
+                resource("/leads/{id}")
+                    .route(web::get().to(leads::one))
+                    .default_service(guarded_405(Group::Leads)),
+            )
             // Authenticates inside the handlers, for GET in the page's own statement (one round
             // trip); other methods answer 405 after authentication and the rate limit, as
             // behind the guard.
@@ -81,8 +91,18 @@ pub(crate) fn configure_public(cfg: &mut web::ServiceConfig) {
                     .default_service(guarded_405(Group::Orders)),
             )
             .service(
+                resource("/orders/{orderId}")
+                    .route(web::get().to(orders::one))
+                    .default_service(guarded_405(Group::Orders)),
+            )
+            .service(
                 resource("/payouts")
                     .route(web::get().to(payouts::list))
+                    .default_service(guarded_405(Group::Payouts)),
+            )
+            .service(
+                resource("/payouts/{recordId}")
+                    .route(web::get().to(payouts::one))
                     .default_service(guarded_405(Group::Payouts)),
             )
             .service(
@@ -112,6 +132,12 @@ pub(crate) fn configure_public(cfg: &mut web::ServiceConfig) {
             .service(
                 resource("/care-services-coupons")
                     .route(web::get().to(coupons::list))
+                    .default_service(guarded_405(Group::Coupons))
+                    .wrap(from_fn(care_services_enabled)),
+            )
+            .service(
+                resource("/care-services-coupons/{code}")
+                    .route(web::get().to(coupons::one))
                     .default_service(guarded_405(Group::Coupons))
                     .wrap(from_fn(care_services_enabled)),
             )
@@ -360,6 +386,24 @@ fn guarded_405(group: Group) -> actix_web::Route {
 
 async fn method_not_allowed() -> HttpResponse {
     actix_web::ResponseError::error_response(&ApiError::for_status(StatusCode::METHOD_NOT_ALLOWED))
+}
+
+/// What a read by id answers when its id is malformed (extensions §8.2): the token checked
+/// alone, then `e` after authentication and the rate limit of `group`, as the listing answers an
+/// invalid parameter.
+pub(crate) async fn refused_after_admission(
+    req: &actix_web::HttpRequest,
+    group: Group,
+    e: ApiError,
+) -> HttpResponse {
+    crate::middleware::one_trip(
+        req,
+        group,
+        None,
+        async |st, token| st.auth.lookup(&token).await,
+        move |_, _, ()| Err(e),
+    )
+    .await
 }
 
 /// Unknown routes: 404 `not_found`.

@@ -49,6 +49,8 @@ pub(crate) enum ErrorCode {
     InvalidToken,
     UnknownUser,
     RateLimited,
+    IdempotencyKeyInUse,
+    IdempotencyKeyReused,
     ApiKeysUnavailable,
     Unavailable,
     InternalError,
