@@ -330,3 +330,128 @@ async fn a_postgres_crash_mid_batch_loses_no_delivery_and_duplicates_keep_their_
         received - leads.len()
     );
 }
+
+/// Drill 5: SIGTERM with a request in flight (its body half sent) and a delivery in flight (the
+/// receiver takes 1.5 s): the request is answered and its write kept, the delivery is recorded,
+/// and the process exits within the attempt timeout plus a few seconds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_answers_the_request_in_flight_records_the_delivery_in_flight_and_exits_soon() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let rx = Receiver::start_misbehaving(Misbehaviour::Slow(Duration::from_millis(1500))).await;
+    let mut server = crate::process::LoggedServer::start_with(
+        "info",
+        &[
+            (
+                "PARTNER_WEBHOOK_CA_FILE",
+                rx.ca_file.to_string_lossy().into_owned(),
+            ),
+            ("PARTNER_WEBHOOK_ALLOW_PRIVATE", "true".into()),
+            ("PARTNER_WEBHOOK_TIMEOUT", "3s".into()),
+        ],
+    )
+    .await;
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .expect("client");
+    let (_, _, token) = server.seed(&client, "acme", false).await;
+    let res = client
+        .post(format!("{}/api/v1/webhook-endpoints", server.address))
+        .bearer_auth(&token)
+        .json(&json!({ "url": rx.url, "events": ["lead.created"] }))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(res.status(), 201);
+    let res = server
+        .internal(&client, reqwest::Method::POST, "/leads")
+        .json(&lead_body("acme", json!({})))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(res.status(), 201);
+    // The delivery is in flight: the receiver has the request and answers in 1.5 s.
+    rx.wait_for(1).await;
+
+    // A request in flight: its head and half its body sent.
+    let lead =
+        serde_json::to_vec(&lead_body("acme", json!({ "firstName": "Inflight" }))).expect("json");
+    let host = server.address.trim_start_matches("http://").to_owned();
+    let mut stream = tokio::net::TcpStream::connect(&host)
+        .await
+        .expect("connect");
+    let head = format!(
+        "POST /internal/v1/leads HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        crate::helpers::INTERNAL_TOKEN,
+        lead.len()
+    );
+    stream.write_all(head.as_bytes()).await.expect("head");
+    let (first, rest) = lead.split_at(lead.len() / 2);
+    stream.write_all(first).await.expect("half the body");
+    // Nothing outside the server shows that it has read the head; a moment lets it, so that the
+    // signal finds a request begun (a connection with nothing read yet is idle and may be closed).
+    // Too short a moment fails the test, never passes it wrongly.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    let signalled = Instant::now();
+    server.sigterm();
+    stream.write_all(rest).await.expect("the rest of the body");
+    let mut answer = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut answer)).await;
+    let answer = String::from_utf8_lossy(&answer).into_owned();
+    assert!(
+        answer.starts_with("HTTP/1.1 201"),
+        "the request in flight: {answer}"
+    );
+
+    let status = server.wait_exit().await;
+    let exited = signalled.elapsed();
+    assert!(status.success(), "{status:?}");
+    assert!(
+        exited <= Duration::from_secs(3 + 5),
+        "exit {exited:?} after SIGTERM"
+    );
+
+    // The delivery in flight at the signal was recorded delivered; the lead sent in flight is
+    // kept.
+    let log = server.log();
+    let database_url = server.database_url.clone();
+    let counts = {
+        use diesel::sql_types::{BigInt, Text};
+        use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+        #[derive(diesel::QueryableByName)]
+        struct N {
+            #[diesel(sql_type = BigInt)]
+            n: i64,
+        }
+        let mut conn = AsyncPgConnection::establish(&database_url)
+            .await
+            .expect("connect");
+        let delivered = diesel::sql_query(
+            "SELECT count(*) AS n FROM webhook_deliveries WHERE status = 'delivered'",
+        )
+        .get_result::<N>(&mut conn)
+        .await
+        .expect("count")
+        .n;
+        let inflight_lead =
+            diesel::sql_query("SELECT count(*) AS n FROM leads WHERE first_name = $1")
+                .bind::<Text, _>("Inflight")
+                .get_result::<N>(&mut conn)
+                .await
+                .expect("count")
+                .n;
+        (delivered, inflight_lead)
+    };
+    server.stop().await;
+    assert!(
+        counts.0 >= 1,
+        "the delivery in flight was recorded: {counts:?}\n{log}"
+    );
+    assert_eq!(counts.1, 1, "the lead answered 201 in flight is kept");
+    eprintln!(
+        "drill 5: exit {exited:?} after SIGTERM; request in flight answered 201 and kept; {} delivery recorded delivered",
+        counts.0
+    );
+}

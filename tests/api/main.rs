@@ -25,6 +25,7 @@ mod operate;
 mod operator;
 mod orders;
 mod own_cluster;
+mod process;
 mod receiver;
 mod s01_over_budget;
 mod sec_edge;
