@@ -20,6 +20,7 @@ mod openapi;
 mod operate;
 mod operator;
 mod orders;
+mod portal;
 mod receiver;
 mod s01_over_budget;
 mod sec_edge;

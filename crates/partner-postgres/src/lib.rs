@@ -25,6 +25,7 @@ mod ops;
 mod orders;
 mod outbox;
 mod payouts;
+mod portal;
 mod schema;
 mod schema_extra;
 mod sub_accounts;

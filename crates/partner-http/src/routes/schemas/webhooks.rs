@@ -46,3 +46,13 @@ pub(crate) struct Requeued {
 pub(crate) struct RequeuedData {
     data: Requeued,
 }
+
+#[derive(ToSchema)]
+pub(crate) struct PortalLinkData {
+    data: crate::routes::portal::LinkOut,
+}
+
+#[derive(ToSchema)]
+pub(crate) struct PortalSessionData {
+    data: crate::routes::portal::SessionOut,
+}
