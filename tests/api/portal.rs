@@ -345,3 +345,63 @@ async fn a_deactivated_partner_cannot_mint_or_use_a_portal() {
     assert_error(res, 403, "forbidden").await;
     assert_error(exchange(&app, &unused).await, 400, "invalid_request").await;
 }
+
+#[tokio::test]
+async fn the_page_is_served_from_the_binary_with_a_strict_policy_in_the_browsers_language() {
+    let app = TestApp::spawn().await;
+    for (query, accept, lang) in [
+        ("", Some("es-MX,es;q=0.9,en;q=0.5"), "es"),
+        ("?lang=en", Some("es"), "en"),
+        ("?lang=es", None, "es"),
+        ("", None, "en"),
+    ] {
+        let mut req = app.request(Method::GET, &format!("/portal{query}"));
+        if let Some(a) = accept {
+            req = req.header("accept-language", a);
+        }
+        let res = req.send().await.expect("send");
+        assert_eq!(res.status(), StatusCode::OK);
+        let h = res.headers().clone();
+        assert_eq!(h["content-type"], "text/html; charset=utf-8");
+        assert_eq!(h["referrer-policy"], "no-referrer");
+        assert_eq!(h["cache-control"], "no-store");
+        let csp = h["content-security-policy"].to_str().expect("csp");
+        assert!(csp.contains("frame-ancestors 'none'") && csp.contains("script-src 'self'"));
+        assert!(
+            !csp.contains("unsafe-inline") && !csp.contains("http"),
+            "{csp}"
+        );
+        let html = res.text().await.expect("html");
+        assert!(
+            html.contains(&format!("<html lang=\"{lang}\">")),
+            "{query} {accept:?}"
+        );
+        // No inline script or style, nothing from another origin.
+        assert!(!html.contains("<script>") && !html.contains("<style") && !html.contains("style="));
+        assert!(
+            !html.contains("//"),
+            "no absolute or protocol-relative address"
+        );
+    }
+    for (path, kind) in [
+        ("/portal/app.js", "text/javascript"),
+        ("/portal/app.css", "text/css"),
+    ] {
+        let res = app.request(Method::GET, path).send().await.expect("send");
+        assert_eq!(res.status(), StatusCode::OK);
+        assert!(
+            res.headers()["content-type"]
+                .to_str()
+                .expect("type")
+                .starts_with(kind)
+        );
+        assert_eq!(res.headers()["x-content-type-options"], "nosniff");
+        let text = res.text().await.expect("body");
+        // Nothing is fetched from elsewhere (the SVG namespace is a name, not a request).
+        let text = text.replace("http://www.w3.org/2000/svg", "");
+        assert!(
+            !text.contains("http://") && !text.contains("https://"),
+            "{path}"
+        );
+    }
+}

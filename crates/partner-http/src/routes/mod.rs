@@ -172,7 +172,23 @@ pub(crate) fn configure_public(cfg: &mut web::ServiceConfig) {
             .default_service(web::to(no_route))
             .wrap(from_fn(no_store))
     }))
-    // The portal's code exchange: no token yet, so the public budget per client address.
+    // The portal's page, its files and its code exchange: no token yet, so the public budget
+    // per client address.
+    .service(
+        resource("/portal")
+            .route(web::get().to(portal::page))
+            .wrap(from_fn(public_limit)),
+    )
+    .service(
+        resource("/portal/app.js")
+            .route(web::get().to(portal::script))
+            .wrap(from_fn(public_limit)),
+    )
+    .service(
+        resource("/portal/app.css")
+            .route(web::get().to(portal::style))
+            .wrap(from_fn(public_limit)),
+    )
     .service(under("/portal/v1", |scope| {
         scope
             .service(resource("/sessions").route(web::post().to(portal::exchange)))

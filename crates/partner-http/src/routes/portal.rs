@@ -95,9 +95,119 @@ pub(super) async fn exchange(
         }})))
 }
 
+/// The page, its script and its style sheet, embedded in the binary.
+const PAGE: &str = include_str!("portal_page/index.html");
+const SCRIPT: &str = include_str!("portal_page/app.js");
+const STYLE: &str = include_str!("portal_page/app.css");
+
+/// Only the page's own files run and style it; it calls only this origin; nothing may frame it.
+const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
+                   connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+/// The page's language: `?lang=en|es` first, then the browser's preference among the two
+/// (`Accept-Language`, by quality, ties in the order given), else English.
+fn language(query: &str, accept: Option<&str>) -> &'static str {
+    for pair in query.split('&') {
+        match pair {
+            "lang=es" => return "es",
+            "lang=en" => return "en",
+            _ => {}
+        }
+    }
+    let mut best: Option<(&'static str, f32)> = None;
+    for item in accept.unwrap_or_default().split(',') {
+        let mut parts = item.split(';');
+        let tag = parts.next().unwrap_or_default().trim();
+        let primary = tag.split('-').next().unwrap_or_default();
+        let q = parts
+            .find_map(|p| p.trim().strip_prefix("q="))
+            .map_or(Some(1.0), |v| v.trim().parse::<f32>().ok())
+            .unwrap_or(0.0);
+        let lang = if primary.eq_ignore_ascii_case("es") {
+            "es"
+        } else if primary.eq_ignore_ascii_case("en") {
+            "en"
+        } else {
+            continue;
+        };
+        if q > 0.0 && best.is_none_or(|(_, bq)| q > bq) {
+            best = Some((lang, q));
+        }
+    }
+    best.map_or("en", |(l, _)| l)
+}
+
+fn asset(content_type: &'static str, body: &'static str) -> HttpResponse {
+    HttpResponse::Ok()
+        .insert_header((header::CONTENT_TYPE, content_type))
+        .insert_header((header::CACHE_CONTROL, "no-cache"))
+        .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
+        .insert_header(("Referrer-Policy", "no-referrer"))
+        .insert_header(("Cross-Origin-Resource-Policy", "same-origin"))
+        .body(body)
+}
+
+#[utoipa::path(
+    get, path = "/portal", tag = "portal", security(()),
+    params(("lang" = Option<String>, Query, description = "`en` or `es` (else the browser's preference)")),
+    responses(
+        (status = 200, description = "The webhook portal page; it reads its one-time code from the fragment `#code=…`", content_type = "text/html", body = String),
+        (status = 429, description = "`rate_limited`: this client address is over the public budget", body = crate::routes::schemas::ErrorBody),
+    )
+)]
+pub(super) async fn page(req: actix_web::HttpRequest) -> HttpResponse {
+    let accept = req
+        .headers()
+        .get(header::ACCEPT_LANGUAGE)
+        .and_then(|v| v.to_str().ok());
+    let lang = language(req.query_string(), accept);
+    HttpResponse::Ok()
+        .insert_header((header::CONTENT_TYPE, "text/html; charset=utf-8"))
+        .insert_header((header::CACHE_CONTROL, "no-store"))
+        .insert_header(("Content-Security-Policy", CSP))
+        .insert_header(("Referrer-Policy", "no-referrer"))
+        .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
+        .insert_header((header::X_FRAME_OPTIONS, "DENY"))
+        .insert_header(("Cross-Origin-Opener-Policy", "same-origin"))
+        .insert_header((header::VARY, "Accept-Language"))
+        .body(PAGE.replacen("__LANG__", lang, 1))
+}
+
+#[utoipa::path(
+    get, path = "/portal/app.js", tag = "portal", security(()),
+    responses((status = 200, description = "The portal page's script", content_type = "text/javascript", body = String))
+)]
+pub(super) async fn script() -> HttpResponse {
+    asset("text/javascript; charset=utf-8", SCRIPT)
+}
+
+#[utoipa::path(
+    get, path = "/portal/app.css", tag = "portal", security(()),
+    responses((status = 200, description = "The portal page's style sheet", content_type = "text/css", body = String))
+)]
+pub(super) async fn style() -> HttpResponse {
+    asset("text/css; charset=utf-8", STYLE)
+}
+
 #[cfg(test)]
 mod tests {
-    use super::link;
+    use super::{language, link};
+
+    #[test]
+    fn the_language_is_the_query_then_the_browsers_preference_then_english() {
+        for (query, accept, want) in [
+            ("lang=es", Some("en"), "es"),
+            ("x=1&lang=en", Some("es"), "en"),
+            ("lang=fr", Some("es-MX,es;q=0.9"), "es"),
+            ("", Some("fr, en;q=0.5, es;q=0.8"), "es"),
+            ("", Some("fr, es;q=0, en;q=0.1"), "en"),
+            ("", Some("de"), "en"),
+            ("", None, "en"),
+            ("", Some("ES"), "es"),
+        ] {
+            assert_eq!(language(query, accept), want, "{query} {accept:?}");
+        }
+    }
 
     #[test]
     fn the_code_goes_in_the_fragment_of_the_portal_path() {
