@@ -21,6 +21,7 @@ mod operate;
 mod operator;
 mod orders;
 mod portal;
+mod portal_browser;
 mod receiver;
 mod s01_over_budget;
 mod sec_edge;

@@ -1,0 +1,187 @@
+//! The webhook portal (extensions §10) in a real browser: headless Chromium over WebDriver, with
+//! the helpers of `browser.rs` (skipped, saying so, where Chromium is not installed, except in
+//! CI). Screenshots land in `target/screenshots/`.
+
+use std::panic::AssertUnwindSafe;
+
+use fantoccini::{Client, Locator};
+use futures_util::FutureExt as _;
+use reqwest::Method;
+use serde_json::json;
+
+use crate::browser::{browser, console_problems, driver, js, screenshot, tab, until, viewport};
+use crate::helpers::{TestApp, body};
+use crate::portal::mint;
+
+#[tokio::test]
+async fn the_portal_in_a_real_browser() {
+    let Some(driver) = driver() else { return };
+    let app = TestApp::spawn().await;
+    let c = browser(&driver).await;
+    let result = AssertUnwindSafe(run(&app, &c)).catch_unwind().await;
+    let _ = c.close().await;
+    if let Err(panic) = result {
+        std::panic::resume_unwind(panic);
+    }
+}
+
+async fn click(c: &Client, css: &str) {
+    c.find(Locator::Css(css))
+        .await
+        .unwrap_or_else(|e| panic!("{css}: {e}"))
+        .click()
+        .await
+        .unwrap_or_else(|e| panic!("click {css}: {e}"));
+}
+
+async fn run(app: &TestApp, c: &Client) {
+    let acme = app.seed("acme", false).await;
+    let endpoint = app
+        .create_webhook_endpoint(
+            &acme.token,
+            &json!({ "url": "https://hooks.acme.invalid/portal", "events": ["lead.created"], "secret": true }),
+        )
+        .await;
+    let id = endpoint["id"].as_str().expect("id").to_owned();
+    let (code, _) = mint(app, &acme.token).await;
+    let link = app.url(&format!("/portal#code={code}"));
+
+    viewport(c, 1200, 900).await;
+    c.goto(&link).await.expect("portal");
+    // The page exchanged the code, dropped it from the address bar and lists the endpoint.
+    until(
+        c,
+        "the endpoint's card",
+        &format!("document.querySelector('[data-endpoint=\"{id}\"] h3')"),
+    )
+    .await;
+    let text = js(c, "return document.getElementById('endpoints').innerText;").await;
+    assert!(
+        text.as_str()
+            .expect("text")
+            .contains("hooks.acme.invalid/portal"),
+        "{text}"
+    );
+    assert_eq!(js(c, "return location.hash;").await, json!(""));
+    assert_eq!(
+        js(c, "return document.documentElement.lang;").await,
+        json!("en")
+    );
+    assert!(
+        until(
+            c,
+            "the chart",
+            "document.querySelector('.chart svg[role=img]')"
+        )
+        .await
+        .is_object()
+    );
+
+    // Keyboard: the first Tab reaches the skip link, which is visible when focused.
+    js(c, "document.activeElement.blur(); window.scrollTo(0, 0);").await;
+    tab(c).await;
+    assert_eq!(
+        js(c, "return document.activeElement.className;").await,
+        json!("skip")
+    );
+
+    // A test event appears in the delivery log, and its attempts open.
+    click(c, &format!("[data-endpoint=\"{id}\"] [data-action=test]")).await;
+    until(
+        c,
+        "the test event in the log",
+        "Array.from(document.querySelectorAll('#log-body tr')).some(r => r.innerText.includes('ping'))",
+    )
+    .await;
+    click(c, "#log-body [data-action=attempts]").await;
+    until(
+        c,
+        "the attempts",
+        "!document.getElementById('detail-section').hidden && document.activeElement.id === 'detail-h'",
+    )
+    .await;
+
+    // Rotate: the new secret is shown once, with a copy button and a warning.
+    js(c, "window.confirm = () => true;").await;
+    click(c, &format!("[data-endpoint=\"{id}\"] [data-action=rotate]")).await;
+    let secret = until(
+        c,
+        "the new secret",
+        "!document.getElementById('secret-section').hidden && document.getElementById('secret-value').value",
+    )
+    .await;
+    assert!(secret.as_str().expect("secret").len() > 20, "{secret}");
+    assert!(
+        js(
+            c,
+            "return document.querySelector('#secret-section .warning').innerText;"
+        )
+        .await
+        .as_str()
+        .expect("warning")
+        .contains("only this once")
+    );
+    let res = app
+        .api(Method::GET, "/api/v1/webhook-endpoints", &acme.token)
+        .send()
+        .await
+        .expect("send");
+    assert!(
+        !body(res).await["data"][0]["previousSecretExpiresAt"].is_null(),
+        "the rotation happened"
+    );
+    screenshot(c, 1440, "portal-1440.png").await;
+    screenshot(c, 320, "portal-320.png").await;
+    assert_eq!(
+        js(c, "return document.documentElement.scrollWidth <= 320;").await,
+        json!(true),
+        "no horizontal scroll at 320 px"
+    );
+
+    // Spanish: the switch changes the page, `<html lang>` and the address's `?lang=`.
+    viewport(c, 1200, 900).await;
+    js(
+        c,
+        "const s = document.getElementById('lang'); s.value = 'es'; \
+         s.dispatchEvent(new Event('change'));",
+    )
+    .await;
+    until(
+        c,
+        "the page in Spanish",
+        "document.documentElement.lang === 'es' && document.querySelector('h1').innerText === 'Portal de webhooks'",
+    )
+    .await;
+    assert!(
+        js(c, "return location.search;")
+            .await
+            .as_str()
+            .expect("search")
+            .contains("lang=es")
+    );
+    assert!(
+        js(c, "return document.getElementById('endpoints').innerText;")
+            .await
+            .as_str()
+            .expect("text")
+            .contains("Enviar evento de prueba")
+    );
+    let (problems, _) = console_problems(c).await;
+    assert!(problems.is_empty(), "console: {problems:?}");
+
+    // The link was spent: opening it again says so, in the language asked for.
+    c.goto("about:blank").await.expect("blank");
+    c.goto(&app.url(&format!("/portal?lang=es#code={code}")))
+        .await
+        .expect("again");
+    let alert = until(
+        c,
+        "the spent link's message",
+        "document.getElementById('alert').innerText",
+    )
+    .await;
+    assert!(
+        alert.as_str().expect("alert").contains("ya se usó"),
+        "{alert}"
+    );
+}
