@@ -405,3 +405,107 @@ async fn the_page_is_served_from_the_binary_with_a_strict_policy_in_the_browsers
         );
     }
 }
+
+/// The chart's read counts what the delivery log lists, hour by hour, for the caller's partner
+/// only (another partner's endpoint counts nothing).
+#[tokio::test]
+async fn the_hourly_counts_equal_the_log() {
+    // No delivery worker: statuses cannot change between the two reads.
+    let app = TestApp::spawn_with(|c| c.role = partner_server::config::Role::Api).await;
+    let (acme, _) = populate(&app, "acme", "acme").await;
+    let (zeta, _) = populate(&app, "zeta", "zeta").await;
+    let endpoint = app.get_ok("/api/v1/webhook-endpoints", &acme.token).await["data"][0]["id"]
+        .as_str()
+        .expect("endpoint")
+        .to_owned();
+    for _ in 0..3 {
+        let res = app
+            .api(
+                Method::POST,
+                &format!("/api/v1/webhook-endpoints/{endpoint}/test"),
+                &acme.token,
+            )
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(res.status(), StatusCode::ACCEPTED);
+    }
+    let (code, _) = mint(&app, &acme.token).await;
+    let (portal, _) = session(&app, &code).await;
+    let log = app
+        .get_ok("/api/v1/webhook-deliveries?limit=200", &portal)
+        .await;
+    let logged = log["data"].as_array().expect("log");
+    let hours = app
+        .get_ok("/api/v1/webhook-deliveries/by-hour", &portal)
+        .await;
+    let hours = hours["data"].as_array().expect("hours");
+    assert_eq!(hours.len(), 24);
+    let last = at(&hours[23]["hour"]);
+    assert!(OffsetDateTime::now_utc() - last < time::Duration::hours(1));
+    for (i, h) in hours.iter().enumerate() {
+        let start = at(&h["hour"]);
+        let in_hour: Vec<&Value> = logged
+            .iter()
+            .filter(|d| {
+                let c = at(&d["createdAt"]);
+                c >= start && c < start + time::Duration::hours(1)
+            })
+            .collect();
+        for status in ["delivered", "failed", "pending"] {
+            let n = in_hour.iter().filter(|d| d["status"] == status).count();
+            assert_eq!(h[status].as_u64(), Some(n as u64), "hour {i} {status}");
+        }
+    }
+    let total = |v: &Value| -> u64 {
+        v["data"]
+            .as_array()
+            .expect("hours")
+            .iter()
+            .map(|h| {
+                h["delivered"].as_u64().unwrap_or(0)
+                    + h["failed"].as_u64().unwrap_or(0)
+                    + h["pending"].as_u64().unwrap_or(0)
+            })
+            .sum()
+    };
+    let one = app
+        .get_ok(
+            &format!("/api/v1/webhook-deliveries/by-hour?endpointId={endpoint}"),
+            &portal,
+        )
+        .await;
+    assert_eq!(
+        total(&one),
+        logged
+            .iter()
+            .filter(|d| d["endpointId"] == endpoint.as_str())
+            .count() as u64
+    );
+    assert!(total(&one) >= 3);
+    let zeta_endpoint = app.get_ok("/api/v1/webhook-endpoints", &zeta.token).await["data"][0]["id"]
+        .as_str()
+        .expect("endpoint")
+        .to_owned();
+    let other = app
+        .get_ok(
+            &format!("/api/v1/webhook-deliveries/by-hour?endpointId={zeta_endpoint}"),
+            &portal,
+        )
+        .await;
+    assert_eq!(
+        total(&other),
+        0,
+        "another partner's endpoint counts nothing"
+    );
+    let res = app
+        .api(
+            Method::GET,
+            "/api/v1/webhook-deliveries/by-hour?endpointId=nope",
+            &portal,
+        )
+        .send()
+        .await
+        .expect("send");
+    assert_error(res, 400, "invalid_request").await;
+}

@@ -93,6 +93,16 @@ async fn run(app: &TestApp, c: &Client) {
         "Array.from(document.querySelectorAll('#log-body tr')).some(r => r.innerText.includes('ping'))",
     )
     .await;
+    // The chart counts what the log lists (every status: a delivery's status may move between
+    // the two reads, its hour cannot).
+    until(
+        c,
+        "the chart's total equal to the log's rows",
+        "(() => { const n = document.querySelectorAll('#log-body tr').length; \
+           const t = Array.from(document.querySelectorAll('.chart tbody td.num')) \
+             .reduce((a, td) => a + Number(td.textContent), 0); return n > 0 && n === t; })()",
+    )
+    .await;
     click(c, "#log-body [data-action=attempts]").await;
     until(
         c,

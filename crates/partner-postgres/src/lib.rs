@@ -15,6 +15,7 @@ mod action_budget;
 mod catalog;
 mod claim;
 mod coupons;
+mod delivery_hours;
 mod dsl;
 mod endpoint_writes;
 mod leads;

@@ -147,6 +147,12 @@ pub(crate) fn configure_public(cfg: &mut web::ServiceConfig) {
                     .route(web::get().to(webhooks::deliveries))
                     .default_service(guarded_405(Group::WebhookEndpoints)),
             )
+            // Before `{id}`, which would take `by-hour` for an id.
+            .service(
+                resource("/webhook-deliveries/by-hour")
+                    .route(web::get().to(webhooks::by_hour))
+                    .default_service(guarded_405(Group::WebhookEndpoints)),
+            )
             .service(
                 resource("/webhook-deliveries/{id}")
                     .route(web::get().to(webhooks::delivery))

@@ -48,6 +48,7 @@ use super::{
         webhooks::test,
         webhooks::recover,
         webhooks::deliveries,
+        webhooks::by_hour,
         webhooks::delivery,
         webhooks::resend,
         portal::mint,

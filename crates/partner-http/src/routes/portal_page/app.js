@@ -184,37 +184,14 @@
     try { var u = new URL(url); return u.host + u.pathname; } catch (e) { return url; }
   }
 
-  // --- The chart: the last 24 hours of an endpoint's deliveries, from the delivery log. ---
-
-  function hourStart(d) { var x = new Date(d); x.setMinutes(0, 0, 0); return x.getTime(); }
+  // --- The chart: the last 24 hours of an endpoint's deliveries, by hour (the API's counts). ---
 
   function loadChart(e) {
-    var since = Date.now() - 24 * 3600 * 1000;
-    var rows = [];
-    function step(cursor, left) {
-      var q = 'api/v1/webhook-deliveries?limit=200&endpointId=' + encodeURIComponent(e.id) +
-        (cursor ? '&cursor=' + encodeURIComponent(cursor) : '');
-      return api('GET', q).then(function (json) {
-        var older = false;
-        json.data.forEach(function (d) {
-          if (new Date(d.createdAt).getTime() >= since) { rows.push(d); } else { older = true; }
-        });
-        if (!older && json.page.nextCursor && left > 0) { return step(json.page.nextCursor, left - 1); }
-        return rows;
+    return api('GET', 'api/v1/webhook-deliveries/by-hour?endpointId=' + encodeURIComponent(e.id)).then(function (json) {
+      charts[e.id] = json.data.map(function (b) {
+        return { at: new Date(b.hour).getTime(), delivered: b.delivered, failed: b.failed, pending: b.pending };
       });
-    }
-    return step('', 24).then(function (all) {
-      var end = hourStart(Date.now());
-      var buckets = [];
-      for (var i = 23; i >= 0; i--) {
-        buckets.push({ at: end - i * 3600 * 1000, delivered: 0, failed: 0, pending: 0 });
-      }
-      all.forEach(function (d) {
-        var idx = 23 - Math.round((end - hourStart(d.createdAt)) / 3600000);
-        if (idx >= 0 && idx < 24 && buckets[idx][d.status] !== undefined) { buckets[idx][d.status] += 1; }
-      });
-      charts[e.id] = buckets;
-      return buckets;
+      return charts[e.id];
     });
   }
 

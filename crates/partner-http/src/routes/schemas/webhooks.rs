@@ -56,3 +56,21 @@ pub(crate) struct PortalLinkData {
 pub(crate) struct PortalSessionData {
     data: crate::routes::portal::SessionOut,
 }
+
+/// One hour of deliveries.
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct DeliveryHour {
+    /// The start of the hour (UTC).
+    #[schema(format = DateTime)]
+    hour: String,
+    delivered: u32,
+    failed: u32,
+    pending: u32,
+}
+
+#[derive(ToSchema)]
+pub(crate) struct DeliveryHoursData {
+    /// 24 hours, oldest first.
+    data: Vec<DeliveryHour>,
+}
