@@ -13,6 +13,47 @@ use crate::browser::{browser, console_problems, driver, js, screenshot, tab, unt
 use crate::helpers::{TestApp, body};
 use crate::portal::mint;
 
+/// Where `.ci/run` installs axe-core (npm), unless `AXE_CORE_JS` names the file.
+const AXE_DEFAULT: &str = "target/axe/node_modules/axe-core/axe.min.js";
+
+/// axe-core's source, or `None` (after saying so) where it is not installed; under `CI=true` its
+/// absence is a failure, as the browser's is.
+fn axe_source() -> Option<String> {
+    let path = std::env::var("AXE_CORE_JS")
+        .unwrap_or_else(|_| format!("{}/../../{AXE_DEFAULT}", env!("CARGO_MANIFEST_DIR")));
+    match std::fs::read_to_string(&path) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "axe-core is missing at {path} ({e}): npm install --prefix target/axe axe-core"
+            );
+            eprintln!("SKIP the accessibility checks: no axe-core at {path} ({e})");
+            None
+        }
+    }
+}
+
+/// axe-core's WCAG 2.0-2.2 A and AA rules on the page as it is now: the violations, named with
+/// the elements they concern (none expected).
+async fn axe(c: &Client, source: Option<&str>, state: &str) {
+    let Some(source) = source else { return };
+    js(c, &format!("{source}\nreturn true;")).await;
+    let violations = c
+        .execute_async(
+            "const done = arguments[arguments.length - 1]; \
+             axe.run(document, { runOnly: { type: 'tag', values: \
+               ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa'] } }) \
+             .then(r => done(r.violations.map(v => v.id + ': ' + \
+               v.nodes.map(n => n.target.join(' ')).join(', '))), \
+               e => done(['axe failed: ' + e]));",
+            vec![],
+        )
+        .await
+        .expect("axe runs");
+    assert_eq!(violations, json!([]), "axe-core violations ({state})");
+}
+
 #[tokio::test]
 async fn the_portal_in_a_real_browser() {
     let Some(driver) = driver() else { return };
@@ -43,6 +84,8 @@ async fn run(app: &TestApp, c: &Client) {
         )
         .await;
     let id = endpoint["id"].as_str().expect("id").to_owned();
+    let axe_js = axe_source();
+    let axe_js = axe_js.as_deref();
     let (code, _) = mint(app, &acme.token).await;
     let link = app.url(&format!("/portal#code={code}"));
 
@@ -76,6 +119,14 @@ async fn run(app: &TestApp, c: &Client) {
         .await
         .is_object()
     );
+
+    until(
+        c,
+        "the delivery log",
+        "!document.getElementById('log-section').hidden",
+    )
+    .await;
+    axe(c, axe_js, "loaded").await;
 
     // Keyboard: the first Tab reaches the skip link, which is visible when focused.
     js(c, "document.activeElement.blur(); window.scrollTo(0, 0);").await;
@@ -140,6 +191,7 @@ async fn run(app: &TestApp, c: &Client) {
         !body(res).await["data"][0]["previousSecretExpiresAt"].is_null(),
         "the rotation happened"
     );
+    axe(c, axe_js, "with the new secret and the attempts").await;
     screenshot(c, 1440, "portal-1440.png").await;
     screenshot(c, 320, "portal-320.png").await;
     assert_eq!(
@@ -176,6 +228,7 @@ async fn run(app: &TestApp, c: &Client) {
             .expect("text")
             .contains("Enviar evento de prueba")
     );
+    axe(c, axe_js, "in Spanish").await;
     let (problems, _) = console_problems(c).await;
     assert!(problems.is_empty(), "console: {problems:?}");
 
@@ -194,4 +247,5 @@ async fn run(app: &TestApp, c: &Client) {
         alert.as_str().expect("alert").contains("ya se usó"),
         "{alert}"
     );
+    axe(c, axe_js, "a spent link").await;
 }
