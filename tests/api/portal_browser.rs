@@ -54,6 +54,65 @@ async fn axe(c: &Client, source: Option<&str>, state: &str) {
     assert_eq!(violations, json!([]), "axe-core violations ({state})");
 }
 
+/// What the browser sent: each request's method, path with query, and `Referer`.
+type Seen = std::sync::Arc<std::sync::Mutex<Vec<(String, String, Option<String>)>>>;
+
+/// A recording proxy in front of `app` (another port, same host): the browser talks to it, so
+/// the test sees every URL and `Referer` that reaches the server.
+async fn proxy(app: &TestApp) -> (String, Seen) {
+    use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
+    let seen: Seen = Seen::default();
+    let target = app.address.clone();
+    let client = reqwest::Client::new();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind proxy");
+    let port = listener.local_addr().expect("addr").port();
+    let (s2, t2) = (seen.clone(), target.clone());
+    let server = HttpServer::new(move || {
+        let (seen, target, client) = (s2.clone(), t2.clone(), client.clone());
+        App::new().default_service(web::to(move |req: HttpRequest, body: web::Bytes| {
+            let (seen, target, client) = (seen.clone(), target.clone(), client.clone());
+            async move {
+                let uri = req.uri().to_string();
+                let referer = req
+                    .headers()
+                    .get("referer")
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned);
+                seen.lock()
+                    .expect("seen")
+                    .push((req.method().to_string(), uri.clone(), referer));
+                let method =
+                    reqwest::Method::from_bytes(req.method().as_str().as_bytes()).expect("method");
+                let mut out = client.request(method, format!("{target}{uri}"));
+                for (name, value) in req.headers() {
+                    if name.as_str() != "host" {
+                        out = out.header(name.as_str(), value.as_bytes());
+                    }
+                }
+                let res = out.body(body.to_vec()).send().await.expect("forward");
+                let mut answer = HttpResponse::build(
+                    actix_web::http::StatusCode::from_u16(res.status().as_u16()).expect("status"),
+                );
+                for (name, value) in res.headers() {
+                    if !matches!(
+                        name.as_str(),
+                        "transfer-encoding" | "connection" | "content-length"
+                    ) {
+                        answer.insert_header((name.as_str(), value.as_bytes()));
+                    }
+                }
+                answer.body(res.bytes().await.expect("body").to_vec())
+            }
+        }))
+    })
+    .workers(1)
+    .listen(listener)
+    .expect("listen")
+    .run();
+    tokio::spawn(server);
+    (format!("http://127.0.0.1:{port}"), seen)
+}
+
 #[tokio::test]
 async fn the_portal_in_a_real_browser() {
     let Some(driver) = driver() else { return };
@@ -87,7 +146,8 @@ async fn run(app: &TestApp, c: &Client) {
     let axe_js = axe_source();
     let axe_js = axe_js.as_deref();
     let (code, _) = mint(app, &acme.token).await;
-    let link = app.url(&format!("/portal#code={code}"));
+    let (front, seen) = proxy(app).await;
+    let link = format!("{front}/portal#code={code}");
 
     viewport(c, 1200, 900).await;
     c.goto(&link).await.expect("portal");
@@ -234,7 +294,7 @@ async fn run(app: &TestApp, c: &Client) {
 
     // The link was spent: opening it again says so, in the language asked for.
     c.goto("about:blank").await.expect("blank");
-    c.goto(&app.url(&format!("/portal?lang=es#code={code}")))
+    c.goto(&format!("{front}/portal?lang=es#code={code}"))
         .await
         .expect("again");
     let alert = until(
@@ -248,4 +308,30 @@ async fn run(app: &TestApp, c: &Client) {
         "{alert}"
     );
     axe(c, axe_js, "a spent link").await;
+
+    // Neither the code nor the session's bearer ever reached the server in a URL or a
+    // `Referer`; the page sent no `Referer` at all.
+    // Nothing of the session is kept in the browser.
+    assert_eq!(
+        js(
+            c,
+            "return [document.cookie, localStorage.length, sessionStorage.length];"
+        )
+        .await,
+        json!(["", 0, 0])
+    );
+    let seen = seen.lock().expect("seen").clone();
+    assert!(
+        seen.iter()
+            .any(|(m, u, _)| m == "POST" && u == "/portal/v1/sessions")
+    );
+    assert!(
+        seen.iter()
+            .any(|(_, u, _)| u.starts_with("/api/v1/webhook-deliveries?"))
+    );
+    for (method, uri, referer) in &seen {
+        assert!(!uri.contains(&code), "{method} {uri} carries the code");
+        assert!(!uri.contains("pk_live_"), "{method} {uri} carries a bearer");
+        assert_eq!(referer, &None, "{method} {uri} sent a Referer");
+    }
 }
