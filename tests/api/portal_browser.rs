@@ -4,6 +4,8 @@
 
 use std::panic::AssertUnwindSafe;
 
+use fantoccini::actions::{InputSource, KeyAction, KeyActions};
+use fantoccini::key::Key;
 use fantoccini::{Client, Locator};
 use futures_util::FutureExt as _;
 use reqwest::Method;
@@ -196,8 +198,46 @@ async fn run(app: &TestApp, c: &Client) {
         json!("skip")
     );
 
-    // A test event appears in the delivery log, and its attempts open.
-    click(c, &format!("[data-endpoint=\"{id}\"] [data-action=test]")).await;
+    // Keyboard only: Tab reaches "Send test event", with a visible focus ring, and Enter
+    // sends it; the status line announces it. The test event appears in the log.
+    let mut reached = false;
+    for _ in 0..20 {
+        tab(c).await;
+        if js(
+            c,
+            "return document.activeElement.getAttribute('data-action');",
+        )
+        .await
+            == json!("test")
+        {
+            reached = true;
+            break;
+        }
+    }
+    assert!(reached, "Tab reaches the test button");
+    assert_ne!(
+        js(
+            c,
+            "return getComputedStyle(document.activeElement).outlineStyle;"
+        )
+        .await,
+        json!("none"),
+        "focus is visible"
+    );
+    let enter: char = Key::Enter.into();
+    c.perform_actions(
+        KeyActions::new("keyboard".into())
+            .then(KeyAction::Down { value: enter })
+            .then(KeyAction::Up { value: enter }),
+    )
+    .await
+    .expect("enter");
+    until(
+        c,
+        "the announcement",
+        "document.getElementById('status').innerText.includes('Test event queued')",
+    )
+    .await;
     until(
         c,
         "the test event in the log",
@@ -291,6 +331,22 @@ async fn run(app: &TestApp, c: &Client) {
     axe(c, axe_js, "in Spanish").await;
     let (problems, _) = console_problems(c).await;
     assert!(problems.is_empty(), "console: {problems:?}");
+
+    // Revoking the token that minted the link ends the session: the next action says so.
+    let res = app
+        .internal(Method::DELETE, &format!("/tokens/{}", acme.token_id))
+        .send()
+        .await
+        .expect("send");
+    assert!(res.status().is_success());
+    click(c, &format!("[data-endpoint=\"{id}\"] [data-action=test]")).await;
+    until(
+        c,
+        "the ended session's message",
+        "document.getElementById('alert').innerText.includes('Su sesión ha terminado') \
+         && document.getElementById('endpoints-section').hidden",
+    )
+    .await;
 
     // The link was spent: opening it again says so, in the language asked for.
     c.goto("about:blank").await.expect("blank");
