@@ -391,3 +391,135 @@ async fn run(app: &TestApp, c: &Client) {
         assert_eq!(referer, &None, "{method} {uri} sent a Referer");
     }
 }
+
+#[tokio::test]
+async fn the_portals_actions_reach_a_real_receiver() {
+    let Some(driver) = driver() else { return };
+    let rx = crate::receiver::Receiver::start().await;
+    let app = rx.app(|_| {}).await;
+    let c = browser(&driver).await;
+    let result = AssertUnwindSafe(actions(&app, &rx, &c))
+        .catch_unwind()
+        .await;
+    let _ = c.close().await;
+    if let Err(panic) = result {
+        std::panic::resume_unwind(panic);
+    }
+}
+
+/// The partner's deliveries once every one satisfies `done`.
+async fn deliveries_when(
+    app: &TestApp,
+    token: &str,
+    n: usize,
+    done: &'static str,
+) -> Vec<serde_json::Value> {
+    crate::helpers::eventually(&format!("{n} deliveries {done}"), || async {
+        let v = app.get_ok("/api/v1/webhook-deliveries", token).await;
+        let d = v["data"].as_array().expect("deliveries").clone();
+        (d.len() == n && d.iter().all(|x| x["status"] == done)).then_some(d)
+    })
+    .await
+}
+
+async fn actions(app: &TestApp, rx: &crate::receiver::Receiver, c: &Client) {
+    let acme = app.seed("acme", false).await;
+    let endpoint = app
+        .create_webhook_endpoint(
+            &acme.token,
+            &json!({ "url": rx.url, "events": ["lead.created"] }),
+        )
+        .await;
+    let id = endpoint["id"].as_str().expect("id").to_owned();
+    // The receiver is broken: the first delivery fails all its attempts (1 + 2 retries).
+    rx.answer_with(&[500, 500, 500]);
+    app.ingest_lead(&crate::helpers::lead_body("acme", json!({})))
+        .await;
+    deliveries_when(app, &acme.token, 1, "failed").await;
+
+    let (code, _) = mint(app, &acme.token).await;
+    viewport(c, 1200, 900).await;
+    c.goto(&app.url(&format!("/portal#code={code}")))
+        .await
+        .expect("portal");
+    until(
+        c,
+        "the failed delivery in the log",
+        "document.querySelector('#log-body .badge.failed')",
+    )
+    .await;
+    until(
+        c,
+        "the chart's failed count",
+        "Array.from(document.querySelectorAll('.legend li')).some(l => l.innerText.includes('Failed: 1'))",
+    )
+    .await;
+    js(c, "window.confirm = () => true;").await;
+
+    // The receiver is fixed: Resend delivers it.
+    click(c, "#log-body [data-action=resend]").await;
+    until(
+        c,
+        "the announcement",
+        "document.getElementById('status').innerText.includes('queued again')",
+    )
+    .await;
+    deliveries_when(app, &acme.token, 1, "delivered").await;
+    assert_eq!(
+        rx.received().len(),
+        4,
+        "three failed attempts and the resent one"
+    );
+
+    // Disable, then enable, from the page; the reason is said in plain words.
+    click(
+        c,
+        &format!("[data-endpoint=\"{id}\"] [data-action=disable]"),
+    )
+    .await;
+    until(
+        c,
+        "the disabled endpoint",
+        &format!(
+            "(document.querySelector('[data-endpoint=\"{id}\"] .reason')?.innerText || '') \
+             .includes('disabled by hand')"
+        ),
+    )
+    .await;
+    click(c, &format!("[data-endpoint=\"{id}\"] [data-action=enable]")).await;
+    until(
+        c,
+        "the enabled endpoint",
+        &format!("document.querySelector('[data-endpoint=\"{id}\"] .badge.enabled')"),
+    )
+    .await;
+    // Broken again: a second delivery fails; once fixed, Recover (since 24 hours ago) sends it.
+    rx.answer_with(&[500, 500, 500]);
+    app.ingest_lead(&crate::helpers::lead_body("acme", json!({})))
+        .await;
+    crate::helpers::eventually("the second delivery failed", || async {
+        let v = app.get_ok("/api/v1/webhook-deliveries", &acme.token).await;
+        let d = v["data"].as_array().expect("deliveries").clone();
+        (d.len() == 2 && d.iter().any(|x| x["status"] == "failed")).then_some(())
+    })
+    .await;
+    click(
+        c,
+        &format!("[data-endpoint=\"{id}\"] [data-action=recover]"),
+    )
+    .await;
+    until(
+        c,
+        "the recovery's announcement",
+        "document.getElementById('status').innerText.includes('1 failed deliveries queued again')",
+    )
+    .await;
+    deliveries_when(app, &acme.token, 2, "delivered").await;
+    assert_eq!(
+        rx.received().len(),
+        8,
+        "4 for the first, 3 failed and 1 recovered for the second"
+    );
+    let (problems, _) = console_problems(c).await;
+    assert!(problems.is_empty(), "console: {problems:?}");
+}
