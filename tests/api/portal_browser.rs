@@ -523,3 +523,38 @@ async fn actions(app: &TestApp, rx: &crate::receiver::Receiver, c: &Client) {
     let (problems, _) = console_problems(c).await;
     assert!(problems.is_empty(), "console: {problems:?}");
 }
+
+/// The page ends its session when the session expires, and says so.
+#[tokio::test]
+async fn the_portal_says_when_its_session_has_expired() {
+    let Some(driver) = driver() else { return };
+    let app =
+        TestApp::spawn_with(|c| c.portal_session_ttl = std::time::Duration::from_secs(3)).await;
+    let c = browser(&driver).await;
+    let result = AssertUnwindSafe(async {
+        let acme = app.seed("acme", false).await;
+        let (code, _) = mint(&app, &acme.token).await;
+        c.goto(&app.url(&format!("/portal#code={code}")))
+            .await
+            .expect("portal");
+        until(
+            &c,
+            "the page",
+            "!document.getElementById('endpoints-section').hidden",
+        )
+        .await;
+        until(
+            &c,
+            "the expiry message",
+            "document.getElementById('alert').innerText.includes('Your session has ended') \
+             && document.getElementById('endpoints-section').hidden",
+        )
+        .await;
+    })
+    .catch_unwind()
+    .await;
+    let _ = c.close().await;
+    if let Err(panic) = result {
+        std::panic::resume_unwind(panic);
+    }
+}
