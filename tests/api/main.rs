@@ -25,6 +25,8 @@ mod operate;
 mod operator;
 mod orders;
 mod own_cluster;
+mod portal;
+mod portal_browser;
 mod process;
 mod receiver;
 mod s01_over_budget;

@@ -188,6 +188,40 @@ async fn s02_no_log_level_puts_secrets_or_personal_data_into_the_log() {
             .expect("send");
         assert_eq!(res.status(), 200, "{path}");
     }
+    // A webhook-portal link, its exchange, a call with the session, and a refused exchange.
+    let link = body(
+        client
+            .post(format!("{}/api/v1/portal-sessions", server.address))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .expect("send"),
+    )
+    .await;
+    let code = link["data"]["url"]
+        .as_str()
+        .and_then(|u| u.split_once("#code="))
+        .map(|(_, c)| c.to_owned())
+        .unwrap_or_else(|| panic!("a link in {link}"));
+    let exchange = |code: String| {
+        client
+            .post(format!("{}/portal/v1/sessions", server.address))
+            .json(&json!({ "code": code }))
+            .send()
+    };
+    let session = body(exchange(code.clone()).await.expect("send")).await;
+    let portal = session["data"]["token"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a session in {session}"))
+        .to_owned();
+    assert_eq!(exchange(code.clone()).await.expect("send").status(), 400);
+    let res = client
+        .get(format!("{}{ENDPOINTS}", server.address))
+        .bearer_auth(&portal)
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(res.status(), 200);
     // The worker claims the delivery and tries it.
     tokio::time::sleep(std::time::Duration::from_secs(2)).await;
     let log = server.stop().await;
@@ -207,6 +241,8 @@ async fn s02_no_log_level_puts_secrets_or_personal_data_into_the_log() {
         ("lead phone digits", digits.as_str()),
         ("lead last name", "Zyxwvutsrq"),
         ("partner token", token.as_str()),
+        ("portal code", code.as_str()),
+        ("portal session bearer", portal.as_str()),
         ("operator token", crate::helpers::INTERNAL_TOKEN),
         ("token pepper", crate::helpers::PEPPER),
     ] {

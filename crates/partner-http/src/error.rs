@@ -9,6 +9,7 @@ use actix_web::http::header::{self, HeaderValue};
 use actix_web::{HttpResponse, ResponseError};
 use partner_domain::RepoError;
 use partner_domain::account::auth::AuthError;
+use partner_domain::account::portal::{ExchangeCodeError, MintCodeError};
 use partner_domain::account::{CreateUserError, IssueTokenError, RotateTokenError};
 use partner_domain::catalog::PutPriceError;
 use partner_domain::coupon::{IssueError, RedeemRefusal, TransitionError};
@@ -283,6 +284,10 @@ impl ApiError {
         Self::not_found(e.to_string())
     }
 
+    fn msg_forbidden(e: &dyn fmt::Display) -> Self {
+        Self::forbidden(e.to_string())
+    }
+
     fn msg_conflict(e: &dyn fmt::Display) -> Self {
         Self::conflict(e.to_string())
     }
@@ -342,6 +347,16 @@ domain_errors! {
         RotateTokenError::KeysUnavailable => msg_unavailable,
         RotateTokenError::NotFound => msg_not_found,
         RotateTokenError::NotLive => msg_conflict,
+    }
+    MintCodeError {
+        MintCodeError::Repo(_) => storage,
+        MintCodeError::KeysUnavailable => msg_unavailable,
+        MintCodeError::FromPortal => msg_forbidden,
+    }
+    ExchangeCodeError {
+        ExchangeCodeError::Repo(_) => storage,
+        ExchangeCodeError::KeysUnavailable => msg_unavailable,
+        ExchangeCodeError::InvalidCode => msg_invalid,
     }
 }
 

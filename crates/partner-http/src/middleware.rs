@@ -284,6 +284,11 @@ async fn admit(
     {
         return Admission::Denied(ApiError::forbidden(r.message));
     }
+    // A portal session reaches only the webhook and endpoint calls (extensions §10), all of
+    // them in the *webhook endpoints* group; anything else is 403 with the account checks.
+    if authed.principal.portal() && group != Group::WebhookEndpoints {
+        return Admission::Denied(ApiError::forbidden(PORTAL_SCOPE));
+    }
     let now = st.clock.now().unix_timestamp();
     let decision = st
         .limiter
@@ -296,6 +301,10 @@ async fn admit(
         Admission::Limited(ApiError::rate_limited(decision.retry_after(now)), decision)
     }
 }
+
+/// The 403 of a portal session's call outside its scope.
+pub(crate) const PORTAL_SCOPE: &str =
+    "a portal session may call only the webhook endpoint and delivery calls";
 
 /// The `X-RateLimit-*` headers every answer after the rate-limit step carries.
 fn rate_limit_headers(h: &mut header::HeaderMap, decision: &Decision) {

@@ -190,6 +190,7 @@ type TokenSqlType = (
     Nullable<Timestamptz>,
     Nullable<Timestamptz>,
     Nullable<Timestamptz>,
+    Bool,
 );
 
 type LeadSqlType = (
@@ -227,7 +228,8 @@ impl diesel::query_builder::QueryFragment<diesel::pg::Pg> for LeadsForToken {
     ) -> QueryResult<()> {
         out.push_sql(
             "WITH t AS (SELECT t.id, t.token_hash, t.user_id, u.deleted_at IS NOT NULL AS user_deleted, \
-               u.partner_id, p.active, p.dna_access, u.admin, t.expires_at, t.revoked_at, t.last_used_at \
+               u.partner_id, p.active, p.dna_access, u.admin, t.expires_at, t.revoked_at, t.last_used_at, \
+               t.portal_of IS NOT NULL AS portal \
              FROM api_tokens t JOIN portal_users u ON u.id = t.user_id \
                JOIN partners p ON p.partner_id = u.partner_id \
              WHERE t.token_hash = ",
@@ -236,7 +238,7 @@ impl diesel::query_builder::QueryFragment<diesel::pg::Pg> for LeadsForToken {
         out.push_sql(
             " LIMIT 1) \
              SELECT t.id, t.token_hash, t.user_id, t.user_deleted, t.partner_id, t.active, \
-               t.dna_access, t.admin, t.expires_at, t.revoked_at, t.last_used_at, \
+               t.dna_access, t.admin, t.expires_at, t.revoked_at, t.last_used_at, t.portal, \
                NULL::uuid, NULL::text, NULL::int2, NULL::text, NULL::text, NULL::text, NULL::bool, \
                NULL::text, NULL::bool, NULL::text, NULL::text, NULL::text, NULL::text, \
                NULL::timestamptz, NULL::timestamptz \
@@ -244,7 +246,7 @@ impl diesel::query_builder::QueryFragment<diesel::pg::Pg> for LeadsForToken {
              UNION ALL \
              SELECT NULL::uuid, NULL::bytea, NULL::uuid, NULL::bool, NULL::text, NULL::bool, \
                NULL::bool, NULL::bool, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, \
-               l.id, l.partner_id, l.sub_id, l.first_name, l.last_name, l.email, l.email_consent, \
+               NULL::bool, l.id, l.partner_id, l.sub_id, l.first_name, l.last_name, l.email, l.email_consent, \
                l.phone, l.sms_consent, l.origin, l.location, l.question_id, l.test_source, \
                l.created_at, l.updated_at \
              FROM t CROSS JOIN LATERAL (SELECT leads.* FROM leads \

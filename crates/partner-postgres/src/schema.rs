@@ -25,6 +25,7 @@ diesel::table! {
         expires_at -> Nullable<Timestamptz>,
         revoked_at -> Nullable<Timestamptz>,
         last_used_at -> Nullable<Timestamptz>,
+        portal_of -> Nullable<Uuid>,
     }
 }
 
@@ -176,6 +177,16 @@ diesel::table! {
 }
 
 diesel::table! {
+    portal_codes (code_hash) {
+        code_hash -> Bytea,
+        token_id -> Uuid,
+        created_at -> Timestamptz,
+        expires_at -> Timestamptz,
+        used_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
     portal_users (id) {
         id -> Uuid,
         partner_id -> Text,
@@ -259,6 +270,7 @@ diesel::joinable!(leads -> partners (partner_id));
 diesel::joinable!(orders -> partners (partner_id));
 diesel::joinable!(partner_prices -> partners (partner_id));
 diesel::joinable!(payouts -> partners (partner_id));
+diesel::joinable!(portal_codes -> api_tokens (token_id));
 diesel::joinable!(portal_users -> partners (partner_id));
 diesel::joinable!(sub_accounts -> partners (partner_id));
 diesel::joinable!(webhook_action_budgets -> partners (partner_id));
@@ -281,6 +293,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     partner_prices,
     partners,
     payouts,
+    portal_codes,
     portal_users,
     sub_accounts,
     webhook_action_budgets,

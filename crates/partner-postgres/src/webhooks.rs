@@ -11,6 +11,7 @@ use partner_domain::RepoError;
 use partner_domain::account::auth::{Sealed, TokenKey};
 use partner_domain::kernel::ids::{DeliveryId, EndpointId, LeadId, PayoutId};
 use partner_domain::kernel::values::PartnerId;
+use partner_domain::webhook::hourly::StatusCount;
 use partner_domain::webhook::ports::{DeliveryRepo, InsertEndpoint, WebhookRepo};
 use partner_domain::webhook::{
     AttemptOutcome, Attempted, ClaimBatch, ClaimRequest, DeliveryDetail, DeliveryFilter,
@@ -337,6 +338,21 @@ impl WebhookRepo for PgStore {
         )
         .await?;
         Ok(Sealed::new(token, deliveries))
+    }
+
+    async fn hourly_for_token(
+        &self,
+        key: TokenKey,
+        endpoint: Option<EndpointId>,
+        since: OffsetDateTime,
+    ) -> Result<Sealed<Vec<StatusCount>>, RepoError> {
+        let conn = self.conn().await?;
+        let (token, counts) = futures_util::future::try_join(
+            tokens::lookup(&conn, &key.hash),
+            crate::delivery_hours::for_token(&conn, key, endpoint, since),
+        )
+        .await?;
+        Ok(Sealed::new(token, counts))
     }
 
     async fn delivery_for_token(

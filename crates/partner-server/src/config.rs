@@ -74,6 +74,10 @@ pub struct Config {
     pub webhook_disable_after: Option<Duration>,
     /// How long a rotated-out secret still signs (`PARTNER_WEBHOOK_SECRET_OVERLAP`).
     pub webhook_secret_overlap: Duration,
+    /// How long a portal link's one-time code is valid (`PARTNER_PORTAL_CODE_TTL`).
+    pub portal_code_ttl: Duration,
+    /// How long a portal session lasts (`PARTNER_PORTAL_SESSION_TTL`).
+    pub portal_session_ttl: Duration,
     /// How often a webhook worker that nothing woke looks for due deliveries (retries falling
     /// due; new deliveries wake it at once). Not an environment setting.
     pub webhook_poll_interval: Duration,
@@ -145,6 +149,8 @@ impl std::fmt::Debug for Config {
                 &self.webhook_endpoint_concurrency,
             )
             .field("webhook_retention", &self.webhook_retention)
+            .field("portal_code_ttl", &self.portal_code_ttl)
+            .field("portal_session_ttl", &self.portal_session_ttl)
             .field("webhook_poll_interval", &self.webhook_poll_interval)
             .field(
                 "webhook_maintenance_interval",
@@ -409,6 +415,8 @@ impl Config {
                     )
                 })?,
             },
+            portal_code_ttl: positive(&get, "PARTNER_PORTAL_CODE_TTL", 600, "10m")?,
+            portal_session_ttl: positive(&get, "PARTNER_PORTAL_SESSION_TTL", 3600, "1h")?,
             webhook_poll_interval: Duration::from_millis(500),
             webhook_maintenance_interval: Duration::from_secs(30),
             role: Role::All,
@@ -416,6 +424,26 @@ impl Config {
             database_url,
             bind,
         })
+    }
+}
+
+/// A positive duration setting (`10m`, `1h`, …), at most a day; `default_secs` when unset.
+fn positive(
+    get: &impl Fn(&str) -> Option<String>,
+    var: &'static str,
+    default_secs: u64,
+    example: &'static str,
+) -> Result<Duration, ConfigError> {
+    match get(var) {
+        None => Ok(Duration::from_secs(default_secs)),
+        Some(v) => parse_duration(v.trim())
+            .filter(|d| !d.is_zero() && *d <= Duration::from_secs(86_400))
+            .ok_or_else(|| {
+                bad(
+                    var,
+                    format!("expected a duration such as {example}, at most 24h"),
+                )
+            }),
     }
 }
 
@@ -490,6 +518,8 @@ mod tests {
         let c = with(&[]).expect("defaults parse");
         assert_eq!(c.database_url, DEFAULT_DATABASE_URL);
         assert_eq!(c.base_url.as_str(), "http://127.0.0.1:8080/");
+        assert_eq!(c.portal_code_ttl, Duration::from_secs(600));
+        assert_eq!(c.portal_session_ttl, Duration::from_secs(3600));
         assert_eq!(
             c.rate_limit,
             Quota {
@@ -535,6 +565,9 @@ mod tests {
             ("PARTNER_REDIS_URL", "localhost:6379"),
             ("PARTNER_REDIS_URL", "rediss://cache.internal:6379"),
             ("PARTNER_WEBHOOK_RETRY_SCHEDULE", "1s,soon"),
+            ("PARTNER_PORTAL_CODE_TTL", "0"),
+            ("PARTNER_PORTAL_CODE_TTL", "10"),
+            ("PARTNER_PORTAL_SESSION_TTL", "2d"),
             ("PARTNER_WEBHOOK_TIMEOUT", "0s"),
             ("PARTNER_WEBHOOK_ALLOW_PRIVATE", "2"),
             ("PARTNER_WEBHOOK_CA_FILE", "/nonexistent.pem"),

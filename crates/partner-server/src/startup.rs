@@ -7,6 +7,7 @@ use actix_web::{App, web};
 use anyhow::Context;
 use partner_domain::account::AccountService;
 use partner_domain::account::auth::AuthService;
+use partner_domain::account::portal::{PortalService, PortalTtl};
 use partner_domain::account::token::TokenPepper;
 use partner_domain::catalog::CatalogService;
 use partner_domain::coupon::CouponService;
@@ -137,7 +138,25 @@ impl Application {
             };
         let state = web::Data::new(AppState {
             auth: AuthService::new(store.clone(), pepper.clone(), clock.clone()),
-            accounts: AccountService::new(store.clone(), pepper, clock.clone(), rng.clone()),
+            accounts: AccountService::new(
+                store.clone(),
+                pepper.clone(),
+                clock.clone(),
+                rng.clone(),
+            ),
+            portal: PortalService::new(
+                store.clone(),
+                pepper,
+                clock.clone(),
+                rng.clone(),
+                PortalTtl {
+                    code: time::Duration::try_from(config.portal_code_ttl)
+                        .context("PARTNER_PORTAL_CODE_TTL")?,
+                    session: time::Duration::try_from(config.portal_session_ttl)
+                        .context("PARTNER_PORTAL_SESSION_TTL")?,
+                },
+            ),
+            base_url: config.base_url.clone(),
             sub_accounts: SubAccountService::new(store.clone(), clock.clone(), rng.clone()),
             leads: LeadService::new(
                 store.clone(),

@@ -19,6 +19,7 @@ pub mod budget;
 pub mod delivery;
 pub mod endpoint;
 pub mod health;
+pub mod hourly;
 pub mod payload;
 pub mod ports;
 pub mod retry;

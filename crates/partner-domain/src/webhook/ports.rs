@@ -68,6 +68,14 @@ pub trait WebhookRepo: Send + Sync {
         key: TokenKey,
         filter: &DeliveryFilter,
     ) -> Result<Sealed<Vec<DeliveryInfo>>, RepoError>;
+    /// In ONE round trip: the token of `key` and how many of its partner's deliveries (of
+    /// `endpoint` only, when given) were created in each hour since `since`, by status.
+    async fn hourly_for_token(
+        &self,
+        key: TokenKey,
+        endpoint: Option<EndpointId>,
+        since: OffsetDateTime,
+    ) -> Result<Sealed<Vec<crate::webhook::hourly::StatusCount>>, RepoError>;
     /// In ONE round trip: the token of `key` and [`WebhookRepo::delivery`] of its partner
     /// (taken from the token by both statements; nothing for a token that is not live).
     async fn delivery_for_token(

@@ -12,6 +12,7 @@ mod links;
 mod openapi;
 mod orders;
 mod payouts;
+mod portal;
 mod schemas;
 mod streaming;
 mod sub_accounts;
@@ -26,7 +27,7 @@ use partner_domain::account::auth::Principal;
 
 use crate::error::ApiError;
 use crate::middleware::{
-    Requirement, care_services_enabled, internal_guard, no_store, partner_guard,
+    PORTAL_SCOPE, Requirement, care_services_enabled, internal_guard, no_store, partner_guard,
     partner_guard_requiring, public_limit,
 };
 use crate::ratelimit::Group;
@@ -172,6 +173,12 @@ pub(crate) fn configure_public(cfg: &mut web::ServiceConfig) {
                     .route(web::get().to(webhooks::deliveries))
                     .default_service(guarded_405(Group::WebhookEndpoints)),
             )
+            // Before `{id}`, which would take `by-hour` for an id.
+            .service(
+                resource("/webhook-deliveries/by-hour")
+                    .route(web::get().to(webhooks::by_hour))
+                    .default_service(guarded_405(Group::WebhookEndpoints)),
+            )
             .service(
                 resource("/webhook-deliveries/{id}")
                     .route(web::get().to(webhooks::delivery))
@@ -182,7 +189,43 @@ pub(crate) fn configure_public(cfg: &mut web::ServiceConfig) {
                     .route(web::post().to(webhooks::resend))
                     .wrap(from_fn(partner_guard(Group::WebhookEndpoints))),
             )
+            // A portal session cannot open another portal (extensions §10).
+            .service(
+                resource("/portal-sessions")
+                    .route(web::post().to(portal::mint))
+                    .wrap(from_fn(partner_guard_requiring(
+                        Group::WebhookEndpoints,
+                        Requirement {
+                            holds: Principal::not_portal,
+                            message: PORTAL_SCOPE,
+                        },
+                    ))),
+            )
             .default_service(web::to(no_route))
+            .wrap(from_fn(no_store))
+    }))
+    // The portal's page, its files and its code exchange: no token yet, so the public budget
+    // per client address.
+    .service(
+        resource("/portal")
+            .route(web::get().to(portal::page))
+            .wrap(from_fn(public_limit)),
+    )
+    .service(
+        resource("/portal/app.js")
+            .route(web::get().to(portal::script))
+            .wrap(from_fn(public_limit)),
+    )
+    .service(
+        resource("/portal/app.css")
+            .route(web::get().to(portal::style))
+            .wrap(from_fn(public_limit)),
+    )
+    .service(under("/portal/v1", |scope| {
+        scope
+            .service(resource("/sessions").route(web::post().to(portal::exchange)))
+            .default_service(web::to(no_route))
+            .wrap(from_fn(public_limit))
             .wrap(from_fn(no_store))
     }))
     // The public surfaces share one budget per client address (`public_limit`, §12). In the

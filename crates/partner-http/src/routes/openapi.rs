@@ -18,7 +18,9 @@ use utoipa::{Modify, OpenApi};
 
 use super::accounts;
 use super::schemas::*;
-use super::{catalog, coupons, embed, leads, links, orders, payouts, sub_accounts, webhooks};
+use super::{
+    catalog, coupons, embed, leads, links, orders, payouts, portal, sub_accounts, webhooks,
+};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -51,8 +53,14 @@ use super::{catalog, coupons, embed, leads, links, orders, payouts, sub_accounts
         webhooks::test,
         webhooks::recover,
         webhooks::deliveries,
+        webhooks::by_hour,
         webhooks::delivery,
         webhooks::resend,
+        portal::mint,
+        portal::exchange,
+        portal::page,
+        portal::script,
+        portal::style,
         partner_document,
         catalog::list,
         embed::care_services,
@@ -67,6 +75,7 @@ use super::{catalog, coupons, embed, leads, links, orders, payouts, sub_accounts
         (name = "webhooks", description = "Webhook endpoints and their delivery log"),
         (name = "catalog", description = "The public product catalog (no token)"),
         (name = "embed", description = "The embedded Care Services view (HTML, no token)"),
+        (name = "portal", description = "The partner's webhook portal: its page and its code exchange (no token)"),
         (name = "meta"),
     )
 )]

@@ -46,3 +46,31 @@ pub(crate) struct Requeued {
 pub(crate) struct RequeuedData {
     data: Requeued,
 }
+
+#[derive(ToSchema)]
+pub(crate) struct PortalLinkData {
+    data: crate::routes::portal::LinkOut,
+}
+
+#[derive(ToSchema)]
+pub(crate) struct PortalSessionData {
+    data: crate::routes::portal::SessionOut,
+}
+
+/// One hour of deliveries.
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct DeliveryHour {
+    /// The start of the hour (UTC).
+    #[schema(format = DateTime)]
+    hour: String,
+    delivered: u32,
+    failed: u32,
+    pending: u32,
+}
+
+#[derive(ToSchema)]
+pub(crate) struct DeliveryHoursData {
+    /// 24 hours, oldest first.
+    data: Vec<DeliveryHour>,
+}
