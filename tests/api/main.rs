@@ -13,6 +13,7 @@ mod contract;
 mod coupons;
 mod delivery_engine;
 mod errors;
+mod events_feed;
 mod hostile;
 mod leads;
 mod links;

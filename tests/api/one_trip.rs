@@ -12,7 +12,7 @@ use time::OffsetDateTime;
 use crate::helpers::{Seeded, TestApp, assert_error, body, lead_body, partner_body};
 
 /// Each partner read, with the rate-limit group it charges (checked through its headers).
-pub(crate) const READS: [&str; 11] = [
+pub(crate) const READS: [&str; 13] = [
     "/api/v1/sub-accounts",
     "/api/v1/leads",
     "/api/v1/orders",
@@ -24,7 +24,16 @@ pub(crate) const READS: [&str; 11] = [
     "/api/v1/webhook-endpoints",
     "/api/v1/webhook-deliveries",
     "/api/v1/webhook-deliveries/{delivery}",
+    "/api/v1/events",
+    "/api/v1/events/{event}",
 ];
+
+/// The ids of a populated partner's records that reads name in their path.
+#[derive(Debug, Clone)]
+pub(crate) struct Ids {
+    pub(crate) delivery: String,
+    pub(crate) event: String,
+}
 
 /// What only the other tenant has: none of it may appear in the first tenant's answers.
 const MARK: &str = "zeta";
@@ -41,9 +50,9 @@ async fn post_ok(app: &TestApp, path: &str, b: Value) -> Value {
 }
 
 /// A partner with a sub-account (subId 7), a lead, an order, a simulated order, a payout, coupons,
-/// a webhook endpoint and a delivery; every free text carries `tag`. Returns its seed and the id
-/// of its delivery.
-pub(crate) async fn populate(app: &TestApp, partner: &str, tag: &str) -> (Seeded, String) {
+/// a webhook endpoint and a delivery; every free text carries `tag`. Returns its seed and the ids
+/// of its delivery and of its first event.
+pub(crate) async fn populate(app: &TestApp, partner: &str, tag: &str) -> (Seeded, Ids) {
     let s = app.seed(partner, false).await;
     let res = app
         .api(Method::POST, "/api/v1/sub-accounts", &s.token)
@@ -100,11 +109,44 @@ pub(crate) async fn populate(app: &TestApp, partner: &str, tag: &str) -> (Seeded
         .as_str()
         .expect("a delivery of the partner's events")
         .to_owned();
-    (s, delivery)
+    let event = first_event(app, partner).await;
+    (s, Ids { delivery, event })
 }
 
-pub(crate) fn path(read: &str, delivery: &str) -> String {
-    read.replace("{delivery}", delivery)
+/// The id of the partner's first event, read from the database (not through the API, whose
+/// budget the tests count), once every event of the partner is readable in the feed (below the
+/// horizon: every older transaction of the cluster has ended).
+async fn first_event(app: &TestApp, partner: &str) -> String {
+    use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+    #[derive(diesel::QueryableByName)]
+    struct Row {
+        #[diesel(sql_type = diesel::sql_types::Uuid)]
+        id: uuid::Uuid,
+    }
+    let mut conn = AsyncPgConnection::establish(&app.config.database_url)
+        .await
+        .expect("connect");
+    let conn = &tokio::sync::Mutex::new(&mut conn);
+    crate::helpers::eventually("the partner's events readable in the feed", || async move {
+        let mut c = conn.lock().await;
+        let row: Option<Row> = diesel::sql_query(
+            "SELECT id FROM domain_events WHERE partner_id = $1 AND kind <> 'ping' \
+             AND NOT EXISTS (SELECT 1 FROM domain_events WHERE partner_id = $1 \
+               AND txid >= pg_snapshot_xmin(pg_current_snapshot())::text::bigint) \
+             ORDER BY txid, seq LIMIT 1",
+        )
+        .bind::<diesel::sql_types::Text, _>(partner)
+        .get_result(&mut **c)
+        .await
+        .ok();
+        row.map(|r| r.id.to_string())
+    })
+    .await
+}
+
+pub(crate) fn path(read: &str, ids: &Ids) -> String {
+    read.replace("{delivery}", &ids.delivery)
+        .replace("{event}", &ids.event)
 }
 
 async fn status(app: &TestApp, path: &str, token: &str) -> (StatusCode, String) {
@@ -144,21 +186,23 @@ async fn every_partner_read_answers_only_its_tenant_and_only_a_live_token() {
         }
         let text = res.text().await.expect("body");
         assert!(
-            !text.contains(MARK) && !text.contains(&zeta_delivery),
+            !text.contains(MARK)
+                && !text.contains(&zeta_delivery.delivery)
+                && !text.contains(&zeta_delivery.event),
             "GET {p} shows the other tenant: {text}"
         );
         // The other tenant's own read does show its rows (so the check above means something).
         let (st, text) = status(&app, &path(read, &zeta_delivery), &zeta.token).await;
         assert_eq!(st, StatusCode::OK, "GET {read} for zeta");
         assert!(
-            text.contains(MARK) || text.contains(&zeta_delivery) || read.contains("links"),
+            text.contains(MARK) || text.contains(&zeta_delivery.delivery) || read.contains("links"),
             "{read}: {text}"
         );
     }
     assert_error(
         app.api(
             Method::GET,
-            &format!("/api/v1/webhook-deliveries/{zeta_delivery}"),
+            &format!("/api/v1/webhook-deliveries/{}", zeta_delivery.delivery),
             &acme.token,
         )
         .send()
@@ -353,6 +397,7 @@ async fn other_methods_on_a_read_path_authenticate_before_405() {
         "/api/v1/care-services-coupons",
         "/api/v1/webhook-endpoints",
         "/api/v1/webhook-deliveries",
+        "/api/v1/events",
     ] {
         let unknown = format!("pk_live_{}", "a".repeat(43));
         assert_error(
@@ -396,6 +441,7 @@ fn the_table_holds_every_documented_partner_read() {
         .map(|r| {
             let path = r.split('?').next().unwrap_or(r);
             path.replace("{delivery}", "{id}")
+                .replace("{event}", "{id}")
         })
         .collect();
     documented.sort();

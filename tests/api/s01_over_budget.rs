@@ -16,7 +16,7 @@ use partner_server::config::Config;
 use reqwest::{Method, StatusCode};
 
 use crate::helpers::{TestApp, assert_error, mid_hour_clock, partner_body};
-use crate::one_trip::{READS, path, populate};
+use crate::one_trip::{Ids, READS, path, populate};
 use crate::operate::REDIS_URL;
 
 /// What the token check reads; every other table holds partner data (or the service's own).
@@ -67,7 +67,7 @@ async fn hide_partner_data(app: &TestApp, hide: bool) -> usize {
 }
 
 /// Every partner read of `token`, until its group's budget answers 429 (each group is spent).
-async fn spend_every_budget(app: &TestApp, token: &str, delivery: &str) {
+async fn spend_every_budget(app: &TestApp, token: &str, delivery: &Ids) {
     for read in READS {
         let p = path(read, delivery);
         let mut spent = false;

@@ -63,6 +63,8 @@ pub struct AppState {
     pub catalog: CatalogService,
     pub coupons: CouponService,
     pub webhooks: WebhookService,
+    /// The events feed (extensions.md §8.1).
+    pub feed: partner_domain::webhook::EventFeed,
     pub readiness: Arc<dyn Readiness>,
     pub clock: Arc<dyn Clock>,
     /// Where rate-limit budgets live (in-process, or shared through Redis).

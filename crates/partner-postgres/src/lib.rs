@@ -17,6 +17,7 @@ mod claim;
 mod coupons;
 mod dsl;
 mod endpoint_writes;
+mod feed;
 mod leads;
 mod links;
 mod models;

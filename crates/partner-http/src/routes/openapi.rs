@@ -18,7 +18,9 @@ use utoipa::{Modify, OpenApi};
 
 use super::accounts;
 use super::schemas::*;
-use super::{catalog, coupons, embed, leads, links, orders, payouts, sub_accounts, webhooks};
+use super::{
+    catalog, coupons, embed, events, leads, links, orders, payouts, sub_accounts, webhooks,
+};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -48,6 +50,8 @@ use super::{catalog, coupons, embed, leads, links, orders, payouts, sub_accounts
         webhooks::deliveries,
         webhooks::delivery,
         webhooks::resend,
+        events::list,
+        events::show,
         partner_document,
         catalog::list,
         embed::care_services,
@@ -60,6 +64,7 @@ use super::{catalog, coupons, embed, leads, links, orders, payouts, sub_accounts
         (name = "links", description = "Shareable intake links"),
         (name = "coupons", description = "Care Services coupon codes"),
         (name = "webhooks", description = "Webhook endpoints and their delivery log"),
+        (name = "events", description = "The events feed: every webhook event of the partner, oldest first"),
         (name = "catalog", description = "The public product catalog (no token)"),
         (name = "embed", description = "The embedded Care Services view (HTML, no token)"),
         (name = "meta"),

@@ -52,6 +52,7 @@ pub(crate) enum ErrorCode {
     ApiKeysUnavailable,
     Unavailable,
     InternalError,
+    CursorExpired,
 }
 
 /// `{ "ok": true }`.
