@@ -533,3 +533,62 @@ async fn a_polling_reader_sees_each_event_exactly_once_while_writers_commit_out_
         .collect();
     assert_eq!(whole, seen);
 }
+
+/// The maintenance loop keeps events for `PARTNER_EVENT_RETENTION`, past their deliveries'
+/// retention, then removes them: a cursor from before them then answers 410.
+#[tokio::test]
+async fn events_outlive_their_deliveries_until_their_own_retention() {
+    let rx = Receiver::start().await;
+    let app = rx
+        .app(|c| {
+            c.webhook_retention = Duration::from_millis(200);
+            c.event_retention = Duration::from_secs(3600);
+            c.webhook_maintenance_interval = Duration::from_millis(100);
+        })
+        .await;
+    let s = app.seed("acme", false).await;
+    app.create_webhook_endpoint(
+        &s.token,
+        &json!({ "url": rx.url, "events": ["lead.created"] }),
+    )
+    .await;
+    app.ingest_lead(&lead_body("acme", json!({}))).await;
+    rx.wait_for(1).await;
+    eventually("the delivery pruned", || async {
+        let (_, b) = get(&app, "/api/v1/webhook-deliveries", &s.token).await;
+        b["data"]
+            .as_array()
+            .is_some_and(Vec::is_empty)
+            .then_some(())
+    })
+    .await;
+    assert_eq!(kinds(&feed_of(&app, &s.token, 1).await), ["lead.created"]);
+
+    let short = rx
+        .app(|c| {
+            c.webhook_retention = Duration::from_millis(200);
+            c.event_retention = Duration::from_millis(300);
+            c.webhook_maintenance_interval = Duration::from_millis(100);
+        })
+        .await;
+    let s = short.seed("acme", false).await;
+    let (_, start) = page(&short, "/api/v1/events", &s.token).await;
+    short.ingest_lead(&lead_body("acme", json!({}))).await;
+    eventually(
+        "the event pruned, and the cursor before it expired",
+        || async {
+            let res = short
+                .api(
+                    Method::GET,
+                    &format!("/api/v1/events?cursor={start}"),
+                    &s.token,
+                )
+                .send()
+                .await
+                .expect("send");
+            (res.status() == StatusCode::GONE).then_some(())
+        },
+    )
+    .await;
+    assert!(whole_feed(&short, &s.token, 50).await.is_empty());
+}
