@@ -162,8 +162,9 @@ impl FeedRow {
 }
 
 /// The read of the rows of one statement, then the records their events are about (a second
-/// round trip, only when there are events: an empty page, the steady state of a poller, is one).
-async fn finish(conn: &mut AsyncPgConnection, rows: Vec<FeedRow>) -> Result<FeedRead, RepoError> {
+/// round trip, only when there are events, with one query per kind of record sent together: an
+/// empty page, the steady state of a poller, is one round trip).
+async fn finish(conn: &AsyncPgConnection, rows: Vec<FeedRow>) -> Result<FeedRead, RepoError> {
     let mut read = FeedRead::default();
     for row in rows {
         read.horizon = row.horizon;
@@ -228,14 +229,14 @@ impl EventFeedRepo for PgStore {
         key: TokenKey,
         filter: &FeedFilter,
     ) -> Result<Sealed<FeedRead>, RepoError> {
-        let mut conn = self.conn().await?;
+        let conn = self.conn().await?;
         let partner = TokenPartner::of(key);
         let (token, rows) = futures_util::future::try_join(
             tokens::lookup(&conn, &key.hash),
             page(&conn, &partner, filter),
         )
         .await?;
-        let read = finish(&mut conn, rows).await?;
+        let read = finish(&conn, rows).await?;
         Ok(Sealed::new(token, read))
     }
 
@@ -244,14 +245,14 @@ impl EventFeedRepo for PgStore {
         key: TokenKey,
         id: EventId,
     ) -> Result<Sealed<FeedRead>, RepoError> {
-        let mut conn = self.conn().await?;
+        let conn = self.conn().await?;
         let partner = TokenPartner::of(key);
         let (token, rows) = futures_util::future::try_join(
             tokens::lookup(&conn, &key.hash),
             one(&conn, &partner, id),
         )
         .await?;
-        let read = finish(&mut conn, rows).await?;
+        let read = finish(&conn, rows).await?;
         Ok(Sealed::new(token, read))
     }
 }

@@ -544,8 +544,8 @@ impl DeliveryRepo for PgStore {
     }
 
     async fn subjects(&self, wanted: &SubjectIds) -> Result<Subjects, RepoError> {
-        let mut conn = self.conn().await?;
-        subjects(&mut conn, wanted).await
+        let conn = self.conn().await?;
+        subjects(&conn, wanted).await
     }
 
     async fn record(
@@ -705,9 +705,10 @@ impl DeliveryRepo for PgStore {
     }
 }
 
-/// The records among `wanted` that still exist, as they are now; one query per kind of record.
+/// The records among `wanted` that still exist, as they are now; one query per kind of record,
+/// all sent together on the connection (one round trip).
 pub(crate) async fn subjects(
-    conn: &mut AsyncPgConnection,
+    conn: &AsyncPgConnection,
     wanted: &SubjectIds,
 ) -> Result<Subjects, RepoError> {
     // Every kind of record an event can be about; a new one does not compile until it is
@@ -717,38 +718,45 @@ pub(crate) async fn subjects(
         orders,
         payouts,
     } = wanted;
-    let mut unreadable = SubjectIds::default();
-    let leads: HashMap<LeadId, _> = if leads.is_empty() {
-        HashMap::new()
-    } else {
-        let ids: Vec<Uuid> = leads.iter().map(|l| l.as_uuid()).collect();
-        let (found, bad) = crate::leads::leads_by_ids(conn, &ids).await?;
-        unreadable.leads = bad.into_iter().map(LeadId::from_uuid).collect();
-        found.into_iter().map(|l| (l.id(), l)).collect()
-    };
-    let orders: HashMap<String, _> = if orders.is_empty() {
-        HashMap::new()
-    } else {
-        let ids: Vec<&str> = orders.iter().map(String::as_str).collect();
-        let (found, bad) = crate::orders::orders_by_ids(conn, &ids).await?;
-        unreadable.orders = bad;
-        found
+    let lead_ids: Vec<Uuid> = leads.iter().map(|l| l.as_uuid()).collect();
+    let order_ids: Vec<&str> = orders.iter().map(String::as_str).collect();
+    let payout_ids: Vec<Uuid> = payouts.iter().map(|p| p.as_uuid()).collect();
+    let (leads, orders, payouts) = futures_util::future::try_join3(
+        async {
+            if lead_ids.is_empty() {
+                Ok((Vec::new(), Vec::new()))
+            } else {
+                crate::leads::leads_by_ids(conn, &lead_ids).await
+            }
+        },
+        async {
+            if order_ids.is_empty() {
+                Ok((Vec::new(), Vec::new()))
+            } else {
+                crate::orders::orders_by_ids(conn, &order_ids).await
+            }
+        },
+        async {
+            if payout_ids.is_empty() {
+                Ok((Vec::new(), Vec::new()))
+            } else {
+                crate::payouts::payouts_by_ids(conn, &payout_ids).await
+            }
+        },
+    )
+    .await?;
+    Ok(Subjects {
+        leads: leads.0.into_iter().map(|l| (l.id(), l)).collect(),
+        orders: orders
+            .0
             .into_iter()
             .map(|o| (o.order.order_id().to_owned(), o))
-            .collect()
-    };
-    let payouts: HashMap<PayoutId, _> = if payouts.is_empty() {
-        HashMap::new()
-    } else {
-        let ids: Vec<Uuid> = payouts.iter().map(|p| p.as_uuid()).collect();
-        let (found, bad) = crate::payouts::payouts_by_ids(conn, &ids).await?;
-        unreadable.payouts = bad.into_iter().map(PayoutId::from_uuid).collect();
-        found.into_iter().map(|p| (p.id(), p)).collect()
-    };
-    Ok(Subjects {
-        leads,
-        orders,
-        payouts,
-        unreadable,
+            .collect(),
+        payouts: payouts.0.into_iter().map(|p| (p.id(), p)).collect(),
+        unreadable: SubjectIds {
+            leads: leads.1.into_iter().map(LeadId::from_uuid).collect(),
+            orders: orders.1,
+            payouts: payouts.1.into_iter().map(PayoutId::from_uuid).collect(),
+        },
     })
 }
