@@ -15,6 +15,7 @@ mod coupons;
 mod delivery_engine;
 mod drills;
 mod errors;
+mod events_feed;
 mod hostile;
 mod idempotency;
 mod leads;

@@ -12,7 +12,7 @@ use time::OffsetDateTime;
 use crate::helpers::{Seeded, TestApp, assert_error, body, lead_body, partner_body};
 
 /// Each partner read, with the rate-limit group it charges (checked through its headers).
-pub(crate) const READS: [&str; 18] = [
+pub(crate) const READS: [&str; 20] = [
     "/api/v1/sub-accounts",
     "/api/v1/sub-accounts/{sub}",
     "/api/v1/leads",
@@ -31,6 +31,8 @@ pub(crate) const READS: [&str; 18] = [
     "/api/v1/webhook-deliveries",
     "/api/v1/webhook-deliveries/by-hour",
     "/api/v1/webhook-deliveries/{delivery}",
+    "/api/v1/events",
+    "/api/v1/events/{event}",
 ];
 
 /// What only the other tenant has: none of it may appear in the first tenant's answers.
@@ -57,11 +59,12 @@ pub(crate) struct Ids {
     pub(crate) payout: String,
     pub(crate) sub: String,
     pub(crate) coupon: String,
+    pub(crate) event: String,
 }
 
 /// A partner with a sub-account (subId 7), a lead, an order, a simulated order, a payout, coupons,
 /// a webhook endpoint and a delivery; every free text carries `tag`. Returns its seed and the ids
-/// of its records.
+/// of its records (the first event's too).
 pub(crate) async fn populate(app: &TestApp, partner: &str, tag: &str) -> (Seeded, Ids) {
     let s = app.seed(partner, false).await;
     let res = app
@@ -134,6 +137,7 @@ pub(crate) async fn populate(app: &TestApp, partner: &str, tag: &str) -> (Seeded
         .as_str()
         .expect("a delivery of the partner's events")
         .to_owned();
+    let event = first_event(app, partner).await;
     let ids = Ids {
         delivery,
         lead,
@@ -142,8 +146,40 @@ pub(crate) async fn populate(app: &TestApp, partner: &str, tag: &str) -> (Seeded
         payout,
         sub,
         coupon,
+        event,
     };
     (s, ids)
+}
+
+/// The id of the partner's first event, read from the database (not through the API, whose
+/// budget the tests count), once every event of the partner is readable in the feed (below the
+/// horizon: every older transaction of the cluster has ended).
+async fn first_event(app: &TestApp, partner: &str) -> String {
+    use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+    #[derive(diesel::QueryableByName)]
+    struct Row {
+        #[diesel(sql_type = diesel::sql_types::Uuid)]
+        id: uuid::Uuid,
+    }
+    let mut conn = AsyncPgConnection::establish(&app.config.database_url)
+        .await
+        .expect("connect");
+    let conn = &tokio::sync::Mutex::new(&mut conn);
+    crate::helpers::eventually("the partner's events readable in the feed", || async move {
+        let mut c = conn.lock().await;
+        let row: Option<Row> = diesel::sql_query(
+            "SELECT id FROM domain_events WHERE partner_id = $1 AND kind <> 'ping' \
+             AND NOT EXISTS (SELECT 1 FROM domain_events WHERE partner_id = $1 \
+               AND txid >= pg_snapshot_xmin(pg_current_snapshot())::text::bigint) \
+             ORDER BY txid, seq LIMIT 1",
+        )
+        .bind::<diesel::sql_types::Text, _>(partner)
+        .get_result(&mut **c)
+        .await
+        .ok();
+        row.map(|r| r.id.to_string())
+    })
+    .await
 }
 
 /// `read` with the ids of `ids` in its placeholders.
@@ -155,6 +191,7 @@ pub(crate) fn path(read: &str, ids: &Ids) -> String {
         .replace("{payout}", &ids.payout)
         .replace("{sub}", &ids.sub)
         .replace("{coupon}", &ids.coupon)
+        .replace("{event}", &ids.event)
 }
 
 async fn status(app: &TestApp, path: &str, token: &str) -> (StatusCode, String) {
@@ -195,7 +232,9 @@ async fn every_partner_read_answers_only_its_tenant_and_only_a_live_token() {
         }
         let text = res.text().await.expect("body");
         assert!(
-            !text.contains(MARK) && !text.contains(&zeta_delivery),
+            !text.contains(MARK)
+                && !text.contains(&zeta_delivery)
+                && !text.contains(&zeta_ids.event),
             "GET {p} shows the other tenant: {text}"
         );
         // The other tenant's own read does show its rows (so the check above means something).
@@ -409,6 +448,7 @@ async fn other_methods_on_a_read_path_authenticate_before_405() {
         "/api/v1/care-services-coupons",
         "/api/v1/webhook-endpoints",
         "/api/v1/webhook-deliveries",
+        "/api/v1/events",
     ] {
         let unknown = format!("pk_live_{}", "a".repeat(43));
         assert_error(
@@ -458,6 +498,7 @@ fn the_table_holds_every_documented_partner_read() {
                 .replace("{simulated}", "{orderId}")
                 .replace("{payout}", "{recordId}")
                 .replace("{coupon}", "{code}")
+                .replace("{event}", "{id}")
         })
         .collect();
     documented.sort();

@@ -19,7 +19,7 @@ use partner_domain::links::{CatalogError, LinkError};
 use partner_domain::order::{IngestOrderError, RecordEventError};
 use partner_domain::payout::RecordPayoutError;
 use partner_domain::sub_account::{CreateSubAccountError, DeleteSubAccountError};
-use partner_domain::webhook::EndpointError;
+use partner_domain::webhook::{EndpointError, FeedError};
 use serde::Serialize;
 
 /// An error answer: status, the contract's code, and a human-readable message that never
@@ -361,6 +361,19 @@ domain_errors! {
 }
 
 /// Beside the table: over the action budget carries its own `Retry-After`.
+impl From<FeedError> for ApiError {
+    fn from(e: FeedError) -> Self {
+        match &e {
+            FeedError::Repo(_) => Self::storage(&e),
+            FeedError::NotFound => Self::msg_not_found(&e),
+            FeedError::BadCursor => Self::msg_invalid(&e),
+            FeedError::CursorExpired => {
+                Self::new(StatusCode::GONE, "cursor_expired", e.to_string())
+            }
+        }
+    }
+}
+
 impl From<EndpointError> for ApiError {
     fn from(e: EndpointError) -> Self {
         match &e {

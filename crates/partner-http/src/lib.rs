@@ -71,6 +71,8 @@ pub struct AppState {
     pub portal: PortalService,
     /// Where the portal's links point (`PARTNER_BASE_URL`): `{base}/portal#code=…`.
     pub base_url: url::Url,
+    /// The events feed (extensions.md §8.1).
+    pub feed: partner_domain::webhook::EventFeed,
     pub readiness: Arc<dyn Readiness>,
     pub clock: Arc<dyn Clock>,
     /// Where rate-limit budgets live (in-process, or shared through Redis).

@@ -310,13 +310,13 @@ impl diesel::query_builder::QueryFragment<diesel::pg::Pg> for RowBefore {
 
 /// One lead by id (for webhook payloads built at send time).
 pub(crate) async fn leads_by_ids(
-    conn: &mut diesel_async::AsyncPgConnection,
+    mut conn: &diesel_async::AsyncPgConnection,
     ids: &[Uuid],
 ) -> Result<(Vec<Lead>, Vec<Uuid>), RepoError> {
     let rows: Vec<Row> = leads::table
         .filter(leads::id.eq_any(ids))
         .select(Row::as_select())
-        .load(conn)
+        .load(&mut conn)
         .await
         .map_err(db)?;
     Ok(crate::readable(rows, Row::id, Row::into_domain))

@@ -18,6 +18,7 @@ mod coupons;
 mod delivery_hours;
 mod dsl;
 mod endpoint_writes;
+mod feed;
 mod idempotency;
 mod leads;
 mod links;

@@ -379,12 +379,12 @@ impl OrderRepo for PgStore {
 
 /// Stored orders by id, with their sub-account nicknames (for webhook payloads).
 pub(crate) async fn orders_by_ids(
-    conn: &mut AsyncPgConnection,
+    mut conn: &AsyncPgConnection,
     order_ids: &[&str],
 ) -> Result<(Vec<OrderListing>, Vec<String>), RepoError> {
     let rows: Vec<OrderRow> = order_listings!()
         .filter(orders::order_id.eq_any(order_ids))
-        .load(conn)
+        .load(&mut conn)
         .await
         .map_err(db)?;
     Ok(crate::readable(

@@ -142,13 +142,13 @@ async fn first_page_for_token(
 
 /// One payout by id (for webhook payloads).
 pub(crate) async fn payouts_by_ids(
-    conn: &mut diesel_async::AsyncPgConnection,
+    mut conn: &diesel_async::AsyncPgConnection,
     ids: &[Uuid],
 ) -> Result<(Vec<Payout>, Vec<Uuid>), RepoError> {
     let rows: Vec<Row> = payouts::table
         .filter(payouts::id.eq_any(ids))
         .select(Row::as_select())
-        .load(conn)
+        .load(&mut conn)
         .await
         .map_err(db)?;
     Ok(crate::readable(rows, Row::id, Row::into_domain))

@@ -77,6 +77,16 @@ diesel::table! {
         subject -> Text,
         extra -> Jsonb,
         created_at -> Timestamptz,
+        txid -> Int8,
+        seq -> Int8,
+    }
+}
+
+diesel::table! {
+    event_feed_pruned (partner_id) {
+        partner_id -> Text,
+        txid -> Int8,
+        seq -> Int8,
     }
 }
 
@@ -266,6 +276,7 @@ diesel::joinable!(analytics_events -> partners (partner_id));
 diesel::joinable!(api_tokens -> portal_users (user_id));
 diesel::joinable!(coupons -> partners (partner_id));
 diesel::joinable!(domain_events -> partners (partner_id));
+diesel::joinable!(event_feed_pruned -> partners (partner_id));
 diesel::joinable!(leads -> partners (partner_id));
 diesel::joinable!(orders -> partners (partner_id));
 diesel::joinable!(partner_prices -> partners (partner_id));
@@ -287,6 +298,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     catalog_products,
     coupons,
     domain_events,
+    event_feed_pruned,
     idempotency_keys,
     leads,
     orders,

@@ -20,7 +20,7 @@ use partner_domain::links::{LinkBases, LinkService};
 use partner_domain::order::OrderService;
 use partner_domain::payout::PayoutService;
 use partner_domain::sub_account::SubAccountService;
-use partner_domain::webhook::WebhookService;
+use partner_domain::webhook::{EventFeed, WebhookService};
 use partner_http::{
     AppState, PublicLimitStore, PublicLimiter, PublicQuota, RateLimitStore, RateLimiter, Surface,
 };
@@ -114,6 +114,15 @@ impl Application {
                 CursorKey::new(&k)
             }
         };
+        // The events feed's cursors too: a listing's cursor is no feed position.
+        let feed_cursor_key = match &pepper {
+            Some(p) => CursorKey::new(&p.derive("events-feed-cursor")),
+            None => {
+                let mut k = [0u8; 32];
+                rng.fill(&mut k);
+                CursorKey::new(&k)
+            }
+        };
         // The partner API's budgets and the public surfaces' live in the same store.
         let public_quota = PublicQuota::per_second(config.public_rate);
         let (limiter, public_limiter): (Arc<dyn RateLimitStore>, Arc<dyn PublicLimitStore>) =
@@ -196,6 +205,12 @@ impl Application {
             )
             .with_secret_overlap(config.webhook_secret_overlap),
             idempotency: IdempotencyService::new(store.clone(), clock.clone()),
+            feed: EventFeed::new(
+                store.clone(),
+                clock.clone(),
+                feed_cursor_key,
+                config.event_retention,
+            ),
             care_services_enabled: config.care_services_enabled,
             readiness: store.clone(),
             clock: clock.clone(),
@@ -241,6 +256,7 @@ impl Application {
                         concurrency: config.webhook_concurrency,
                         endpoint_concurrency: config.webhook_endpoint_concurrency,
                         retention: config.webhook_retention,
+                        event_retention: config.event_retention,
                         maintenance_interval: config.webhook_maintenance_interval,
                         disable_after: config.webhook_disable_after,
                     },

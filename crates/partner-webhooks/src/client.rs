@@ -155,7 +155,8 @@ impl Client {
             .post(url)
             .header("Content-Type", "application/json")
             .header("X-Partner-Event", d.event.kind().as_str())
-            .header("X-Partner-Delivery", d.id.to_string());
+            .header("X-Partner-Delivery", d.id.to_string())
+            .header("X-Partner-Event-Id", d.event_id.to_string());
         if let Some(secret) = &d.secret {
             // During a rotation's overlap, a second `v1` under the previous secret.
             let secrets: Vec<&WebhookSecret> = std::iter::once(secret)

@@ -152,9 +152,16 @@ pub trait DeliveryRepo: Send + Sync {
         claims: &[(DeliveryId, uuid::Uuid)],
         now: OffsetDateTime,
     ) -> Result<u64, RepoError>;
-    /// Deletes at most `batch` delivered or failed deliveries created before `before`, then at
-    /// most `batch` events of that age that no delivery refers to. Returns the rows deleted.
-    async fn prune(&self, before: OffsetDateTime, batch: u32) -> Result<u64, RepoError>;
+    /// Deletes at most `batch` delivered or failed deliveries created before `deliveries_before`,
+    /// then at most `batch` events created before `events_before` that no delivery refers to,
+    /// and records for each partner the last feed position removed (a cursor before it answers
+    /// `cursor_expired`). Returns the rows deleted.
+    async fn prune(
+        &self,
+        deliveries_before: OffsetDateTime,
+        events_before: OffsetDateTime,
+        batch: u32,
+    ) -> Result<u64, RepoError>;
 }
 
 /// How a delivery's `data` is written on the wire: with the API's own answer types (the HTTP

@@ -5,6 +5,7 @@ mod accounts;
 mod catalog;
 mod coupons;
 mod embed;
+mod events;
 mod fields;
 mod health;
 mod leads;
@@ -200,6 +201,16 @@ pub(crate) fn configure_public(cfg: &mut web::ServiceConfig) {
                             message: PORTAL_SCOPE,
                         },
                     ))),
+            )
+            .service(
+                resource("/events")
+                    .route(web::get().to(events::list))
+                    .default_service(guarded_405(Group::WebhookEndpoints)),
+            )
+            .service(
+                resource("/events/{id}")
+                    .route(web::get().to(events::show))
+                    .default_service(guarded_405(Group::WebhookEndpoints)),
             )
             .default_service(web::to(no_route))
             .wrap(from_fn(no_store))

@@ -19,7 +19,7 @@ use utoipa::{Modify, OpenApi};
 use super::accounts;
 use super::schemas::*;
 use super::{
-    catalog, coupons, embed, leads, links, orders, payouts, portal, sub_accounts, webhooks,
+    catalog, coupons, embed, events, leads, links, orders, payouts, portal, sub_accounts, webhooks,
 };
 
 #[derive(OpenApi)]
@@ -61,6 +61,8 @@ use super::{
         portal::page,
         portal::script,
         portal::style,
+        events::list,
+        events::show,
         partner_document,
         catalog::list,
         embed::care_services,
@@ -73,6 +75,7 @@ use super::{
         (name = "links", description = "Shareable intake links"),
         (name = "coupons", description = "Care Services coupon codes"),
         (name = "webhooks", description = "Webhook endpoints and their delivery log"),
+        (name = "events", description = "The events feed: every webhook event of the partner, oldest first"),
         (name = "catalog", description = "The public product catalog (no token)"),
         (name = "embed", description = "The embedded Care Services view (HTML, no token)"),
         (name = "portal", description = "The partner's webhook portal: its page and its code exchange (no token)"),

@@ -54,6 +54,7 @@ pub(crate) enum ErrorCode {
     ApiKeysUnavailable,
     Unavailable,
     InternalError,
+    CursorExpired,
 }
 
 /// `{ "ok": true }`.
