@@ -27,6 +27,7 @@ pub mod ports;
 pub mod retry;
 pub mod service;
 pub mod signature;
+pub mod verifier;
 
 pub use address::{is_internal, parse_endpoint_url};
 pub use budget::{ACTION_CALLS, ACTION_WINDOW, ActionBudget};
@@ -52,3 +53,4 @@ pub use signature::{
     SIGNATURE_TOLERANCE, SignatureError, WebhookSecret, signature_header, signature_header_with,
     standard_signature, verify, verify_signature,
 };
+pub use verifier::{VerifyError, WebhookVerifier};

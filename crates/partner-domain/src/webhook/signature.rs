@@ -37,7 +37,7 @@ impl WebhookSecret {
     /// The Standard Webhooks key: the decoded part after `whsec_`, for secrets of the form
     /// [`WebhookSecret::generate`] makes. `None` for the older form (`whsec_` and 43 base62
     /// characters), whose endpoints keep only `X-Partner-Signature` until rotated.
-    fn standard_key(&self) -> Option<Vec<u8>> {
+    pub(crate) fn standard_key(&self) -> Option<Vec<u8>> {
         let rest = self.0.strip_prefix(Self::PREFIX)?;
         if rest.len() != 32 {
             return None;
