@@ -329,6 +329,7 @@ domain_errors! {
         IssueError::Repo(_) => storage,
         IssueError::UnknownPartner => msg_not_found,
         IssueError::UnknownSubAccount | IssueError::ExpiryPast => msg_invalid,
+        IssueError::Invalid(_) => msg_invalid,
     }
     TransitionError {
         TransitionError::Repo(_) => storage,

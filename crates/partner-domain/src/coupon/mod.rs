@@ -250,6 +250,22 @@ pub struct CouponParts {
     pub created_at: OffsetDateTime,
 }
 
+/// Why [`Coupon::new`] refuses its parts: a state the contract rules out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum CouponError {
+    #[error("months must be 1, 3, 6 or 12")]
+    Months,
+    #[error("a coupon has a redemption exactly when it is redeemed")]
+    Redemption,
+    #[error("the unit price must not be negative")]
+    NegativePrice,
+    #[error("the purchaser e-mail is not an e-mail address")]
+    PurchaserEmail,
+}
+
+/// The membership durations a coupon can be for.
+pub const COUPON_MONTHS: [u8; 4] = [1, 3, 6, 12];
+
 /// Why a coupon cannot be redeemed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum RedeemRefusal {
@@ -263,7 +279,22 @@ pub enum RedeemRefusal {
 
 impl Coupon {
     /// A coupon as stored or minted.
-    pub fn new(parts: CouponParts) -> Self {
+    /// A coupon as stored or minted; refuses a state the contract rules out ([`CouponError`]):
+    /// months other than 1, 3, 6 or 12, a redemption without the `redeemed` status or the
+    /// reverse, a negative price, a purchaser e-mail that is not one.
+    pub fn new(parts: CouponParts) -> Result<Self, CouponError> {
+        if !COUPON_MONTHS.contains(&parts.months) {
+            return Err(CouponError::Months);
+        }
+        if (parts.status == StoredStatus::Redeemed) != parts.redemption.is_some() {
+            return Err(CouponError::Redemption);
+        }
+        if parts.unit_price_cents < 0 {
+            return Err(CouponError::NegativePrice);
+        }
+        if crate::kernel::values::Email::parse(&parts.purchaser_email).is_err() {
+            return Err(CouponError::PurchaserEmail);
+        }
         let CouponParts {
             id,
             code,
@@ -281,7 +312,7 @@ impl Coupon {
             notes,
             created_at,
         } = parts;
-        Self {
+        Ok(Self {
             id,
             code,
             partner_id,
@@ -297,7 +328,7 @@ impl Coupon {
             unit_price_cents,
             notes,
             created_at,
-        }
+        })
     }
 
     #[must_use]
@@ -504,6 +535,60 @@ mod tests {
     use uuid::Uuid;
 
     const NOW: OffsetDateTime = datetime!(2026-11-21 10:00 UTC);
+
+    fn parts() -> CouponParts {
+        CouponParts {
+            id: CouponId::from_uuid(Uuid::nil()),
+            code: CouponCode::normalize("ABCD-EFGH-1234").expect("code"),
+            partner_id: PartnerId::parse("acme").expect("partner"),
+            sub_id: None,
+            product_slug: ProductSlug::Primary,
+            months: 12,
+            status: StoredStatus::Active,
+            expires_at: None,
+            redemption: None,
+            bulk_order_id: BulkOrderId::from_uuid(Uuid::nil()),
+            purchaser_email: "buyer@acme.test".into(),
+            purchaser_source: "portal".into(),
+            unit_price_cents: 9_900,
+            notes: None,
+            created_at: NOW,
+        }
+    }
+
+    /// Issue 21: `Coupon::new` took months 7, a redeemed coupon without its redemption, a negative
+    /// price and a purchaser that is no e-mail, and then said `can_redeem(…, 7, …)` was `Ok`.
+    #[test]
+    fn coupon_new_refuses_the_states_the_contract_rules_out() {
+        assert!(Coupon::new(parts()).is_ok());
+        let cases: [(fn(&mut CouponParts), CouponError); 5] = [
+            (|p| p.months = 7, CouponError::Months),
+            (
+                |p| p.status = StoredStatus::Redeemed,
+                CouponError::Redemption,
+            ),
+            (
+                |p| {
+                    p.redemption = Some(Redemption {
+                        at: NOW,
+                        email: "pat@x.co".into(),
+                        provider_primary_external_id: "ext".into(),
+                    })
+                },
+                CouponError::Redemption,
+            ),
+            (|p| p.unit_price_cents = -1, CouponError::NegativePrice),
+            (
+                |p| p.purchaser_email = "not an email".into(),
+                CouponError::PurchaserEmail,
+            ),
+        ];
+        for (break_it, error) in cases {
+            let mut p = parts();
+            break_it(&mut p);
+            assert_eq!(Coupon::new(p), Err(error));
+        }
+    }
 
     fn coupon(status: StoredStatus, expires_at: Option<OffsetDateTime>) -> Coupon {
         Coupon {

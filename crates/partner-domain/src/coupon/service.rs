@@ -27,6 +27,9 @@ pub enum IssueError {
     UnknownSubAccount,
     #[error("expiresAt must be in the future")]
     ExpiryPast,
+    /// A coupon the request would mint breaks a rule of [`Coupon::new`].
+    #[error(transparent)]
+    Invalid(#[from] super::CouponError),
     #[error(transparent)]
     Repo(#[from] RepoError),
 }
@@ -95,7 +98,7 @@ impl CouponService {
         }
         let bulk_order_id = BulkOrderId::generate(self.rng.as_ref());
         for _ in 0..3 {
-            let coupons = self.mint(&req, bulk_order_id, now);
+            let coupons = self.mint(&req, bulk_order_id, now)?;
             if self.repo.insert_bulk(&coupons).await? == CouponWrite::Done {
                 return Ok(BulkOrder {
                     bulk_order_id,
@@ -112,7 +115,7 @@ impl CouponService {
         req: &BulkOrderRequest,
         bulk_order_id: BulkOrderId,
         now: OffsetDateTime,
-    ) -> Vec<Coupon> {
+    ) -> Result<Vec<Coupon>, super::CouponError> {
         let mut codes = std::collections::HashSet::with_capacity(req.quantity as usize);
         let mut out = Vec::with_capacity(req.quantity as usize);
         while out.len() < req.quantity as usize {
@@ -136,9 +139,9 @@ impl CouponService {
                 unit_price_cents: req.unit_price_cents,
                 notes: req.notes.clone(),
                 created_at: now,
-            }));
+            })?);
         }
-        out
+        Ok(out)
     }
 
     /// Redeems a code: exactly one of any number of concurrent attempts succeeds.
@@ -450,6 +453,7 @@ mod tests {
             notes: None,
             created_at: NOW,
         })
+        .expect("a valid coupon")
     }
 
     fn redeem(result: Result<Coupon, Option<Coupon>>) -> Result<CouponAt, TransitionError> {

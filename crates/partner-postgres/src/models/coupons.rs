@@ -57,7 +57,7 @@ pub(crate) struct Row {
 
 impl Row {
     pub(crate) fn into_domain(self) -> Result<Coupon, RepoError> {
-        Ok(Coupon::new(CouponParts {
+        Coupon::new(CouponParts {
             id: CouponId::from_uuid(self.id),
             code: CouponCode::normalize(&self.code).ok_or_else(|| corrupt("coupon code"))?,
             partner_id: PartnerId::parse(&self.partner_id).map_err(|_| corrupt("partner id"))?,
@@ -83,6 +83,7 @@ impl Row {
             unit_price_cents: self.unit_price_cents,
             notes: self.notes,
             created_at: self.created_at,
-        }))
+        })
+        .map_err(|_| corrupt("coupon"))
     }
 }
