@@ -561,7 +561,8 @@ mod tests {
     #[test]
     fn coupon_new_refuses_the_states_the_contract_rules_out() {
         assert!(Coupon::new(parts()).is_ok());
-        let cases: [(fn(&mut CouponParts), CouponError); 5] = [
+        type Break = fn(&mut CouponParts);
+        let cases: [(Break, CouponError); 5] = [
             (|p| p.months = 7, CouponError::Months),
             (
                 |p| p.status = StoredStatus::Redeemed,
