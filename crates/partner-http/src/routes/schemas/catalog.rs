@@ -1,4 +1,4 @@
-//! The public catalog, and the operator's products and partner prices.
+//! The operator's products and partner prices.
 
 #![allow(dead_code)]
 
@@ -6,36 +6,6 @@ use utoipa::ToSchema;
 
 #[allow(unused_imports)]
 use super::*;
-
-/// A product of the public catalog.
-#[derive(ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct CatalogProduct {
-    #[schema(format = Uuid)]
-    id: String,
-    name: String,
-    image: String,
-    image_kind: String,
-    #[schema(format = Uuid)]
-    image_file_id: String,
-    image_source_url: String,
-    intake_url: String,
-    #[serde(rename = "price1Month")]
-    #[schema(example = "$299.00")]
-    price_1_month: String,
-    #[serde(rename = "price3Month")]
-    price_3_month: String,
-    #[serde(rename = "price6Month")]
-    price_6_month: String,
-    details: String,
-}
-
-/// `{ products, count }`.
-#[derive(ToSchema)]
-pub(crate) struct CatalogList {
-    products: Vec<CatalogProduct>,
-    count: u64,
-}
 
 #[derive(ToSchema)]
 #[serde(rename_all = "camelCase")]

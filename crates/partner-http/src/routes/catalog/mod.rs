@@ -14,7 +14,6 @@ use partner_domain::catalog::{
 };
 use partner_domain::kernel::ids::{ImageFileId, ProductId};
 use partner_domain::kernel::values::{CareService, Lang, Money, PartnerId, ValueError};
-use partner_domain::links::CatalogProduct;
 use partner_domain::links::attribution::Attribution;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -24,11 +23,9 @@ use crate::AppState;
 use crate::error::ApiError;
 use crate::extract::{JsonBody, Query, uuid};
 
-#[derive(Serialize)]
-pub(super) struct CatalogBody {
-    products: Vec<CatalogProduct>,
-    count: usize,
-}
+mod out;
+
+use out::{CatalogBody, CatalogProductOut};
 
 /// Public: no token. `all-products` lists every category.
 #[utoipa::path(
@@ -39,7 +36,7 @@ pub(super) struct CatalogBody {
         ("partner_id" = String, Query, description = "The partner (or `partner-subId` code) the links are attributed to"),
     ),
     responses(
-        (status = 200, description = "The partner's products", body = crate::routes::schemas::CatalogList),
+        (status = 200, description = "The partner's products", body = CatalogBody),
         (status = 400, description = "`partner_id` is missing or malformed", body = crate::routes::schemas::ErrorBody),
         (status = 404, description = "No active partner has that `partner_id`", body = crate::routes::schemas::ErrorBody),
         (status = 429, description = "Over the public budget of this client address (`PARTNER_PUBLIC_RATE` a second, bursts up to twice that, shared by the catalog and the embedded view); `Retry-After` says when to retry", body = crate::routes::schemas::ErrorBody),
@@ -59,7 +56,7 @@ pub(super) async fn list(
     let products = state.links.catalog(&attribution, category).await?;
     Ok(HttpResponse::Ok().json(CatalogBody {
         count: products.len(),
-        products,
+        products: products.iter().map(CatalogProductOut::from).collect(),
     }))
 }
 
