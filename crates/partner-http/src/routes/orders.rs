@@ -7,12 +7,13 @@ use partner_domain::kernel::values::{Email, Money, PartnerId, text};
 use partner_domain::kernel::wire;
 use partner_domain::lead::TestSource;
 use partner_domain::order::{
-    NewAnalyticsEvent, Order, OrderIngest, OrderListing, OrderParts, OrderService,
-    parse_event_name, parse_order_id, parse_run_id,
+    CommissionSummary, NewAnalyticsEvent, Order, OrderIngest, OrderListing, OrderParts,
+    OrderService, parse_event_name, parse_order_id, parse_run_id,
 };
 use partner_domain::payout::parse_date;
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
+use utoipa::ToSchema;
 
 use super::fields::{attribution, optional_text, timestamp};
 use super::streaming::{CHUNK, stream_data};
@@ -255,8 +256,28 @@ pub(super) async fn commission_summary(
         }
         Err(NotFoundOr::Repo(e)) => return Err(e.into()),
     }
-    Ok(ok(state
-        .orders
-        .commission_summary(&partner, from, to)
-        .await?))
+    let summary = state.orders.commission_summary(&partner, from, to).await?;
+    Ok(ok(CommissionSummaryOut::from(summary)))
+}
+
+/// Real orders and their commission in a period; test and simulated orders are only counted as
+/// excluded.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = CommissionSummary)]
+pub(crate) struct CommissionSummaryOut {
+    order_count: u64,
+    #[schema(value_type = crate::routes::schemas::Money)]
+    commission_total: Money,
+    excluded_test_orders: u64,
+}
+
+impl From<CommissionSummary> for CommissionSummaryOut {
+    fn from(s: CommissionSummary) -> Self {
+        Self {
+            order_count: s.order_count,
+            commission_total: s.commission_total,
+            excluded_test_orders: s.excluded_test_orders,
+        }
+    }
 }

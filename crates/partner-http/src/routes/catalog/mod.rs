@@ -16,7 +16,6 @@ use partner_domain::kernel::ids::{ImageFileId, ProductId};
 use partner_domain::kernel::values::{CareService, Lang, Money, PartnerId, ValueError};
 use partner_domain::links::attribution::Attribution;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 use super::{Result, data, ok};
 use crate::AppState;
@@ -25,7 +24,10 @@ use crate::extract::{JsonBody, Query, uuid};
 
 mod out;
 
-use out::{CatalogBody, CatalogProductOut};
+pub(crate) use out::{
+    CareProductOut, CatalogBody, CatalogProductOut, DnaPriceOut, DnaProductOut, MedicalPricesOut,
+    MedicalProductOut,
+};
 
 /// Public: no token. `all-products` lists every category.
 #[utoipa::path(
@@ -95,14 +97,17 @@ pub(super) async fn headers(
     Ok(res)
 }
 
-fn stored<T: Serialize>((record, created): (Stored<T>, bool)) -> actix_web::HttpResponse {
+/// `{ data }` of a stored product: 201 when the put created it, else 200.
+fn stored<'a, T: 'a, O: Serialize + From<&'a Stored<T>>>(
+    (record, created): &'a (Stored<T>, bool),
+) -> actix_web::HttpResponse {
     data(
-        if created {
+        if *created {
             StatusCode::CREATED
         } else {
             StatusCode::OK
         },
-        record,
+        O::from(record),
     )
 }
 
@@ -198,7 +203,9 @@ pub(super) async fn put_medical(
             })
             .collect::<std::result::Result<_, ValueError>>()?,
     };
-    Ok(stored(state.catalog.put_medical(product).await?))
+    Ok(stored::<_, MedicalProductOut>(
+        &state.catalog.put_medical(product).await?,
+    ))
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -244,7 +251,9 @@ pub(super) async fn put_dna(
         parent_product: b.parent_product,
         available: b.available,
     };
-    Ok(stored(state.catalog.put_dna(product).await?))
+    Ok(stored::<_, DnaProductOut>(
+        &state.catalog.put_dna(product).await?,
+    ))
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -309,7 +318,9 @@ pub(super) async fn put_care(
             })
             .collect::<std::result::Result<_, ValueError>>()?,
     };
-    Ok(stored(state.catalog.put_care(product).await?))
+    Ok(stored::<_, CareProductOut>(
+        &state.catalog.put_care(product).await?,
+    ))
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -347,9 +358,11 @@ pub(super) async fn put_medical_prices(
         .catalog
         .put_medical_prices(&partner, product, prices.clone())
         .await?;
-    Ok(ok(
-        json!({ "partnerId": partner, "productId": product, "tierPrices": prices }),
-    ))
+    Ok(ok(MedicalPricesOut {
+        partner_id: &partner,
+        product_id: product,
+        tier_prices: &prices,
+    }))
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -383,7 +396,9 @@ pub(super) async fn put_dna_price(
         .catalog
         .put_dna_price(&partner, product, price)
         .await?;
-    Ok(ok(
-        json!({ "partnerId": partner, "productId": product, "userSetPrice": price }),
-    ))
+    Ok(ok(DnaPriceOut {
+        partner_id: &partner,
+        product_id: product,
+        user_set_price: price,
+    }))
 }

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use actix_web::{http::StatusCode, web};
+use actix_web::{HttpResponse, http::StatusCode, web};
 use partner_domain::account::{
     CareServicesAccess, NotFoundOr, PartnerSettings, PartnerSettingsInput,
 };
@@ -16,6 +16,11 @@ use super::{Result, data, ok, ok_true};
 use crate::AppState;
 use crate::error::ApiError;
 use crate::extract::{JsonBody, OptionalJsonBody, uuid};
+
+mod out;
+
+use out::ApiTokenOut;
+pub(crate) use out::{ApiTokenList, CareFlagsOut, IssuedTokenOut, PartnerOut, PortalUserOut};
 
 #[derive(Deserialize, utoipa::ToSchema)]
 #[schema(as = CareServicesAccessInput)]
@@ -107,7 +112,7 @@ pub(super) async fn put_partner(
         } else {
             StatusCode::OK
         },
-        partner,
+        PartnerOut::from(&partner),
     ))
 }
 
@@ -125,7 +130,7 @@ pub(super) async fn put_partner(
 pub(super) async fn get_partner(state: web::Data<AppState>, path: web::Path<String>) -> Result {
     let id = PartnerId::parse(&path)?;
     match state.accounts.partner(&id).await {
-        Ok(p) => Ok(ok(p)),
+        Ok(p) => Ok(ok(PartnerOut::from(&p))),
         Err(NotFoundOr::NotFound) => Err(ApiError::not_found("no partner with that partnerId")),
         Err(NotFoundOr::Repo(e)) => Err(e.into()),
     }
@@ -150,7 +155,8 @@ pub(super) async fn put_flags(
             })
         })
         .collect::<std::result::Result<Vec<_>, _>>()?;
-    Ok(ok(state.accounts.set_care_flags(&changes).await?))
+    let flags = state.accounts.set_care_flags(&changes).await?;
+    Ok(ok(CareFlagsOut::from(&flags)))
 }
 
 #[utoipa::path(
@@ -160,7 +166,7 @@ pub(super) async fn put_flags(
     )
 )]
 pub(super) async fn get_flags(state: web::Data<AppState>) -> Result {
-    Ok(ok(state.accounts.care_flags().await?))
+    Ok(ok(CareFlagsOut::from(&state.accounts.care_flags().await?)))
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -190,7 +196,7 @@ pub(super) async fn create_user(
         .accounts
         .create_user(email, partner, body.admin)
         .await?;
-    Ok(data(StatusCode::CREATED, user))
+    Ok(data(StatusCode::CREATED, PortalUserOut::from(&user)))
 }
 
 fn not_found_or(e: NotFoundOr, what: &'static str) -> ApiError {
@@ -254,7 +260,7 @@ pub(super) async fn create_token(
         })
         .transpose()?;
     let token = state.accounts.issue_token(user, expires_at).await?;
-    Ok(data(StatusCode::CREATED, token))
+    Ok(data(StatusCode::CREATED, IssuedTokenOut::from(&token)))
 }
 
 #[utoipa::path(
@@ -263,7 +269,7 @@ pub(super) async fn create_token(
         ("id" = String, Path, description = "The user's id (a UUID)", format = Uuid),
     ),
     responses(
-        (status = 200, description = "The user's tokens, never their text", body = crate::routes::schemas::ApiTokenList),
+        (status = 200, description = "The user's tokens, never their text", body = ApiTokenList),
         (status = 400, description = "`id` is not a UUID", body = crate::routes::schemas::ErrorBody),
         (status = 404, description = "No such user", body = crate::routes::schemas::ErrorBody),
     )
@@ -275,7 +281,9 @@ pub(super) async fn list_tokens(state: web::Data<AppState>, path: web::Path<Stri
         .tokens(user)
         .await
         .map_err(|e| not_found_or(e, "no such user"))?;
-    Ok(ok(tokens))
+    Ok(HttpResponse::Ok().json(ApiTokenList {
+        data: tokens.iter().map(ApiTokenOut::from).collect(),
+    }))
 }
 
 #[utoipa::path(
@@ -293,10 +301,8 @@ pub(super) async fn list_tokens(state: web::Data<AppState>, path: web::Path<Stri
 )]
 pub(super) async fn rotate_token(state: web::Data<AppState>, path: web::Path<String>) -> Result {
     let id = TokenId::from_uuid(uuid(&path, "token id")?);
-    Ok(data(
-        StatusCode::CREATED,
-        state.accounts.rotate_token(id).await?,
-    ))
+    let token = state.accounts.rotate_token(id).await?;
+    Ok(data(StatusCode::CREATED, IssuedTokenOut::from(&token)))
 }
 
 #[utoipa::path(
