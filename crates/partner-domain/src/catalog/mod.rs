@@ -41,6 +41,14 @@ impl Category {
         Self::ALL.into_iter().find(|c| c.as_str() == s)
     }
 
+    /// [`Category::parse`] of a request field: `{field} must be weight-loss, …` otherwise.
+    pub fn parse_field(s: &str, field: &'static str) -> Result<Self, ValueError> {
+        Self::parse(s).ok_or(ValueError::Expected {
+            field,
+            expected: "weight-loss, mens-health, womens-health, hair-loss or wellness",
+        })
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Self::WeightLoss => "weight-loss",

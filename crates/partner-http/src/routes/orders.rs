@@ -208,9 +208,7 @@ pub(super) async fn create_event(
         product: optional_text(b.product.as_deref(), "product", 200)?,
         amount: b.amount.map(|a| Money::parse(a, "amount")).transpose()?,
         occurred_at: timestamp(&b.occurred_at, "occurredAt")?,
-        test_source: TestSource::parse(&b.test_source).ok_or_else(|| {
-            ApiError::invalid("testSource must be provider_test_mode or simulation")
-        })?,
+        test_source: TestSource::parse_field(&b.test_source, "testSource")?,
     }
     .checked()?;
     state.orders.record_event(new).await?;

@@ -2,7 +2,7 @@
 
 use actix_web::{HttpRequest, HttpResponse, http::StatusCode, web};
 use partner_domain::kernel::ids::SubAccountId;
-use partner_domain::kernel::values::{Nickname, SubId};
+use partner_domain::kernel::values::{Nickname, SubId, ValueError};
 use partner_domain::kernel::wire;
 use partner_domain::sub_account::SubAccount;
 use serde::{Deserialize, Serialize};
@@ -10,7 +10,6 @@ use time::OffsetDateTime;
 
 use super::{Result, data, ok, ok_true};
 use crate::AppState;
-use crate::error::ApiError;
 use crate::extract::{JsonBody, uuid};
 use crate::middleware::{Caller, one_trip};
 use crate::ratelimit::Group;
@@ -129,7 +128,7 @@ pub(super) async fn delete(
     JsonBody(body): JsonBody<DeleteBody>,
 ) -> Result {
     let id = match body.record_id.as_deref() {
-        None | Some("") => return Err(ApiError::invalid("recordId is required")),
+        None | Some("") => return Err(ValueError::Missing("recordId").into()),
         Some(s) => SubAccountId::from_uuid(uuid(s, "recordId")?),
     };
     state.sub_accounts.delete(me.partner_id(), id).await?;

@@ -8,8 +8,8 @@ use partner_domain::account::{
     CareServicesAccess, NotFoundOr, PartnerSettings, PartnerSettingsInput,
 };
 use partner_domain::kernel::ids::{TokenId, UserId};
-use partner_domain::kernel::values::{CareService, Email, Lang, PartnerId};
-use partner_domain::kernel::wire::parse_timestamp;
+use partner_domain::kernel::values::{CareService, Email, Lang, PartnerId, ValueError};
+use partner_domain::kernel::wire::parse_timestamp_field;
 use serde::Deserialize;
 
 use super::{Result, data, ok, ok_true};
@@ -46,44 +46,37 @@ pub(super) struct PartnerBody {
     care_services: CareServicesBody,
 }
 
-fn lang(s: &str, field: &str) -> std::result::Result<Lang, ApiError> {
-    Lang::parse(s).ok_or_else(|| ApiError::invalid(format!("{field} entries must be en or es")))
-}
+impl TryFrom<PartnerBody> for PartnerSettings {
+    type Error = ValueError;
 
-impl PartnerBody {
-    fn into_settings(self) -> std::result::Result<PartnerSettings, ApiError> {
-        let services = self
+    /// Every refusal is the domain's ([`PartnerSettings::parse`] and the values' parsers).
+    fn try_from(b: PartnerBody) -> std::result::Result<Self, ValueError> {
+        let services = b
             .care_services
             .services
             .iter()
-            .map(|s| {
-                CareService::parse(s).ok_or_else(|| {
-                    ApiError::invalid(
-                        "careServices.services entries must be primary-care, urgent-care, mental-health, dermatology or veterinary-care",
-                    )
-                })
-            })
+            .map(|s| CareService::parse_field(s, "careServices.services entries"))
             .collect::<std::result::Result<_, _>>()?;
-        let settings = PartnerSettingsInput {
-            name: self.name,
-            email: Email::parse(&self.email)?,
-            active: self.active,
-            dna_access: self.dna_access,
-            headless_links: self.headless_links,
-            default_lang: lang(&self.default_lang, "defaultLang")?,
-            enabled_langs: self
+        PartnerSettings::parse(PartnerSettingsInput {
+            name: b.name,
+            email: Email::parse(&b.email)?,
+            active: b.active,
+            dna_access: b.dna_access,
+            headless_links: b.headless_links,
+            // "entries" though it is one value: the text this field has always answered with.
+            default_lang: Lang::parse_field(&b.default_lang, "defaultLang entries")?,
+            enabled_langs: b
                 .enabled_langs
                 .iter()
-                .map(|l| lang(l, "enabledLangs"))
+                .map(|l| Lang::parse_field(l, "enabledLangs entries"))
                 .collect::<std::result::Result<_, _>>()?,
             care_services: CareServicesAccess {
-                subscription_active: self.care_services.subscription_active,
-                manual_override: self.care_services.manual_override,
-                yearly_bundle: self.care_services.yearly_bundle,
+                subscription_active: b.care_services.subscription_active,
+                manual_override: b.care_services.manual_override,
+                yearly_bundle: b.care_services.yearly_bundle,
                 services,
             },
-        };
-        Ok(PartnerSettings::parse(settings)?)
+        })
     }
 }
 
@@ -104,7 +97,7 @@ pub(super) async fn put_partner(
     JsonBody(body): JsonBody<PartnerBody>,
 ) -> Result {
     let id = PartnerId::parse(&path)?;
-    let settings = body.into_settings()?;
+    let settings = PartnerSettings::try_from(body)?;
     let (partner, created) = state.accounts.put_partner(&id, settings).await?;
     Ok(data(
         if created {
@@ -254,10 +247,7 @@ pub(super) async fn create_token(
     let user = UserId::from_uuid(uuid(&path, "user id")?);
     let expires_at = body
         .expires_at
-        .map(|s| {
-            parse_timestamp(&s)
-                .ok_or_else(|| ApiError::invalid("expiresAt must be an RFC 3339 timestamp"))
-        })
+        .map(|s| parse_timestamp_field(&s, "expiresAt"))
         .transpose()?;
     let token = state.accounts.issue_token(user, expires_at).await?;
     Ok(data(StatusCode::CREATED, IssuedTokenOut::from(&token)))
