@@ -462,4 +462,16 @@ async fn refused_body_values_answer_the_texts_they_always_did() {
         "recordId is required",
     )
     .await;
+    expect(
+        app.internal(Method::POST, "/payouts")
+            .json(
+                &json!({ "partnerId": "acme", "payoutDate": "30/11/2026", "payoutAmount": 1,
+                           "status": "paid" }),
+            )
+            .send()
+            .await
+            .expect("send"),
+        "payoutDate must be YYYY-MM-DD",
+    )
+    .await;
 }

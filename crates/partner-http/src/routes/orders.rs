@@ -3,7 +3,7 @@
 
 use actix_web::{HttpRequest, HttpResponse, http::StatusCode, web};
 use partner_domain::account::NotFoundOr;
-use partner_domain::kernel::values::{Email, Money, PartnerId, text};
+use partner_domain::kernel::values::{Email, Money, PartnerId, ValueError, text};
 use partner_domain::kernel::wire;
 use partner_domain::lead::TestSource;
 use partner_domain::order::{
@@ -148,29 +148,37 @@ pub(super) async fn create_order(
     state: web::Data<AppState>,
     JsonBody(b): JsonBody<OrderBody>,
 ) -> Result {
-    let at = attribution(&b.partner_id, b.sub_id.as_deref())?;
-    let order = Order::new(OrderParts {
-        order_id: parse_order_id(&b.order_id)?,
-        partner_id: at.partner_id,
-        sub_id: at.sub_id,
-        created_date: timestamp(&b.created_date, "createdDate")?,
-        product: text("product", &b.product, 1, 200)?,
-        amount: Money::parse(b.amount, "amount")?,
-        commission: Money::parse(b.commission, "commission")?,
-        status: text("status", &b.status, 1, 64)?,
-        is_test: b.is_test,
-        source: text("source", &b.source, 1, 64)?,
-        customer_name: optional_text(b.customer_name.as_deref(), "customerName", 200)?,
-        customer_email: b
-            .customer_email
-            .as_deref()
-            .map(|e| Email::parse_field(e, "customerEmail").map(|e| e.as_str().to_owned()))
-            .transpose()?,
-    });
+    let order = Order::new(OrderParts::try_from(b)?);
     Ok(match state.orders.ingest(order).await? {
         OrderIngest::Created(l) => data(StatusCode::CREATED, OrderOut::listed(&l, true)),
         OrderIngest::Replayed(l) => ok(OrderOut::listed(&l, true)),
     })
+}
+
+impl TryFrom<OrderBody> for OrderParts {
+    type Error = ValueError;
+
+    fn try_from(b: OrderBody) -> std::result::Result<Self, ValueError> {
+        let at = attribution(&b.partner_id, b.sub_id.as_deref())?;
+        Ok(Self {
+            order_id: parse_order_id(&b.order_id)?,
+            partner_id: at.partner_id,
+            sub_id: at.sub_id,
+            created_date: timestamp(&b.created_date, "createdDate")?,
+            product: text("product", &b.product, 1, 200)?,
+            amount: Money::parse(b.amount, "amount")?,
+            commission: Money::parse(b.commission, "commission")?,
+            status: text("status", &b.status, 1, 64)?,
+            is_test: b.is_test,
+            source: text("source", &b.source, 1, 64)?,
+            customer_name: optional_text(b.customer_name.as_deref(), "customerName", 200)?,
+            customer_email: b
+                .customer_email
+                .as_deref()
+                .map(|e| Email::parse_field(e, "customerEmail").map(|e| e.as_str().to_owned()))
+                .transpose()?,
+        })
+    }
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -199,23 +207,31 @@ pub(super) async fn create_event(
     state: web::Data<AppState>,
     JsonBody(b): JsonBody<EventBody>,
 ) -> Result {
-    let at = attribution(&b.partner_id, b.sub_id.as_deref())?;
-    let new = NewAnalyticsEvent {
-        run_id: parse_run_id(&b.run_id)?,
-        partner_id: at.partner_id,
-        sub_id: at.sub_id,
-        event: parse_event_name(&b.event)?,
-        product: optional_text(b.product.as_deref(), "product", 200)?,
-        amount: b.amount.map(|a| Money::parse(a, "amount")).transpose()?,
-        occurred_at: timestamp(&b.occurred_at, "occurredAt")?,
-        test_source: TestSource::parse_field(&b.test_source, "testSource")?,
-    }
-    .checked()?;
+    let new = NewAnalyticsEvent::try_from(b)?;
     state.orders.record_event(new).await?;
     Ok(data(
         StatusCode::ACCEPTED,
         serde_json::json!({ "ok": true }),
     ))
+}
+
+impl TryFrom<EventBody> for NewAnalyticsEvent {
+    type Error = ValueError;
+
+    fn try_from(b: EventBody) -> std::result::Result<Self, ValueError> {
+        let at = attribution(&b.partner_id, b.sub_id.as_deref())?;
+        Self {
+            run_id: parse_run_id(&b.run_id)?,
+            partner_id: at.partner_id,
+            sub_id: at.sub_id,
+            event: parse_event_name(&b.event)?,
+            product: optional_text(b.product.as_deref(), "product", 200)?,
+            amount: b.amount.map(|a| Money::parse(a, "amount")).transpose()?,
+            occurred_at: timestamp(&b.occurred_at, "occurredAt")?,
+            test_source: TestSource::parse_field(&b.test_source, "testSource")?,
+        }
+        .checked()
+    }
 }
 
 #[utoipa::path(
