@@ -46,15 +46,16 @@ USER_ID=$(post POST /internal/v1/users "${I[@]}" -d '{"email":"u@acme.test","par
   | sed -E 's/.*"id":"([^"]+)".*/\1/')
 TOKEN=$(post POST "/internal/v1/users/$USER_ID/tokens" "${I[@]}" | sed -E 's/.*"token":"([^"]+)".*/\1/')
 A=(-H "Authorization: Bearer $TOKEN" -H "Content-Type: application/json")
-post POST /api/v1/sub-accounts "${A[@]}" -d '{"subId":"7","nickname":"Front desk"}' >/dev/null
+SUB=$(post POST /api/v1/sub-accounts "${A[@]}" -d '{"subId":"7","nickname":"Front desk"}' | sed -E 's/.*"id":"([^"]+)".*/\1/')
 post POST /api/v1/webhook-endpoints "${A[@]}" -d '{"url":"https://hooks.acme.invalid/x","events":["lead.created"]}' >/dev/null
-post POST /internal/v1/leads "${I[@]}" -d '{"partnerId":"acme","firstName":"Ann","lastName":"Lee","email":"ann@example.com",
-  "emailConsent":true,"smsConsent":false,"origin":"managed-website","location":"Austin, TX"}' >/dev/null
+LEAD=$(post POST /internal/v1/leads "${I[@]}" -d '{"partnerId":"acme","firstName":"Ann","lastName":"Lee","email":"ann@example.com",
+  "emailConsent":true,"smsConsent":false,"origin":"managed-website","location":"Austin, TX"}' | sed -E 's/^\{"data":\{"id":"([^"]+)".*/\1/')
 post POST /internal/v1/orders "${I[@]}" -d '{"orderId":"o-1","partnerId":"acme","createdDate":"2026-11-20T10:00:00.000Z",
   "product":"P","amount":10,"commission":1,"status":"shipped","isTest":false,"source":"pharmacy"}' >/dev/null
-post POST /internal/v1/payouts "${I[@]}" -d '{"partnerId":"acme","payoutDate":"2026-11-15","payoutAmount":5,"status":"paid"}' >/dev/null
-post POST /internal/v1/care-services-coupons/bulk-orders "${I[@]}" -d '{"partnerId":"acme","productSlug":"primary","months":12,
-  "quantity":2,"unitPriceCents":9900,"purchaserEmail":"b@acme.test","purchaserSource":"portal"}' >/dev/null
+PAYOUT=$(post POST /internal/v1/payouts "${I[@]}" -d '{"partnerId":"acme","payoutDate":"2026-11-15","payoutAmount":5,"status":"paid"}' \
+  | sed -E 's/.*"recordId":"([^"]+)".*/\1/')
+COUPON=$(post POST /internal/v1/care-services-coupons/bulk-orders "${I[@]}" -d '{"partnerId":"acme","productSlug":"primary","months":12,
+  "quantity":2,"unitPriceCents":9900,"purchaserEmail":"b@acme.test","purchaserSource":"portal"}' | sed -E 's/.*"code":"([^"]+)".*/\1/')
 DELIVERY=$(curl -sf "$B/api/v1/webhook-deliveries" "${A[@]}" | sed -E 's/^\{"data":\[\{"id":"([^"]+)".*/\1/')
 
 READS=(
@@ -70,6 +71,11 @@ READS=(
   /api/v1/webhook-endpoints
   /api/v1/webhook-deliveries
   "/api/v1/webhook-deliveries/$DELIVERY"
+  "/api/v1/leads/$LEAD"
+  /api/v1/orders/o-1
+  "/api/v1/payouts/$PAYOUT"
+  "/api/v1/sub-accounts/$SUB"
+  "/api/v1/care-services-coupons/$COUPON"
 )
 TRACE=$(mktemp)
 printf '%-48s %6s %10s %7s %11s\n' "read" "status" "statements" "writes" "round trips"
@@ -95,7 +101,7 @@ for path in "${READS[@]}"; do
     }
     fd != "" && match($0, /(read|recvfrom)\(([0-9]+),.*= ([0-9]+)$/, m) && m[2] == fd && m[3] > 0 { answered = 1 }
     END { print trips + 0 }' "$TRACE")
-  printf '%-48s %6s %10s %7s %11s\n' "GET ${path/$DELIVERY/{id\}}" "$status" "$(grep -c . <<<"$logged" || true)" "$writes" "$trips"
+  printf '%-48s %6s %10s %7s %11s\n' "GET $(sed -E 's/[0-9a-f]{8}-[0-9a-f-]{27}|'"$COUPON"'/{id}/' <<<"$path")" "$status" "$(grep -c . <<<"$logged" || true)" "$writes" "$trips"
   if [ -n "${BENCH_VERBOSE:-}" ]; then sed -E 's/^.*LOG: +//' <<<"$logged" | cut -c1-220 | sed 's/^/    /'; fi
 done
 [ -z "${BENCH_KEEP_TRACE:-}" ] && rm -f "$TRACE" || echo "last trace: $TRACE"

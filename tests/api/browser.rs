@@ -29,7 +29,7 @@ const CHROMIUM: &str = "/usr/bin/chromium";
 const IMAGE_HOST: &str = "img.test";
 
 /// A chromedriver process on a free port with a throwaway browser profile.
-struct Driver {
+pub(crate) struct Driver {
     child: Child,
     port: u16,
     profile: PathBuf,
@@ -44,7 +44,7 @@ impl Drop for Driver {
 }
 
 /// Starts chromedriver, or `None` (after saying so) when the browser is not installed here.
-fn driver() -> Option<Driver> {
+pub(crate) fn driver() -> Option<Driver> {
     let missing: Vec<_> = [CHROMEDRIVER, CHROMIUM]
         .into_iter()
         .filter(|p| !Path::new(p).exists())
@@ -87,7 +87,7 @@ fn driver() -> Option<Driver> {
     Some(driver)
 }
 
-async fn browser(d: &Driver) -> Client {
+pub(crate) async fn browser(d: &Driver) -> Client {
     let mut caps = Capabilities::new();
     caps.insert(
         "goog:chromeOptions".into(),
@@ -131,7 +131,7 @@ impl WebDriverCompatibleCommand for BrowserLog {
 
 /// Console errors and warnings, except the product images' failed loads (deliberate here), and
 /// how many of those image failures were logged (proof that the log is read at all).
-async fn console_problems(c: &Client) -> (Vec<String>, usize) {
+pub(crate) async fn console_problems(c: &Client) -> (Vec<String>, usize) {
     let log = c.issue_cmd(BrowserLog).await.expect("browser log");
     let (images, problems): (Vec<String>, Vec<String>) = log
         .as_array()
@@ -143,12 +143,12 @@ async fn console_problems(c: &Client) -> (Vec<String>, usize) {
     (problems, images.len())
 }
 
-async fn js(c: &Client, script: &str) -> Value {
+pub(crate) async fn js(c: &Client, script: &str) -> Value {
     c.execute(script, vec![]).await.expect("script runs")
 }
 
 /// Polls `script` (a JS expression) until it is truthy; its last value.
-async fn until(c: &Client, what: &str, script: &str) -> Value {
+pub(crate) async fn until(c: &Client, what: &str, script: &str) -> Value {
     eventually_within(Duration::from_secs(15), what, || async {
         let v = js(c, &format!("return ({script});")).await;
         (!(v.is_null() || v == json!(false) || v == json!(0) || v == json!(""))).then_some(v)
@@ -157,7 +157,7 @@ async fn until(c: &Client, what: &str, script: &str) -> Value {
 }
 
 /// Sets the viewport (not the window) to `width` x `height` CSS pixels.
-async fn viewport(c: &Client, width: u32, height: u32) {
+pub(crate) async fn viewport(c: &Client, width: u32, height: u32) {
     c.set_window_size(width, height).await.expect("window size");
     let inner = js(c, "return [window.innerWidth, window.innerHeight];").await;
     let dw = i64::from(width) - inner[0].as_i64().expect("width");
@@ -178,7 +178,7 @@ fn screenshots_dir() -> PathBuf {
 }
 
 /// A full-page screenshot of the current page at `width` CSS pixels.
-async fn screenshot(c: &Client, width: u32, name: &str) -> PathBuf {
+pub(crate) async fn screenshot(c: &Client, width: u32, name: &str) -> PathBuf {
     viewport(c, width, 800).await;
     let h = js(
         c,
@@ -194,7 +194,7 @@ async fn screenshot(c: &Client, width: u32, name: &str) -> PathBuf {
     path
 }
 
-async fn tab(c: &Client) {
+pub(crate) async fn tab(c: &Client) {
     let key: char = Key::Tab.into();
     c.perform_actions(
         KeyActions::new("keyboard".into())

@@ -267,16 +267,24 @@ async fn finished_deliveries_and_their_events_are_pruned_after_the_retention() {
     let repo = store(&app);
     let now = OffsetDateTime::now_utc();
     assert_eq!(
-        repo.prune(now - Duration::from_secs(3600), 500)
-            .await
-            .expect("prune"),
+        repo.prune(
+            now - Duration::from_secs(3600),
+            now - Duration::from_secs(3600),
+            500
+        )
+        .await
+        .expect("prune"),
         0,
         "younger than the retention: kept"
     );
     assert_eq!(
-        repo.prune(now + Duration::from_secs(1), 500)
-            .await
-            .expect("prune"),
+        repo.prune(
+            now + Duration::from_secs(1),
+            now + Duration::from_secs(1),
+            500
+        )
+        .await
+        .expect("prune"),
         2,
         "the delivery and its event"
     );

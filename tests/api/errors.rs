@@ -13,7 +13,7 @@ async fn unknown_routes_are_404_not_found() {
         "/nope",
         "/api/v1/nope",
         "/api/v2/leads",
-        "/api/v1/sub-accounts/extra",
+        "/api/v1/sub-accounts/7/extra",
         "/internal/v1/nope",
     ] {
         let res = app

@@ -68,6 +68,24 @@ impl TestApp {
         Self::spawn_on(&db, Migrations::Apply, tweak, Arc::new(SystemClock)).await
     }
 
+    /// Starts a server on the database at `url` (on a cluster of the test's own), creating it
+    /// and applying the migrations; the database goes with its cluster.
+    pub async fn spawn_on_url(url: &str, tweak: impl FnOnce(&mut Config)) -> Self {
+        let url = url.to_owned();
+        let mut app = Self::spawn_on(
+            "unused",
+            Migrations::Apply,
+            move |c| {
+                c.database_url = url;
+                tweak(c);
+            },
+            Arc::new(SystemClock),
+        )
+        .await;
+        app.owns_db = false;
+        app
+    }
+
     async fn spawn_on(
         db: &str,
         migrations: Migrations,

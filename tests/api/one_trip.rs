@@ -12,18 +12,27 @@ use time::OffsetDateTime;
 use crate::helpers::{Seeded, TestApp, assert_error, body, lead_body, partner_body};
 
 /// Each partner read, with the rate-limit group it charges (checked through its headers).
-pub(crate) const READS: [&str; 11] = [
+pub(crate) const READS: [&str; 20] = [
     "/api/v1/sub-accounts",
+    "/api/v1/sub-accounts/{sub}",
     "/api/v1/leads",
+    "/api/v1/leads/{lead}",
     "/api/v1/orders",
+    "/api/v1/orders/{order}",
+    "/api/v1/orders/{simulated}",
     "/api/v1/payouts",
+    "/api/v1/payouts/{payout}",
     "/api/v1/dna-links",
     "/api/v1/medical-intake-links?sub=7",
     "/api/v1/care-service-links?sub=7",
     "/api/v1/care-services-coupons",
+    "/api/v1/care-services-coupons/{coupon}",
     "/api/v1/webhook-endpoints",
     "/api/v1/webhook-deliveries",
+    "/api/v1/webhook-deliveries/by-hour",
     "/api/v1/webhook-deliveries/{delivery}",
+    "/api/v1/events",
+    "/api/v1/events/{event}",
 ];
 
 /// What only the other tenant has: none of it may appear in the first tenant's answers.
@@ -40,10 +49,23 @@ async fn post_ok(app: &TestApp, path: &str, b: Value) -> Value {
     body(res).await
 }
 
+/// The ids of a partner's records that [`populate`] made, for the reads by id.
+#[derive(Debug, Clone)]
+pub(crate) struct Ids {
+    pub(crate) delivery: String,
+    pub(crate) lead: String,
+    pub(crate) order: String,
+    pub(crate) simulated: String,
+    pub(crate) payout: String,
+    pub(crate) sub: String,
+    pub(crate) coupon: String,
+    pub(crate) event: String,
+}
+
 /// A partner with a sub-account (subId 7), a lead, an order, a simulated order, a payout, coupons,
-/// a webhook endpoint and a delivery; every free text carries `tag`. Returns its seed and the id
-/// of its delivery.
-pub(crate) async fn populate(app: &TestApp, partner: &str, tag: &str) -> (Seeded, String) {
+/// a webhook endpoint and a delivery; every free text carries `tag`. Returns its seed and the ids
+/// of its records (the first event's too).
+pub(crate) async fn populate(app: &TestApp, partner: &str, tag: &str) -> (Seeded, Ids) {
     let s = app.seed(partner, false).await;
     let res = app
         .api(Method::POST, "/api/v1/sub-accounts", &s.token)
@@ -52,17 +74,25 @@ pub(crate) async fn populate(app: &TestApp, partner: &str, tag: &str) -> (Seeded
         .await
         .expect("send");
     assert_eq!(res.status(), StatusCode::CREATED);
+    let sub = body(res).await["data"]["id"]
+        .as_str()
+        .expect("sub-account id")
+        .to_owned();
     app.create_webhook_endpoint(
         &s.token,
         &json!({ "url": format!("https://hooks.{tag}.invalid/x"),
                  "events": ["lead.created", "order.created", "payout.created"] }),
     )
     .await;
-    app.ingest_lead(&lead_body(
-        partner,
-        json!({ "firstName": format!("{tag} first") }),
-    ))
-    .await;
+    let lead = app
+        .ingest_lead(&lead_body(
+            partner,
+            json!({ "firstName": format!("{tag} first") }),
+        ))
+        .await["id"]
+        .as_str()
+        .expect("lead id")
+        .to_owned();
     post_ok(
         app,
         "/orders",
@@ -80,14 +110,17 @@ pub(crate) async fn populate(app: &TestApp, partner: &str, tag: &str) -> (Seeded
                 "testSource": "simulation" }),
     )
     .await;
-    post_ok(
+    let payout = post_ok(
         app,
         "/payouts",
         json!({ "partnerId": partner, "payoutDate": "2026-11-15", "payoutAmount": 12.5,
                 "status": format!("{tag}-paid") }),
     )
-    .await;
-    post_ok(
+    .await["data"]["recordId"]
+        .as_str()
+        .expect("payout id")
+        .to_owned();
+    let coupons = post_ok(
         app,
         "/care-services-coupons/bulk-orders",
         json!({ "partnerId": partner, "productSlug": "primary", "months": 12, "quantity": 2,
@@ -95,16 +128,70 @@ pub(crate) async fn populate(app: &TestApp, partner: &str, tag: &str) -> (Seeded
                 "purchaserSource": format!("{tag} source") }),
     )
     .await;
+    let coupon = coupons["data"]["coupons"][0]["code"]
+        .as_str()
+        .expect("coupon code")
+        .to_owned();
     let deliveries = app.get_ok("/api/v1/webhook-deliveries", &s.token).await;
     let delivery = deliveries["data"][0]["id"]
         .as_str()
         .expect("a delivery of the partner's events")
         .to_owned();
-    (s, delivery)
+    let event = first_event(app, partner).await;
+    let ids = Ids {
+        delivery,
+        lead,
+        order: format!("{tag}-order-1"),
+        simulated: format!("TEST-SIM-{tag}-run"),
+        payout,
+        sub,
+        coupon,
+        event,
+    };
+    (s, ids)
 }
 
-pub(crate) fn path(read: &str, delivery: &str) -> String {
-    read.replace("{delivery}", delivery)
+/// The id of the partner's first event, read from the database (not through the API, whose
+/// budget the tests count), once every event of the partner is readable in the feed (below the
+/// horizon: every older transaction of the cluster has ended).
+async fn first_event(app: &TestApp, partner: &str) -> String {
+    use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+    #[derive(diesel::QueryableByName)]
+    struct Row {
+        #[diesel(sql_type = diesel::sql_types::Uuid)]
+        id: uuid::Uuid,
+    }
+    let mut conn = AsyncPgConnection::establish(&app.config.database_url)
+        .await
+        .expect("connect");
+    let conn = &tokio::sync::Mutex::new(&mut conn);
+    crate::helpers::eventually("the partner's events readable in the feed", || async move {
+        let mut c = conn.lock().await;
+        let row: Option<Row> = diesel::sql_query(
+            "SELECT id FROM domain_events WHERE partner_id = $1 AND kind <> 'ping' \
+             AND NOT EXISTS (SELECT 1 FROM domain_events WHERE partner_id = $1 \
+               AND txid >= pg_snapshot_xmin(pg_current_snapshot())::text::bigint) \
+             ORDER BY txid, seq LIMIT 1",
+        )
+        .bind::<diesel::sql_types::Text, _>(partner)
+        .get_result(&mut **c)
+        .await
+        .ok();
+        row.map(|r| r.id.to_string())
+    })
+    .await
+}
+
+/// `read` with the ids of `ids` in its placeholders.
+pub(crate) fn path(read: &str, ids: &Ids) -> String {
+    read.replace("{delivery}", &ids.delivery)
+        .replace("{lead}", &ids.lead)
+        .replace("{order}", &ids.order)
+        .replace("{simulated}", &ids.simulated)
+        .replace("{payout}", &ids.payout)
+        .replace("{sub}", &ids.sub)
+        .replace("{coupon}", &ids.coupon)
+        .replace("{event}", &ids.event)
 }
 
 async fn status(app: &TestApp, path: &str, token: &str) -> (StatusCode, String) {
@@ -121,14 +208,15 @@ async fn status(app: &TestApp, path: &str, token: &str) -> (StatusCode, String) 
 async fn every_partner_read_answers_only_its_tenant_and_only_a_live_token() {
     let clock = Arc::new(FixedClock::new(OffsetDateTime::now_utc()));
     let app = TestApp::spawn_full(|_| {}, clock.clone()).await;
-    let (acme, acme_delivery) = populate(&app, "acme", "acme").await;
-    let (zeta, zeta_delivery) = populate(&app, "zeta", MARK).await;
+    let (acme, acme_ids) = populate(&app, "acme", "acme").await;
+    let (zeta, zeta_ids) = populate(&app, "zeta", MARK).await;
+    let zeta_delivery = zeta_ids.delivery.clone();
     let other = app.sibling().await;
 
     // Tenancy: a live token reads its own partner's rows, none of the other's; a delivery id of
     // the other partner is 404.
     for read in READS {
-        let p = path(read, &acme_delivery);
+        let p = path(read, &acme_ids);
         let res = app
             .api(Method::GET, &p, &acme.token)
             .send()
@@ -144,14 +232,21 @@ async fn every_partner_read_answers_only_its_tenant_and_only_a_live_token() {
         }
         let text = res.text().await.expect("body");
         assert!(
-            !text.contains(MARK) && !text.contains(&zeta_delivery),
+            !text.contains(MARK)
+                && !text.contains(&zeta_delivery)
+                && !text.contains(&zeta_ids.event),
             "GET {p} shows the other tenant: {text}"
         );
         // The other tenant's own read does show its rows (so the check above means something).
-        let (st, text) = status(&app, &path(read, &zeta_delivery), &zeta.token).await;
+        let (st, text) = status(&app, &path(read, &zeta_ids), &zeta.token).await;
         assert_eq!(st, StatusCode::OK, "GET {read} for zeta");
+        // (The hourly counts carry no text: `portal::the_hourly_counts_equal_the_log` checks
+        // their tenancy by the numbers.)
         assert!(
-            text.contains(MARK) || text.contains(&zeta_delivery) || read.contains("links"),
+            text.contains(MARK)
+                || text.contains(&zeta_delivery)
+                || read.contains("links")
+                || read.contains("by-hour"),
             "{read}: {text}"
         );
     }
@@ -207,7 +302,7 @@ async fn every_partner_read_answers_only_its_tenant_and_only_a_live_token() {
     // An unknown token, and no token.
     let unknown = format!("pk_live_{}", "a".repeat(43));
     for read in READS {
-        let p = path(read, &acme_delivery);
+        let p = path(read, &acme_ids);
         assert_error(
             app.api(Method::GET, &p, &unknown)
                 .send()
@@ -233,7 +328,7 @@ async fn every_partner_read_answers_only_its_tenant_and_only_a_live_token() {
             .is_success()
     );
     for read in READS {
-        let p = path(read, &acme_delivery);
+        let p = path(read, &acme_ids);
         let res = app
             .api(Method::GET, &p, &acme.token)
             .send()
@@ -252,7 +347,7 @@ async fn every_partner_read_answers_only_its_tenant_and_only_a_live_token() {
             .is_success()
     );
     for read in READS {
-        let p = path(read, &acme_delivery);
+        let p = path(read, &acme_ids);
         assert_eq!(status(&app, &p, &acme.token).await.0, StatusCode::OK, "{p}");
     }
 
@@ -272,12 +367,12 @@ async fn every_partner_read_answers_only_its_tenant_and_only_a_live_token() {
         .expect("token")
         .to_owned();
     for read in READS {
-        let p = path(read, &acme_delivery);
+        let p = path(read, &acme_ids);
         assert_eq!(status(&app, &p, &expiring).await.0, StatusCode::OK, "{p}");
     }
     clock.advance(time::Duration::seconds(60));
     for read in READS {
-        let p = path(read, &acme_delivery);
+        let p = path(read, &acme_ids);
         assert_error(
             app.api(Method::GET, &p, &expiring)
                 .send()
@@ -292,7 +387,7 @@ async fn every_partner_read_answers_only_its_tenant_and_only_a_live_token() {
     // Revocation acts on the very next request, on this instance and on another one, for a token
     // each read has just served.
     for read in READS {
-        let p = path(read, &acme_delivery);
+        let p = path(read, &acme_ids);
         let (token_id, token) = app.create_token(&acme.user_id).await;
         assert_eq!(status(&app, &p, &token).await.0, StatusCode::OK, "{p}");
         assert_eq!(status(&other, &p, &token).await.0, StatusCode::OK, "{p}");
@@ -324,7 +419,7 @@ async fn every_partner_read_answers_only_its_tenant_and_only_a_live_token() {
         .expect("send");
     assert_eq!(res.status(), StatusCode::OK);
     for read in READS {
-        let p = path(read, &zeta_delivery);
+        let p = path(read, &zeta_ids);
         assert_error(
             app.api(Method::GET, &p, &zeta.token)
                 .send()
@@ -353,6 +448,7 @@ async fn other_methods_on_a_read_path_authenticate_before_405() {
         "/api/v1/care-services-coupons",
         "/api/v1/webhook-endpoints",
         "/api/v1/webhook-deliveries",
+        "/api/v1/events",
     ] {
         let unknown = format!("pk_live_{}", "a".repeat(43));
         assert_error(
@@ -396,9 +492,17 @@ fn the_table_holds_every_documented_partner_read() {
         .map(|r| {
             let path = r.split('?').next().unwrap_or(r);
             path.replace("{delivery}", "{id}")
+                .replace("{lead}", "{id}")
+                .replace("{sub}", "{id}")
+                .replace("{order}", "{orderId}")
+                .replace("{simulated}", "{orderId}")
+                .replace("{payout}", "{recordId}")
+                .replace("{coupon}", "{code}")
+                .replace("{event}", "{id}")
         })
         .collect();
     documented.sort();
     table.sort();
+    table.dedup();
     assert_eq!(table, documented);
 }

@@ -34,6 +34,19 @@ impl Received {
 /// A scripted answer: the status and an optional `Retry-After` value.
 type Answer = (u16, Option<String>);
 
+/// How a misbehaving receiver answers (issue 24, drill 6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Misbehaviour {
+    /// Reads the request, then writes its answer one byte a second.
+    Trickle,
+    /// Answers 200 with a 100 MB body, streamed as fast as the client reads.
+    HugeBody,
+    /// Reads part of the request, then resets the connection (RST, not FIN).
+    ResetMidRequest,
+    /// A slow but well-behaved receiver: answers 200 after this long.
+    Slow(Duration),
+}
+
 pub struct Receiver {
     pub url: String,
     pub ca_file: PathBuf,
@@ -43,16 +56,21 @@ pub struct Receiver {
 
 impl Receiver {
     pub async fn start() -> Self {
-        Self::start_with(false).await
+        Self::start_with(false, None).await
+    }
+
+    /// A receiver that misbehaves on every request (it still records the requests it reads).
+    pub async fn start_misbehaving(how: Misbehaviour) -> Self {
+        Self::start_with(false, Some(how)).await
     }
 
     /// A receiver whose self-signed certificate marks itself a CA (`basicConstraints CA:TRUE`,
     /// openssl's default for `req -x509`), which TLS refuses as a server's certificate.
     pub async fn start_as_ca() -> Self {
-        Self::start_with(true).await
+        Self::start_with(true, None).await
     }
 
-    async fn start_with(is_ca: bool) -> Self {
+    async fn start_with(is_ca: bool, misbehave: Option<Misbehaviour>) -> Self {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let mut params =
             rcgen::CertificateParams::new(vec!["127.0.0.1".to_owned()]).expect("params");
@@ -82,9 +100,25 @@ impl Receiver {
             while let Ok((tcp, _)) = listener.accept().await {
                 let (acceptor, r, s) = (acceptor.clone(), r.clone(), s.clone());
                 tokio::spawn(async move {
+                    if misbehave == Some(Misbehaviour::ResetMidRequest) {
+                        // Read a little of the handshake, then RST.
+                        let mut tcp = tcp;
+                        let mut some = [0u8; 64];
+                        let _ = tcp.read(&mut some).await;
+                        let _ = tcp.set_zero_linger();
+                        drop(tcp);
+                        return;
+                    }
                     let Ok(mut stream) = acceptor.accept(tcp).await else {
                         return;
                     };
+                    if let Some(how) = misbehave {
+                        if let Some(req) = read_request(&mut stream).await {
+                            r.lock().expect("lock").push(req);
+                        }
+                        misbehave_on(&mut stream, how).await;
+                        return;
+                    }
                     let Some(req) = read_request(&mut stream).await else {
                         return;
                     };
@@ -160,6 +194,43 @@ impl Receiver {
             (got.len() >= n).then_some(got)
         })
         .await
+    }
+}
+
+async fn misbehave_on<S: AsyncWriteExt + Unpin>(stream: &mut S, how: Misbehaviour) {
+    match how {
+        Misbehaviour::Trickle => {
+            for b in b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n" {
+                if stream.write_all(&[*b]).await.is_err() || stream.flush().await.is_err() {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }
+        Misbehaviour::HugeBody => {
+            let total: usize = 100 * 1024 * 1024;
+            let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {total}\r\n\r\n");
+            if stream.write_all(head.as_bytes()).await.is_err() {
+                return;
+            }
+            let chunk = vec![b'x'; 64 * 1024];
+            let mut sent = 0;
+            while sent < total {
+                if stream.write_all(&chunk).await.is_err() {
+                    return; // the client stopped reading and closed: what it should do
+                }
+                sent += chunk.len();
+            }
+        }
+        Misbehaviour::ResetMidRequest => {}
+        Misbehaviour::Slow(d) => {
+            // The receiver's own processing time, not a test waiting for something.
+            tokio::time::sleep(d).await;
+            let _ = stream
+                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+                .await;
+            let _ = stream.shutdown().await;
+        }
     }
 }
 

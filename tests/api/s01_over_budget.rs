@@ -67,7 +67,7 @@ async fn hide_partner_data(app: &TestApp, hide: bool) -> usize {
 }
 
 /// Every partner read of `token`, until its group's budget answers 429 (each group is spent).
-async fn spend_every_budget(app: &TestApp, token: &str, delivery: &str) {
+async fn spend_every_budget(app: &TestApp, token: &str, delivery: &crate::one_trip::Ids) {
     for read in READS {
         let p = path(read, delivery);
         let mut spent = false;

@@ -103,157 +103,10 @@ async fn s08_reserved_custom_header_names_are_refused_on_create_and_patch() {
     assert_eq!(rows[0]["customHeader"]["name"], "X_Api_Key");
 }
 
-/// Starts the real binary (`partner-server serve`) on a copy of the template database with
-/// `RUST_LOG=rust_log` and JSON logs; its standard output and error are gathered into one
-/// string, read by the returned handle.
-struct LoggedServer {
-    child: std::process::Child,
-    log: std::sync::Arc<std::sync::Mutex<String>>,
-    readers: Vec<std::thread::JoinHandle<()>>,
-    database_url: String,
-    address: String,
-    /// `http://127.0.0.1:port` of the `/metrics` listener.
-    metrics_address: String,
-}
-
-impl LoggedServer {
-    async fn start(rust_log: &str) -> Self {
-        use std::io::BufRead;
-        use std::process::{Command, Stdio};
-        // The tests' HTTP clients need a TLS provider, as in `TestApp`.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let db = crate::database::clone_template().await;
-        let database_url = crate::database::database_url(&db);
-        let mut child = Command::new(env!("CARGO_BIN_EXE_partner-server"))
-            .args(["serve", "--no-migrate"])
-            .env_clear()
-            .current_dir(std::env::temp_dir())
-            .env("DATABASE_URL", &database_url)
-            .env("PARTNER_BIND", "127.0.0.1:0")
-            .env("PARTNER_TOKEN_PEPPER", crate::helpers::PEPPER)
-            .env("PARTNER_INTERNAL_TOKEN", crate::helpers::INTERNAL_TOKEN)
-            .env("PARTNER_DB_POOL_SIZE", "4")
-            .env("PARTNER_WEBHOOK_POLL_INTERVAL", "100ms")
-            .env("PARTNER_LOG_FORMAT", "json")
-            .env("PARTNER_METRICS_BIND", "127.0.0.1:0")
-            .env("RUST_LOG", rust_log)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("partner-server starts");
-        let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
-        let (port_tx, port_rx) = std::sync::mpsc::channel::<(u16, u16)>();
-        let mut readers = Vec::new();
-        let out: Box<dyn std::io::Read + Send> = Box::new(child.stdout.take().expect("stdout"));
-        let err: Box<dyn std::io::Read + Send> = Box::new(child.stderr.take().expect("stderr"));
-        for stream in [out, err] {
-            let log = log.clone();
-            let port_tx = port_tx.clone();
-            readers.push(std::thread::spawn(move || {
-                for line in std::io::BufReader::new(stream).lines() {
-                    let Ok(line) = line else { break };
-                    if let Ok(v) = serde_json::from_str::<serde_json::Value>(&line)
-                        && v["message"] == "listening"
-                        && let Some(p) = v["port"].as_u64()
-                        && let Some(m) = v["metrics_port"].as_u64()
-                    {
-                        let port = |p| u16::try_from(p).expect("port");
-                        let _ = port_tx.send((port(p), port(m)));
-                    }
-                    let mut l = log.lock().expect("log");
-                    l.push_str(&line);
-                    l.push('\n');
-                }
-            }));
-        }
-        let port = tokio::task::spawn_blocking(move || {
-            port_rx.recv_timeout(std::time::Duration::from_secs(60))
-        })
-        .await
-        .expect("join");
-        let Ok((port, metrics_port)) = port else {
-            let _ = child.kill();
-            panic!("no `listening` line; log: {}", log.lock().expect("log"));
-        };
-        Self {
-            child,
-            log,
-            readers,
-            database_url,
-            address: format!("http://127.0.0.1:{port}"),
-            metrics_address: format!("http://127.0.0.1:{metrics_port}"),
-        }
-    }
-
-    /// An operator API request.
-    fn internal(&self, client: &reqwest::Client, m: Method, p: &str) -> reqwest::RequestBuilder {
-        client
-            .request(m, format!("{}/internal/v1{p}", self.address))
-            .bearer_auth(crate::helpers::INTERNAL_TOKEN)
-    }
-
-    /// An active partner with a user and a token: (token id, user id, token).
-    async fn seed(
-        &self,
-        client: &reqwest::Client,
-        partner: &str,
-        admin: bool,
-    ) -> (String, String, String) {
-        let res = self
-            .internal(client, Method::PUT, &format!("/partners/{partner}"))
-            .json(&crate::helpers::partner_body(true))
-            .send()
-            .await
-            .expect("send");
-        assert!(res.status().is_success(), "{}", res.status());
-        let user = body(
-            self.internal(client, Method::POST, "/users")
-                .json(
-                    &json!({ "email": format!("staff@{partner}.test"), "partnerId": partner,
-                               "admin": admin }),
-                )
-                .send()
-                .await
-                .expect("send"),
-        )
-        .await;
-        let user_id = user["data"]["id"].as_str().expect("user id").to_owned();
-        let token = body(
-            self.internal(client, Method::POST, &format!("/users/{user_id}/tokens"))
-                .send()
-                .await
-                .expect("send"),
-        )
-        .await;
-        (
-            token["data"]["id"].as_str().expect("token id").to_owned(),
-            user_id,
-            token["data"]["token"].as_str().expect("token").to_owned(),
-        )
-    }
-
-    /// The log so far.
-    fn log(&self) -> String {
-        self.log.lock().expect("log").clone()
-    }
-
-    /// Stops the server and returns its whole log.
-    async fn stop(mut self) -> String {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        for r in self.readers.drain(..) {
-            let _ = r.join();
-        }
-        let _ = partner_server::drop_database(&self.database_url).await;
-        self.log.lock().expect("log").clone()
-    }
-}
-
 #[tokio::test]
 async fn s02_no_log_level_puts_secrets_or_personal_data_into_the_log() {
     // Every level open, and the statement-logging crates named explicitly.
-    let server = LoggedServer::start(
+    let server = crate::process::LoggedServer::start(
         "trace,tokio_postgres=trace,postgres_protocol=trace,diesel=trace,diesel_async=trace,\
          reqwest=trace,hyper=trace,hyper_util=trace,rustls=trace,actix_http=trace,actix_web=trace",
     )
@@ -335,6 +188,40 @@ async fn s02_no_log_level_puts_secrets_or_personal_data_into_the_log() {
             .expect("send");
         assert_eq!(res.status(), 200, "{path}");
     }
+    // A webhook-portal link, its exchange, a call with the session, and a refused exchange.
+    let link = body(
+        client
+            .post(format!("{}/api/v1/portal-sessions", server.address))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .expect("send"),
+    )
+    .await;
+    let code = link["data"]["url"]
+        .as_str()
+        .and_then(|u| u.split_once("#code="))
+        .map(|(_, c)| c.to_owned())
+        .unwrap_or_else(|| panic!("a link in {link}"));
+    let exchange = |code: String| {
+        client
+            .post(format!("{}/portal/v1/sessions", server.address))
+            .json(&json!({ "code": code }))
+            .send()
+    };
+    let session = body(exchange(code.clone()).await.expect("send")).await;
+    let portal = session["data"]["token"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a session in {session}"))
+        .to_owned();
+    assert_eq!(exchange(code.clone()).await.expect("send").status(), 400);
+    let res = client
+        .get(format!("{}{ENDPOINTS}", server.address))
+        .bearer_auth(&portal)
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(res.status(), 200);
     // The worker claims the delivery and tries it.
     tokio::time::sleep(std::time::Duration::from_secs(2)).await;
     let log = server.stop().await;
@@ -354,6 +241,8 @@ async fn s02_no_log_level_puts_secrets_or_personal_data_into_the_log() {
         ("lead phone digits", digits.as_str()),
         ("lead last name", "Zyxwvutsrq"),
         ("partner token", token.as_str()),
+        ("portal code", code.as_str()),
+        ("portal session bearer", portal.as_str()),
         ("operator token", crate::helpers::INTERNAL_TOKEN),
         ("token pepper", crate::helpers::PEPPER),
     ] {
@@ -379,7 +268,7 @@ fn sample(page: &str, name: &str) -> Option<f64> {
 
 #[tokio::test]
 async fn s04_cross_partner_reads_by_admin_tokens_are_audited_and_counted() {
-    let server = LoggedServer::start("info").await;
+    let server = crate::process::LoggedServer::start("info").await;
     let client = reqwest::Client::builder()
         .no_proxy()
         .build()
@@ -493,7 +382,7 @@ async fn raw_request(address: &str, bytes: &[u8]) -> (u16, serde_json::Value, St
 
 #[tokio::test]
 async fn s10_s11_parser_rejections_answer_the_error_body_are_counted_and_not_logged_as_errors() {
-    let server = LoggedServer::start("info").await;
+    let server = crate::process::LoggedServer::start("info").await;
     let client = reqwest::Client::builder()
         .no_proxy()
         .build()

@@ -23,6 +23,7 @@ pub mod account;
 pub mod catalog;
 pub mod coupon;
 pub mod events;
+pub mod idempotency;
 pub mod kernel;
 pub mod lead;
 pub mod links;

@@ -9,6 +9,7 @@ use actix_web::http::header::{self, HeaderValue};
 use actix_web::{HttpResponse, ResponseError};
 use partner_domain::RepoError;
 use partner_domain::account::auth::AuthError;
+use partner_domain::account::portal::{ExchangeCodeError, MintCodeError};
 use partner_domain::account::{CreateUserError, IssueTokenError, RotateTokenError};
 use partner_domain::catalog::PutPriceError;
 use partner_domain::coupon::{IssueError, RedeemRefusal, TransitionError};
@@ -18,7 +19,7 @@ use partner_domain::links::{CatalogError, LinkError};
 use partner_domain::order::{IngestOrderError, RecordEventError};
 use partner_domain::payout::RecordPayoutError;
 use partner_domain::sub_account::{CreateSubAccountError, DeleteSubAccountError};
-use partner_domain::webhook::EndpointError;
+use partner_domain::webhook::{EndpointError, FeedError};
 use serde::Serialize;
 
 /// An error answer: status, the contract's code, and a human-readable message that never
@@ -49,6 +50,24 @@ impl ApiError {
     /// 409 with code `invalid_request` (a conflict with the current state).
     pub fn conflict(message: impl Into<Cow<'static, str>>) -> Self {
         Self::new(StatusCode::CONFLICT, "invalid_request", message)
+    }
+
+    /// 409 `idempotency_key_in_use` (extensions §8.3).
+    pub fn idempotency_key_in_use() -> Self {
+        Self::new(
+            StatusCode::CONFLICT,
+            "idempotency_key_in_use",
+            "a request with this Idempotency-Key is still running; retry once it has answered",
+        )
+    }
+
+    /// 422 `idempotency_key_reused` (extensions §8.3).
+    pub fn idempotency_key_reused() -> Self {
+        Self::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "idempotency_key_reused",
+            "this Idempotency-Key was used for another request (method, path or body)",
+        )
     }
 
     /// 404 `not_found`.
@@ -265,6 +284,10 @@ impl ApiError {
         Self::not_found(e.to_string())
     }
 
+    fn msg_forbidden(e: &dyn fmt::Display) -> Self {
+        Self::forbidden(e.to_string())
+    }
+
     fn msg_conflict(e: &dyn fmt::Display) -> Self {
         Self::conflict(e.to_string())
     }
@@ -325,9 +348,32 @@ domain_errors! {
         RotateTokenError::NotFound => msg_not_found,
         RotateTokenError::NotLive => msg_conflict,
     }
+    MintCodeError {
+        MintCodeError::Repo(_) => storage,
+        MintCodeError::KeysUnavailable => msg_unavailable,
+        MintCodeError::FromPortal => msg_forbidden,
+    }
+    ExchangeCodeError {
+        ExchangeCodeError::Repo(_) => storage,
+        ExchangeCodeError::KeysUnavailable => msg_unavailable,
+        ExchangeCodeError::InvalidCode => msg_invalid,
+    }
 }
 
 /// Beside the table: over the action budget carries its own `Retry-After`.
+impl From<FeedError> for ApiError {
+    fn from(e: FeedError) -> Self {
+        match &e {
+            FeedError::Repo(_) => Self::storage(&e),
+            FeedError::NotFound => Self::msg_not_found(&e),
+            FeedError::BadCursor => Self::msg_invalid(&e),
+            FeedError::CursorExpired => {
+                Self::new(StatusCode::GONE, "cursor_expired", e.to_string())
+            }
+        }
+    }
+}
+
 impl From<EndpointError> for ApiError {
     fn from(e: EndpointError) -> Self {
         match &e {

@@ -12,6 +12,7 @@ pub mod client_addr;
 mod csv_export;
 mod error;
 mod extract;
+mod idempotency;
 mod middleware;
 mod params;
 pub mod ratelimit;
@@ -32,6 +33,7 @@ use std::sync::Arc;
 use actix_web::web;
 use partner_domain::account::AccountService;
 use partner_domain::account::auth::AuthService;
+use partner_domain::account::portal::PortalService;
 use partner_domain::catalog::CatalogService;
 use partner_domain::coupon::CouponService;
 use partner_domain::kernel::clock::Clock;
@@ -63,6 +65,14 @@ pub struct AppState {
     pub catalog: CatalogService,
     pub coupons: CouponService,
     pub webhooks: WebhookService,
+    /// Idempotency keys and their kept answers (extensions §8.3).
+    pub idempotency: partner_domain::idempotency::IdempotencyService,
+    /// The partner's webhook portal: codes and sessions (extensions §10).
+    pub portal: PortalService,
+    /// Where the portal's links point (`PARTNER_BASE_URL`): `{base}/portal#code=…`.
+    pub base_url: url::Url,
+    /// The events feed (extensions.md §8.1).
+    pub feed: partner_domain::webhook::EventFeed,
     pub readiness: Arc<dyn Readiness>,
     pub clock: Arc<dyn Clock>,
     /// Where rate-limit budgets live (in-process, or shared through Redis).

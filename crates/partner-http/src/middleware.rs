@@ -10,6 +10,7 @@ use actix_web::middleware::Next;
 use actix_web::{Error, HttpMessage, HttpRequest, HttpResponse, ResponseError, web};
 use futures_util::FutureExt;
 use partner_domain::account::auth::{AuthError, Authenticated, Presented, Principal, Sealed};
+use partner_domain::idempotency::Caller as IdempotencyCaller;
 use partner_domain::kernel::compare::constant_time_eq;
 use partner_domain::rate_limit::Decision;
 
@@ -239,8 +240,12 @@ async fn guard(
         Admission::Denied(e) => return Ok(req.error_response(e)),
         Admission::Limited(e, decision) => (req.error_response(e), decision),
         Admission::Allowed(principal, decision) => {
+            let caller = IdempotencyCaller::Partner(principal.partner_id().clone());
             req.extensions_mut().insert(principal);
-            (next.call(req).await?, decision)
+            (
+                crate::idempotency::run(&st, caller, req, next).await?,
+                decision,
+            )
         }
     };
     rate_limit_headers(res.headers_mut(), &decision);
@@ -279,6 +284,11 @@ async fn admit(
     {
         return Admission::Denied(ApiError::forbidden(r.message));
     }
+    // A portal session reaches only the webhook and endpoint calls (extensions §10), all of
+    // them in the *webhook endpoints* group; anything else is 403 with the account checks.
+    if authed.principal.portal() && group != Group::WebhookEndpoints {
+        return Admission::Denied(ApiError::forbidden(PORTAL_SCOPE));
+    }
     let now = st.clock.now().unix_timestamp();
     let decision = st
         .limiter
@@ -291,6 +301,10 @@ async fn admit(
         Admission::Limited(ApiError::rate_limited(decision.retry_after(now)), decision)
     }
 }
+
+/// The 403 of a portal session's call outside its scope.
+pub(crate) const PORTAL_SCOPE: &str =
+    "a portal session may call only the webhook endpoint and delivery calls";
 
 /// The `X-RateLimit-*` headers every answer after the rate-limit step carries.
 fn rate_limit_headers(h: &mut header::HeaderMap, decision: &Decision) {
@@ -490,7 +504,7 @@ pub async fn internal_guard(
         Some(t) if !same_secret(t, expected.as_bytes()) => {
             Ok(req.error_response(ApiError::invalid_token()))
         }
-        Some(_) => next.call(req).await,
+        Some(_) => crate::idempotency::run(&st, IdempotencyCaller::Operator, req, next).await,
     }
 }
 

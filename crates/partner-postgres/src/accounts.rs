@@ -17,7 +17,7 @@ use crate::models::api_tokens::{TokenRow, token_info};
 use crate::models::care_service_flags::{FlagRow, flags};
 use crate::models::partners::{NewPartner, PartnerRow};
 use crate::models::portal_users::{NewUser, UserRow, user};
-use crate::schema::{api_tokens, care_service_flags, partners, portal_users};
+use crate::schema::{api_tokens, care_service_flags, partners, portal_codes, portal_users};
 use crate::{PgStore, db, is_violation};
 
 /// Stores the token only if its user exists and is not deleted, in one statement
@@ -203,8 +203,11 @@ impl AccountRepo for PgStore {
         if !user_live {
             return Ok(None);
         }
+        // Portal sessions are not the user's API tokens: they end with the token that opened
+        // them and are never listed.
         let rows: Vec<TokenRow> = api_tokens::table
             .filter(api_tokens::user_id.eq(user_id))
+            .filter(api_tokens::portal_of.is_null())
             .order((api_tokens::created_at.asc(), api_tokens::id.asc()))
             .select((
                 api_tokens::id,
@@ -260,6 +263,7 @@ impl AccountRepo for PgStore {
                 .set(api_tokens::revoked_at.eq(now))
                 .execute(conn)
                 .await?;
+            revoke_portal_sessions(conn, old, now).await?;
             let new = NewToken { expires_at, ..new };
             insert_token(conn, user_id, &new).await?;
             Ok::<_, diesel::result::Error>(RotateOutcome::Rotated { expires_at })
@@ -271,14 +275,43 @@ impl AccountRepo for PgStore {
     async fn revoke_token(&self, id: TokenId, now: OffsetDateTime) -> Result<bool, RepoError> {
         let id = id.as_uuid();
         let mut conn = self.conn().await?;
-        // Revoking twice keeps the first revocation time.
-        let n = diesel::update(api_tokens::table.find(id))
-            .set(api_tokens::revoked_at.eq(coalesce(api_tokens::revoked_at, now).nullable()))
-            .execute(&mut conn)
-            .await
-            .map_err(db)?;
-        Ok(n == 1)
+        conn.transaction(async |conn| {
+            // Revoking twice keeps the first revocation time.
+            let n = diesel::update(api_tokens::table.find(id))
+                .set(api_tokens::revoked_at.eq(coalesce(api_tokens::revoked_at, now).nullable()))
+                .execute(conn)
+                .await?;
+            revoke_portal_sessions(conn, id, now).await?;
+            Ok::<_, diesel::result::Error>(n == 1)
+        })
+        .await
+        .map_err(db)
     }
+}
+
+/// Revokes the portal sessions opened with `token` and spends its unused portal codes
+/// (docs/decisions.md, "Portal sessions"). Run after the statement that revoked `token` in the
+/// same transaction: that statement's row lock makes a concurrent exchange (which locks the
+/// token `FOR SHARE`) wait, and in READ COMMITTED this statement sees a session that exchange
+/// committed before the lock was taken.
+async fn revoke_portal_sessions(
+    conn: &mut diesel_async::AsyncPgConnection,
+    token: Uuid,
+    now: OffsetDateTime,
+) -> QueryResult<()> {
+    diesel::update(api_tokens::table)
+        .filter(api_tokens::portal_of.eq(token))
+        .filter(api_tokens::revoked_at.is_null())
+        .set(api_tokens::revoked_at.eq(now))
+        .execute(conn)
+        .await?;
+    diesel::update(portal_codes::table)
+        .filter(portal_codes::token_id.eq(token))
+        .filter(portal_codes::used_at.is_null())
+        .set(portal_codes::used_at.eq(now))
+        .execute(conn)
+        .await?;
+    Ok(())
 }
 
 async fn load_flags(conn: &mut diesel_async::AsyncPgConnection) -> Result<CareFlags, RepoError> {

@@ -55,7 +55,7 @@ claimed AS ( \
   SET attempts = d.attempts + 1, next_attempt_at = $2, lease_token = gen_random_uuid() \
   FROM picked WHERE d.id = picked.id \
   RETURNING d.id, d.endpoint_id, d.lease_token, d.attempts - d.attempt_base AS attempts, d.kind, d.event_id) \
-SELECT c.id, c.endpoint_id, c.lease_token, c.attempts, c.kind, ev.created_at AS event_created_at, \
+SELECT c.id, c.endpoint_id, c.lease_token, c.attempts, c.kind, c.event_id, ev.created_at AS event_created_at, \
   ev.subject, ev.extra::text AS extra, w.url, w.secret, \
   CASE WHEN w.previous_secret_expires_at > $1 THEN w.previous_secret END AS previous_secret, \
   COALESCE(w.previous_secret_expires_at <= $1, false) AS previous_expired, \

@@ -17,7 +17,7 @@ use uuid::Uuid;
 
 use crate::models::coupons::Row;
 use crate::schema::coupons;
-use crate::tokens::{self, TokenScope};
+use crate::tokens::{self, TokenPartner, TokenScope};
 use crate::{PgStore, db, is_violation};
 
 /// A bulk order's coupons in one statement, so it inserts every row or none and a duplicate
@@ -267,6 +267,38 @@ impl CouponRepo for PgStore {
         .await?;
         Ok(Sealed::new(token, page))
     }
+
+    async fn find_for_token(
+        &self,
+        key: TokenKey,
+        code: &CouponCode,
+    ) -> Result<Sealed<Option<Coupon>>, RepoError> {
+        let conn = self.conn().await?;
+        let (token, coupon) = futures_util::future::try_join(
+            tokens::lookup(&conn, &key.hash),
+            find_for_token(&conn, TokenPartner::of(key), code),
+        )
+        .await?;
+        Ok(Sealed::new(token, coupon))
+    }
+}
+
+/// The coupon with this code of the token's own partner (taken from the token in SQL), to be
+/// pipelined with the token lookup.
+async fn find_for_token(
+    mut conn: &AsyncPgConnection,
+    partner: TokenPartner,
+    code: &CouponCode,
+) -> Result<Option<Coupon>, RepoError> {
+    let row: Option<Row> = coupons::table
+        .filter(coupons::code.eq(code.as_str()))
+        .filter(coupons::partner_id.eq(partner))
+        .select(Row::as_select())
+        .get_result(&mut conn)
+        .await
+        .optional()
+        .map_err(db)?;
+    row.map(Row::into_domain).transpose()
 }
 
 /// [`CouponRepo::list`]'s two statements with the partner derived from the token in SQL

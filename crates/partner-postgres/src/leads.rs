@@ -1,10 +1,11 @@
 //! Leads: keyset pages, and the statements of the lead writes a [`crate::uow`] transaction runs.
 
+use crate::tokens::TokenPartner;
 use diesel::prelude::*;
 use diesel::sql_types::{Bool, Int2, Nullable, Text, Timestamptz};
 use diesel_async::RunQueryDsl;
 use partner_domain::RepoError;
-use partner_domain::account::auth::Sealed;
+use partner_domain::account::auth::{Sealed, TokenKey};
 use partner_domain::account::token::TokenHash;
 use partner_domain::kernel::cursor::Position;
 use partner_domain::kernel::values::PartnerId;
@@ -100,6 +101,38 @@ impl LeadRepo for PgStore {
         leads.truncate(usize::from(limit));
         Ok(Sealed::new(token, leads))
     }
+
+    async fn lead_for_token(
+        &self,
+        key: TokenKey,
+        id: LeadId,
+    ) -> Result<Sealed<Option<Lead>>, RepoError> {
+        let conn = self.conn().await?;
+        let (token, lead) = futures_util::future::try_join(
+            crate::tokens::lookup(&conn, &key.hash),
+            lead_for_token(&conn, TokenPartner::of(key), id),
+        )
+        .await?;
+        Ok(Sealed::new(token, lead))
+    }
+}
+
+/// The lead with this id if the token's partner (taken from the token in SQL) owns it, test
+/// leads included; to be pipelined with the token lookup.
+async fn lead_for_token(
+    mut conn: &diesel_async::AsyncPgConnection,
+    partner: TokenPartner,
+    id: LeadId,
+) -> Result<Option<Lead>, RepoError> {
+    let row: Option<Row> = leads::table
+        .filter(leads::id.eq(id.as_uuid()))
+        .filter(leads::partner_id.eq(partner))
+        .select(Row::as_select())
+        .get_result(&mut conn)
+        .await
+        .optional()
+        .map_err(db)?;
+    row.map(Row::into_domain).transpose()
 }
 
 /// The token lookup and the leads page in one statement: the CTE resolves the token (with its
@@ -157,6 +190,7 @@ type TokenSqlType = (
     Nullable<Timestamptz>,
     Nullable<Timestamptz>,
     Nullable<Timestamptz>,
+    Bool,
 );
 
 type LeadSqlType = (
@@ -194,7 +228,8 @@ impl diesel::query_builder::QueryFragment<diesel::pg::Pg> for LeadsForToken {
     ) -> QueryResult<()> {
         out.push_sql(
             "WITH t AS (SELECT t.id, t.token_hash, t.user_id, u.deleted_at IS NOT NULL AS user_deleted, \
-               u.partner_id, p.active, p.dna_access, u.admin, t.expires_at, t.revoked_at, t.last_used_at \
+               u.partner_id, p.active, p.dna_access, u.admin, t.expires_at, t.revoked_at, t.last_used_at, \
+               t.portal_of IS NOT NULL AS portal \
              FROM api_tokens t JOIN portal_users u ON u.id = t.user_id \
                JOIN partners p ON p.partner_id = u.partner_id \
              WHERE t.token_hash = ",
@@ -203,7 +238,7 @@ impl diesel::query_builder::QueryFragment<diesel::pg::Pg> for LeadsForToken {
         out.push_sql(
             " LIMIT 1) \
              SELECT t.id, t.token_hash, t.user_id, t.user_deleted, t.partner_id, t.active, \
-               t.dna_access, t.admin, t.expires_at, t.revoked_at, t.last_used_at, \
+               t.dna_access, t.admin, t.expires_at, t.revoked_at, t.last_used_at, t.portal, \
                NULL::uuid, NULL::text, NULL::int2, NULL::text, NULL::text, NULL::text, NULL::bool, \
                NULL::text, NULL::bool, NULL::text, NULL::text, NULL::text, NULL::text, \
                NULL::timestamptz, NULL::timestamptz \
@@ -211,7 +246,7 @@ impl diesel::query_builder::QueryFragment<diesel::pg::Pg> for LeadsForToken {
              UNION ALL \
              SELECT NULL::uuid, NULL::bytea, NULL::uuid, NULL::bool, NULL::text, NULL::bool, \
                NULL::bool, NULL::bool, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, \
-               l.id, l.partner_id, l.sub_id, l.first_name, l.last_name, l.email, l.email_consent, \
+               NULL::bool, l.id, l.partner_id, l.sub_id, l.first_name, l.last_name, l.email, l.email_consent, \
                l.phone, l.sms_consent, l.origin, l.location, l.question_id, l.test_source, \
                l.created_at, l.updated_at \
              FROM t CROSS JOIN LATERAL (SELECT leads.* FROM leads \
@@ -275,13 +310,13 @@ impl diesel::query_builder::QueryFragment<diesel::pg::Pg> for RowBefore {
 
 /// One lead by id (for webhook payloads built at send time).
 pub(crate) async fn leads_by_ids(
-    conn: &mut diesel_async::AsyncPgConnection,
+    mut conn: &diesel_async::AsyncPgConnection,
     ids: &[Uuid],
 ) -> Result<(Vec<Lead>, Vec<Uuid>), RepoError> {
     let rows: Vec<Row> = leads::table
         .filter(leads::id.eq_any(ids))
         .select(Row::as_select())
-        .load(conn)
+        .load(&mut conn)
         .await
         .map_err(db)?;
     Ok(crate::readable(rows, Row::id, Row::into_domain))

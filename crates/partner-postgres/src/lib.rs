@@ -15,8 +15,11 @@ mod action_budget;
 mod catalog;
 mod claim;
 mod coupons;
+mod delivery_hours;
 mod dsl;
 mod endpoint_writes;
+mod feed;
+mod idempotency;
 mod leads;
 mod links;
 mod models;
@@ -25,6 +28,7 @@ mod ops;
 mod orders;
 mod outbox;
 mod payouts;
+mod portal;
 mod schema;
 mod schema_extra;
 mod sub_accounts;
@@ -390,14 +394,21 @@ fn db(e: DieselError) -> RepoError {
 
 fn lost_connection(e: &DieselError) -> bool {
     match e {
-        DieselError::DatabaseError(DatabaseErrorKind::ClosedConnection, _) => true,
-        // diesel-async reports a connection that broke mid-query with the driver's text.
+        // diesel-async reports a driver error without SQLSTATE (the connection closed under a
+        // query, found in a drill stopping PostgreSQL under load) as `UnableToSendCommand`.
+        DieselError::DatabaseError(
+            DatabaseErrorKind::ClosedConnection | DatabaseErrorKind::UnableToSendCommand,
+            _,
+        ) => true,
+        // The server's own shutdown and recovery errors (SQLSTATE 57P01-57P03) arrive as
+        // `Unknown` with the server's text.
         DieselError::DatabaseError(DatabaseErrorKind::Unknown, info) => {
             let m = info.message().to_ascii_lowercase();
             m.contains("connection closed")
                 || m.contains("connection reset")
                 || m.contains("terminating connection")
                 || m.contains("broken pipe")
+                || m.contains("the database system is")
         }
         _ => false,
     }

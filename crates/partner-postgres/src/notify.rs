@@ -51,6 +51,9 @@ pub async fn announce_deliveries(
                 {
                     tracing::warn!(error = %e, "preparing the webhook announcer failed");
                 } else {
+                    // A NOTIFY that failed (the reason for a reconnect) consumed its change: send
+                    // one at once, so the writes it announced do not wait for the fallback poll.
+                    written.mark_changed();
                     loop {
                         if written.changed().await.is_err() {
                             return; // the store is gone

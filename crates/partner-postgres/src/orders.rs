@@ -233,6 +233,34 @@ async fn first_page_for_token(
     Ok(all)
 }
 
+/// The order of the listing with this id of the token's partner (taken from the token in SQL):
+/// a simulated one (`TEST-SIM-<runId>`) from its `order_completed` event, any other from the
+/// stored orders; to be pipelined with the token lookup.
+async fn order_for_token(
+    mut conn: &AsyncPgConnection,
+    partner: TokenPartner,
+    order_id: &str,
+) -> Result<Option<OrderListing>, RepoError> {
+    if let Some(run_id) = order_id.strip_prefix(SIMULATED_PREFIX) {
+        let row: Option<EventRow> = completed_events!()
+            .filter(analytics_events::run_id.eq(run_id))
+            .filter(analytics_events::partner_id.eq(partner))
+            .get_result(&mut conn)
+            .await
+            .optional()
+            .map_err(db)?;
+        return row.map(EventRow::into_listing).transpose();
+    }
+    let row: Option<OrderRow> = order_listings!()
+        .filter(orders::order_id.eq(order_id))
+        .filter(orders::partner_id.eq(partner))
+        .get_result(&mut conn)
+        .await
+        .optional()
+        .map_err(db)?;
+    row.map(OrderRow::into_domain).transpose()
+}
+
 /// The rows as domain listings, merged in the listing's order by the domain's rule.
 fn merged(stored: Vec<OrderRow>, simulated: Vec<EventRow>) -> Result<Vec<OrderListing>, RepoError> {
     let stored = stored
@@ -283,6 +311,20 @@ impl OrderRepo for PgStore {
         )
         .await?;
         Ok(Sealed::new(token, orders))
+    }
+
+    async fn order_for_token(
+        &self,
+        key: TokenKey,
+        order_id: &str,
+    ) -> Result<Sealed<Option<OrderListing>>, RepoError> {
+        let conn = self.conn().await?;
+        let (token, order) = futures_util::future::try_join(
+            tokens::lookup(&conn, &key.hash),
+            order_for_token(&conn, TokenPartner::of(key), order_id),
+        )
+        .await?;
+        Ok(Sealed::new(token, order))
     }
 
     async fn insert_analytics_event(
@@ -337,12 +379,12 @@ impl OrderRepo for PgStore {
 
 /// Stored orders by id, with their sub-account nicknames (for webhook payloads).
 pub(crate) async fn orders_by_ids(
-    conn: &mut AsyncPgConnection,
+    mut conn: &AsyncPgConnection,
     order_ids: &[&str],
 ) -> Result<(Vec<OrderListing>, Vec<String>), RepoError> {
     let rows: Vec<OrderRow> = order_listings!()
         .filter(orders::order_id.eq_any(order_ids))
-        .load(conn)
+        .load(&mut conn)
         .await
         .map_err(db)?;
     Ok(crate::readable(

@@ -81,6 +81,38 @@ impl PayoutRepo for PgStore {
         .await?;
         Ok(Sealed::new(token, payouts))
     }
+
+    async fn payout_for_token(
+        &self,
+        key: TokenKey,
+        id: PayoutId,
+    ) -> Result<Sealed<Option<Payout>>, RepoError> {
+        let conn = self.conn().await?;
+        let (token, payout) = futures_util::future::try_join(
+            tokens::lookup(&conn, &key.hash),
+            payout_for_token(&conn, TokenPartner::of(key), id),
+        )
+        .await?;
+        Ok(Sealed::new(token, payout))
+    }
+}
+
+/// The payout with this id of the token's partner (taken from the token in SQL), to be
+/// pipelined with the token lookup.
+async fn payout_for_token(
+    mut conn: &AsyncPgConnection,
+    partner: TokenPartner,
+    id: PayoutId,
+) -> Result<Option<Payout>, RepoError> {
+    let row: Option<Row> = payouts::table
+        .filter(payouts::id.eq(id.as_uuid()))
+        .filter(payouts::partner_id.eq(partner))
+        .select(Row::as_select())
+        .get_result(&mut conn)
+        .await
+        .optional()
+        .map_err(db)?;
+    row.map(Row::into_domain).transpose()
 }
 
 /// The first page of [`PayoutRepo::payouts_page`] with the partner taken from the token in SQL,
@@ -110,13 +142,13 @@ async fn first_page_for_token(
 
 /// One payout by id (for webhook payloads).
 pub(crate) async fn payouts_by_ids(
-    conn: &mut diesel_async::AsyncPgConnection,
+    mut conn: &diesel_async::AsyncPgConnection,
     ids: &[Uuid],
 ) -> Result<(Vec<Payout>, Vec<Uuid>), RepoError> {
     let rows: Vec<Row> = payouts::table
         .filter(payouts::id.eq_any(ids))
         .select(Row::as_select())
-        .load(conn)
+        .load(&mut conn)
         .await
         .map_err(db)?;
     Ok(crate::readable(rows, Row::id, Row::into_domain))

@@ -25,6 +25,7 @@ diesel::table! {
         expires_at -> Nullable<Timestamptz>,
         revoked_at -> Nullable<Timestamptz>,
         last_used_at -> Nullable<Timestamptz>,
+        portal_of -> Nullable<Uuid>,
     }
 }
 
@@ -76,6 +77,30 @@ diesel::table! {
         subject -> Text,
         extra -> Jsonb,
         created_at -> Timestamptz,
+        txid -> Int8,
+        seq -> Int8,
+    }
+}
+
+diesel::table! {
+    event_feed_pruned (partner_id) {
+        partner_id -> Text,
+        txid -> Int8,
+        seq -> Int8,
+    }
+}
+
+diesel::table! {
+    idempotency_keys (caller, key) {
+        caller -> Text,
+        key -> Text,
+        fingerprint -> Bytea,
+        created_at -> Timestamptz,
+        lease_until -> Timestamptz,
+        expires_at -> Timestamptz,
+        status -> Nullable<Int2>,
+        content_type -> Nullable<Text>,
+        body -> Nullable<Bytea>,
     }
 }
 
@@ -162,6 +187,16 @@ diesel::table! {
 }
 
 diesel::table! {
+    portal_codes (code_hash) {
+        code_hash -> Bytea,
+        token_id -> Uuid,
+        created_at -> Timestamptz,
+        expires_at -> Timestamptz,
+        used_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
     portal_users (id) {
         id -> Uuid,
         partner_id -> Text,
@@ -241,10 +276,12 @@ diesel::joinable!(analytics_events -> partners (partner_id));
 diesel::joinable!(api_tokens -> portal_users (user_id));
 diesel::joinable!(coupons -> partners (partner_id));
 diesel::joinable!(domain_events -> partners (partner_id));
+diesel::joinable!(event_feed_pruned -> partners (partner_id));
 diesel::joinable!(leads -> partners (partner_id));
 diesel::joinable!(orders -> partners (partner_id));
 diesel::joinable!(partner_prices -> partners (partner_id));
 diesel::joinable!(payouts -> partners (partner_id));
+diesel::joinable!(portal_codes -> api_tokens (token_id));
 diesel::joinable!(portal_users -> partners (partner_id));
 diesel::joinable!(sub_accounts -> partners (partner_id));
 diesel::joinable!(webhook_action_budgets -> partners (partner_id));
@@ -261,11 +298,14 @@ diesel::allow_tables_to_appear_in_same_query!(
     catalog_products,
     coupons,
     domain_events,
+    event_feed_pruned,
+    idempotency_keys,
     leads,
     orders,
     partner_prices,
     partners,
     payouts,
+    portal_codes,
     portal_users,
     sub_accounts,
     webhook_action_budgets,

@@ -59,6 +59,20 @@ impl SubAccountRepo for PgStore {
         Ok(Sealed::new(token, subs))
     }
 
+    async fn find_for_token(
+        &self,
+        key: TokenKey,
+        id: SubAccountId,
+    ) -> Result<Sealed<Option<SubAccount>>, RepoError> {
+        let conn = self.conn().await?;
+        let (token, sub) = futures_util::future::try_join(
+            tokens::lookup(&conn, &key.hash),
+            find_for_token(&conn, TokenPartner::of(key), id),
+        )
+        .await?;
+        Ok(Sealed::new(token, sub))
+    }
+
     async fn insert(
         &self,
         partner: &PartnerId,
@@ -127,4 +141,30 @@ async fn list_for_token(
         .await
         .map_err(db)?;
     rows.into_iter().map(Row::into_domain).collect()
+}
+
+/// The sub-account with this id of the token's partner (taken from the token in SQL), to be
+/// pipelined with the token lookup.
+async fn find_for_token(
+    mut conn: &AsyncPgConnection,
+    partner: TokenPartner,
+    id: SubAccountId,
+) -> Result<Option<SubAccount>, RepoError> {
+    let row: Option<Row> = sub_accounts::table
+        .inner_join(partners::table)
+        .filter(sub_accounts::partner_id.eq(partner))
+        .filter(sub_accounts::id.eq(id.as_uuid()))
+        .select((
+            sub_accounts::id,
+            partners::email,
+            sub_accounts::sub_id,
+            sub_accounts::nickname,
+            sub_accounts::created_at,
+            sub_accounts::updated_at,
+        ))
+        .get_result(&mut conn)
+        .await
+        .optional()
+        .map_err(db)?;
+    row.map(Row::into_domain).transpose()
 }

@@ -66,6 +66,7 @@ pub(crate) async fn lookup(
             api_tokens::expires_at,
             api_tokens::revoked_at,
             api_tokens::last_used_at,
+            api_tokens::portal_of.is_not_null(),
         ))
         .first(&mut conn)
         .await

@@ -11,6 +11,7 @@ use partner_domain::RepoError;
 use partner_domain::account::auth::{Sealed, TokenKey};
 use partner_domain::kernel::ids::{DeliveryId, EndpointId, LeadId, PayoutId};
 use partner_domain::kernel::values::PartnerId;
+use partner_domain::webhook::hourly::StatusCount;
 use partner_domain::webhook::ports::{DeliveryRepo, InsertEndpoint, WebhookRepo};
 use partner_domain::webhook::{
     AttemptOutcome, Attempted, ClaimBatch, ClaimRequest, DeliveryDetail, DeliveryFilter,
@@ -25,7 +26,7 @@ use crate::dsl::{RowLt, fixed};
 use crate::models::webhook_attempts::AttemptRow;
 use crate::models::webhook_deliveries::DeliveryRow;
 use crate::models::webhook_endpoints::{EndpointRow, NewEndpoint};
-use crate::schema::{domain_events, partners, webhook_deliveries, webhook_endpoints};
+use crate::schema::{partners, webhook_deliveries, webhook_endpoints};
 use crate::schema_extra::webhook_attempts;
 use crate::tokens::{self, TokenPartner};
 use crate::{PgStore, db};
@@ -339,6 +340,21 @@ impl WebhookRepo for PgStore {
         Ok(Sealed::new(token, deliveries))
     }
 
+    async fn hourly_for_token(
+        &self,
+        key: TokenKey,
+        endpoint: Option<EndpointId>,
+        since: OffsetDateTime,
+    ) -> Result<Sealed<Vec<StatusCount>>, RepoError> {
+        let conn = self.conn().await?;
+        let (token, counts) = futures_util::future::try_join(
+            tokens::lookup(&conn, &key.hash),
+            crate::delivery_hours::for_token(&conn, key, endpoint, since),
+        )
+        .await?;
+        Ok(Sealed::new(token, counts))
+    }
+
     async fn delivery_for_token(
         &self,
         key: TokenKey,
@@ -544,48 +560,8 @@ impl DeliveryRepo for PgStore {
     }
 
     async fn subjects(&self, wanted: &SubjectIds) -> Result<Subjects, RepoError> {
-        // Every kind of record an event can be about; a new one does not compile until it is
-        // read here.
-        let SubjectIds {
-            leads,
-            orders,
-            payouts,
-        } = wanted;
-        let mut conn = self.conn().await?;
-        let mut unreadable = SubjectIds::default();
-        let leads: HashMap<LeadId, _> = if leads.is_empty() {
-            HashMap::new()
-        } else {
-            let ids: Vec<Uuid> = leads.iter().map(|l| l.as_uuid()).collect();
-            let (found, bad) = crate::leads::leads_by_ids(&mut conn, &ids).await?;
-            unreadable.leads = bad.into_iter().map(LeadId::from_uuid).collect();
-            found.into_iter().map(|l| (l.id(), l)).collect()
-        };
-        let orders: HashMap<String, _> = if orders.is_empty() {
-            HashMap::new()
-        } else {
-            let ids: Vec<&str> = orders.iter().map(String::as_str).collect();
-            let (found, bad) = crate::orders::orders_by_ids(&mut conn, &ids).await?;
-            unreadable.orders = bad;
-            found
-                .into_iter()
-                .map(|o| (o.order.order_id().to_owned(), o))
-                .collect()
-        };
-        let payouts: HashMap<PayoutId, _> = if payouts.is_empty() {
-            HashMap::new()
-        } else {
-            let ids: Vec<Uuid> = payouts.iter().map(|p| p.as_uuid()).collect();
-            let (found, bad) = crate::payouts::payouts_by_ids(&mut conn, &ids).await?;
-            unreadable.payouts = bad.into_iter().map(PayoutId::from_uuid).collect();
-            found.into_iter().map(|p| (p.id(), p)).collect()
-        };
-        Ok(Subjects {
-            leads,
-            orders,
-            payouts,
-            unreadable,
-        })
+        let conn = self.conn().await?;
+        subjects(&conn, wanted).await
     }
 
     async fn record(
@@ -715,14 +691,22 @@ impl DeliveryRepo for PgStore {
         Ok(u64::try_from(n).unwrap_or(0))
     }
 
-    async fn prune(&self, before: OffsetDateTime, batch: u32) -> Result<u64, RepoError> {
+    async fn prune(
+        &self,
+        deliveries_before: OffsetDateTime,
+        events_before: OffsetDateTime,
+        batch: u32,
+    ) -> Result<u64, RepoError> {
         let mut conn = self.conn().await?;
         let batch = i64::from(batch);
         // Small batches, each its own statement, so pruning never holds many locks for long.
         let d = diesel::alias!(webhook_deliveries as d);
         let finished = d
             .filter(fixed::<Bool>("d.status <> 'pending'"))
-            .filter(d.field(webhook_deliveries::created_at).lt(before))
+            .filter(
+                d.field(webhook_deliveries::created_at)
+                    .lt(deliveries_before),
+            )
             .select(d.field(webhook_deliveries::id))
             .limit(batch);
         let deliveries = diesel::delete(webhook_deliveries::table)
@@ -730,22 +714,65 @@ impl DeliveryRepo for PgStore {
             .execute(&mut conn)
             .await
             .map_err(db)?;
-        // Events no delivery refers to (an anti-join, as `NOT EXISTS` would plan).
-        let e = diesel::alias!(domain_events as e);
-        let unreferenced = e
-            .left_join(
-                webhook_deliveries::table
-                    .on(webhook_deliveries::event_id.eq(e.field(domain_events::id))),
-            )
-            .filter(e.field(domain_events::created_at).lt(before))
-            .filter(webhook_deliveries::id.is_null())
-            .select(e.field(domain_events::id))
-            .limit(batch);
-        let events = diesel::delete(domain_events::table)
-            .filter(domain_events::id.eq_any(unreferenced))
-            .execute(&mut conn)
+        let events = crate::feed::prune_events(&mut conn, events_before, batch)
             .await
             .map_err(db)?;
         Ok(u64::try_from(deliveries + events).unwrap_or(0))
     }
+}
+
+/// The records among `wanted` that still exist, as they are now; one query per kind of record,
+/// all sent together on the connection (one round trip).
+pub(crate) async fn subjects(
+    conn: &AsyncPgConnection,
+    wanted: &SubjectIds,
+) -> Result<Subjects, RepoError> {
+    // Every kind of record an event can be about; a new one does not compile until it is
+    // read here.
+    let SubjectIds {
+        leads,
+        orders,
+        payouts,
+    } = wanted;
+    let lead_ids: Vec<Uuid> = leads.iter().map(|l| l.as_uuid()).collect();
+    let order_ids: Vec<&str> = orders.iter().map(String::as_str).collect();
+    let payout_ids: Vec<Uuid> = payouts.iter().map(|p| p.as_uuid()).collect();
+    let (leads, orders, payouts) = futures_util::future::try_join3(
+        async {
+            if lead_ids.is_empty() {
+                Ok((Vec::new(), Vec::new()))
+            } else {
+                crate::leads::leads_by_ids(conn, &lead_ids).await
+            }
+        },
+        async {
+            if order_ids.is_empty() {
+                Ok((Vec::new(), Vec::new()))
+            } else {
+                crate::orders::orders_by_ids(conn, &order_ids).await
+            }
+        },
+        async {
+            if payout_ids.is_empty() {
+                Ok((Vec::new(), Vec::new()))
+            } else {
+                crate::payouts::payouts_by_ids(conn, &payout_ids).await
+            }
+        },
+    )
+    .await?;
+    Ok(Subjects {
+        leads: leads.0.into_iter().map(|l| (l.id(), l)).collect(),
+        orders: orders
+            .0
+            .into_iter()
+            .map(|o| (o.order.order_id().to_owned(), o))
+            .collect(),
+        payouts: payouts.0.into_iter().map(|p| (p.id(), p)).collect(),
+        unreadable: SubjectIds {
+            leads: leads.1.into_iter().map(LeadId::from_uuid).collect(),
+            orders: orders.1,
+            payouts: payouts.1.into_iter().map(PayoutId::from_uuid).collect(),
+        },
+    })
 }

@@ -69,11 +69,18 @@ pub struct Config {
     pub webhook_endpoint_concurrency: usize,
     /// Finished deliveries older than this are deleted (`PARTNER_WEBHOOK_RETENTION`).
     pub webhook_retention: Duration,
+    /// Events older than this leave the events feed (`PARTNER_EVENT_RETENTION`); never shorter
+    /// than `webhook_retention`.
+    pub event_retention: Duration,
     /// An endpoint whose attempts all failed for this long is disabled
     /// (`PARTNER_WEBHOOK_DISABLE_AFTER`; `None`: never).
     pub webhook_disable_after: Option<Duration>,
     /// How long a rotated-out secret still signs (`PARTNER_WEBHOOK_SECRET_OVERLAP`).
     pub webhook_secret_overlap: Duration,
+    /// How long a portal link's one-time code is valid (`PARTNER_PORTAL_CODE_TTL`).
+    pub portal_code_ttl: Duration,
+    /// How long a portal session lasts (`PARTNER_PORTAL_SESSION_TTL`).
+    pub portal_session_ttl: Duration,
     /// How often a webhook worker that nothing woke looks for due deliveries (retries falling
     /// due; new deliveries wake it at once). Not an environment setting.
     pub webhook_poll_interval: Duration,
@@ -145,6 +152,9 @@ impl std::fmt::Debug for Config {
                 &self.webhook_endpoint_concurrency,
             )
             .field("webhook_retention", &self.webhook_retention)
+            .field("event_retention", &self.event_retention)
+            .field("portal_code_ttl", &self.portal_code_ttl)
+            .field("portal_session_ttl", &self.portal_session_ttl)
             .field("webhook_poll_interval", &self.webhook_poll_interval)
             .field(
                 "webhook_maintenance_interval",
@@ -220,6 +230,25 @@ impl Config {
             }
             Ok(u)
         };
+        let retention = |var: &'static str| match get(var) {
+            None => Ok(Duration::from_secs(30 * 86_400)),
+            Some(v) => parse_duration(&v)
+                .filter(|d| !d.is_zero())
+                .ok_or_else(|| bad(var, "expected a duration such as 30d")),
+        };
+        let webhook_retention = retention("PARTNER_WEBHOOK_RETENTION")?;
+        // Unset: 30 days, or the deliveries' retention when that is longer; a value given
+        // shorter than the deliveries' is refused (an event outlives its deliveries).
+        let event_retention = match get("PARTNER_EVENT_RETENTION") {
+            None => retention("PARTNER_EVENT_RETENTION")?.max(webhook_retention),
+            Some(_) => retention("PARTNER_EVENT_RETENTION")?,
+        };
+        if event_retention < webhook_retention {
+            return Err(bad(
+                "PARTNER_EVENT_RETENTION",
+                "must be at least PARTNER_WEBHOOK_RETENTION (events outlive their deliveries)",
+            ));
+        }
         Ok(Self {
             token_pepper: get("PARTNER_TOKEN_PEPPER"),
             internal_token: match get("PARTNER_INTERNAL_TOKEN") {
@@ -379,15 +408,8 @@ impl Config {
                 4,
                 1_000,
             )?,
-            webhook_retention: match get("PARTNER_WEBHOOK_RETENTION") {
-                None => Duration::from_secs(30 * 86_400),
-                Some(v) => parse_duration(&v).filter(|d| !d.is_zero()).ok_or_else(|| {
-                    bad(
-                        "PARTNER_WEBHOOK_RETENTION",
-                        "expected a duration such as 30d",
-                    )
-                })?,
-            },
+            webhook_retention,
+            event_retention,
             webhook_disable_after: match get("PARTNER_WEBHOOK_DISABLE_AFTER") {
                 None => Some(Duration::from_secs(5 * 86_400)),
                 Some(v) if v.trim() == "0" => None,
@@ -409,6 +431,8 @@ impl Config {
                     )
                 })?,
             },
+            portal_code_ttl: positive(&get, "PARTNER_PORTAL_CODE_TTL", 600, "10m")?,
+            portal_session_ttl: positive(&get, "PARTNER_PORTAL_SESSION_TTL", 3600, "1h")?,
             webhook_poll_interval: Duration::from_millis(500),
             webhook_maintenance_interval: Duration::from_secs(30),
             role: Role::All,
@@ -416,6 +440,26 @@ impl Config {
             database_url,
             bind,
         })
+    }
+}
+
+/// A positive duration setting (`10m`, `1h`, …), at most a day; `default_secs` when unset.
+fn positive(
+    get: &impl Fn(&str) -> Option<String>,
+    var: &'static str,
+    default_secs: u64,
+    example: &'static str,
+) -> Result<Duration, ConfigError> {
+    match get(var) {
+        None => Ok(Duration::from_secs(default_secs)),
+        Some(v) => parse_duration(v.trim())
+            .filter(|d| !d.is_zero() && *d <= Duration::from_secs(86_400))
+            .ok_or_else(|| {
+                bad(
+                    var,
+                    format!("expected a duration such as {example}, at most 24h"),
+                )
+            }),
     }
 }
 
@@ -490,6 +534,8 @@ mod tests {
         let c = with(&[]).expect("defaults parse");
         assert_eq!(c.database_url, DEFAULT_DATABASE_URL);
         assert_eq!(c.base_url.as_str(), "http://127.0.0.1:8080/");
+        assert_eq!(c.portal_code_ttl, Duration::from_secs(600));
+        assert_eq!(c.portal_session_ttl, Duration::from_secs(3600));
         assert_eq!(
             c.rate_limit,
             Quota {
@@ -505,6 +551,7 @@ mod tests {
             (256, 4)
         );
         assert_eq!(c.webhook_retention, Duration::from_secs(30 * 86_400));
+        assert_eq!(c.event_retention, Duration::from_secs(30 * 86_400));
         assert_eq!(
             c.webhook_disable_after,
             Some(Duration::from_secs(5 * 86_400))
@@ -535,6 +582,9 @@ mod tests {
             ("PARTNER_REDIS_URL", "localhost:6379"),
             ("PARTNER_REDIS_URL", "rediss://cache.internal:6379"),
             ("PARTNER_WEBHOOK_RETRY_SCHEDULE", "1s,soon"),
+            ("PARTNER_PORTAL_CODE_TTL", "0"),
+            ("PARTNER_PORTAL_CODE_TTL", "10"),
+            ("PARTNER_PORTAL_SESSION_TTL", "2d"),
             ("PARTNER_WEBHOOK_TIMEOUT", "0s"),
             ("PARTNER_WEBHOOK_ALLOW_PRIVATE", "2"),
             ("PARTNER_WEBHOOK_CA_FILE", "/nonexistent.pem"),
@@ -545,11 +595,27 @@ mod tests {
             ("PARTNER_WEBHOOK_RETENTION", "month"),
             ("PARTNER_WEBHOOK_DISABLE_AFTER", "soon"),
             ("PARTNER_WEBHOOK_SECRET_OVERLAP", "1y"),
+            ("PARTNER_EVENT_RETENTION", "0d"),
+            ("PARTNER_EVENT_RETENTION", "a while"),
         ] {
             let err = with(&[(var, value)]).expect_err(var);
             assert_eq!(err.var, var);
             assert!(err.to_string().starts_with(var));
         }
+    }
+
+    #[test]
+    fn events_are_kept_at_least_as_long_as_their_deliveries() {
+        let c = with(&[("PARTNER_WEBHOOK_RETENTION", "60d")]).expect("parses");
+        assert_eq!(c.event_retention, Duration::from_secs(60 * 86_400));
+        let err = with(&[
+            ("PARTNER_WEBHOOK_RETENTION", "30d"),
+            ("PARTNER_EVENT_RETENTION", "7d"),
+        ])
+        .expect_err("shorter than the deliveries'");
+        assert_eq!(err.var, "PARTNER_EVENT_RETENTION");
+        let c = with(&[("PARTNER_EVENT_RETENTION", "90d")]).expect("parses");
+        assert_eq!(c.event_retention, Duration::from_secs(90 * 86_400));
     }
 
     #[test]
@@ -587,6 +653,7 @@ mod tests {
             ("PARTNER_WEBHOOK_CONCURRENCY", "64"),
             ("PARTNER_WEBHOOK_ENDPOINT_CONCURRENCY", "2"),
             ("PARTNER_WEBHOOK_RETENTION", "7d"),
+            ("PARTNER_EVENT_RETENTION", "14d"),
             ("PARTNER_WEBHOOK_DISABLE_AFTER", "0"),
             ("PARTNER_WEBHOOK_SECRET_OVERLAP", "90m"),
             ("PARTNER_REDIS_URL", "redis://127.0.0.1:6379/0"),
@@ -613,6 +680,7 @@ mod tests {
             (64, 2)
         );
         assert_eq!(c.webhook_retention, Duration::from_secs(7 * 86_400));
+        assert_eq!(c.event_retention, Duration::from_secs(14 * 86_400));
         assert_eq!(c.webhook_disable_after, None);
         assert_eq!(c.webhook_secret_overlap, Duration::from_secs(90 * 60));
         assert_eq!(

@@ -7,9 +7,11 @@ use actix_web::{App, web};
 use anyhow::Context;
 use partner_domain::account::AccountService;
 use partner_domain::account::auth::AuthService;
+use partner_domain::account::portal::{PortalService, PortalTtl};
 use partner_domain::account::token::TokenPepper;
 use partner_domain::catalog::CatalogService;
 use partner_domain::coupon::CouponService;
+use partner_domain::idempotency::IdempotencyService;
 use partner_domain::kernel::clock::{Clock, SystemClock};
 use partner_domain::kernel::cursor::CursorKey;
 use partner_domain::kernel::random::{Random, SystemRandom};
@@ -18,7 +20,7 @@ use partner_domain::links::{LinkBases, LinkService};
 use partner_domain::order::OrderService;
 use partner_domain::payout::PayoutService;
 use partner_domain::sub_account::SubAccountService;
-use partner_domain::webhook::WebhookService;
+use partner_domain::webhook::{EventFeed, WebhookService};
 use partner_http::{
     AppState, PublicLimitStore, PublicLimiter, PublicQuota, RateLimitStore, RateLimiter, Surface,
 };
@@ -112,6 +114,15 @@ impl Application {
                 CursorKey::new(&k)
             }
         };
+        // The events feed's cursors too: a listing's cursor is no feed position.
+        let feed_cursor_key = match &pepper {
+            Some(p) => CursorKey::new(&p.derive("events-feed-cursor")),
+            None => {
+                let mut k = [0u8; 32];
+                rng.fill(&mut k);
+                CursorKey::new(&k)
+            }
+        };
         // The partner API's budgets and the public surfaces' live in the same store.
         let public_quota = PublicQuota::per_second(config.public_rate);
         let (limiter, public_limiter): (Arc<dyn RateLimitStore>, Arc<dyn PublicLimitStore>) =
@@ -136,7 +147,25 @@ impl Application {
             };
         let state = web::Data::new(AppState {
             auth: AuthService::new(store.clone(), pepper.clone(), clock.clone()),
-            accounts: AccountService::new(store.clone(), pepper, clock.clone(), rng.clone()),
+            accounts: AccountService::new(
+                store.clone(),
+                pepper.clone(),
+                clock.clone(),
+                rng.clone(),
+            ),
+            portal: PortalService::new(
+                store.clone(),
+                pepper,
+                clock.clone(),
+                rng.clone(),
+                PortalTtl {
+                    code: time::Duration::try_from(config.portal_code_ttl)
+                        .context("PARTNER_PORTAL_CODE_TTL")?,
+                    session: time::Duration::try_from(config.portal_session_ttl)
+                        .context("PARTNER_PORTAL_SESSION_TTL")?,
+                },
+            ),
+            base_url: config.base_url.clone(),
             sub_accounts: SubAccountService::new(store.clone(), clock.clone(), rng.clone()),
             leads: LeadService::new(
                 store.clone(),
@@ -175,6 +204,13 @@ impl Application {
                 delivery_cursor_key,
             )
             .with_secret_overlap(config.webhook_secret_overlap),
+            idempotency: IdempotencyService::new(store.clone(), clock.clone()),
+            feed: EventFeed::new(
+                store.clone(),
+                clock.clone(),
+                feed_cursor_key,
+                config.event_retention,
+            ),
             care_services_enabled: config.care_services_enabled,
             readiness: store.clone(),
             clock: clock.clone(),
@@ -192,6 +228,9 @@ impl Application {
             None => None,
         };
         if config.role != Role::Worker {
+            // Kept idempotent answers past their 24 hours are pruned by the processes that
+            // keep them (any number of instances may: each batch deletes what it finds).
+            tokio::spawn(prune_idempotency_keys(state.idempotency.clone()));
             // Workers of other instances learn of this process's writes.
             tokio::spawn(partner_postgres::announce_deliveries(
                 config.database_url.clone(),
@@ -217,6 +256,7 @@ impl Application {
                         concurrency: config.webhook_concurrency,
                         endpoint_concurrency: config.webhook_endpoint_concurrency,
                         retention: config.webhook_retention,
+                        event_retention: config.event_retention,
                         maintenance_interval: config.webhook_maintenance_interval,
                         disable_after: config.webhook_disable_after,
                     },
@@ -371,4 +411,16 @@ pub async fn prepare_database(config: &Config, migrations: Migrations) -> anyhow
         }
     }
     Ok(())
+}
+
+/// Deletes expired idempotency keys every minute, in batches of 500 (extensions §8.3).
+async fn prune_idempotency_keys(service: IdempotencyService) {
+    loop {
+        tokio::time::sleep(std::time::Duration::from_secs(60)).await;
+        match service.prune(500, 1000).await {
+            Ok(0) => {}
+            Ok(n) => tracing::debug!(keys = n, "expired idempotency keys pruned"),
+            Err(e) => tracing::warn!(error = %e, "pruning idempotency keys failed"),
+        }
+    }
 }

@@ -20,6 +20,11 @@ use crate::{WorkerConfig, WorkerError};
 #[error("the name resolves only to addresses that are not allowed, or not at all")]
 struct AddressNotAllowed;
 
+/// The resolver found no address for the name, recognised as `dns error: name not resolved`.
+#[derive(Debug, thiserror::Error)]
+#[error("the name does not resolve")]
+struct NameNotResolved;
+
 /// Resolves names for reqwest, dropping every address that is not global unicast unless they are
 /// allowed. Doing this at connect time (not only when an endpoint is saved) defeats DNS rebinding.
 #[derive(Debug, Clone, Copy)]
@@ -32,8 +37,10 @@ impl reqwest::dns::Resolve for FilteringResolver {
         let allow_private = self.allow_private;
         let host = name.as_str().to_owned();
         Box::pin(async move {
-            let addrs: Vec<SocketAddr> =
-                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0))
+                .await
+                .map_err(|_| Box::new(NameNotResolved) as Box<dyn std::error::Error + Send + Sync>)?
+                .collect();
             let allowed: Vec<SocketAddr> = addrs
                 .into_iter()
                 .filter(|a| allow_private || !is_internal(a.ip()))
@@ -148,7 +155,8 @@ impl Client {
             .post(url)
             .header("Content-Type", "application/json")
             .header("X-Partner-Event", d.event.kind().as_str())
-            .header("X-Partner-Delivery", d.id.to_string());
+            .header("X-Partner-Delivery", d.id.to_string())
+            .header("X-Partner-Event-Id", d.event_id.to_string());
         if let Some(secret) = &d.secret {
             // During a rotation's overlap, a second `v1` under the previous secret.
             let secrets: Vec<&WebhookSecret> = std::iter::once(secret)
@@ -234,6 +242,9 @@ fn classify(e: &reqwest::Error) -> Sent {
     while let Some(err) = stack.pop() {
         if err.is::<AddressNotAllowed>() {
             return no_answer("address not allowed");
+        }
+        if err.is::<NameNotResolved>() {
+            return no_answer("dns error: name not resolved");
         }
         if let Some(tls) = err.downcast_ref::<rustls::Error>() {
             return no_answer(tls_reason(tls));

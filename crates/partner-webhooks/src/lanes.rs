@@ -250,6 +250,7 @@ mod tests {
             concurrency: 8,
             endpoint_concurrency: 4,
             retention: Duration::from_secs(3600),
+            event_retention: Duration::from_secs(3600),
             maintenance_interval: Duration::from_secs(60),
             disable_after: None,
         }

@@ -58,6 +58,9 @@ pub struct WorkerConfig {
     pub endpoint_concurrency: usize,
     /// Delivered and failed deliveries older than this are deleted.
     pub retention: Duration,
+    /// Events older than this (that no delivery still refers to) are deleted: the events feed
+    /// keeps them that long. Never shorter than `retention`.
+    pub event_retention: Duration,
     /// How often exhausted deliveries are ended and old ones pruned.
     pub maintenance_interval: Duration,
     /// An endpoint whose attempts all failed for this long is disabled (`None`: never).

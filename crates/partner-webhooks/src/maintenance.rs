@@ -1,8 +1,9 @@
 //! Maintenance, every `maintenance_interval`: deliveries whose budget dead workers spent end
 //! `failed` (`interrupted`), pending deliveries of disabled endpoints end `failed` (`endpoint
 //! disabled`: one written by a request racing the disable would otherwise wait forever), and
-//! delivered or failed deliveries past the retention are pruned in
-//! small batches, so pruning never holds locks the claim needs for long.
+//! delivered or failed deliveries past the retention, then events past the events feed's retention
+//! that no delivery refers to, are pruned in small batches, so pruning never holds locks the claim
+//! needs for long.
 
 use std::sync::Arc;
 
@@ -49,14 +50,16 @@ pub(crate) async fn round(repo: &dyn DeliveryRepo, clock: &dyn Clock, c: &Worker
         ),
         Err(e) => tracing::warn!(error = %e, "ending deliveries of disabled endpoints failed"),
     }
-    let Some(before) = time::Duration::try_from(c.retention)
-        .ok()
-        .and_then(|r| now.checked_sub(r))
-    else {
+    let before = |retention| {
+        time::Duration::try_from(retention)
+            .ok()
+            .and_then(|r| now.checked_sub(r))
+    };
+    let (Some(deliveries), Some(events)) = (before(c.retention), before(c.event_retention)) else {
         return;
     };
     for _ in 0..PRUNE_ROUNDS {
-        match repo.prune(before, PRUNE_BATCH).await {
+        match repo.prune(deliveries, events, PRUNE_BATCH).await {
             Ok(0) => break,
             Ok(_) => tokio::task::yield_now().await,
             Err(e) => {
@@ -89,6 +92,7 @@ mod tests {
             concurrency: 8,
             endpoint_concurrency: 4,
             retention: Duration::from_secs(7 * 86_400),
+            event_retention: Duration::from_secs(30 * 86_400),
             maintenance_interval: Duration::from_secs(60),
             disable_after: None,
         }
@@ -111,9 +115,13 @@ mod tests {
         let calls = Arc::new(AtomicU32::new(0));
         let seen = calls.clone();
         repo.expect_prune()
-            .withf(|before, batch| *before == datetime!(2026-03-03 12:00 UTC) && *batch == 500)
+            .withf(|deliveries, events, batch| {
+                *deliveries == datetime!(2026-03-03 12:00 UTC)
+                    && *events == datetime!(2026-02-08 12:00 UTC)
+                    && *batch == 500
+            })
             .times(3)
-            .returning(move |_, _| {
+            .returning(move |_, _, _| {
                 // Two full batches, then nothing left.
                 Ok(if seen.fetch_add(1, Ordering::SeqCst) < 2 {
                     500
@@ -137,7 +145,7 @@ mod tests {
             .returning(|_| Err(RepoError::new("down")));
         repo.expect_prune()
             .times(1)
-            .returning(|_, _| Err(RepoError::new("down")));
+            .returning(|_, _, _| Err(RepoError::new("down")));
         round(&repo, &clock, &config()).await;
     }
 }

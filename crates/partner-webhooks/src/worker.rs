@@ -458,6 +458,7 @@ mod tests {
             concurrency: 4,
             endpoint_concurrency: 2,
             retention: Duration::from_secs(3600),
+            event_retention: Duration::from_secs(3600),
             maintenance_interval: Duration::from_secs(3600),
             disable_after: None,
         }
@@ -469,6 +470,7 @@ mod tests {
             endpoint_id: EndpointId::from_uuid(Uuid::from_u128(1)),
             lease: Uuid::from_u128(99),
             attempt: 1,
+            event_id: partner_domain::kernel::ids::EventId::from_uuid(Uuid::from_u128(8)),
             event,
             event_created_at: datetime!(2026-03-10 11:59 UTC),
             // A literal loopback address: refused before any request when private addresses

@@ -24,6 +24,8 @@ pub struct Principal {
     admin: bool,
     /// Whether the partner's DNA links endpoint is enabled (an account-state check).
     dna_access: bool,
+    /// A portal session's bearer (extensions §10), limited to the webhook and endpoint calls.
+    portal: bool,
 }
 
 impl Principal {
@@ -35,6 +37,7 @@ impl Principal {
             partner_id,
             admin,
             dna_access: false,
+            portal: false,
         }
     }
 
@@ -67,6 +70,19 @@ impl Principal {
     #[must_use]
     pub fn admin(&self) -> bool {
         self.admin
+    }
+
+    /// Whether the token is a portal session's (extensions §10): it may call only the webhook
+    /// calls and the endpoint calls, anything else answers 403.
+    #[must_use]
+    pub fn portal(&self) -> bool {
+        self.portal
+    }
+
+    /// Whether the token is a partner's own API token (not a portal session).
+    #[must_use]
+    pub fn not_portal(&self) -> bool {
+        !self.portal
     }
 
     /// Whether the partner may use the DNA links endpoint (else 403
@@ -327,6 +343,7 @@ impl AuthService {
                 partner_id: rec.partner_id,
                 admin: rec.admin,
                 dna_access: rec.partner_dna_access,
+                portal: rec.portal,
             },
         };
         Ok((authenticated, content))
@@ -387,6 +404,7 @@ mod tests {
             expires_at: None,
             revoked_at: None,
             last_used_at: None,
+            portal: false,
         }
     }
 

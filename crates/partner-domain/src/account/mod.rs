@@ -4,6 +4,7 @@
 pub mod auth;
 pub mod token;
 
+pub mod portal;
 pub mod ports;
 
 mod service;

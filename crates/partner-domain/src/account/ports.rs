@@ -27,6 +27,8 @@ pub struct TokenRecord {
     pub expires_at: Option<OffsetDateTime>,
     pub revoked_at: Option<OffsetDateTime>,
     pub last_used_at: Option<OffsetDateTime>,
+    /// A portal session (extensions §10): it may call only the webhook and endpoint calls.
+    pub portal: bool,
 }
 
 /// Token lookups on the request path.
@@ -115,4 +117,35 @@ pub trait AccountRepo: Send + Sync {
     async fn revoke_token(&self, id: TokenId, now: OffsetDateTime) -> Result<bool, RepoError>;
 }
 
-crate::kernel::debug_port!(TokenRepo, AccountRepo);
+/// A one-time portal code about to be stored: its keyed hash, never its text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewPortalCode {
+    pub hash: TokenHash,
+    /// The partner token whose holder asked for the code.
+    pub minted_by: TokenId,
+    pub created_at: OffsetDateTime,
+    pub expires_at: OffsetDateTime,
+}
+
+/// Storage of portal codes and the sessions they are exchanged for (extensions §10).
+///
+/// Contract: `exchange` MUST spend the code and store the session in one transaction, and of
+/// concurrent exchanges of one code exactly one may find it unspent (a conditional update); the
+/// session is stored only while the token that minted the code is live (not revoked or expired,
+/// user not deleted, partner active), as a token of the same user marked as a portal session of
+/// that token, expiring no later than it.
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+#[async_trait]
+pub trait PortalRepo: Send + Sync {
+    async fn insert_code(&self, code: &NewPortalCode) -> Result<(), RepoError>;
+    /// Spends the code with this hash (unspent and unexpired at `now`) and stores `session`;
+    /// the session's expiry as stored, or `None` when no such code or its token is not live.
+    async fn exchange(
+        &self,
+        code: &TokenHash,
+        session: &NewToken,
+        now: OffsetDateTime,
+    ) -> Result<Option<OffsetDateTime>, RepoError>;
+}
+
+crate::kernel::debug_port!(TokenRepo, AccountRepo, PortalRepo);

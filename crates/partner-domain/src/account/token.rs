@@ -84,6 +84,17 @@ impl TokenPepper {
     }
 }
 
+impl TokenPepper {
+    /// The keyed hash of a portal code (extensions §10), under a label of its own so that no
+    /// code ever hashes to an API token's hash.
+    pub fn hash_code(&self, code: &str) -> TokenHash {
+        let tag = hmac::sign(&self.0, format!("portal-code:{code}").as_bytes());
+        let mut out = [0u8; 32];
+        out.copy_from_slice(tag.as_ref());
+        TokenHash(out)
+    }
+}
+
 impl fmt::Debug for TokenPepper {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("TokenPepper(..)")

@@ -55,6 +55,13 @@ pub trait CouponRepo: Send + Sync {
         key: TokenKey,
         filter: &CouponFilter,
     ) -> Result<Sealed<(Vec<Coupon>, u64)>, RepoError>;
+    /// In ONE round trip: the token of `key` and the coupon with this code when it belongs to
+    /// the token's own partner (admin tokens too).
+    async fn find_for_token(
+        &self,
+        key: TokenKey,
+        code: &CouponCode,
+    ) -> Result<Sealed<Option<Coupon>>, RepoError>;
 }
 
 crate::kernel::debug_port!(CouponRepo);

@@ -184,6 +184,22 @@ impl CouponService {
         }
     }
 
+    /// The coupon with this code of the token's own partner (extensions §8.2: admin tokens
+    /// too), as it stands at the clock's instant, read with the token's record in one round trip
+    /// and sealed until authentication passes.
+    pub async fn find_for_token(
+        &self,
+        key: TokenKey,
+        code: &CouponCode,
+    ) -> Result<Sealed<Option<CouponAt>>, RepoError> {
+        let now = key.now;
+        Ok(self
+            .repo
+            .find_for_token(key, code)
+            .await?
+            .map(|c| c.map(|coupon| CouponAt { coupon, at: now })))
+    }
+
     /// A page of coupons matching `filter` at the clock's instant (effective statuses, newest
     /// first) and the count of all that match, for the partner [`crate::coupon::listing_scope`] gives the token
     /// of `key` (decided in the statement), read with the token's record in one round trip and sealed until

@@ -43,8 +43,14 @@ impl CursorKey {
     }
 
     fn mac(&self, partner: &PartnerId, payload: &[u8]) -> [u8; MAC] {
+        self.mac_as(VERSION, partner, payload)
+    }
+
+    /// The MAC of `payload` for `partner` under the cursor format `version` (each format signs
+    /// its own name, so a cursor of one kind never verifies as another).
+    fn mac_as(&self, version: &str, partner: &PartnerId, payload: &[u8]) -> [u8; MAC] {
         let mut ctx = hmac::Context::with_key(&self.0);
-        ctx.update(VERSION.as_bytes());
+        ctx.update(version.as_bytes());
         ctx.update(partner.as_str().as_bytes());
         ctx.update(&[0]);
         ctx.update(payload);
@@ -88,6 +94,79 @@ impl CursorKey {
     }
 }
 
+/// A position in the events feed: the writing transaction's id, then the event's sequence number
+/// (ascending; `docs/decisions.md`, "Events feed position").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct FeedPosition {
+    pub txid: i64,
+    pub seq: i64,
+}
+
+const FEED_VERSION: &str = "e1";
+const FEED_PAYLOAD: usize = 16;
+
+impl CursorKey {
+    /// The events feed's cursor text for `pos`, valid only for `partner`.
+    pub fn encode_feed(&self, partner: &PartnerId, pos: FeedPosition) -> String {
+        let mut payload = [0u8; FEED_PAYLOAD];
+        for (p, b) in payload
+            .iter_mut()
+            .zip(pos.txid.to_be_bytes().iter().chain(&pos.seq.to_be_bytes()))
+        {
+            *p = *b;
+        }
+        let mac = self.mac_as(FEED_VERSION, partner, &payload);
+        let mut out = String::with_capacity(FEED_VERSION.len() + 2 * (FEED_PAYLOAD + MAC));
+        out.push_str(FEED_VERSION);
+        for b in payload.iter().chain(mac.iter()) {
+            let _ = write!(out, "{b:02x}");
+        }
+        out
+    }
+
+    /// The feed position in `text`, or `None` when it was not issued by this server to `partner`.
+    pub fn decode_feed(&self, partner: &PartnerId, text: &str) -> Option<FeedPosition> {
+        let (payload, mac) = split_feed(text)?;
+        if !constant_time_eq(&mac, &self.mac_as(FEED_VERSION, partner, &payload)) {
+            return None;
+        }
+        feed_position(&payload)
+    }
+}
+
+/// The feed position a well-formed feed cursor names, NOT verified (as [`peek`]).
+pub fn peek_feed(text: &str) -> Option<FeedPosition> {
+    split_feed(text).and_then(|(payload, _)| feed_position(&payload))
+}
+
+fn split_feed(text: &str) -> Option<([u8; FEED_PAYLOAD], [u8; MAC])> {
+    let bytes = hex_bytes(text.strip_prefix(FEED_VERSION)?, FEED_PAYLOAD + MAC)?;
+    let (payload, mac) = bytes.split_at_checked(FEED_PAYLOAD)?;
+    Some((payload.try_into().ok()?, mac.try_into().ok()?))
+}
+
+fn feed_position(payload: &[u8; FEED_PAYLOAD]) -> Option<FeedPosition> {
+    let (txid, seq) = payload.split_first_chunk::<8>()?;
+    Some(FeedPosition {
+        txid: i64::from_be_bytes(*txid),
+        seq: i64::from_be_bytes(seq.try_into().ok()?),
+    })
+}
+
+/// `len` bytes written as lowercase hex, or `None`.
+fn hex_bytes(hex: &str, len: usize) -> Option<Vec<u8>> {
+    if hex.len() != 2 * len {
+        return None;
+    }
+    hex.as_bytes()
+        .chunks_exact(2)
+        .map(|pair| match pair {
+            [hi, lo] => Some(nibble(*hi)? << 4 | nibble(*lo)?),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The position a well-formed cursor names, NOT verified: for a read that must start before the
 /// partner (to which the MAC binds the cursor) is known, because the same statement resolves it
 /// from the token. Such a read is bounded to the token's own partner by the statement, and its
@@ -100,18 +179,7 @@ pub fn peek(text: &str) -> Option<Position> {
 
 /// Payload and MAC of a cursor's text, or `None` when it is not well-formed.
 fn split(text: &str) -> Option<([u8; PAYLOAD], [u8; MAC])> {
-    let hex = text.strip_prefix(VERSION)?;
-    if hex.len() != 2 * (PAYLOAD + MAC) {
-        return None;
-    }
-    let bytes: Vec<u8> = hex
-        .as_bytes()
-        .chunks_exact(2)
-        .map(|pair| match pair {
-            [hi, lo] => Some(nibble(*hi)? << 4 | nibble(*lo)?),
-            _ => None,
-        })
-        .collect::<Option<_>>()?;
+    let bytes = hex_bytes(text.strip_prefix(VERSION)?, PAYLOAD + MAC)?;
     let (payload, mac) = bytes.split_at_checked(PAYLOAD)?;
     Some((payload.try_into().ok()?, mac.try_into().ok()?))
 }
@@ -140,6 +208,40 @@ fn nibble(b: u8) -> Option<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn feed_cursors_round_trip_bound_to_their_partner_and_kind() {
+        let key = CursorKey::new(b"k");
+        let pos = FeedPosition {
+            txid: 1_234_567,
+            seq: i64::MAX,
+        };
+        let text = key.encode_feed(&acme(), pos);
+        assert_eq!(key.decode_feed(&acme(), &text), Some(pos));
+        assert_eq!(peek_feed(&text), Some(pos));
+        let beta = PartnerId::parse("beta").expect("id");
+        assert_eq!(key.decode_feed(&beta, &text), None);
+        assert_eq!(CursorKey::new(b"other").decode_feed(&acme(), &text), None);
+        // A listing cursor is not a feed cursor, nor the reverse.
+        let listing = key.encode(
+            &acme(),
+            Position {
+                created_at: time::macros::datetime!(2026-01-01 0:00 UTC),
+                id: Uuid::nil(),
+            },
+        );
+        assert_eq!(key.decode_feed(&acme(), &listing), None);
+        assert_eq!(key.decode(&acme(), &text), None);
+        for bad in [
+            "",
+            "e1",
+            "e1zz",
+            text.get(..text.len() - 1).unwrap_or(""),
+            &format!("{text}0"),
+        ] {
+            assert_eq!(peek_feed(bad), None, "{bad}");
+        }
+    }
     use time::macros::datetime;
 
     fn acme() -> PartnerId {

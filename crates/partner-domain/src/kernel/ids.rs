@@ -67,6 +67,11 @@ uuid_id!(
     "id"
 );
 uuid_id!(
+    /// An event of the outbox (the events feed's `id`, and `X-Partner-Event-Id`).
+    EventId,
+    "id"
+);
+uuid_id!(
     /// A partner's webhook endpoint.
     EndpointId,
     "id"

@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 use time::OffsetDateTime;
 
-use crate::account::auth::Sealed;
+use crate::account::auth::{Sealed, TokenKey};
 use crate::account::token::TokenHash;
 use crate::events::Outbox;
 #[cfg(any(test, feature = "mocks"))]
@@ -41,6 +41,14 @@ pub trait LeadRepo: Send + Sync {
         include_test: bool,
         limit: u16,
     ) -> Result<Sealed<Vec<Lead>>, RepoError>;
+    /// In ONE round trip: the token of `key` and the lead with this id when it belongs to the
+    /// token's partner (test leads too), taken from the token by the statement; nothing for a
+    /// token that is not live.
+    async fn lead_for_token(
+        &self,
+        key: TokenKey,
+        id: LeadId,
+    ) -> Result<Sealed<Option<Lead>>, RepoError>;
 }
 
 /// The writes of the lead service, inside a [`LeadTransaction`].

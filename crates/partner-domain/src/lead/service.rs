@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use crate::account::auth::{Presented, Sealed};
+use crate::account::auth::{Presented, Sealed, TokenKey};
 use crate::kernel::clock::Clock;
 use crate::kernel::cursor::{self, CursorKey, Position};
 use crate::kernel::error::RepoError;
@@ -157,6 +157,17 @@ impl LeadService {
         self.repo
             .page_leads_for_token(token.hash(), self.clock.now(), after, q.include_test, limit)
             .await
+    }
+
+    /// The lead with this id of the partner of the token of `key`, test leads included
+    /// (extensions §8.2: as the listing with `includeTest=true`), read with the token's record
+    /// in one round trip and sealed until authentication passes.
+    pub async fn find_for_token(
+        &self,
+        key: TokenKey,
+        id: LeadId,
+    ) -> Result<Sealed<Option<Lead>>, RepoError> {
+        self.repo.lead_for_token(key, id).await
     }
 
     /// The answer of [`Self::list_for_token`] once the request is authenticated as `partner`:

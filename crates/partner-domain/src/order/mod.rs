@@ -42,6 +42,17 @@ pub fn parse_order_id(s: &str) -> Result<String, ValueError> {
     Ok(s.to_owned())
 }
 
+/// An id the orders listing can show: a stored order's id ([`parse_order_id`]) or a simulated
+/// one, [`SIMULATED_PREFIX`] followed by a run id ([`parse_run_id`]).
+pub fn parse_listed_order_id(s: &str) -> Result<String, ValueError> {
+    match s.strip_prefix(SIMULATED_PREFIX) {
+        Some(run) => parse_run_id(run)
+            .map(|_| s.to_owned())
+            .map_err(|_| ValueError::invalid("orderId", "TEST-SIM- followed by a run id")),
+        None => parse_order_id(s),
+    }
+}
+
 /// A simulated run's id: 1-64 of `A-Z a-z 0-9 _ -`.
 pub fn parse_run_id(s: &str) -> Result<String, ValueError> {
     if s.is_empty() {

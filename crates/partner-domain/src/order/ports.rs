@@ -41,6 +41,13 @@ pub trait OrderRepo: Send + Sync {
         key: TokenKey,
         limit: u16,
     ) -> Result<Sealed<Vec<OrderListing>>, RepoError>;
+    /// In ONE round trip: the token of `key` and the order of the listing with this id (a
+    /// simulated `TEST-SIM-…` one too) when it belongs to the token's partner.
+    async fn order_for_token(
+        &self,
+        key: TokenKey,
+        order_id: &str,
+    ) -> Result<Sealed<Option<OrderListing>>, RepoError>;
     /// Stored and simulated orders with `from <= createdDate < to`.
     async fn orders_between(
         &self,

@@ -142,6 +142,17 @@ impl OrderService {
         self.repo.orders_page_for_token(key, size).await
     }
 
+    /// The order of the listing with this id (a simulated one too) of the partner of the token
+    /// of `key` (extensions §8.2), read with the token's record in one round trip and sealed
+    /// until authentication passes. `None` without a read for an id no order can have.
+    pub async fn find_for_token(
+        &self,
+        key: TokenKey,
+        order_id: &str,
+    ) -> Result<Sealed<Option<OrderListing>>, RepoError> {
+        self.repo.order_for_token(key, order_id).await
+    }
+
     /// The chunk of `orders`, read as at most `size` rows.
     pub fn chunk_of(orders: Vec<OrderListing>, size: u16) -> Chunk<OrderListing, OrderKey> {
         let next = (orders.len() == usize::from(size))

@@ -32,6 +32,13 @@ pub trait PayoutRepo: Send + Sync {
         key: TokenKey,
         limit: u16,
     ) -> Result<Sealed<Vec<Payout>>, RepoError>;
+    /// In ONE round trip: the token of `key` and the payout with this id when it belongs to the
+    /// token's partner.
+    async fn payout_for_token(
+        &self,
+        key: TokenKey,
+        id: PayoutId,
+    ) -> Result<Sealed<Option<Payout>>, RepoError>;
 }
 
 /// The write of payout recording, inside a [`PayoutTransaction`].

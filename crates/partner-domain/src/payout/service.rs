@@ -86,6 +86,16 @@ impl PayoutService {
         self.repo.payouts_page_for_token(key, size).await
     }
 
+    /// The payout with this id of the partner of the token of `key` (extensions §8.2), read with
+    /// the token's record in one round trip and sealed until authentication passes.
+    pub async fn find_for_token(
+        &self,
+        key: TokenKey,
+        id: PayoutId,
+    ) -> Result<Sealed<Option<Payout>>, RepoError> {
+        self.repo.payout_for_token(key, id).await
+    }
+
     /// The chunk of `payouts`, read as at most `size` rows.
     pub fn chunk_of(payouts: Vec<Payout>, size: u16) -> Chunk<Payout, PayoutKey> {
         let next = (payouts.len() == usize::from(size))

@@ -35,6 +35,12 @@ pub trait SubAccountRepo: Send + Sync {
     /// [`SubAccountRepo::list`] reads for its partner, taken from the token by the statement
     /// itself; rows only for a token live at `key.now` (see [`crate::lead::ports::LeadRepo::page_leads_for_token`]).
     async fn list_for_token(&self, key: TokenKey) -> Result<Sealed<Vec<SubAccount>>, RepoError>;
+    /// In ONE round trip: the token of `key` and its partner's sub-account with this id.
+    async fn find_for_token(
+        &self,
+        key: TokenKey,
+        id: SubAccountId,
+    ) -> Result<Sealed<Option<SubAccount>>, RepoError>;
     /// Inserts unless the partner already has a sub-account with that `subId` (decided by the
     /// store's unique constraint, so concurrent creations cannot both succeed).
     async fn insert(

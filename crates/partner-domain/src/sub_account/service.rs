@@ -52,6 +52,16 @@ impl SubAccountService {
         self.repo.list_for_token(key).await
     }
 
+    /// The sub-account with this id of the partner of the token of `key` (extensions §8.2),
+    /// read with the token's record in one round trip and sealed until authentication passes.
+    pub async fn find_for_token(
+        &self,
+        key: TokenKey,
+        id: SubAccountId,
+    ) -> Result<Sealed<Option<SubAccount>>, RepoError> {
+        self.repo.find_for_token(key, id).await
+    }
+
     pub async fn create(
         &self,
         partner: &PartnerId,

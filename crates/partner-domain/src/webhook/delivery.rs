@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use crate::events::{Event, EventKind};
 use crate::kernel::cursor::Position;
-use crate::kernel::ids::{DeliveryId, EndpointId};
+use crate::kernel::ids::{DeliveryId, EndpointId, EventId};
 use crate::kernel::values::ValueError;
 use crate::kernel::wire;
 use crate::webhook::endpoint::CustomHeader;
@@ -193,6 +193,8 @@ pub struct ClaimedDelivery {
     pub lease: Uuid,
     /// The number of this attempt (1 for the first).
     pub attempt: u32,
+    /// The event's own id (`X-Partner-Event-Id`): the same on every delivery of the event.
+    pub event_id: EventId,
     pub event: Event,
     pub event_created_at: OffsetDateTime,
     pub url: String,

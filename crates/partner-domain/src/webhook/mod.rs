@@ -6,6 +6,7 @@
 //!   secret, the scheme Stripe's SDKs verify;
 //! - `retry`: the retry schedule and a receiver's `Retry-After`;
 //! - `delivery`: a delivery's status and log, what a worker claims and records, the signed body;
+//! - `feed`: the events feed (extensions.md §8.1): its pages, cursors and retention;
 //! - `payload`: a delivery's `data`, from the record its event is about;
 //! - `health`: when the service disables an endpoint by itself;
 //! - `budget`: how many webhook actions (`test`, `resend`, `recover`) a partner may call;
@@ -18,7 +19,9 @@ pub mod address;
 pub mod budget;
 pub mod delivery;
 pub mod endpoint;
+pub mod feed;
 pub mod health;
+pub mod hourly;
 pub mod payload;
 pub mod ports;
 pub mod retry;
@@ -37,6 +40,7 @@ pub use endpoint::{
     CustomHeader, DisabledReason, ENDPOINT_DISABLED, EndpointParts, EndpointPatch,
     LeadCreatedDelay, MAX_ENDPOINTS, NewEndpoint, ShownEndpoint, WebhookEndpoint, parse_events,
 };
+pub use feed::{EventFeed, FeedError, FeedEvent, FeedPage, FeedQuery, FeedRead};
 pub use health::{Attempted, EndpointHealth, HealthChange};
 pub use payload::{Payload, SubjectIds, Subjects};
 pub use retry::{

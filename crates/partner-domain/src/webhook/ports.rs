@@ -68,6 +68,14 @@ pub trait WebhookRepo: Send + Sync {
         key: TokenKey,
         filter: &DeliveryFilter,
     ) -> Result<Sealed<Vec<DeliveryInfo>>, RepoError>;
+    /// In ONE round trip: the token of `key` and how many of its partner's deliveries (of
+    /// `endpoint` only, when given) were created in each hour since `since`, by status.
+    async fn hourly_for_token(
+        &self,
+        key: TokenKey,
+        endpoint: Option<EndpointId>,
+        since: OffsetDateTime,
+    ) -> Result<Sealed<Vec<crate::webhook::hourly::StatusCount>>, RepoError>;
     /// In ONE round trip: the token of `key` and [`WebhookRepo::delivery`] of its partner
     /// (taken from the token by both statements; nothing for a token that is not live).
     async fn delivery_for_token(
@@ -144,9 +152,16 @@ pub trait DeliveryRepo: Send + Sync {
         claims: &[(DeliveryId, uuid::Uuid)],
         now: OffsetDateTime,
     ) -> Result<u64, RepoError>;
-    /// Deletes at most `batch` delivered or failed deliveries created before `before`, then at
-    /// most `batch` events of that age that no delivery refers to. Returns the rows deleted.
-    async fn prune(&self, before: OffsetDateTime, batch: u32) -> Result<u64, RepoError>;
+    /// Deletes at most `batch` delivered or failed deliveries created before `deliveries_before`,
+    /// then at most `batch` events created before `events_before` that no delivery refers to,
+    /// and records for each partner the last feed position removed (a cursor before it answers
+    /// `cursor_expired`). Returns the rows deleted.
+    async fn prune(
+        &self,
+        deliveries_before: OffsetDateTime,
+        events_before: OffsetDateTime,
+        batch: u32,
+    ) -> Result<u64, RepoError>;
 }
 
 /// How a delivery's `data` is written on the wire: with the API's own answer types (the HTTP

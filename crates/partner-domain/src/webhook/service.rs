@@ -402,6 +402,23 @@ impl WebhookService {
             .await
     }
 
+    /// The start of the 24-hour window of [`Self::hourly_for_token`], now.
+    pub fn hour_window(&self) -> OffsetDateTime {
+        crate::webhook::hourly::window_start(self.clock.now())
+    }
+
+    /// The partner's deliveries (of `endpoint` only, when given) created in each hour since
+    /// `since` ([`Self::hour_window`]), by status, for the token of `key`, read with the token's
+    /// record in one round trip; [`crate::webhook::hourly::by_hour`] renders what it opens to.
+    pub async fn hourly_for_token(
+        &self,
+        key: TokenKey,
+        endpoint: Option<EndpointId>,
+        since: OffsetDateTime,
+    ) -> Result<Sealed<Vec<crate::webhook::hourly::StatusCount>>, RepoError> {
+        self.repo.hourly_for_token(key, endpoint, since).await
+    }
+
     /// [`Self::delivery`]'s answer for what was read: 404 when nothing was.
     pub fn found(detail: Option<DeliveryDetail>) -> Result<DeliveryDetail, EndpointError> {
         detail.ok_or(EndpointError::DeliveryNotFound)

@@ -261,6 +261,40 @@ pub(super) async fn list(req: HttpRequest) -> HttpResponse {
     }
 }
 
+/// One coupon by its code, matched as redemption matches it (extensions §8.2).
+#[utoipa::path(
+    get, path = "/api/v1/care-services-coupons/{code}", tag = "coupons",
+    params(("code" = String, Path, description = "The coupon's code; trimmed, upper-cased, spaces and hyphens removed before matching")),
+    responses(
+        (status = 200, description = "The coupon, as the listing shows it", body = crate::routes::schemas::CouponData),
+        (status = 400, description = "`code` is not a coupon code", body = crate::routes::schemas::ErrorBody),
+        (status = 404, description = "The partner has no coupon with that code, or the Care Services API is disabled", body = crate::routes::schemas::ErrorBody),
+    )
+)]
+pub(super) async fn one(req: HttpRequest, path: web::Path<String>) -> HttpResponse {
+    // One round trip, as the listing; a malformed code answers 400 after authentication.
+    let Some(code) = CouponCode::normalize(&path) else {
+        let e = ApiError::invalid("code must be a coupon code (12 letters and digits)");
+        return super::refused_after_admission(&req, Group::Coupons, e).await;
+    };
+    one_trip(
+        &req,
+        Group::Coupons,
+        None,
+        async move |st, token| {
+            Ok(st
+                .coupons
+                .find_for_token(st.auth.key(&token), &code)
+                .await?)
+        },
+        |_, _, coupon| match coupon {
+            Some(c) => Ok(ok(CouponOut::from(&c))),
+            None => Err(ApiError::not_found("no such coupon")),
+        },
+    )
+    .await
+}
+
 /// The listing's parameters that need no caller: `partner_id` only parsed, the others checked.
 fn unscoped(q: &Query) -> std::result::Result<(CouponFilter, bool), ApiError> {
     let requested = q

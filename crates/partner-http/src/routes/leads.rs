@@ -134,6 +134,35 @@ pub(super) async fn list(req: HttpRequest) -> HttpResponse {
     }
 }
 
+/// One lead by id, a test lead too (extensions §8.2).
+#[utoipa::path(
+    get, path = "/api/v1/leads/{id}", tag = "activity",
+    params(("id" = String, Path, description = "The lead's `id` (a UUID)", format = Uuid)),
+    responses(
+        (status = 200, description = "The lead, as the listing (`includeTest=true`) shows it", body = crate::routes::schemas::LeadData),
+        (status = 400, description = "`id` is not a UUID", body = crate::routes::schemas::ErrorBody),
+        (status = 404, description = "The partner has no lead with that id", body = crate::routes::schemas::ErrorBody),
+    )
+)]
+pub(super) async fn one(req: HttpRequest, path: web::Path<String>) -> HttpResponse {
+    // One round trip, as the listing; a malformed id answers 400 after authentication.
+    let id = match uuid(&path, "id") {
+        Ok(id) => LeadId::from_uuid(id),
+        Err(e) => return super::refused_after_admission(&req, Group::Leads, e).await,
+    };
+    one_trip(
+        &req,
+        Group::Leads,
+        None,
+        async move |st, token| Ok(st.leads.find_for_token(st.auth.key(&token), id).await?),
+        |_, _, lead| match lead {
+            Some(l) => Ok(ok(LeadOut::from(&l))),
+            None => Err(ApiError::not_found("no such lead")),
+        },
+    )
+    .await
+}
+
 /// Any other method on `/api/v1/leads`: the token lookup alone, then 405.
 pub(super) async fn list_other_method(req: HttpRequest) -> HttpResponse {
     one_trip(

@@ -5,6 +5,7 @@ mod accounts;
 mod catalog;
 mod coupons;
 mod embed;
+mod events;
 mod fields;
 mod health;
 mod leads;
@@ -12,6 +13,7 @@ mod links;
 mod openapi;
 mod orders;
 mod payouts;
+mod portal;
 mod schemas;
 mod streaming;
 mod sub_accounts;
@@ -26,7 +28,7 @@ use partner_domain::account::auth::Principal;
 
 use crate::error::ApiError;
 use crate::middleware::{
-    Requirement, care_services_enabled, internal_guard, no_store, partner_guard,
+    PORTAL_SCOPE, Requirement, care_services_enabled, internal_guard, no_store, partner_guard,
     partner_guard_requiring, public_limit,
 };
 use crate::ratelimit::Group;
@@ -67,6 +69,16 @@ pub(crate) fn configure_public(cfg: &mut web::ServiceConfig) {
                     )
                     .default_service(guarded_405(Group::SubAccounts)),
             )
+            .service(
+                resource("/sub-accounts/{id}")
+                    .route(web::get().to(sub_accounts::one))
+                    .default_service(guarded_405(Group::SubAccounts)),
+            )
+            .service(
+                resource("/leads/{id}")
+                    .route(web::get().to(leads::one))
+                    .default_service(guarded_405(Group::Leads)),
+            )
             // Authenticates inside the handlers, for GET in the page's own statement (one round
             // trip); other methods answer 405 after authentication and the rate limit, as
             // behind the guard.
@@ -81,8 +93,18 @@ pub(crate) fn configure_public(cfg: &mut web::ServiceConfig) {
                     .default_service(guarded_405(Group::Orders)),
             )
             .service(
+                resource("/orders/{orderId}")
+                    .route(web::get().to(orders::one))
+                    .default_service(guarded_405(Group::Orders)),
+            )
+            .service(
                 resource("/payouts")
                     .route(web::get().to(payouts::list))
+                    .default_service(guarded_405(Group::Payouts)),
+            )
+            .service(
+                resource("/payouts/{recordId}")
+                    .route(web::get().to(payouts::one))
                     .default_service(guarded_405(Group::Payouts)),
             )
             .service(
@@ -112,6 +134,12 @@ pub(crate) fn configure_public(cfg: &mut web::ServiceConfig) {
             .service(
                 resource("/care-services-coupons")
                     .route(web::get().to(coupons::list))
+                    .default_service(guarded_405(Group::Coupons))
+                    .wrap(from_fn(care_services_enabled)),
+            )
+            .service(
+                resource("/care-services-coupons/{code}")
+                    .route(web::get().to(coupons::one))
                     .default_service(guarded_405(Group::Coupons))
                     .wrap(from_fn(care_services_enabled)),
             )
@@ -146,6 +174,12 @@ pub(crate) fn configure_public(cfg: &mut web::ServiceConfig) {
                     .route(web::get().to(webhooks::deliveries))
                     .default_service(guarded_405(Group::WebhookEndpoints)),
             )
+            // Before `{id}`, which would take `by-hour` for an id.
+            .service(
+                resource("/webhook-deliveries/by-hour")
+                    .route(web::get().to(webhooks::by_hour))
+                    .default_service(guarded_405(Group::WebhookEndpoints)),
+            )
             .service(
                 resource("/webhook-deliveries/{id}")
                     .route(web::get().to(webhooks::delivery))
@@ -156,7 +190,53 @@ pub(crate) fn configure_public(cfg: &mut web::ServiceConfig) {
                     .route(web::post().to(webhooks::resend))
                     .wrap(from_fn(partner_guard(Group::WebhookEndpoints))),
             )
+            // A portal session cannot open another portal (extensions §10).
+            .service(
+                resource("/portal-sessions")
+                    .route(web::post().to(portal::mint))
+                    .wrap(from_fn(partner_guard_requiring(
+                        Group::WebhookEndpoints,
+                        Requirement {
+                            holds: Principal::not_portal,
+                            message: PORTAL_SCOPE,
+                        },
+                    ))),
+            )
+            .service(
+                resource("/events")
+                    .route(web::get().to(events::list))
+                    .default_service(guarded_405(Group::WebhookEndpoints)),
+            )
+            .service(
+                resource("/events/{id}")
+                    .route(web::get().to(events::show))
+                    .default_service(guarded_405(Group::WebhookEndpoints)),
+            )
             .default_service(web::to(no_route))
+            .wrap(from_fn(no_store))
+    }))
+    // The portal's page, its files and its code exchange: no token yet, so the public budget
+    // per client address.
+    .service(
+        resource("/portal")
+            .route(web::get().to(portal::page))
+            .wrap(from_fn(public_limit)),
+    )
+    .service(
+        resource("/portal/app.js")
+            .route(web::get().to(portal::script))
+            .wrap(from_fn(public_limit)),
+    )
+    .service(
+        resource("/portal/app.css")
+            .route(web::get().to(portal::style))
+            .wrap(from_fn(public_limit)),
+    )
+    .service(under("/portal/v1", |scope| {
+        scope
+            .service(resource("/sessions").route(web::post().to(portal::exchange)))
+            .default_service(web::to(no_route))
+            .wrap(from_fn(public_limit))
             .wrap(from_fn(no_store))
     }))
     // The public surfaces share one budget per client address (`public_limit`, §12). In the
@@ -360,6 +440,24 @@ fn guarded_405(group: Group) -> actix_web::Route {
 
 async fn method_not_allowed() -> HttpResponse {
     actix_web::ResponseError::error_response(&ApiError::for_status(StatusCode::METHOD_NOT_ALLOWED))
+}
+
+/// What a read by id answers when its id is malformed (extensions §8.2): the token checked
+/// alone, then `e` after authentication and the rate limit of `group`, as the listing answers an
+/// invalid parameter.
+pub(crate) async fn refused_after_admission(
+    req: &actix_web::HttpRequest,
+    group: Group,
+    e: ApiError,
+) -> HttpResponse {
+    crate::middleware::one_trip(
+        req,
+        group,
+        None,
+        async |st, token| st.auth.lookup(&token).await,
+        move |_, _, ()| Err(e),
+    )
+    .await
 }
 
 /// Unknown routes: 404 `not_found`.

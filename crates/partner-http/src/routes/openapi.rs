@@ -18,7 +18,9 @@ use utoipa::{Modify, OpenApi};
 
 use super::accounts;
 use super::schemas::*;
-use super::{catalog, coupons, embed, leads, links, orders, payouts, sub_accounts, webhooks};
+use super::{
+    catalog, coupons, embed, events, leads, links, orders, payouts, portal, sub_accounts, webhooks,
+};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -30,15 +32,20 @@ use super::{catalog, coupons, embed, leads, links, orders, payouts, sub_accounts
     ),
     paths(
         leads::list,
+        leads::one,
         orders::list,
+        orders::one,
         payouts::list,
+        payouts::one,
         sub_accounts::list,
+        sub_accounts::one,
         sub_accounts::create,
         sub_accounts::delete,
         links::dna,
         links::medical,
         links::care,
         coupons::list,
+        coupons::one,
         webhooks::list,
         webhooks::post,
         webhooks::patch,
@@ -46,8 +53,16 @@ use super::{catalog, coupons, embed, leads, links, orders, payouts, sub_accounts
         webhooks::test,
         webhooks::recover,
         webhooks::deliveries,
+        webhooks::by_hour,
         webhooks::delivery,
         webhooks::resend,
+        portal::mint,
+        portal::exchange,
+        portal::page,
+        portal::script,
+        portal::style,
+        events::list,
+        events::show,
         partner_document,
         catalog::list,
         embed::care_services,
@@ -60,8 +75,10 @@ use super::{catalog, coupons, embed, leads, links, orders, payouts, sub_accounts
         (name = "links", description = "Shareable intake links"),
         (name = "coupons", description = "Care Services coupon codes"),
         (name = "webhooks", description = "Webhook endpoints and their delivery log"),
+        (name = "events", description = "The events feed: every webhook event of the partner, oldest first"),
         (name = "catalog", description = "The public product catalog (no token)"),
         (name = "embed", description = "The embedded Care Services view (HTML, no token)"),
+        (name = "portal", description = "The partner's webhook portal: its page and its code exchange (no token)"),
         (name = "meta"),
     )
 )]
@@ -292,9 +309,21 @@ impl Modify for Common {
                 "Cache-Control",
                 string_header("`no-store`: answers carry tenant data"),
             ),
+            (
+                "Idempotent-Replayed",
+                string_header(
+                    "`true` when this is the kept answer of an earlier request with the same \
+                     `Idempotency-Key`, replayed byte for byte",
+                ),
+            ),
         ] {
             // The operator API has no rate limit; its 503 carries `Retry-After` too.
-            if matches!(self, Common::Partner) || matches!(name, "Cache-Control" | "Retry-After") {
+            if matches!(self, Common::Partner)
+                || matches!(
+                    name,
+                    "Cache-Control" | "Retry-After" | "Idempotent-Replayed"
+                )
+            {
                 components.headers.insert(name.to_owned(), header.into());
             }
         }
@@ -326,6 +355,11 @@ impl Modify for Common {
                     "500",
                     "Unexpected server error; safe to retry with backoff",
                 );
+                if matches!(method, "post" | "patch")
+                    && (partner_api || path.starts_with("/internal/v1/"))
+                {
+                    idempotent(op);
+                }
                 match self {
                     Common::Partner if partner_api => partner_guard(op),
                     Common::Partner => {}
@@ -340,6 +374,66 @@ impl Modify for Common {
                         .insert("Retry-After".to_owned(), header_ref("Retry-After"));
                 }
             }
+        }
+    }
+}
+
+/// `Idempotency-Key` (extensions §8.3): the header, its two conflict answers, and the replay
+/// marker on every answer that may be kept.
+fn idempotent(op: &mut Operation) {
+    let key = utoipa::openapi::path::ParameterBuilder::new()
+        .name("Idempotency-Key")
+        .parameter_in(utoipa::openapi::path::ParameterIn::Header)
+        .required(utoipa::openapi::Required::False)
+        .description(Some(
+            "1-255 visible ASCII characters. The first request with a key runs; its answer \
+             (status below 500, not 429) is kept for 24 hours and replayed, byte for byte with \
+             `Idempotent-Replayed: true`, to a request with the same key, method, path (with \
+             the query string) and body.",
+        ))
+        .schema(Some(
+            utoipa::openapi::ObjectBuilder::new()
+                .schema_type(Type::String)
+                .min_length(Some(1))
+                .max_length(Some(255))
+                .pattern(Some("^[!-~]{1,255}$")),
+        ))
+        .build();
+    op.parameters
+        .get_or_insert_with(Vec::new)
+        .push(utoipa::openapi::RefOr::T(key));
+    for (status, text) in [
+        (
+            "400",
+            "`invalid_request`: the `Idempotency-Key` is not 1-255 visible ASCII characters",
+        ),
+        (
+            "409",
+            "`idempotency_key_in_use`: a request with this `Idempotency-Key` is still running",
+        ),
+        (
+            "422",
+            "`idempotency_key_reused`: this `Idempotency-Key` was used for another method, \
+             path or body",
+        ),
+    ] {
+        match op.responses.responses.get_mut(status) {
+            Some(utoipa::openapi::RefOr::T(r)) => {
+                r.description = format!("{}; or {text}", r.description);
+            }
+            Some(_) => {}
+            None => add(op, status, text),
+        }
+    }
+    for (status, response) in op.responses.responses.iter_mut() {
+        let utoipa::openapi::RefOr::T(response) = response else {
+            continue;
+        };
+        if status.starts_with('2') || status.starts_with('4') {
+            response.headers.insert(
+                "Idempotent-Replayed".to_owned(),
+                header_ref("Idempotent-Replayed"),
+            );
         }
     }
 }

@@ -116,6 +116,40 @@ pub(super) async fn list(req: HttpRequest) -> HttpResponse {
     .await
 }
 
+/// One order by its `orderId`, a simulated one too (extensions §8.2).
+#[utoipa::path(
+    get, path = "/api/v1/orders/{orderId}", tag = "activity",
+    params(("orderId" = String, Path, description = "The order's `orderId` (`TEST-SIM-…` for a simulated order)", min_length = 1, max_length = 100)),
+    responses(
+        (status = 200, description = "The order, as the listing shows it to this token", body = crate::routes::schemas::OrderData),
+        (status = 400, description = "`orderId` is not an order id", body = crate::routes::schemas::ErrorBody),
+        (status = 404, description = "The partner has no order with that id", body = crate::routes::schemas::ErrorBody),
+    )
+)]
+pub(super) async fn one(req: HttpRequest, path: web::Path<String>) -> HttpResponse {
+    // One round trip, as the listing; a malformed id answers 400 after authentication.
+    let order_id = match partner_domain::order::parse_listed_order_id(&path) {
+        Ok(id) => id,
+        Err(e) => return super::refused_after_admission(&req, Group::Orders, e.into()).await,
+    };
+    one_trip(
+        &req,
+        Group::Orders,
+        None,
+        async move |st, token| {
+            Ok(st
+                .orders
+                .find_for_token(st.auth.key(&token), &order_id)
+                .await?)
+        },
+        |_, me, order| match order {
+            Some(l) => Ok(ok(OrderOut::listed(&l, me.admin()))),
+            None => Err(ApiError::not_found("no such order")),
+        },
+    )
+    .await
+}
+
 #[derive(Deserialize, utoipa::ToSchema)]
 #[schema(as = OrderIngest)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]

@@ -12,6 +12,7 @@ use super::fields::optional_text;
 use super::streaming::{CHUNK, stream_data};
 use super::{Result, data};
 use crate::AppState;
+use crate::error::ApiError;
 use crate::extract::JsonBody;
 
 use crate::middleware::one_trip;
@@ -83,6 +84,35 @@ pub(super) async fn list(req: HttpRequest) -> HttpResponse {
                 let (state, partner) = (state.clone(), partner.clone());
                 async move { state.payouts.chunk(&partner, Some(after), CHUNK).await }
             }))
+        },
+    )
+    .await
+}
+
+/// One payout by its `recordId` (extensions §8.2).
+#[utoipa::path(
+    get, path = "/api/v1/payouts/{recordId}", tag = "activity",
+    params(("recordId" = String, Path, description = "The payout's `recordId` (a UUID)", format = Uuid)),
+    responses(
+        (status = 200, description = "The payout, as the listing shows it", body = crate::routes::schemas::PayoutData),
+        (status = 400, description = "`recordId` is not a UUID", body = crate::routes::schemas::ErrorBody),
+        (status = 404, description = "The partner has no payout with that id", body = crate::routes::schemas::ErrorBody),
+    )
+)]
+pub(super) async fn one(req: HttpRequest, path: web::Path<String>) -> HttpResponse {
+    // One round trip, as the listing; a malformed id answers 400 after authentication.
+    let id = match crate::extract::uuid(&path, "recordId") {
+        Ok(id) => PayoutId::from_uuid(id),
+        Err(e) => return super::refused_after_admission(&req, Group::Payouts, e).await,
+    };
+    one_trip(
+        &req,
+        Group::Payouts,
+        None,
+        async move |st, token| Ok(st.payouts.find_for_token(st.auth.key(&token), id).await?),
+        |_, _, payout| match payout {
+            Some(p) => Ok(super::ok(PayoutOut::from(&p))),
+            None => Err(ApiError::not_found("no such payout")),
         },
     )
     .await

@@ -10,6 +10,7 @@ use time::OffsetDateTime;
 
 use super::{Result, data, ok, ok_true};
 use crate::AppState;
+use crate::error::ApiError;
 use crate::extract::{JsonBody, uuid};
 use crate::middleware::{Caller, one_trip};
 use crate::ratelimit::Group;
@@ -63,6 +64,40 @@ pub(super) async fn list(req: HttpRequest) -> HttpResponse {
         None,
         async |st, token| Ok(st.sub_accounts.list_for_token(st.auth.key(&token)).await?),
         |_, _, subs| Ok(ok(subs.iter().map(SubAccountOut::from).collect::<Vec<_>>())),
+    )
+    .await
+}
+
+/// One sub-account by id (extensions §8.2).
+#[utoipa::path(
+    get, path = "/api/v1/sub-accounts/{id}", tag = "sub-accounts",
+    params(("id" = String, Path, description = "The sub-account's `id` (a UUID)", format = Uuid)),
+    responses(
+        (status = 200, description = "The sub-account, as the listing shows it", body = crate::routes::schemas::SubAccountData),
+        (status = 400, description = "`id` is not a UUID", body = crate::routes::schemas::ErrorBody),
+        (status = 404, description = "The partner has no sub-account with that id", body = crate::routes::schemas::ErrorBody),
+    )
+)]
+pub(super) async fn one(req: HttpRequest, path: web::Path<String>) -> HttpResponse {
+    // One round trip, as the listing; a malformed id answers 400 after authentication.
+    let id = match uuid(&path, "id") {
+        Ok(id) => SubAccountId::from_uuid(id),
+        Err(e) => return super::refused_after_admission(&req, Group::SubAccounts, e).await,
+    };
+    one_trip(
+        &req,
+        Group::SubAccounts,
+        None,
+        async move |st, token| {
+            Ok(st
+                .sub_accounts
+                .find_for_token(st.auth.key(&token), id)
+                .await?)
+        },
+        |_, _, sub| match sub {
+            Some(s) => Ok(ok(SubAccountOut::from(&s))),
+            None => Err(ApiError::not_found("no such sub-account")),
+        },
     )
     .await
 }

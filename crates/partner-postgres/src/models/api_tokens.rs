@@ -24,6 +24,7 @@ pub(crate) type Row = (
     Option<OffsetDateTime>,
     Option<OffsetDateTime>,
     Option<OffsetDateTime>,
+    bool,
 );
 
 /// The domain's record of a token row.
@@ -40,6 +41,7 @@ pub(crate) fn record(
         expires_at,
         revoked_at,
         last_used_at,
+        portal,
     ): Row,
 ) -> Result<TokenRecord, RepoError> {
     Ok(TokenRecord {
@@ -54,6 +56,7 @@ pub(crate) fn record(
         expires_at,
         revoked_at,
         last_used_at,
+        portal,
     })
 }
 

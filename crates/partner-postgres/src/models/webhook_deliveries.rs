@@ -4,7 +4,7 @@ use diesel::prelude::*;
 use diesel::sql_types::{Integer, Nullable, Text, Timestamptz};
 use partner_domain::RepoError;
 use partner_domain::events::{Event, EventKind, StoredEvent};
-use partner_domain::kernel::ids::{DeliveryId, EndpointId};
+use partner_domain::kernel::ids::{DeliveryId, EndpointId, EventId};
 use partner_domain::webhook::{
     ClaimedDelivery, DeliveryInfo, DeliveryStatus, UnreadableDelivery, WebhookSecret,
 };
@@ -83,6 +83,8 @@ pub(crate) struct ClaimRow {
     attempts: i32,
     #[diesel(sql_type = Text)]
     kind: String,
+    #[diesel(sql_type = diesel::sql_types::Uuid)]
+    event_id: Uuid,
     #[diesel(sql_type = Timestamptz)]
     event_created_at: OffsetDateTime,
     #[diesel(sql_type = Text)]
@@ -124,6 +126,7 @@ impl ClaimRow {
             endpoint_id: EndpointId::from_uuid(self.endpoint_id),
             lease: self.lease_token,
             attempt: u32::try_from(self.attempts).map_err(|_| corrupt("attempt count"))?,
+            event_id: EventId::from_uuid(self.event_id),
             event: Event::from_stored(&StoredEvent {
                 kind: EventKind::parse_delivered(&self.kind)
                     .ok_or_else(|| corrupt("event kind"))?,

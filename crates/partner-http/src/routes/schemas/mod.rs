@@ -50,9 +50,12 @@ pub(crate) enum ErrorCode {
     InvalidToken,
     UnknownUser,
     RateLimited,
+    IdempotencyKeyInUse,
+    IdempotencyKeyReused,
     ApiKeysUnavailable,
     Unavailable,
     InternalError,
+    CursorExpired,
 }
 
 /// `{ "ok": true }`.

@@ -6,6 +6,7 @@ use partner_domain::account::NotFoundOr;
 use partner_domain::kernel::ids::{DeliveryId, EndpointId};
 use partner_domain::kernel::page::parse_limit;
 use partner_domain::kernel::values::PartnerId;
+use partner_domain::webhook::hourly;
 use partner_domain::webhook::{
     CustomHeader, DeliveryQuery, EndpointPatch, LeadCreatedDelay, NewEndpoint, WebhookService,
     parse_endpoint_url, parse_event_filter, parse_events, parse_statuses,
@@ -414,6 +415,46 @@ pub(super) async fn deliveries(req: HttpRequest) -> HttpResponse {
                         },
                     }))
                 },
+            )
+            .await
+        }
+        Err(e) => lookup_then(&req, e).await,
+    }
+}
+
+#[utoipa::path(
+    get, path = "/api/v1/webhook-deliveries/by-hour", tag = "webhooks",
+    params(
+        ("endpointId" = Option<String>, Query, description = "Only this endpoint's deliveries (a UUID)"),
+    ),
+    responses(
+        (status = 200, description = "The last 24 hours (the current one last), each with how many of the deliveries created in it are delivered, failed and pending now", body = crate::routes::schemas::DeliveryHoursData),
+        (status = 400, description = "`endpointId` is not a UUID", body = crate::routes::schemas::ErrorBody),
+    )
+)]
+pub(super) async fn by_hour(req: HttpRequest) -> HttpResponse {
+    // One round trip: the counts are read with the token's record; a malformed query looks the
+    // token up alone and answers 400 after authentication, as behind the guard.
+    let endpoint = Query::of(&req).and_then(|q| {
+        q.get("endpointId")
+            .map(|s| uuid(s, "endpointId").map(EndpointId::from_uuid))
+            .transpose()
+    });
+    match endpoint {
+        Ok(endpoint) => {
+            one_trip(
+                &req,
+                Group::WebhookEndpoints,
+                None,
+                async move |st, token| {
+                    let since = st.webhooks.hour_window();
+                    let counts = st
+                        .webhooks
+                        .hourly_for_token(st.auth.key(&token), endpoint, since)
+                        .await?;
+                    Ok(counts.map(|c| (since, c)))
+                },
+                |_, _, (since, counts)| Ok(ok(hourly::by_hour(since, &counts))),
             )
             .await
         }

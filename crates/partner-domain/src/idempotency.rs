@@ -1,0 +1,364 @@
+//! Idempotent requests (extensions §8.3): the `Idempotency-Key` a `POST` or `PATCH` may carry,
+//! what a request is compared by, which answers are kept, and what a repeated key gets.
+//!
+//! The first request with a key claims it (a row "running" until its answer is kept); its answer
+//! is kept for [`KEPT_FOR`] when [`keeps`] says so, else the claim is released so a retry runs
+//! again. A request whose key is claimed gets [`Claim::InUse`] while the first runs, then
+//! [`Claim::Replay`] when it is the same request, [`Claim::Reused`] when it is not.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use time::OffsetDateTime;
+
+use crate::kernel::clock::Clock;
+use crate::kernel::error::RepoError;
+use crate::kernel::values::{PartnerId, ValueError};
+
+/// How long a kept answer is replayed.
+pub const KEPT_FOR: time::Duration = time::Duration::hours(24);
+/// How long a claim holds without an answer: past it, the request that claimed the key is taken
+/// to have died with its process, and the key may run again (see docs/decisions.md,
+/// "Idempotency keys").
+pub const CLAIM_LEASE: time::Duration = time::Duration::seconds(60);
+
+/// An `Idempotency-Key` header's value: 1-255 visible ASCII characters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdempotencyKey(String);
+
+impl IdempotencyKey {
+    pub fn parse(raw: &[u8]) -> Result<Self, ValueError> {
+        if raw.is_empty() || raw.len() > 255 || !raw.iter().all(u8::is_ascii_graphic) {
+            return Err(ValueError::invalid(
+                "Idempotency-Key",
+                "1-255 visible ASCII characters",
+            ));
+        }
+        // Every byte is ASCII, so this is always valid UTF-8.
+        Ok(Self(String::from_utf8_lossy(raw).into_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// Whose keys these are: a kept answer is never seen by another caller using the same key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Caller {
+    /// A partner API token's partner (every token and user of the partner share its keys).
+    Partner(PartnerId),
+    /// The operator API.
+    Operator,
+}
+
+impl Caller {
+    /// The caller as stored: `partner:<id>` or `operator`.
+    pub fn scope(&self) -> String {
+        match self {
+            Self::Partner(p) => format!("partner:{}", p.as_str()),
+            Self::Operator => "operator".to_owned(),
+        }
+    }
+}
+
+/// What a request is compared by: SHA-256 over its method, its path with the query string, and
+/// its body, byte for byte.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fingerprint([u8; 32]);
+
+impl Fingerprint {
+    pub fn of(method: &str, path_and_query: &str, body: &[u8]) -> Self {
+        let mut ctx = ring::digest::Context::new(&ring::digest::SHA256);
+        for part in [method.as_bytes(), path_and_query.as_bytes()] {
+            ctx.update(&(part.len() as u64).to_be_bytes());
+            ctx.update(part);
+        }
+        ctx.update(body);
+        let mut out = [0u8; 32];
+        out.copy_from_slice(ctx.finish().as_ref());
+        Self(out)
+    }
+
+    pub fn from_bytes(bytes: [u8; 32]) -> Self {
+        Self(bytes)
+    }
+
+    pub fn as_bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+}
+
+/// A kept answer: replayed byte for byte.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeptAnswer {
+    pub status: u16,
+    pub content_type: Option<String>,
+    pub body: Vec<u8>,
+}
+
+/// Whether an answer with this status is kept: below 500 and not 429 (those invite a retry).
+pub fn keeps(status: u16) -> bool {
+    status < 500 && status != 429
+}
+
+/// What a store found for a key it could not claim.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Existing {
+    /// Claimed by a request still running (its lease not run out).
+    Running,
+    /// Answered: the request's fingerprint and its kept answer.
+    Answered(Fingerprint, KeptAnswer),
+}
+
+/// A claim a request holds: what [`IdempotencyService::finish`] ends. Its fingerprint and
+/// instant tell it from a later claim of the same key (one made after its lease ran out), whose
+/// row its answer must not overwrite or delete.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ticket {
+    pub caller: String,
+    pub key: String,
+    pub fingerprint: Fingerprint,
+    pub claimed_at: OffsetDateTime,
+}
+
+/// What a request with a key does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Claim {
+    /// It claimed the key: run it, then [`IdempotencyService::finish`] the ticket.
+    Run(Ticket),
+    /// The first request with the key is still running: 409 `idempotency_key_in_use`.
+    InUse,
+    /// The same request was answered: this answer, not run again.
+    Replay(KeptAnswer),
+    /// Another request was answered under this key: 422 `idempotency_key_reused`.
+    Reused,
+}
+
+/// Where keys and kept answers live, shared by every instance.
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+#[async_trait]
+pub trait IdempotencyStore: Send + Sync {
+    /// Claims `(caller, key)` for a request with `fingerprint` unless a live claim or answer
+    /// holds it (an answer past `expires_at`, or a claim past its lease, no longer does):
+    /// `None` when claimed, else what holds it. Of concurrent claims at most one succeeds.
+    async fn claim(
+        &self,
+        caller: &str,
+        key: &str,
+        fingerprint: &Fingerprint,
+        now: OffsetDateTime,
+        lease_until: OffsetDateTime,
+        expires_at: OffsetDateTime,
+    ) -> Result<Option<Existing>, RepoError>;
+    /// Keeps `answer` for the claim of `ticket`, if the key is still that claim's.
+    async fn keep(&self, ticket: &Ticket, answer: &KeptAnswer) -> Result<(), RepoError>;
+    /// Drops the claim of `ticket` (its answer is not kept), so the key may run again; nothing
+    /// if the key is no longer that claim's.
+    async fn release(&self, ticket: &Ticket) -> Result<(), RepoError>;
+    /// Deletes up to `batch` keys whose answers expired before `now`; how many.
+    async fn prune(&self, now: OffsetDateTime, batch: u32) -> Result<u64, RepoError>;
+}
+
+crate::kernel::debug_port!(IdempotencyStore);
+
+/// Idempotent requests over an [`IdempotencyStore`].
+#[derive(Debug, Clone)]
+pub struct IdempotencyService {
+    store: Arc<dyn IdempotencyStore>,
+    clock: Arc<dyn Clock>,
+}
+
+impl IdempotencyService {
+    pub fn new(store: Arc<dyn IdempotencyStore>, clock: Arc<dyn Clock>) -> Self {
+        Self { store, clock }
+    }
+
+    /// What the request with `fingerprint` and `key` of `caller` does.
+    pub async fn begin(
+        &self,
+        caller: &Caller,
+        key: &IdempotencyKey,
+        fingerprint: &Fingerprint,
+    ) -> Result<Claim, RepoError> {
+        let now = self.clock.now();
+        let ticket = Ticket {
+            caller: caller.scope(),
+            key: key.as_str().to_owned(),
+            fingerprint: *fingerprint,
+            claimed_at: now,
+        };
+        let found = self
+            .store
+            .claim(
+                &ticket.caller,
+                &ticket.key,
+                fingerprint,
+                now,
+                now + CLAIM_LEASE,
+                now + KEPT_FOR,
+            )
+            .await?;
+        Ok(decide(found, ticket))
+    }
+
+    /// Ends the claim of a request that ran: keeps its answer when [`keeps`] says so, else
+    /// releases the key.
+    pub async fn finish(
+        &self,
+        ticket: &Ticket,
+        answer: Option<&KeptAnswer>,
+    ) -> Result<(), RepoError> {
+        match answer {
+            Some(a) if keeps(a.status) => self.store.keep(ticket, a).await,
+            _ => self.store.release(ticket).await,
+        }
+    }
+
+    /// Deletes expired keys in batches of `batch`, at most `rounds` statements; how many.
+    pub async fn prune(&self, batch: u32, rounds: u32) -> Result<u64, RepoError> {
+        let now = self.clock.now();
+        let mut total = 0;
+        for _ in 0..rounds {
+            let n = self.store.prune(now, batch).await?;
+            total += n;
+            if n < u64::from(batch) {
+                break;
+            }
+        }
+        Ok(total)
+    }
+}
+
+/// The rule: a running claim is in use whatever the request; an answer is replayed to the same
+/// request only.
+fn decide(found: Option<Existing>, ticket: Ticket) -> Claim {
+    match found {
+        None => Claim::Run(ticket),
+        Some(Existing::Running) => Claim::InUse,
+        Some(Existing::Answered(kept, answer)) if kept == ticket.fingerprint => {
+            Claim::Replay(answer)
+        }
+        Some(Existing::Answered(..)) => Claim::Reused,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::clock::FixedClock;
+    use futures_util::FutureExt;
+    use time::macros::datetime;
+
+    #[test]
+    fn a_key_is_1_to_255_visible_ascii_characters() {
+        assert!(IdempotencyKey::parse(b"a").is_ok());
+        assert!(IdempotencyKey::parse(&[b'~'; 255]).is_ok());
+        assert!(IdempotencyKey::parse(b"").is_err());
+        assert!(IdempotencyKey::parse(&[b'a'; 256]).is_err());
+        assert!(IdempotencyKey::parse(b"has space").is_err());
+        assert!(IdempotencyKey::parse(b"tab\t").is_err());
+        assert!(IdempotencyKey::parse("é".as_bytes()).is_err());
+    }
+
+    #[test]
+    fn the_fingerprint_covers_method_path_and_body() {
+        let a = Fingerprint::of("POST", "/x?a=1", b"{}");
+        assert_eq!(a, Fingerprint::of("POST", "/x?a=1", b"{}"));
+        assert_ne!(a, Fingerprint::of("PATCH", "/x?a=1", b"{}"));
+        assert_ne!(a, Fingerprint::of("POST", "/x?a=2", b"{}"));
+        assert_ne!(a, Fingerprint::of("POST", "/x?a=1", b"{ }"));
+        // The parts are length-prefixed, so moving bytes between them changes it.
+        assert_ne!(a, Fingerprint::of("POST", "/x?a=1{", b"}"));
+    }
+
+    #[test]
+    fn answers_below_500_except_429_are_kept() {
+        for s in [200, 201, 202, 400, 404, 409, 422] {
+            assert!(keeps(s), "{s}");
+        }
+        for s in [429, 500, 503] {
+            assert!(!keeps(s), "{s}");
+        }
+    }
+
+    fn answer() -> KeptAnswer {
+        KeptAnswer {
+            status: 201,
+            content_type: Some("application/json".into()),
+            body: b"{}".to_vec(),
+        }
+    }
+
+    #[test]
+    fn a_running_key_is_in_use_and_an_answered_one_replays_the_same_request_only() {
+        let fp = Fingerprint::of("POST", "/x", b"{}");
+        let other = Fingerprint::of("POST", "/x", b"{\"a\":1}");
+        let ticket = |fingerprint| Ticket {
+            caller: "operator".into(),
+            key: "k".into(),
+            fingerprint,
+            claimed_at: datetime!(2026-11-26 10:00 UTC),
+        };
+        assert_eq!(decide(None, ticket(fp)), Claim::Run(ticket(fp)));
+        assert_eq!(decide(Some(Existing::Running), ticket(fp)), Claim::InUse);
+        assert_eq!(
+            decide(Some(Existing::Answered(fp, answer())), ticket(fp)),
+            Claim::Replay(answer())
+        );
+        assert_eq!(
+            decide(Some(Existing::Answered(fp, answer())), ticket(other)),
+            Claim::Reused
+        );
+    }
+
+    #[test]
+    fn begin_claims_for_the_lease_and_keeps_for_24_hours_and_finish_releases_5xx() {
+        let now = datetime!(2026-11-26 10:00 UTC);
+        let mut store = MockIdempotencyStore::new();
+        store
+            .expect_claim()
+            .withf(move |caller, key, _, at, lease, expires| {
+                caller == "partner:acme"
+                    && key == "k1"
+                    && *at == now
+                    && *lease == now + CLAIM_LEASE
+                    && *expires == now + time::Duration::hours(24)
+            })
+            .returning(|_, _, _, _, _, _| Ok(None));
+        store
+            .expect_release()
+            .withf(move |t| t.caller == "partner:acme" && t.key == "k1" && t.claimed_at == now)
+            .times(1)
+            .returning(|_| Ok(()));
+        store
+            .expect_keep()
+            .withf(|_, a| a.status == 201)
+            .times(1)
+            .returning(|_, _| Ok(()));
+        let svc = IdempotencyService::new(Arc::new(store), Arc::new(FixedClock::new(now)));
+        let caller = Caller::Partner(PartnerId::parse("acme").expect("id"));
+        let key = IdempotencyKey::parse(b"k1").expect("key");
+        let fp = Fingerprint::of("POST", "/x", b"{}");
+        let Claim::Run(ticket) = svc
+            .begin(&caller, &key, &fp)
+            .now_or_never()
+            .expect("ready")
+            .expect("claim")
+        else {
+            panic!("the key is claimed");
+        };
+        let failed = KeptAnswer {
+            status: 503,
+            ..answer()
+        };
+        svc.finish(&ticket, Some(&failed))
+            .now_or_never()
+            .expect("ready")
+            .expect("release");
+        svc.finish(&ticket, Some(&answer()))
+            .now_or_never()
+            .expect("ready")
+            .expect("keep");
+    }
+}

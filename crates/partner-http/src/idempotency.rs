@@ -1,0 +1,147 @@
+//! `Idempotency-Key` on every `POST` and `PATCH` of the partner and operator APIs (extensions
+//! §8.3), run by their guards after authentication (and, on the partner API, the rate limit) and
+//! before the handler parses anything.
+
+use actix_web::body::BoxBody;
+use actix_web::dev::{Payload, ServiceRequest, ServiceResponse};
+use actix_web::http::header::{self, HeaderName, HeaderValue};
+use actix_web::http::{Method, StatusCode};
+use actix_web::middleware::Next;
+use actix_web::web::Bytes;
+use actix_web::{Error, HttpResponse, web};
+use partner_domain::idempotency::{Caller, Claim, Fingerprint, IdempotencyKey, KeptAnswer};
+
+use crate::AppState;
+use crate::error::ApiError;
+
+const KEY: HeaderName = HeaderName::from_static("idempotency-key");
+const REPLAYED: HeaderName = HeaderName::from_static("idempotent-replayed");
+
+/// Runs `req` through `next`, or answers it from its key: without an `Idempotency-Key` (or on
+/// a method other than `POST`/`PATCH`) it simply runs; with one, 400 for a malformed key, the
+/// kept answer (`Idempotent-Replayed: true`) for the same request, 409 while the first runs,
+/// 422 for another request under the same key; else it runs, and its answer is kept.
+pub(crate) async fn run(
+    st: &web::Data<AppState>,
+    caller: Caller,
+    mut req: ServiceRequest,
+    next: Next<BoxBody>,
+) -> Result<ServiceResponse<BoxBody>, Error> {
+    if !matches!(*req.method(), Method::POST | Method::PATCH) {
+        return next.call(req).await;
+    }
+    let mut values = req.headers().get_all(KEY);
+    let Some(first) = values.next() else {
+        return next.call(req).await;
+    };
+    if values.next().is_some() {
+        let e = ApiError::invalid("Idempotency-Key must be given once");
+        return Ok(req.error_response(e));
+    }
+    let key = match IdempotencyKey::parse(first.as_bytes()) {
+        Ok(k) => k,
+        Err(e) => return Ok(req.error_response(ApiError::from(e))),
+    };
+    let body = match req.extract::<Bytes>().await {
+        Ok(b) => b,
+        Err(e) => {
+            let e = if e.as_response_error().status_code() == StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::too_large()
+            } else {
+                ApiError::invalid("the request body could not be read")
+            };
+            return Ok(req.error_response(e));
+        }
+    };
+    let target = req
+        .uri()
+        .path_and_query()
+        .map_or_else(|| req.path().to_owned(), |p| p.as_str().to_owned());
+    let fingerprint = Fingerprint::of(req.method().as_str(), &target, &body);
+    let ticket = match st.idempotency.begin(&caller, &key, &fingerprint).await {
+        Err(e) => return Ok(req.error_response(ApiError::from(e))),
+        Ok(Claim::InUse) => return Ok(req.error_response(ApiError::idempotency_key_in_use())),
+        Ok(Claim::Reused) => return Ok(req.error_response(ApiError::idempotency_key_reused())),
+        Ok(Claim::Replay(answer)) => {
+            let res = replay(&answer);
+            return Ok(req.into_response(res));
+        }
+        Ok(Claim::Run(ticket)) => ticket,
+    };
+    req.set_payload(payload(body));
+    // The request runs to its end, and its answer is kept, even if the client goes away
+    // meanwhile: the answer must describe the write it made.
+    let service = st.idempotency.clone();
+    let release = (service.clone(), ticket.clone());
+    let task = actix_web::rt::spawn(async move {
+        let res = match next.call(req).await {
+            Ok(res) => res,
+            Err(e) => {
+                // An `Err` is rendered by actix later; it is not a kept answer.
+                if let Err(e) = service.finish(&ticket, None).await {
+                    tracing::warn!(error = %e, "could not release an idempotency key");
+                }
+                return Err(e);
+            }
+        };
+        let (req, res) = res.into_parts();
+        let (res, body) = res.into_parts();
+        let bytes = match actix_web::body::to_bytes(body).await {
+            Ok(b) => b,
+            Err(_) => {
+                if let Err(e) = service.finish(&ticket, None).await {
+                    tracing::warn!(error = %e, "could not release an idempotency key");
+                }
+                return Err(ApiError::generic_internal().into());
+            }
+        };
+        let answer = KeptAnswer {
+            status: res.status().as_u16(),
+            content_type: res
+                .headers()
+                .get(header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned),
+            body: bytes.to_vec(),
+        };
+        if let Err(e) = service.finish(&ticket, Some(&answer)).await {
+            // The write stands; the key stays claimed until its lease ends (docs/decisions.md).
+            tracing::warn!(error = %e, "could not keep an idempotent answer");
+        }
+        Ok(ServiceResponse::new(req, res.set_body(BoxBody::new(bytes))))
+    });
+    match task.await {
+        Ok(res) => res,
+        Err(_) => {
+            // The handler panicked: nothing to keep, the key may run again.
+            let (service, ticket) = release;
+            actix_web::rt::spawn(async move {
+                if let Err(e) = service.finish(&ticket, None).await {
+                    tracing::warn!(error = %e, "could not release an idempotency key");
+                }
+            });
+            tracing::error!("handler panicked");
+            Err(ApiError::generic_internal().into())
+        }
+    }
+}
+
+/// The kept answer, byte for byte, marked as a replay.
+fn replay(answer: &KeptAnswer) -> HttpResponse {
+    let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::OK);
+    let mut res = HttpResponse::build(status);
+    res.insert_header((REPLAYED, HeaderValue::from_static("true")));
+    if let Some(ct) = answer
+        .content_type
+        .as_deref()
+        .and_then(|c| HeaderValue::from_str(c).ok())
+    {
+        res.insert_header((header::CONTENT_TYPE, ct));
+    }
+    res.body(answer.body.clone())
+}
+
+/// `bytes` as a request payload again, for the handler to read.
+fn payload(bytes: Bytes) -> Payload {
+    Payload::from(bytes)
+}

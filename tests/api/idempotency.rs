@@ -1,0 +1,558 @@
+//! `Idempotency-Key` on every `POST` and `PATCH` of the partner and operator APIs (extensions
+//! §8.3): replay byte for byte, the two conflict answers, the key's form and when it is checked,
+//! per-caller scoping, concurrency on one and on two instances, expiry and pruning.
+
+use std::sync::Arc;
+
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use partner_domain::idempotency::IdempotencyService;
+use partner_domain::kernel::clock::{Clock, FixedClock};
+use reqwest::header::HeaderValue;
+use reqwest::{Method, Response, StatusCode};
+use serde_json::{Value, json};
+use time::OffsetDateTime;
+
+use crate::helpers::{TestApp, assert_error, body, eventually, lead_body, mid_hour_clock};
+
+const SUBS: &str = "/api/v1/sub-accounts";
+const KEY: &str = "Idempotency-Key";
+
+async fn post_sub(app: &TestApp, token: &str, key: &str, b: &Value) -> Response {
+    app.api(Method::POST, SUBS, token)
+        .header(KEY, key)
+        .json(b)
+        .send()
+        .await
+        .expect("send")
+}
+
+fn replayed(res: &Response) -> bool {
+    res.headers()
+        .get("idempotent-replayed")
+        .is_some_and(|v| v == "true")
+}
+
+async fn subs(app: &TestApp, token: &str) -> Vec<Value> {
+    app.get_ok(SUBS, token).await["data"]
+        .as_array()
+        .expect("data")
+        .clone()
+}
+
+async fn connect(app: &TestApp) -> AsyncPgConnection {
+    AsyncPgConnection::establish(&app.config.database_url)
+        .await
+        .expect("the test's database")
+}
+
+#[tokio::test]
+async fn the_same_request_is_answered_once_and_replayed_byte_for_byte() {
+    let app = TestApp::spawn().await;
+    let acme = app.seed("acme", false).await;
+    let b = json!({ "subId": "7", "nickname": "Front desk" });
+    let first = post_sub(&app, &acme.token, "k-1", &b).await;
+    assert_eq!(first.status(), StatusCode::CREATED);
+    assert!(!replayed(&first));
+    let first_type = first.headers().get("content-type").cloned();
+    let first_body = first.bytes().await.expect("body");
+    for _ in 0..2 {
+        let again = post_sub(&app, &acme.token, "k-1", &b).await;
+        assert_eq!(again.status(), StatusCode::CREATED);
+        assert!(replayed(&again));
+        assert_eq!(again.headers().get("content-type").cloned(), first_type);
+        assert!(again.headers().contains_key("x-ratelimit-limit"));
+        assert_eq!(again.bytes().await.expect("body"), first_body);
+    }
+    assert_eq!(subs(&app, &acme.token).await.len(), 1);
+    // Another token of the same partner is the same caller.
+    let (_, other_token) = app.create_token(&acme.user_id).await;
+    let again = post_sub(&app, &other_token, "k-1", &b).await;
+    assert!(replayed(&again));
+    // Without a key, nothing is kept: a second create is the ordinary 409.
+    let res = app
+        .api(Method::POST, SUBS, &acme.token)
+        .json(&b)
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(res.status(), StatusCode::CONFLICT);
+    assert!(!replayed(&res));
+}
+
+#[tokio::test]
+async fn another_method_path_query_or_body_under_a_kept_key_is_422() {
+    let app = TestApp::spawn().await;
+    let acme = app.seed("acme", false).await;
+    let b = json!({ "subId": "7", "nickname": "Front desk" });
+    assert_eq!(
+        post_sub(&app, &acme.token, "k-2", &b).await.status(),
+        StatusCode::CREATED
+    );
+    // Another body (a byte differs: the same JSON written otherwise counts as another body).
+    let res = app
+        .api(Method::POST, SUBS, &acme.token)
+        .header(KEY, "k-2")
+        .header("content-type", "application/json")
+        .body(r#"{ "subId": "7", "nickname": "Front desk" }"#)
+        .send()
+        .await
+        .expect("send");
+    assert_error(res, 422, "idempotency_key_reused").await;
+    // Another query string.
+    let res = app
+        .api(Method::POST, &format!("{SUBS}?x=1"), &acme.token)
+        .header(KEY, "k-2")
+        .json(&b)
+        .send()
+        .await
+        .expect("send");
+    assert_error(res, 422, "idempotency_key_reused").await;
+    // Another path and method.
+    let res = app
+        .api(Method::POST, "/api/v1/webhook-endpoints", &acme.token)
+        .header(KEY, "k-2")
+        .json(&b)
+        .send()
+        .await
+        .expect("send");
+    assert_error(res, 422, "idempotency_key_reused").await;
+    assert_eq!(subs(&app, &acme.token).await.len(), 1);
+}
+
+#[tokio::test]
+async fn a_key_is_checked_after_authentication_and_before_validation() {
+    let app = TestApp::spawn().await;
+    let acme = app.seed("acme", false).await;
+    let bad: [HeaderValue; 4] = [
+        HeaderValue::from_static(""),
+        HeaderValue::from_str(&"k".repeat(256)).expect("header"),
+        HeaderValue::from_static("has space"),
+        HeaderValue::from_bytes("clé".as_bytes()).expect("header"),
+    ];
+    for key in bad {
+        // An invalid body too: the key is what is refused.
+        let res = app
+            .api(Method::POST, SUBS, &acme.token)
+            .header(KEY, key.clone())
+            .body("{")
+            .send()
+            .await
+            .expect("send");
+        assert!(res.headers().contains_key("x-ratelimit-limit"));
+        let message = assert_error(res, 400, "invalid_request").await;
+        assert!(message.contains("Idempotency-Key"), "{message}");
+        // An unknown token is 401 first.
+        let unknown = format!("pk_live_{}", "a".repeat(43));
+        let res = app
+            .api(Method::POST, SUBS, &unknown)
+            .header(KEY, key.clone())
+            .send()
+            .await
+            .expect("send");
+        assert_error(res, 401, "invalid_token").await;
+        // The operator API checks it after its token too.
+        let res = app
+            .internal(Method::POST, "/leads")
+            .header(KEY, key)
+            .body("{")
+            .send()
+            .await
+            .expect("send");
+        let message = assert_error(res, 400, "invalid_request").await;
+        assert!(message.contains("Idempotency-Key"), "{message}");
+    }
+    let longest = "~".repeat(255);
+    let res = post_sub(
+        &app,
+        &acme.token,
+        &longest,
+        &json!({ "subId": "8", "nickname": "n" }),
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::CREATED);
+}
+
+#[tokio::test]
+async fn a_4xx_answer_is_kept_too() {
+    let app = TestApp::spawn().await;
+    let acme = app.seed("acme", false).await;
+    let b = json!({ "subId": "0", "nickname": "n" });
+    let first = post_sub(&app, &acme.token, "k-400", &b).await;
+    assert_eq!(first.status(), StatusCode::BAD_REQUEST);
+    let first_body = first.bytes().await.expect("body");
+    let again = post_sub(&app, &acme.token, "k-400", &b).await;
+    assert_eq!(again.status(), StatusCode::BAD_REQUEST);
+    assert!(replayed(&again));
+    assert_eq!(again.bytes().await.expect("body"), first_body);
+}
+
+#[tokio::test]
+async fn the_same_key_from_two_partners_is_two_keys() {
+    let app = TestApp::spawn().await;
+    let acme = app.seed("acme", false).await;
+    let zeta = app.seed("zeta", false).await;
+    let b = json!({ "subId": "7", "nickname": "Same" });
+    let a = post_sub(&app, &acme.token, "shared", &b).await;
+    let z = post_sub(&app, &zeta.token, "shared", &b).await;
+    assert_eq!(a.status(), StatusCode::CREATED);
+    assert_eq!(z.status(), StatusCode::CREATED);
+    assert!(!replayed(&z), "zeta ran its own request");
+    let (a, z) = (body(a).await, body(z).await);
+    assert_ne!(a["data"]["id"], z["data"]["id"]);
+    // The operator's keys are its own too.
+    let res = app
+        .internal(Method::POST, "/leads")
+        .header(KEY, "shared")
+        .json(&lead_body("acme", json!({})))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(res.status(), StatusCode::CREATED);
+    assert!(!replayed(&res));
+}
+
+#[tokio::test]
+async fn a_retried_operator_ingest_creates_one_lead_and_a_patch_is_replayed() {
+    let app = TestApp::spawn().await;
+    let acme = app.seed("acme", false).await;
+    let b = lead_body("acme", json!({}));
+    let mut ids = Vec::new();
+    for i in 0..3 {
+        let res = app
+            .internal(Method::POST, "/leads")
+            .header(KEY, "ingest-1")
+            .json(&b)
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(res.status(), StatusCode::CREATED);
+        assert_eq!(replayed(&res), i > 0);
+        ids.push(body(res).await["data"]["id"].clone());
+    }
+    assert!(ids.iter().all(|id| *id == ids[0]));
+    let leads = app
+        .get_ok("/api/v1/leads?includeTest=true", &acme.token)
+        .await;
+    assert_eq!(leads["data"].as_array().expect("data").len(), 1);
+
+    let id = ids[0].as_str().expect("id");
+    let patch = |phone: &'static str| {
+        app.internal(Method::PATCH, &format!("/leads/{id}"))
+            .header(KEY, "patch-1")
+            .json(&json!({ "phone": phone }))
+            .send()
+    };
+    let first = patch("+1 555 0101").await.expect("send");
+    assert_eq!(first.status(), StatusCode::OK);
+    let again = patch("+1 555 0101").await.expect("send");
+    assert!(replayed(&again));
+    assert_error(
+        patch("+1 555 0102").await.expect("send"),
+        422,
+        "idempotency_key_reused",
+    )
+    .await;
+}
+
+/// A request holding its key (its write blocked by a lock the test holds) makes every other
+/// request with that key 409, on this instance and another, with its body or another; once it
+/// answers, the same request is replayed everywhere.
+#[tokio::test]
+async fn while_the_first_request_runs_others_get_409_on_every_instance() {
+    let app = TestApp::spawn().await;
+    let other = app.sibling().await;
+    let acme = app.seed("acme", false).await;
+    let b = json!({ "subId": "9", "nickname": "Slow" });
+    let mut lock = connect(&app).await;
+    diesel::sql_query("BEGIN")
+        .execute(&mut lock)
+        .await
+        .expect("begin");
+    diesel::sql_query("LOCK TABLE sub_accounts IN EXCLUSIVE MODE")
+        .execute(&mut lock)
+        .await
+        .expect("lock");
+    let first = {
+        let req = app
+            .api(Method::POST, SUBS, &acme.token)
+            .header(KEY, "slow")
+            .json(&b);
+        tokio::spawn(async move { req.send().await })
+    };
+    let url = app.config.database_url.clone();
+    eventually("the first request holds the key", || {
+        let url = url.clone();
+        async move {
+            let mut conn = AsyncPgConnection::establish(&url).await.ok()?;
+            let n: Vec<Count> = diesel::sql_query(
+                "SELECT count(*) AS n FROM idempotency_keys WHERE key = 'slow' AND status IS NULL",
+            )
+            .load(&mut conn)
+            .await
+            .ok()?;
+            (n.into_iter().next()?.n == 1).then_some(())
+        }
+    })
+    .await;
+    for instance in [&app, &other] {
+        for body_ in [&b, &json!({ "subId": "10", "nickname": "Other" })] {
+            let res = post_sub(instance, &acme.token, "slow", body_).await;
+            assert_error(res, 409, "idempotency_key_in_use").await;
+        }
+    }
+    diesel::sql_query("COMMIT")
+        .execute(&mut lock)
+        .await
+        .expect("commit");
+    let first = first.await.expect("task").expect("send");
+    assert_eq!(first.status(), StatusCode::CREATED);
+    assert!(!replayed(&first));
+    let first_body = first.bytes().await.expect("body");
+    for instance in [&app, &other] {
+        let res = post_sub(instance, &acme.token, "slow", &b).await;
+        assert!(replayed(&res));
+        assert_eq!(res.bytes().await.expect("body"), first_body);
+    }
+    assert_eq!(subs(&app, &acme.token).await.len(), 1);
+}
+
+#[derive(diesel::QueryableByName)]
+struct Count {
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    n: i64,
+}
+
+/// Requests with one key sent at once to two instances: exactly one runs; each other one gets
+/// 409 or the kept answer.
+#[tokio::test]
+async fn concurrent_requests_with_one_key_on_two_instances_run_once() {
+    let app = TestApp::spawn().await;
+    let other = app.sibling().await;
+    let acme = app.seed("acme", false).await;
+    let b = json!({ "subId": "11", "nickname": "Race" });
+    let mut tasks = Vec::new();
+    for i in 0..12 {
+        let instance = if i % 2 == 0 { &app } else { &other };
+        let req = instance
+            .api(Method::POST, SUBS, &acme.token)
+            .header(KEY, "race")
+            .json(&b);
+        tasks.push(tokio::spawn(async move {
+            let res = req.send().await.expect("send");
+            let (status, again) = (res.status(), replayed(&res));
+            (status, again, res.text().await.expect("body"))
+        }));
+    }
+    let mut ran = Vec::new();
+    let mut answers = Vec::new();
+    for t in tasks {
+        let (status, again, text) = t.await.expect("task");
+        match (status, again) {
+            (StatusCode::CREATED, false) => ran.push(text),
+            (StatusCode::CREATED, true) => answers.push(text),
+            (StatusCode::CONFLICT, false) => {
+                assert!(text.contains("idempotency_key_in_use"), "{text}");
+            }
+            other => panic!("unexpected answer {other:?}: {text}"),
+        }
+    }
+    assert_eq!(ran.len(), 1, "exactly one request ran");
+    assert!(answers.iter().all(|a| *a == ran[0]));
+    assert_eq!(subs(&app, &acme.token).await.len(), 1);
+}
+
+/// A replay is one request of its group's budget.
+#[tokio::test]
+async fn a_replay_counts_against_the_rate_limit() {
+    let app = TestApp::spawn_full(
+        |c| {
+            c.rate_limit = partner_http::Quota {
+                limit: 2,
+                window_secs: 3600,
+            };
+        },
+        mid_hour_clock(),
+    )
+    .await;
+    let acme = app.seed("acme", false).await;
+    let b = json!({ "subId": "7", "nickname": "n" });
+    let first = post_sub(&app, &acme.token, "k", &b).await;
+    assert_eq!(first.headers()["x-ratelimit-remaining"], "1");
+    let again = post_sub(&app, &acme.token, "k", &b).await;
+    assert!(replayed(&again));
+    assert_eq!(again.headers()["x-ratelimit-remaining"], "0");
+    let third = post_sub(&app, &acme.token, "k", &b).await;
+    assert!(!replayed(&third));
+    assert_error(third, 429, "rate_limited").await;
+}
+
+/// A kept answer lives 24 hours: then the key is free again, and maintenance prunes it. A claim
+/// whose process died frees its key once its lease (60 s) has run out.
+#[tokio::test]
+async fn keys_expire_after_24_hours_and_a_dead_claim_after_its_lease() {
+    let clock = Arc::new(FixedClock::new(OffsetDateTime::now_utc()));
+    let app = TestApp::spawn_full(|_| {}, clock.clone()).await;
+    let acme = app.seed("acme", false).await;
+    let first = post_sub(
+        &app,
+        &acme.token,
+        "day",
+        &json!({ "subId": "1", "nickname": "a" }),
+    )
+    .await;
+    assert_eq!(first.status(), StatusCode::CREATED);
+    clock.advance(time::Duration::hours(24) - time::Duration::seconds(1));
+    let res = post_sub(
+        &app,
+        &acme.token,
+        "day",
+        &json!({ "subId": "2", "nickname": "b" }),
+    )
+    .await;
+    assert_error(res, 422, "idempotency_key_reused").await;
+    clock.advance(time::Duration::seconds(1));
+    let res = post_sub(
+        &app,
+        &acme.token,
+        "day",
+        &json!({ "subId": "2", "nickname": "b" }),
+    )
+    .await;
+    assert_eq!(
+        res.status(),
+        StatusCode::CREATED,
+        "the expired key ran again"
+    );
+
+    // Pruning deletes what expired, nothing else.
+    clock.advance(time::Duration::hours(24));
+    let fresh = post_sub(
+        &app,
+        &acme.token,
+        "fresh",
+        &json!({ "subId": "3", "nickname": "c" }),
+    )
+    .await;
+    assert_eq!(fresh.status(), StatusCode::CREATED);
+    let store =
+        Arc::new(partner_postgres::PgStore::new(&app.config.database_url, 2).expect("store"));
+    let service = IdempotencyService::new(store, clock.clone() as Arc<dyn Clock>);
+    assert_eq!(service.prune(500, 10).await.expect("prune"), 1);
+    assert!(replayed(
+        &post_sub(
+            &app,
+            &acme.token,
+            "fresh",
+            &json!({ "subId": "3", "nickname": "c" })
+        )
+        .await
+    ));
+
+    // A claim left by a process that died: 409 until its lease ends, then the request runs.
+    let mut conn = connect(&app).await;
+    let now = clock.now();
+    diesel::sql_query(
+        "INSERT INTO idempotency_keys (caller, key, fingerprint, created_at, lease_until, expires_at) \
+         VALUES ('partner:acme', 'dead', '\\x00', $1, $2, $3)",
+    )
+    .bind::<diesel::sql_types::Timestamptz, _>(now)
+    .bind::<diesel::sql_types::Timestamptz, _>(now + time::Duration::seconds(60))
+    .bind::<diesel::sql_types::Timestamptz, _>(now + time::Duration::hours(24))
+    .execute(&mut conn)
+    .await
+    .expect("a dead claim");
+    let b = json!({ "subId": "4", "nickname": "d" });
+    assert_error(
+        post_sub(&app, &acme.token, "dead", &b).await,
+        409,
+        "idempotency_key_in_use",
+    )
+    .await;
+    clock.advance(time::Duration::seconds(60));
+    let res = post_sub(&app, &acme.token, "dead", &b).await;
+    assert_eq!(res.status(), StatusCode::CREATED);
+    assert!(!replayed(&res));
+}
+
+/// A body over 1 MiB is 413 before the key is claimed: the key stays free.
+#[tokio::test]
+async fn an_oversized_body_claims_nothing() {
+    let app = TestApp::spawn().await;
+    let acme = app.seed("acme", false).await;
+    let res = app
+        .api(Method::POST, SUBS, &acme.token)
+        .header(KEY, "big")
+        .header("content-type", "application/json")
+        .body(vec![b' '; (1 << 20) + 1])
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(res.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    let res = post_sub(
+        &app,
+        &acme.token,
+        "big",
+        &json!({ "subId": "7", "nickname": "n" }),
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::CREATED);
+    assert!(!replayed(&res));
+}
+
+/// A request that ran past its lease, whose key another request then claimed, neither keeps its
+/// answer over the later claim nor releases it (the store, through the domain's port).
+#[tokio::test]
+async fn a_claim_taken_over_after_its_lease_is_no_longer_the_first_requests() {
+    use partner_domain::idempotency::{
+        Caller, Claim, Fingerprint, IdempotencyKey, KeptAnswer, Ticket,
+    };
+    let clock = Arc::new(FixedClock::new(OffsetDateTime::now_utc()));
+    let app = TestApp::spawn_full(|_| {}, clock.clone()).await;
+    let store =
+        Arc::new(partner_postgres::PgStore::new(&app.config.database_url, 2).expect("store"));
+    let service = IdempotencyService::new(store, clock.clone() as Arc<dyn Clock>);
+    let (caller, key) = (
+        Caller::Operator,
+        IdempotencyKey::parse(b"slow").expect("key"),
+    );
+    let (a, b) = (
+        Fingerprint::of("POST", "/x", b"a"),
+        Fingerprint::of("POST", "/x", b"b"),
+    );
+    let run = |c: Claim| -> Ticket {
+        match c {
+            Claim::Run(t) => t,
+            other => panic!("expected to run, got {other:?}"),
+        }
+    };
+    let first = run(service.begin(&caller, &key, &a).await.expect("claim"));
+    clock.advance(time::Duration::seconds(61));
+    let second = run(service.begin(&caller, &key, &b).await.expect("claim"));
+    let answer = |body: &[u8]| KeptAnswer {
+        status: 201,
+        content_type: None,
+        body: body.to_vec(),
+    };
+    // The first finishes late: its answer is not kept, nor its release applied.
+    service
+        .finish(&first, Some(&answer(b"first")))
+        .await
+        .expect("keep");
+    service.finish(&first, None).await.expect("release");
+    assert_eq!(
+        service.begin(&caller, &key, &b).await.expect("claim"),
+        Claim::InUse
+    );
+    service
+        .finish(&second, Some(&answer(b"second")))
+        .await
+        .expect("keep");
+    assert_eq!(
+        service.begin(&caller, &key, &b).await.expect("claim"),
+        Claim::Replay(answer(b"second"))
+    );
+    assert_eq!(
+        service.begin(&caller, &key, &a).await.expect("claim"),
+        Claim::Reused
+    );
+}
