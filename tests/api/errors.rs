@@ -1,6 +1,7 @@
 //! The error body for actix's own failures, and the probes.
 
 use reqwest::{Method, StatusCode};
+use serde_json::json;
 
 use crate::helpers::{TestApp, assert_error};
 
@@ -359,4 +360,118 @@ async fn every_405_names_the_allowed_methods() {
             "{method} {path}"
         );
     }
+}
+
+/// The texts of a refused body value come from the domain's `parse_field`s (issue 20 item 3);
+/// these are the texts the handlers typed before the move, word for word.
+#[tokio::test]
+async fn refused_body_values_answer_the_texts_they_always_did() {
+    let app = TestApp::spawn().await;
+    let s = app.seed("acme", false).await;
+    let expect = async |res: reqwest::Response, text: &str| {
+        assert_eq!(assert_error(res, 400, "invalid_request").await, text);
+    };
+    let partner = |k: &str, v: serde_json::Value| {
+        let mut b = crate::helpers::partner_body(true);
+        if k == "services" {
+            b["careServices"]["services"] = v;
+        } else {
+            b[k] = v;
+        }
+        b
+    };
+    let care_list = "primary-care, urgent-care, mental-health, dermatology or veterinary-care";
+    for (body, text) in [
+        (
+            partner("services", json!(["dentistry"])),
+            format!("careServices.services entries must be {care_list}"),
+        ),
+        (
+            partner("defaultLang", json!("fr")),
+            "defaultLang entries must be en or es".to_owned(),
+        ),
+        (
+            partner("enabledLangs", json!(["en", "fr"])),
+            "enabledLangs entries must be en or es".to_owned(),
+        ),
+    ] {
+        expect(app.put_partner("acme", &body).await, &text).await;
+    }
+
+    let medical = |categories: &[&str], file: &str, langs: &[&str]| {
+        json!({
+            "name": "Sema", "categories": categories, "details": "d",
+            "imageUrl": "https://img.test/a.png", "imageFileId": file,
+            "imageSourceUrl": "https://img.test/a.png", "active": true, "legacyPath": "/sema",
+            "selfHostedSlug": null, "selfHostedLangs": langs, "suggestedPrices": "", "tiers": []
+        })
+    };
+    let file = "00000000-0000-4000-8000-000000000001";
+    let put =
+        |path: &str, body: serde_json::Value| app.internal(Method::PUT, path).json(&body).send();
+    let product = "/medical-products/00000000-0000-4000-8000-000000000002";
+    for (body, text) in [
+        (
+            medical(&["dentistry"], file, &[]),
+            "categories entries must be weight-loss, mens-health, womens-health, hair-loss or wellness",
+        ),
+        (
+            medical(&["wellness"], "nope", &[]),
+            "imageFileId must be a UUID",
+        ),
+        (
+            medical(&["wellness"], file, &["fr"]),
+            "selfHostedLangs entries must be en or es",
+        ),
+    ] {
+        expect(put(product, body).await.expect("send"), text).await;
+    }
+    expect(
+        put("/medical-products/nope", medical(&["wellness"], file, &[]))
+            .await
+            .expect("send"),
+        "product id must be a UUID",
+    )
+    .await;
+    expect(
+        put(
+            "/care-service-products/00000000-0000-4000-8000-000000000003",
+            json!({ "service": "dentistry", "slug": "s", "productName": "p", "description": "d",
+                    "imageUrl": "https://img.test/a.png", "tiers": [] }),
+        )
+        .await
+        .expect("send"),
+        &format!("service must be {care_list}"),
+    )
+    .await;
+    expect(
+        app.internal(Method::POST, &format!("/users/{}/tokens", s.user_id))
+            .json(&json!({ "expiresAt": "tomorrow" }))
+            .send()
+            .await
+            .expect("send"),
+        "expiresAt must be an RFC 3339 timestamp",
+    )
+    .await;
+    expect(
+        app.api(Method::DELETE, "/api/v1/sub-accounts", &s.token)
+            .json(&json!({}))
+            .send()
+            .await
+            .expect("send"),
+        "recordId is required",
+    )
+    .await;
+    expect(
+        app.internal(Method::POST, "/payouts")
+            .json(
+                &json!({ "partnerId": "acme", "payoutDate": "30/11/2026", "payoutAmount": 1,
+                           "status": "paid" }),
+            )
+            .send()
+            .await
+            .expect("send"),
+        "payoutDate must be YYYY-MM-DD",
+    )
+    .await;
 }

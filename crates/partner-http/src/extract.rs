@@ -131,8 +131,8 @@ impl<T: DeserializeOwned + utoipa::PartialSchema + Default + 'static> FromReques
 }
 
 /// Parses a UUID path or body identifier, naming `field` in the error.
-pub fn uuid(s: &str, field: &str) -> Result<uuid::Uuid, ApiError> {
-    uuid::Uuid::parse_str(s).map_err(|_| ApiError::invalid(format!("{field} must be a UUID")))
+pub fn uuid(s: &str, field: &'static str) -> Result<uuid::Uuid, ApiError> {
+    Ok(partner_domain::kernel::ids::parse_uuid(s, field)?)
 }
 
 /// Query parameters, in order. Where a name repeats, the first value wins; unknown names are

@@ -11,17 +11,14 @@ mod service;
 
 pub use service::{AccountService, CreateUserError, IssueTokenError, NotFoundOr, RotateTokenError};
 
-use serde::Serialize;
 use time::OffsetDateTime;
 
 use crate::account::token::TokenText;
 use crate::kernel::ids::{TokenId, UserId};
 use crate::kernel::values::{CareService, Email, Lang, PartnerId, ValueError};
-use crate::kernel::wire;
 
 /// What a partner's Care Services subscription grants.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CareServicesAccess {
     pub subscription_active: bool,
     pub manual_override: bool,
@@ -35,8 +32,7 @@ pub struct CareServicesAccess {
 /// Only [`PartnerSettings::parse`] makes one, so every value holds its invariant: a trimmed
 /// display name of 1-200 characters without control characters, `defaultLang` among
 /// `enabledLangs`, and no duplicate language or service.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PartnerSettings {
     name: String,
     email: Email,
@@ -165,15 +161,11 @@ fn dedup<T: PartialEq + Copy>(v: &mut Vec<T>) {
 }
 
 /// A partner account: its attribution code, its settings and when they were stored.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Partner {
     partner_id: PartnerId,
-    #[serde(flatten)]
     settings: PartnerSettings,
-    #[serde(serialize_with = "wire::ts")]
     created_at: OffsetDateTime,
-    #[serde(serialize_with = "wire::ts")]
     updated_at: OffsetDateTime,
 }
 
@@ -201,6 +193,16 @@ impl Partner {
     #[must_use]
     pub fn settings(&self) -> &PartnerSettings {
         &self.settings
+    }
+
+    #[must_use]
+    pub fn created_at(&self) -> OffsetDateTime {
+        self.created_at
+    }
+
+    #[must_use]
+    pub fn updated_at(&self) -> OffsetDateTime {
+        self.updated_at
     }
 }
 
@@ -230,26 +232,13 @@ impl CareFlags {
     }
 }
 
-impl Serialize for CareFlags {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let mut m = s.serialize_map(Some(5))?;
-        for c in CareService::ALL {
-            m.serialize_entry(c.as_str(), &self.get(c))?;
-        }
-        m.end()
-    }
-}
-
 /// A portal user; every API token belongs to exactly one. Its id and partner never change.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PortalUser {
     id: UserId,
     email: Email,
     partner_id: PartnerId,
     admin: bool,
-    #[serde(serialize_with = "wire::ts")]
     created_at: OffsetDateTime,
 }
 
@@ -299,34 +288,25 @@ impl PortalUser {
 }
 
 /// What is known of a token after creation: never its text.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiTokenInfo {
     pub id: TokenId,
     pub token_prefix: String,
-    #[serde(serialize_with = "wire::ts")]
     pub created_at: OffsetDateTime,
-    #[serde(serialize_with = "wire::ts_opt")]
     pub expires_at: Option<OffsetDateTime>,
-    #[serde(serialize_with = "wire::ts_opt")]
     pub revoked_at: Option<OffsetDateTime>,
-    #[serde(serialize_with = "wire::ts_opt")]
     pub last_used_at: Option<OffsetDateTime>,
 }
 
 /// A token just created or rotated: the only time its text is available. Only
 /// [`AccountService`] makes one (from the token it minted and stored), so its text is always
 /// the text whose keyed hash was stored under its id.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone)]
 pub struct IssuedToken {
     id: TokenId,
-    #[serde(serialize_with = "expose_token")]
     token: TokenText,
     token_prefix: String,
-    #[serde(serialize_with = "wire::ts")]
     created_at: OffsetDateTime,
-    #[serde(serialize_with = "wire::ts_opt")]
     expires_at: Option<OffsetDateTime>,
 }
 
@@ -336,10 +316,26 @@ impl IssuedToken {
     pub fn token(&self) -> &TokenText {
         &self.token
     }
-}
 
-fn expose_token<S: serde::Serializer>(t: &TokenText, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(t.expose())
+    #[must_use]
+    pub fn id(&self) -> TokenId {
+        self.id
+    }
+
+    #[must_use]
+    pub fn token_prefix(&self) -> &str {
+        &self.token_prefix
+    }
+
+    #[must_use]
+    pub fn created_at(&self) -> OffsetDateTime {
+        self.created_at
+    }
+
+    #[must_use]
+    pub fn expires_at(&self) -> Option<OffsetDateTime> {
+        self.expires_at
+    }
 }
 
 #[cfg(test)]
@@ -448,12 +444,11 @@ mod tests {
     }
 
     #[test]
-    fn flags_serialize_all_five() {
+    fn flags_start_on_and_switch_one_at_a_time() {
         let mut f = CareFlags::default();
         f.set(CareService::Dermatology, false);
-        let v = serde_json::to_value(f).expect("json");
-        assert_eq!(v["dermatology"], false);
-        assert_eq!(v["primary-care"], true);
-        assert_eq!(v.as_object().map(|m| m.len()), Some(5));
+        for c in CareService::ALL {
+            assert_eq!(f.get(c), c != CareService::Dermatology, "{c:?}");
+        }
     }
 }

@@ -16,7 +16,6 @@ use time::OffsetDateTime;
 
 use crate::kernel::ids::{ImageFileId, ProductId};
 use crate::kernel::values::{CareService, Lang, Money, ValueError, text};
-use crate::kernel::wire;
 
 /// A medication catalog category (a public catalog path).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -40,6 +39,14 @@ impl Category {
 
     pub fn parse(s: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|c| c.as_str() == s)
+    }
+
+    /// [`Category::parse`] of a request field: `{field} must be weight-loss, …` otherwise.
+    pub fn parse_field(s: &str, field: &'static str) -> Result<Self, ValueError> {
+        Self::parse(s).ok_or(ValueError::Expected {
+            field,
+            expected: "weight-loss, mens-health, womens-health, hair-loss or wellness",
+        })
     }
 
     pub fn as_str(self) -> &'static str {
@@ -203,15 +210,11 @@ impl TryFrom<CareProductInput> for CareProduct {
     }
 }
 
-/// A stored catalog record with its timestamps, as the operator API renders it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
+/// A stored catalog record with its timestamps.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Stored<T> {
-    #[serde(flatten)]
     pub record: T,
-    #[serde(serialize_with = "wire::ts")]
     pub created_at: OffsetDateTime,
-    #[serde(serialize_with = "wire::ts")]
     pub updated_at: OffsetDateTime,
 }
 

@@ -31,6 +31,14 @@ impl CouponCode {
         Self(random_string(rng, CODE_ALPHABET, 12))
     }
 
+    /// [`CouponCode::normalize`] of a request field: `{field} must be 12 characters …` otherwise.
+    pub fn normalize_field(input: &str, field: &'static str) -> Result<Self, ValueError> {
+        Self::normalize(input).ok_or(ValueError::expected(
+            field,
+            "12 characters A-Z and 0-9 (spaces and hyphens are ignored)",
+        ))
+    }
+
     /// A code as a patient typed it: trimmed, upper-cased, spaces and hyphens removed.
     pub fn normalize(input: &str) -> Option<Self> {
         let s: String = input
@@ -83,6 +91,15 @@ impl ProductSlug {
 
     pub fn parse(s: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|p| p.as_str() == s)
+    }
+
+    /// [`ProductSlug::parse`] of a request field: `{field} must be one of …` otherwise.
+    pub fn parse_field(s: &str, field: &'static str) -> Result<Self, ValueError> {
+        Self::parse(s).ok_or(ValueError::expected(
+            field,
+            "one of urgent-care, urgent-plus, primary, primary-plus, vet-care, behavior, \
+             primary-family-plan, primary-family-plan-and-discount-program",
+        ))
     }
 
     pub fn as_str(self) -> &'static str {

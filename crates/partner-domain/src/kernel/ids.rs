@@ -8,6 +8,15 @@ use uuid::Uuid;
 use crate::kernel::random::Random;
 use crate::kernel::values::ValueError;
 
+/// A UUID of a request field (a path segment or a body field): `{field} must be a UUID`
+/// otherwise.
+pub fn parse_uuid(s: &str, field: &'static str) -> Result<Uuid, ValueError> {
+    Uuid::parse_str(s).map_err(|_| ValueError::Expected {
+        field,
+        expected: "a UUID",
+    })
+}
+
 macro_rules! uuid_id {
     ($(#[$doc:meta])* $name:ident, $field:literal) => {
         $(#[$doc])*

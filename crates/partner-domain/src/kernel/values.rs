@@ -15,11 +15,21 @@ pub enum ValueError {
         field: &'static str,
         reason: &'static str,
     },
+    /// The value is not one the field accepts; `expected` says which are (`en or es`).
+    #[error("{field} must be {expected}")]
+    Expected {
+        field: &'static str,
+        expected: &'static str,
+    },
 }
 
 impl ValueError {
     pub(crate) fn invalid(field: &'static str, reason: &'static str) -> Self {
         Self::Invalid { field, reason }
+    }
+
+    pub(crate) fn expected(field: &'static str, expected: &'static str) -> Self {
+        Self::Expected { field, expected }
     }
 
     /// The same failure for a value that arrived under another name (a query parameter `sub`
@@ -29,6 +39,7 @@ impl ValueError {
         match self {
             Self::Missing(_) => Self::Missing(field),
             Self::Invalid { reason, .. } => Self::Invalid { field, reason },
+            Self::Expected { expected, .. } => Self::Expected { field, expected },
         }
     }
 }
@@ -213,6 +224,11 @@ impl Lang {
         }
     }
 
+    /// [`Lang::parse`] of a request field: `{field} must be en or es` otherwise.
+    pub fn parse_field(s: &str, field: &'static str) -> Result<Self, ValueError> {
+        Self::parse(s).ok_or(ValueError::expected(field, "en or es"))
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Self::En => "en",
@@ -248,6 +264,14 @@ impl CareService {
 
     pub fn parse(s: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|c| c.as_str() == s)
+    }
+
+    /// [`CareService::parse`] of a request field: `{field} must be primary-care, …` otherwise.
+    pub fn parse_field(s: &str, field: &'static str) -> Result<Self, ValueError> {
+        Self::parse(s).ok_or(ValueError::expected(
+            field,
+            "primary-care, urgent-care, mental-health, dermatology or veterinary-care",
+        ))
     }
 
     pub fn as_str(self) -> &'static str {
@@ -375,6 +399,29 @@ impl<'de> serde::Deserialize<'de> for Money {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_field_parser_names_the_field_and_what_it_accepts() {
+        let e = |r: Result<(), ValueError>| r.err().map(|e| e.to_string());
+        assert_eq!(
+            e(Lang::parse_field("fr", "defaultLang entries").map(drop)),
+            Some("defaultLang entries must be en or es".into())
+        );
+        assert_eq!(
+            e(CareService::parse_field("x", "service").map(drop)),
+            Some(
+                "service must be primary-care, urgent-care, mental-health, dermatology or veterinary-care"
+                    .into()
+            )
+        );
+        assert_eq!(
+            e(Lang::parse_field("fr", "a")
+                .map_err(|e| e.named("b"))
+                .map(drop)),
+            Some("b must be en or es".into())
+        );
+        assert_eq!(Lang::parse_field("es", "a").ok(), Some(Lang::Es));
+    }
 
     #[test]
     fn partner_id_rules() {

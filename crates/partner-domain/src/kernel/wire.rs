@@ -74,6 +74,17 @@ pub fn parse_timestamp(s: &str) -> Option<OffsetDateTime> {
     Some(crate::kernel::clock::truncate_to_millis(utc))
 }
 
+/// [`parse_timestamp`] of a request field: `{field} must be an RFC 3339 timestamp` otherwise.
+pub fn parse_timestamp_field(
+    s: &str,
+    field: &'static str,
+) -> Result<OffsetDateTime, crate::kernel::values::ValueError> {
+    parse_timestamp(s).ok_or(crate::kernel::values::ValueError::Expected {
+        field,
+        expected: "an RFC 3339 timestamp",
+    })
+}
+
 /// Serde helpers: `#[serde(serialize_with = "wire::ts")]`.
 pub fn ts<S: Serializer>(t: &OffsetDateTime, s: S) -> Result<S::Ok, S::Error> {
     // From the stack: no allocation per timestamp.

@@ -35,6 +35,15 @@ impl TestSource {
         }
     }
 
+    /// [`TestSource::parse`] of a request field: `{field} must be provider_test_mode or
+    /// simulation` otherwise.
+    pub fn parse_field(s: &str, field: &'static str) -> Result<Self, ValueError> {
+        Self::parse(s).ok_or(ValueError::expected(
+            field,
+            "provider_test_mode or simulation",
+        ))
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Self::ProviderTestMode => "provider_test_mode",

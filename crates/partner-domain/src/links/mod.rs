@@ -17,7 +17,6 @@ pub use service::{CatalogError, LinkError, LinkService};
 
 use std::collections::{BTreeMap, HashSet};
 
-use serde::Serialize;
 use url::Url;
 
 use crate::account::{CareFlags, Partner, PartnerSettings};
@@ -413,8 +412,7 @@ pub fn care_link(
 }
 
 /// A product of the public catalog.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CatalogProduct {
     pub id: ProductId,
     pub name: String,
@@ -423,11 +421,8 @@ pub struct CatalogProduct {
     pub image_file_id: ImageFileId,
     pub image_source_url: String,
     pub intake_url: String,
-    #[serde(rename = "price1Month")]
     pub price_1_month: String,
-    #[serde(rename = "price3Month")]
     pub price_3_month: String,
-    #[serde(rename = "price6Month")]
     pub price_6_month: String,
     pub details: String,
 }

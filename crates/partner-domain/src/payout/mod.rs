@@ -9,7 +9,7 @@ pub use service::{PayoutService, RecordPayoutError};
 use time::Date;
 
 use crate::kernel::ids::PayoutId;
-use crate::kernel::values::{Money, PartnerId};
+use crate::kernel::values::{Money, PartnerId, ValueError};
 
 /// Where a listing of payouts stands: the last payout listed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,6 +52,11 @@ pub fn format_date(d: Date) -> String {
 pub fn parse_date(s: &str) -> Option<Date> {
     let fmt = time::macros::format_description!("[year]-[month]-[day]");
     (s.len() == 10).then(|| Date::parse(s, &fmt).ok()).flatten()
+}
+
+/// [`parse_date`] of a request field: `{field} must be YYYY-MM-DD` otherwise.
+pub fn parse_date_field(s: &str, field: &'static str) -> Result<Date, ValueError> {
+    parse_date(s).ok_or(ValueError::expected(field, "YYYY-MM-DD"))
 }
 
 impl Payout {

@@ -32,6 +32,12 @@ impl LeadCreatedDelay {
         }
     }
 
+    /// [`LeadCreatedDelay::parse`] of a request field: `{field} must be null, 1m, 5m or 1h`
+    /// otherwise.
+    pub fn parse_field(s: &str, field: &'static str) -> Result<Self, ValueError> {
+        Self::parse(s).ok_or(ValueError::expected(field, "null, 1m, 5m or 1h"))
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Self::OneMinute => "1m",

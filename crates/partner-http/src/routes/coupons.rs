@@ -8,9 +8,9 @@ use partner_domain::coupon::{
 };
 use partner_domain::kernel::ids::{BulkOrderId, CouponId};
 use partner_domain::kernel::page::parse_limit;
-use partner_domain::kernel::values::{Email, PartnerId, SubId, text};
+use partner_domain::kernel::values::{Email, PartnerId, SubId, ValueError, text};
 use partner_domain::kernel::wire;
-use partner_domain::kernel::wire::{format_timestamp, parse_timestamp};
+use partner_domain::kernel::wire::{format_timestamp, parse_timestamp_field};
 use partner_domain::payout::format_date;
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
@@ -23,13 +23,8 @@ use crate::middleware::one_trip;
 use crate::ratelimit::Group;
 use partner_domain::account::auth::Principal;
 
-fn slug(s: &str) -> std::result::Result<ProductSlug, ApiError> {
-    ProductSlug::parse(s).ok_or_else(|| {
-        ApiError::invalid(
-            "productSlug must be one of urgent-care, urgent-plus, primary, primary-plus, vet-care, behavior, \
-             primary-family-plan, primary-family-plan-and-discount-program",
-        )
-    })
+fn slug(s: &str) -> std::result::Result<ProductSlug, ValueError> {
+    ProductSlug::parse_field(s, "productSlug")
 }
 
 /// `CareServiceCoupon` of the spec (plus `subAccountId`, the attributed sub-account's subId).
@@ -431,10 +426,7 @@ pub(super) async fn issue(state: web::Data<AppState>, JsonBody(b): JsonBody<Bulk
         expires_at: b
             .expires_at
             .as_deref()
-            .map(|s| {
-                parse_timestamp(s)
-                    .ok_or_else(|| ApiError::invalid("expiresAt must be an RFC 3339 timestamp"))
-            })
+            .map(|s| parse_timestamp_field(s, "expiresAt"))
             .transpose()?,
         notes: b
             .notes
@@ -474,9 +466,7 @@ pub(super) async fn redeem(
     state: web::Data<AppState>,
     JsonBody(b): JsonBody<RedeemBody>,
 ) -> Result {
-    let code = CouponCode::normalize(&b.code).ok_or_else(|| {
-        ApiError::invalid("code must be 12 characters A-Z and 0-9 (spaces and hyphens are ignored)")
-    })?;
+    let code = CouponCode::normalize_field(&b.code, "code")?;
     let slug = slug(&b.product_slug)?;
     let months = parse_months(b.months)?;
     let email = Email::parse(&b.email)?;

@@ -1,10 +1,8 @@
 //! Parsing helpers shared by the operator's ingest bodies (leads, orders, payouts).
 
 use partner_domain::kernel::values::{SubId, ValueError, text};
-use partner_domain::kernel::wire::parse_timestamp;
+use partner_domain::kernel::wire::parse_timestamp_field;
 use partner_domain::links::attribution::Attribution;
-
-use crate::error::ApiError;
 
 /// `partnerId` (plain or a sub-account code) plus an optional explicit `subId`.
 pub(super) fn attribution(
@@ -17,10 +15,9 @@ pub(super) fn attribution(
 
 pub(super) fn timestamp(
     s: &str,
-    field: &str,
-) -> std::result::Result<time::OffsetDateTime, ApiError> {
-    parse_timestamp(s)
-        .ok_or_else(|| ApiError::invalid(format!("{field} must be an RFC 3339 timestamp")))
+    field: &'static str,
+) -> std::result::Result<time::OffsetDateTime, ValueError> {
+    parse_timestamp_field(s, field)
 }
 
 pub(super) fn optional_text(

@@ -315,24 +315,32 @@ pub(super) async fn create_lead(
     state: web::Data<AppState>,
     JsonBody(b): JsonBody<LeadBody>,
 ) -> Result {
-    let at = attribution(&b.partner_id, b.sub_id.as_deref())?;
-    let origin = Origin::parse(&b.origin)?;
-    let new = NewLead {
-        partner_id: at.partner_id,
-        sub_id: at.sub_id,
-        first_name: text("firstName", &b.first_name, 1, 100)?,
-        last_name: text("lastName", &b.last_name, 0, 100)?,
-        email: Email::parse(&b.email)?,
-        email_consent: b.email_consent,
-        phone: phone(b.phone.as_deref())?,
-        sms_consent: b.sms_consent,
-        test: TestFlag::parse(b.is_test, b.test_source.as_deref(), &origin)?,
-        origin,
-        location: text("location", &b.location, 0, 200)?,
-        question_id: optional_text(b.question_id.as_deref(), "questionId", 100)?,
-    };
+    let new = NewLead::try_from(b)?;
     let lead = state.leads.ingest(new).await?;
     Ok(data(StatusCode::CREATED, LeadOut::from(&lead)))
+}
+
+impl TryFrom<LeadBody> for NewLead {
+    type Error = ValueError;
+
+    fn try_from(b: LeadBody) -> std::result::Result<Self, ValueError> {
+        let at = attribution(&b.partner_id, b.sub_id.as_deref())?;
+        let origin = Origin::parse(&b.origin)?;
+        Ok(NewLead {
+            partner_id: at.partner_id,
+            sub_id: at.sub_id,
+            first_name: text("firstName", &b.first_name, 1, 100)?,
+            last_name: text("lastName", &b.last_name, 0, 100)?,
+            email: Email::parse(&b.email)?,
+            email_consent: b.email_consent,
+            phone: phone(b.phone.as_deref())?,
+            sms_consent: b.sms_consent,
+            test: TestFlag::parse(b.is_test, b.test_source.as_deref(), &origin)?,
+            origin,
+            location: text("location", &b.location, 0, 200)?,
+            question_id: optional_text(b.question_id.as_deref(), "questionId", 100)?,
+        })
+    }
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -365,22 +373,7 @@ pub(super) async fn patch_lead(
     JsonBody(b): JsonBody<LeadPatchBody>,
 ) -> Result {
     let id = LeadId::from_uuid(uuid(&path, "lead id")?);
-    let patch = LeadPatch {
-        phone: b.phone.map(|p| phone(p.as_deref())).transpose()?,
-        sms_consent: b.sms_consent,
-        email: b.email.as_deref().map(Email::parse).transpose()?,
-        email_consent: b.email_consent,
-        first_name: b
-            .first_name
-            .as_deref()
-            .map(|n| text("firstName", n, 1, 100))
-            .transpose()?,
-        last_name: b
-            .last_name
-            .as_deref()
-            .map(|n| text("lastName", n, 0, 100))
-            .transpose()?,
-    };
+    let patch = LeadPatch::try_from(b)?;
     if patch == LeadPatch::default() {
         return Err(ApiError::invalid(
             "name at least one of phone, smsConsent, email, emailConsent, firstName, lastName",
@@ -388,6 +381,29 @@ pub(super) async fn patch_lead(
     }
     let lead = state.leads.patch(id, &patch).await?;
     Ok(ok(LeadOut::from(&lead)))
+}
+
+impl TryFrom<LeadPatchBody> for LeadPatch {
+    type Error = ValueError;
+
+    fn try_from(b: LeadPatchBody) -> std::result::Result<Self, ValueError> {
+        Ok(LeadPatch {
+            phone: b.phone.map(|p| phone(p.as_deref())).transpose()?,
+            sms_consent: b.sms_consent,
+            email: b.email.as_deref().map(Email::parse).transpose()?,
+            email_consent: b.email_consent,
+            first_name: b
+                .first_name
+                .as_deref()
+                .map(|n| text("firstName", n, 1, 100))
+                .transpose()?,
+            last_name: b
+                .last_name
+                .as_deref()
+                .map(|n| text("lastName", n, 0, 100))
+                .transpose()?,
+        })
+    }
 }
 
 #[cfg(test)]

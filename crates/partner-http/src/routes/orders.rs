@@ -3,16 +3,17 @@
 
 use actix_web::{HttpRequest, HttpResponse, http::StatusCode, web};
 use partner_domain::account::NotFoundOr;
-use partner_domain::kernel::values::{Email, Money, PartnerId, text};
+use partner_domain::kernel::values::{Email, Money, PartnerId, ValueError, text};
 use partner_domain::kernel::wire;
 use partner_domain::lead::TestSource;
 use partner_domain::order::{
-    NewAnalyticsEvent, Order, OrderIngest, OrderListing, OrderParts, OrderService,
-    parse_event_name, parse_order_id, parse_run_id,
+    CommissionSummary, NewAnalyticsEvent, Order, OrderIngest, OrderListing, OrderParts,
+    OrderService, parse_event_name, parse_order_id, parse_run_id,
 };
 use partner_domain::payout::parse_date;
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
+use utoipa::ToSchema;
 
 use super::fields::{attribution, optional_text, timestamp};
 use super::streaming::{CHUNK, stream_data};
@@ -181,29 +182,37 @@ pub(super) async fn create_order(
     state: web::Data<AppState>,
     JsonBody(b): JsonBody<OrderBody>,
 ) -> Result {
-    let at = attribution(&b.partner_id, b.sub_id.as_deref())?;
-    let order = Order::new(OrderParts {
-        order_id: parse_order_id(&b.order_id)?,
-        partner_id: at.partner_id,
-        sub_id: at.sub_id,
-        created_date: timestamp(&b.created_date, "createdDate")?,
-        product: text("product", &b.product, 1, 200)?,
-        amount: Money::parse(b.amount, "amount")?,
-        commission: Money::parse(b.commission, "commission")?,
-        status: text("status", &b.status, 1, 64)?,
-        is_test: b.is_test,
-        source: text("source", &b.source, 1, 64)?,
-        customer_name: optional_text(b.customer_name.as_deref(), "customerName", 200)?,
-        customer_email: b
-            .customer_email
-            .as_deref()
-            .map(|e| Email::parse_field(e, "customerEmail").map(|e| e.as_str().to_owned()))
-            .transpose()?,
-    });
+    let order = Order::new(OrderParts::try_from(b)?);
     Ok(match state.orders.ingest(order).await? {
         OrderIngest::Created(l) => data(StatusCode::CREATED, OrderOut::listed(&l, true)),
         OrderIngest::Replayed(l) => ok(OrderOut::listed(&l, true)),
     })
+}
+
+impl TryFrom<OrderBody> for OrderParts {
+    type Error = ValueError;
+
+    fn try_from(b: OrderBody) -> std::result::Result<Self, ValueError> {
+        let at = attribution(&b.partner_id, b.sub_id.as_deref())?;
+        Ok(Self {
+            order_id: parse_order_id(&b.order_id)?,
+            partner_id: at.partner_id,
+            sub_id: at.sub_id,
+            created_date: timestamp(&b.created_date, "createdDate")?,
+            product: text("product", &b.product, 1, 200)?,
+            amount: Money::parse(b.amount, "amount")?,
+            commission: Money::parse(b.commission, "commission")?,
+            status: text("status", &b.status, 1, 64)?,
+            is_test: b.is_test,
+            source: text("source", &b.source, 1, 64)?,
+            customer_name: optional_text(b.customer_name.as_deref(), "customerName", 200)?,
+            customer_email: b
+                .customer_email
+                .as_deref()
+                .map(|e| Email::parse_field(e, "customerEmail").map(|e| e.as_str().to_owned()))
+                .transpose()?,
+        })
+    }
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -232,25 +241,31 @@ pub(super) async fn create_event(
     state: web::Data<AppState>,
     JsonBody(b): JsonBody<EventBody>,
 ) -> Result {
-    let at = attribution(&b.partner_id, b.sub_id.as_deref())?;
-    let new = NewAnalyticsEvent {
-        run_id: parse_run_id(&b.run_id)?,
-        partner_id: at.partner_id,
-        sub_id: at.sub_id,
-        event: parse_event_name(&b.event)?,
-        product: optional_text(b.product.as_deref(), "product", 200)?,
-        amount: b.amount.map(|a| Money::parse(a, "amount")).transpose()?,
-        occurred_at: timestamp(&b.occurred_at, "occurredAt")?,
-        test_source: TestSource::parse(&b.test_source).ok_or_else(|| {
-            ApiError::invalid("testSource must be provider_test_mode or simulation")
-        })?,
-    }
-    .checked()?;
+    let new = NewAnalyticsEvent::try_from(b)?;
     state.orders.record_event(new).await?;
     Ok(data(
         StatusCode::ACCEPTED,
         serde_json::json!({ "ok": true }),
     ))
+}
+
+impl TryFrom<EventBody> for NewAnalyticsEvent {
+    type Error = ValueError;
+
+    fn try_from(b: EventBody) -> std::result::Result<Self, ValueError> {
+        let at = attribution(&b.partner_id, b.sub_id.as_deref())?;
+        Self {
+            run_id: parse_run_id(&b.run_id)?,
+            partner_id: at.partner_id,
+            sub_id: at.sub_id,
+            event: parse_event_name(&b.event)?,
+            product: optional_text(b.product.as_deref(), "product", 200)?,
+            amount: b.amount.map(|a| Money::parse(a, "amount")).transpose()?,
+            occurred_at: timestamp(&b.occurred_at, "occurredAt")?,
+            test_source: TestSource::parse_field(&b.test_source, "testSource")?,
+        }
+        .checked()
+    }
 }
 
 #[utoipa::path(
@@ -289,8 +304,28 @@ pub(super) async fn commission_summary(
         }
         Err(NotFoundOr::Repo(e)) => return Err(e.into()),
     }
-    Ok(ok(state
-        .orders
-        .commission_summary(&partner, from, to)
-        .await?))
+    let summary = state.orders.commission_summary(&partner, from, to).await?;
+    Ok(ok(CommissionSummaryOut::from(summary)))
+}
+
+/// Real orders and their commission in a period; test and simulated orders are only counted as
+/// excluded.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = CommissionSummary)]
+pub(crate) struct CommissionSummaryOut {
+    order_count: u64,
+    #[schema(value_type = crate::routes::schemas::Money)]
+    commission_total: Money,
+    excluded_test_orders: u64,
+}
+
+impl From<CommissionSummary> for CommissionSummaryOut {
+    fn from(s: CommissionSummary) -> Self {
+        Self {
+            order_count: s.order_count,
+            commission_total: s.commission_total,
+            excluded_test_orders: s.excluded_test_orders,
+        }
+    }
 }

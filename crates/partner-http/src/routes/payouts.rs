@@ -3,8 +3,8 @@
 
 use actix_web::{HttpRequest, HttpResponse, http::StatusCode, web};
 use partner_domain::kernel::ids::PayoutId;
-use partner_domain::kernel::values::{Money, PartnerId, text};
-use partner_domain::payout::{NewPayout, Payout, PayoutService, format_date, parse_date};
+use partner_domain::kernel::values::{Money, PartnerId, ValueError, text};
+use partner_domain::payout::{NewPayout, Payout, PayoutService, format_date, parse_date_field};
 use serde::{Deserialize, Serialize, Serializer};
 use time::Date;
 
@@ -142,17 +142,23 @@ pub(super) async fn create_payout(
     state: web::Data<AppState>,
     JsonBody(b): JsonBody<PayoutBody>,
 ) -> Result {
-    let new = NewPayout {
-        partner_id: PartnerId::parse(&b.partner_id)?,
-        payout_date: parse_date(&b.payout_date)
-            .ok_or_else(|| ApiError::invalid("payoutDate must be YYYY-MM-DD"))?,
-        amount: Money::parse(b.payout_amount, "payoutAmount")?,
-        status: text("status", &b.status, 1, 32)?,
-        receipt_url: optional_text(b.receipt_url.as_deref(), "receiptUrl", 2048)?,
-        note: optional_text(b.note.as_deref(), "note", 2000)?,
-    };
-    let payout = state.payouts.record(new).await?;
+    let payout = state.payouts.record(NewPayout::try_from(b)?).await?;
     Ok(data(StatusCode::CREATED, PayoutOut::from(&payout)))
+}
+
+impl TryFrom<PayoutBody> for NewPayout {
+    type Error = ValueError;
+
+    fn try_from(b: PayoutBody) -> std::result::Result<Self, ValueError> {
+        Ok(Self {
+            partner_id: PartnerId::parse(&b.partner_id)?,
+            payout_date: parse_date_field(&b.payout_date, "payoutDate")?,
+            amount: Money::parse(b.payout_amount, "payoutAmount")?,
+            status: text("status", &b.status, 1, 32)?,
+            receipt_url: optional_text(b.receipt_url.as_deref(), "receiptUrl", 2048)?,
+            note: optional_text(b.note.as_deref(), "note", 2000)?,
+        })
+    }
 }
 
 #[cfg(test)]

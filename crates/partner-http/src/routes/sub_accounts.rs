@@ -2,7 +2,7 @@
 
 use actix_web::{HttpRequest, HttpResponse, http::StatusCode, web};
 use partner_domain::kernel::ids::SubAccountId;
-use partner_domain::kernel::values::{Nickname, SubId};
+use partner_domain::kernel::values::{Nickname, SubId, ValueError};
 use partner_domain::kernel::wire;
 use partner_domain::sub_account::SubAccount;
 use serde::{Deserialize, Serialize};
@@ -163,7 +163,7 @@ pub(super) async fn delete(
     JsonBody(body): JsonBody<DeleteBody>,
 ) -> Result {
     let id = match body.record_id.as_deref() {
-        None | Some("") => return Err(ApiError::invalid("recordId is required")),
+        None | Some("") => return Err(ValueError::Missing("recordId").into()),
         Some(s) => SubAccountId::from_uuid(uuid(s, "recordId")?),
     };
     state.sub_accounts.delete(me.partner_id(), id).await?;

@@ -159,13 +159,7 @@ fn care_query(req: &HttpRequest) -> std::result::Result<CareQuery, ApiError> {
     Ok(CareQuery {
         service: q
             .get("service")
-            .map(|s| {
-                CareService::parse(s).ok_or_else(|| {
-                    ApiError::invalid(
-                        "service must be primary-care, urgent-care, mental-health, dermatology or veterinary-care",
-                    )
-                })
-            })
+            .map(|s| CareService::parse_field(s, "service"))
             .transpose()?,
         sub: sub(&q)?,
         duration: crate::params::months(q.get("duration"), "duration")?,

@@ -1,11 +1,12 @@
-//! Schemas of the OpenAPI documents for the JSON the handlers answer with.
+//! Schemas of the OpenAPI documents that no handler type carries: the envelopes (`{ data }`,
+//! pages), the error body and the shared values (`Money`, `Lang`, `CareService`, the enums).
 //!
-//! The response types live in `partner-domain`, which stays free of web and documentation crates;
-//! their wire shapes (custom `Serialize` impls for timestamps, money, codes) are described here, one
-//! schema per domain type, named after the spec's resource. They are never serialized: they only
-//! describe what the domain types serialize to. Drift shows in the conformance run
-//! (`.ci/conformance`), which checks every live answer against these schemas. Request bodies are
-//! the handlers' own `Deserialize` structs, deriving `ToSchema` where they are defined.
+//! Every answer's own shape is its `…Out` type beside its route (`Serialize` + `ToSchema`,
+//! borrowing the domain value), so the JSON and its schema come from one declaration; the types
+//! here are only referenced (`value_type = …`) or wrap those. Drift in what is left shows in the
+//! conformance run (`.ci/conformance`), which checks every live answer against the documents.
+//! Request bodies are the handlers' own `Deserialize` structs, deriving `ToSchema` where they are
+//! defined.
 
 #![allow(dead_code)]
 

@@ -40,8 +40,7 @@ fn header(h: HeaderBody) -> std::result::Result<CustomHeader, ApiError> {
 }
 
 fn delay(s: &str) -> std::result::Result<LeadCreatedDelay, ApiError> {
-    LeadCreatedDelay::parse(s)
-        .ok_or_else(|| ApiError::invalid("leadCreatedDelay must be null, 1m, 5m or 1h"))
+    Ok(LeadCreatedDelay::parse_field(s, "leadCreatedDelay")?)
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]

@@ -12,23 +12,21 @@ use actix_web::{Error, HttpRequest, HttpResponse, web};
 use partner_domain::catalog::{
     CareProductInput, CareTier, Category, DnaProductInput, MedicalProductInput, MedicalTier, Stored,
 };
-use partner_domain::kernel::ids::{ImageFileId, ProductId};
+use partner_domain::kernel::ids::{ImageFileId, ProductId, parse_uuid};
 use partner_domain::kernel::values::{CareService, Lang, Money, PartnerId, ValueError};
-use partner_domain::links::CatalogProduct;
 use partner_domain::links::attribution::Attribution;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 use super::{Result, data, ok};
 use crate::AppState;
-use crate::error::ApiError;
-use crate::extract::{JsonBody, Query, uuid};
+use crate::extract::{JsonBody, Query};
 
-#[derive(Serialize)]
-pub(super) struct CatalogBody {
-    products: Vec<CatalogProduct>,
-    count: usize,
-}
+mod out;
+
+pub(crate) use out::{
+    CareProductOut, CatalogBody, CatalogProductOut, DnaPriceOut, DnaProductOut, MedicalPricesOut,
+    MedicalProductOut,
+};
 
 /// Public: no token. `all-products` lists every category.
 #[utoipa::path(
@@ -39,7 +37,7 @@ pub(super) struct CatalogBody {
         ("partner_id" = String, Query, description = "The partner (or `partner-subId` code) the links are attributed to"),
     ),
     responses(
-        (status = 200, description = "The partner's products", body = crate::routes::schemas::CatalogList),
+        (status = 200, description = "The partner's products", body = CatalogBody),
         (status = 400, description = "`partner_id` is missing or malformed", body = crate::routes::schemas::ErrorBody),
         (status = 404, description = "No active partner has that `partner_id`", body = crate::routes::schemas::ErrorBody),
         (status = 429, description = "Over the public budget of this client address (`PARTNER_PUBLIC_RATE` a second, bursts up to twice that, shared by the catalog and the embedded view); `Retry-After` says when to retry", body = crate::routes::schemas::ErrorBody),
@@ -59,7 +57,7 @@ pub(super) async fn list(
     let products = state.links.catalog(&attribution, category).await?;
     Ok(HttpResponse::Ok().json(CatalogBody {
         count: products.len(),
-        products,
+        products: products.iter().map(CatalogProductOut::from).collect(),
     }))
 }
 
@@ -98,23 +96,22 @@ pub(super) async fn headers(
     Ok(res)
 }
 
-fn stored<T: Serialize>((record, created): (Stored<T>, bool)) -> actix_web::HttpResponse {
+/// `{ data }` of a stored product: 201 when the put created it, else 200.
+fn stored<'a, T: 'a, O: Serialize + From<&'a Stored<T>>>(
+    (record, created): &'a (Stored<T>, bool),
+) -> actix_web::HttpResponse {
     data(
-        if created {
+        if *created {
             StatusCode::CREATED
         } else {
             StatusCode::OK
         },
-        record,
+        O::from(record),
     )
 }
 
 fn money(v: f64, field: &'static str) -> std::result::Result<Money, ValueError> {
     Money::parse(v, field)
-}
-
-fn lang(s: &str) -> std::result::Result<Lang, ApiError> {
-    Lang::parse(s).ok_or_else(|| ApiError::invalid("selfHostedLangs entries must be en or es"))
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -164,44 +161,64 @@ pub(super) async fn put_medical(
     path: web::Path<String>,
     JsonBody(b): JsonBody<MedicalBody>,
 ) -> Result {
-    let product = MedicalProductInput {
-        id: ProductId::from_uuid(uuid(&path, "product id")?),
-        name: b.name,
-        categories: b
-            .categories
-            .iter()
-            .map(|c| {
-                Category::parse(c).ok_or_else(|| {
-                    ApiError::invalid("categories entries must be weight-loss, mens-health, womens-health, hair-loss or wellness")
-                })
-            })
-            .collect::<std::result::Result<_, _>>()?,
-        details: b.details,
-        image_url: b.image_url,
-        image_file_id: ImageFileId::from_uuid(uuid(&b.image_file_id, "imageFileId")?),
-        image_source_url: b.image_source_url,
-        active: b.active,
-        legacy_path: b.legacy_path,
-        self_hosted_slug: b.self_hosted_slug,
-        self_hosted_langs: b.self_hosted_langs.iter().map(|l| lang(l)).collect::<std::result::Result<_, _>>()?,
-        suggested_prices: b.suggested_prices,
-        tiers: b
-            .tiers
-            .into_iter()
-            .map(|t| {
-                Ok(MedicalTier {
-                    key: t.key,
-                    label: t.label,
-                    months: t.months,
-                    min_price: money(t.min_price, "tiers.minPrice")?,
-                    max_price: money(t.max_price, "tiers.maxPrice")?,
-                    recommended_price: money(t.recommended_price, "tiers.recommendedPrice")?,
-                    commission: money(t.commission, "tiers.commission")?,
-                })
-            })
-            .collect::<std::result::Result<_, ValueError>>()?,
-    };
-    Ok(stored(state.catalog.put_medical(product).await?))
+    let product = b.parse(product_id(&path)?)?;
+    Ok(stored::<_, MedicalProductOut>(
+        &state.catalog.put_medical(product).await?,
+    ))
+}
+
+/// The product id of a path.
+fn product_id(s: &str) -> std::result::Result<ProductId, ValueError> {
+    Ok(ProductId::from_uuid(parse_uuid(s, "product id")?))
+}
+
+impl TryFrom<MedicalTierBody> for MedicalTier {
+    type Error = ValueError;
+
+    fn try_from(t: MedicalTierBody) -> std::result::Result<Self, ValueError> {
+        Ok(Self {
+            key: t.key,
+            label: t.label,
+            months: t.months,
+            min_price: money(t.min_price, "tiers.minPrice")?,
+            max_price: money(t.max_price, "tiers.maxPrice")?,
+            recommended_price: money(t.recommended_price, "tiers.recommendedPrice")?,
+            commission: money(t.commission, "tiers.commission")?,
+        })
+    }
+}
+
+impl MedicalBody {
+    /// The product `id` as submitted; every refusal is the domain's.
+    fn parse(self, id: ProductId) -> std::result::Result<MedicalProductInput, ValueError> {
+        Ok(MedicalProductInput {
+            id,
+            name: self.name,
+            categories: self
+                .categories
+                .iter()
+                .map(|c| Category::parse_field(c, "categories entries"))
+                .collect::<std::result::Result<_, _>>()?,
+            details: self.details,
+            image_url: self.image_url,
+            image_file_id: ImageFileId::from_uuid(parse_uuid(&self.image_file_id, "imageFileId")?),
+            image_source_url: self.image_source_url,
+            active: self.active,
+            legacy_path: self.legacy_path,
+            self_hosted_slug: self.self_hosted_slug,
+            self_hosted_langs: self
+                .self_hosted_langs
+                .iter()
+                .map(|l| Lang::parse_field(l, "selfHostedLangs entries"))
+                .collect::<std::result::Result<_, _>>()?,
+            suggested_prices: self.suggested_prices,
+            tiers: self
+                .tiers
+                .into_iter()
+                .map(MedicalTier::try_from)
+                .collect::<std::result::Result<_, _>>()?,
+        })
+    }
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -235,19 +252,28 @@ pub(super) async fn put_dna(
     path: web::Path<String>,
     JsonBody(b): JsonBody<DnaBody>,
 ) -> Result {
-    let product = DnaProductInput {
-        id: ProductId::from_uuid(uuid(&path, "product id")?),
-        product_name: b.product_name,
-        description: b.description,
-        intake_path: b.intake_path,
-        product_image_url: b.product_image_url,
-        minimum_price: money(b.minimum_price, "minimumPrice")?,
-        recommended_price: money(b.recommended_price, "recommendedPrice")?,
-        maximum_price: money(b.maximum_price, "maximumPrice")?,
-        parent_product: b.parent_product,
-        available: b.available,
-    };
-    Ok(stored(state.catalog.put_dna(product).await?))
+    let product = b.parse(product_id(&path)?)?;
+    Ok(stored::<_, DnaProductOut>(
+        &state.catalog.put_dna(product).await?,
+    ))
+}
+
+impl DnaBody {
+    /// The product `id` as submitted; every refusal is the domain's.
+    fn parse(self, id: ProductId) -> std::result::Result<DnaProductInput, ValueError> {
+        Ok(DnaProductInput {
+            id,
+            product_name: self.product_name,
+            description: self.description,
+            intake_path: self.intake_path,
+            product_image_url: self.product_image_url,
+            minimum_price: money(self.minimum_price, "minimumPrice")?,
+            recommended_price: money(self.recommended_price, "recommendedPrice")?,
+            maximum_price: money(self.maximum_price, "maximumPrice")?,
+            parent_product: self.parent_product,
+            available: self.available,
+        })
+    }
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -289,30 +315,43 @@ pub(super) async fn put_care(
     path: web::Path<String>,
     JsonBody(b): JsonBody<CareBody>,
 ) -> Result {
-    let product = CareProductInput {
-        id: ProductId::from_uuid(uuid(&path, "product id")?),
-        service: CareService::parse(&b.service).ok_or_else(|| {
-            ApiError::invalid("service must be primary-care, urgent-care, mental-health, dermatology or veterinary-care")
-        })?,
-        slug: b.slug,
-        product_name: b.product_name,
-        description: b.description,
-        image_url: b.image_url,
-        tiers: b
-            .tiers
-            .into_iter()
-            .map(|t| {
-                Ok(CareTier {
-                    key: t.key,
-                    label: t.label,
-                    months: t.months,
-                    user_price: money(t.user_price, "tiers.userPrice")?,
-                    commission: money(t.commission, "tiers.commission")?,
-                })
-            })
-            .collect::<std::result::Result<_, ValueError>>()?,
-    };
-    Ok(stored(state.catalog.put_care(product).await?))
+    let product = b.parse(product_id(&path)?)?;
+    Ok(stored::<_, CareProductOut>(
+        &state.catalog.put_care(product).await?,
+    ))
+}
+
+impl TryFrom<CareTierBody> for CareTier {
+    type Error = ValueError;
+
+    fn try_from(t: CareTierBody) -> std::result::Result<Self, ValueError> {
+        Ok(Self {
+            key: t.key,
+            label: t.label,
+            months: t.months,
+            user_price: money(t.user_price, "tiers.userPrice")?,
+            commission: money(t.commission, "tiers.commission")?,
+        })
+    }
+}
+
+impl CareBody {
+    /// The product `id` as submitted; every refusal is the domain's.
+    fn parse(self, id: ProductId) -> std::result::Result<CareProductInput, ValueError> {
+        Ok(CareProductInput {
+            id,
+            service: CareService::parse_field(&self.service, "service")?,
+            slug: self.slug,
+            product_name: self.product_name,
+            description: self.description,
+            image_url: self.image_url,
+            tiers: self
+                .tiers
+                .into_iter()
+                .map(CareTier::try_from)
+                .collect::<std::result::Result<_, _>>()?,
+        })
+    }
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -320,6 +359,17 @@ pub(super) async fn put_care(
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub(super) struct MedicalPricesBody {
     tier_prices: BTreeMap<String, f64>,
+}
+
+impl TryFrom<MedicalPricesBody> for BTreeMap<String, Money> {
+    type Error = ValueError;
+
+    fn try_from(b: MedicalPricesBody) -> std::result::Result<Self, ValueError> {
+        b.tier_prices
+            .into_iter()
+            .map(|(k, v)| Ok((k, money(v, "tierPrices")?)))
+            .collect()
+    }
 }
 
 #[utoipa::path(
@@ -340,19 +390,17 @@ pub(super) async fn put_medical_prices(
     JsonBody(b): JsonBody<MedicalPricesBody>,
 ) -> Result {
     let partner = PartnerId::parse(&path.0)?;
-    let product = ProductId::from_uuid(uuid(&path.1, "product id")?);
-    let prices = b
-        .tier_prices
-        .into_iter()
-        .map(|(k, v)| Ok((k, money(v, "tierPrices")?)))
-        .collect::<std::result::Result<BTreeMap<_, _>, ValueError>>()?;
+    let product = product_id(&path.1)?;
+    let prices = BTreeMap::try_from(b)?;
     state
         .catalog
         .put_medical_prices(&partner, product, prices.clone())
         .await?;
-    Ok(ok(
-        json!({ "partnerId": partner, "productId": product, "tierPrices": prices }),
-    ))
+    Ok(ok(MedicalPricesOut {
+        partner_id: &partner,
+        product_id: product,
+        tier_prices: &prices,
+    }))
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -380,13 +428,15 @@ pub(super) async fn put_dna_price(
     JsonBody(b): JsonBody<DnaPriceBody>,
 ) -> Result {
     let partner = PartnerId::parse(&path.0)?;
-    let product = ProductId::from_uuid(uuid(&path.1, "product id")?);
+    let product = product_id(&path.1)?;
     let price = money(b.user_set_price, "userSetPrice")?;
     state
         .catalog
         .put_dna_price(&partner, product, price)
         .await?;
-    Ok(ok(
-        json!({ "partnerId": partner, "productId": product, "userSetPrice": price }),
-    ))
+    Ok(ok(DnaPriceOut {
+        partner_id: &partner,
+        product_id: product,
+        user_set_price: price,
+    }))
 }

@@ -3,19 +3,24 @@
 
 use std::collections::BTreeMap;
 
-use actix_web::{http::StatusCode, web};
+use actix_web::{HttpResponse, http::StatusCode, web};
 use partner_domain::account::{
     CareServicesAccess, NotFoundOr, PartnerSettings, PartnerSettingsInput,
 };
 use partner_domain::kernel::ids::{TokenId, UserId};
-use partner_domain::kernel::values::{CareService, Email, Lang, PartnerId};
-use partner_domain::kernel::wire::parse_timestamp;
+use partner_domain::kernel::values::{CareService, Email, Lang, PartnerId, ValueError};
+use partner_domain::kernel::wire::parse_timestamp_field;
 use serde::Deserialize;
 
 use super::{Result, data, ok, ok_true};
 use crate::AppState;
 use crate::error::ApiError;
 use crate::extract::{JsonBody, OptionalJsonBody, uuid};
+
+mod out;
+
+use out::ApiTokenOut;
+pub(crate) use out::{ApiTokenList, CareFlagsOut, IssuedTokenOut, PartnerOut, PortalUserOut};
 
 #[derive(Deserialize, utoipa::ToSchema)]
 #[schema(as = CareServicesAccessInput)]
@@ -41,44 +46,37 @@ pub(super) struct PartnerBody {
     care_services: CareServicesBody,
 }
 
-fn lang(s: &str, field: &str) -> std::result::Result<Lang, ApiError> {
-    Lang::parse(s).ok_or_else(|| ApiError::invalid(format!("{field} entries must be en or es")))
-}
+impl TryFrom<PartnerBody> for PartnerSettings {
+    type Error = ValueError;
 
-impl PartnerBody {
-    fn into_settings(self) -> std::result::Result<PartnerSettings, ApiError> {
-        let services = self
+    /// Every refusal is the domain's ([`PartnerSettings::parse`] and the values' parsers).
+    fn try_from(b: PartnerBody) -> std::result::Result<Self, ValueError> {
+        let services = b
             .care_services
             .services
             .iter()
-            .map(|s| {
-                CareService::parse(s).ok_or_else(|| {
-                    ApiError::invalid(
-                        "careServices.services entries must be primary-care, urgent-care, mental-health, dermatology or veterinary-care",
-                    )
-                })
-            })
+            .map(|s| CareService::parse_field(s, "careServices.services entries"))
             .collect::<std::result::Result<_, _>>()?;
-        let settings = PartnerSettingsInput {
-            name: self.name,
-            email: Email::parse(&self.email)?,
-            active: self.active,
-            dna_access: self.dna_access,
-            headless_links: self.headless_links,
-            default_lang: lang(&self.default_lang, "defaultLang")?,
-            enabled_langs: self
+        PartnerSettings::parse(PartnerSettingsInput {
+            name: b.name,
+            email: Email::parse(&b.email)?,
+            active: b.active,
+            dna_access: b.dna_access,
+            headless_links: b.headless_links,
+            // "entries" though it is one value: the text this field has always answered with.
+            default_lang: Lang::parse_field(&b.default_lang, "defaultLang entries")?,
+            enabled_langs: b
                 .enabled_langs
                 .iter()
-                .map(|l| lang(l, "enabledLangs"))
+                .map(|l| Lang::parse_field(l, "enabledLangs entries"))
                 .collect::<std::result::Result<_, _>>()?,
             care_services: CareServicesAccess {
-                subscription_active: self.care_services.subscription_active,
-                manual_override: self.care_services.manual_override,
-                yearly_bundle: self.care_services.yearly_bundle,
+                subscription_active: b.care_services.subscription_active,
+                manual_override: b.care_services.manual_override,
+                yearly_bundle: b.care_services.yearly_bundle,
                 services,
             },
-        };
-        Ok(PartnerSettings::parse(settings)?)
+        })
     }
 }
 
@@ -99,7 +97,7 @@ pub(super) async fn put_partner(
     JsonBody(body): JsonBody<PartnerBody>,
 ) -> Result {
     let id = PartnerId::parse(&path)?;
-    let settings = body.into_settings()?;
+    let settings = PartnerSettings::try_from(body)?;
     let (partner, created) = state.accounts.put_partner(&id, settings).await?;
     Ok(data(
         if created {
@@ -107,7 +105,7 @@ pub(super) async fn put_partner(
         } else {
             StatusCode::OK
         },
-        partner,
+        PartnerOut::from(&partner),
     ))
 }
 
@@ -125,7 +123,7 @@ pub(super) async fn put_partner(
 pub(super) async fn get_partner(state: web::Data<AppState>, path: web::Path<String>) -> Result {
     let id = PartnerId::parse(&path)?;
     match state.accounts.partner(&id).await {
-        Ok(p) => Ok(ok(p)),
+        Ok(p) => Ok(ok(PartnerOut::from(&p))),
         Err(NotFoundOr::NotFound) => Err(ApiError::not_found("no partner with that partnerId")),
         Err(NotFoundOr::Repo(e)) => Err(e.into()),
     }
@@ -150,7 +148,8 @@ pub(super) async fn put_flags(
             })
         })
         .collect::<std::result::Result<Vec<_>, _>>()?;
-    Ok(ok(state.accounts.set_care_flags(&changes).await?))
+    let flags = state.accounts.set_care_flags(&changes).await?;
+    Ok(ok(CareFlagsOut::from(&flags)))
 }
 
 #[utoipa::path(
@@ -160,7 +159,7 @@ pub(super) async fn put_flags(
     )
 )]
 pub(super) async fn get_flags(state: web::Data<AppState>) -> Result {
-    Ok(ok(state.accounts.care_flags().await?))
+    Ok(ok(CareFlagsOut::from(&state.accounts.care_flags().await?)))
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -190,7 +189,7 @@ pub(super) async fn create_user(
         .accounts
         .create_user(email, partner, body.admin)
         .await?;
-    Ok(data(StatusCode::CREATED, user))
+    Ok(data(StatusCode::CREATED, PortalUserOut::from(&user)))
 }
 
 fn not_found_or(e: NotFoundOr, what: &'static str) -> ApiError {
@@ -248,13 +247,10 @@ pub(super) async fn create_token(
     let user = UserId::from_uuid(uuid(&path, "user id")?);
     let expires_at = body
         .expires_at
-        .map(|s| {
-            parse_timestamp(&s)
-                .ok_or_else(|| ApiError::invalid("expiresAt must be an RFC 3339 timestamp"))
-        })
+        .map(|s| parse_timestamp_field(&s, "expiresAt"))
         .transpose()?;
     let token = state.accounts.issue_token(user, expires_at).await?;
-    Ok(data(StatusCode::CREATED, token))
+    Ok(data(StatusCode::CREATED, IssuedTokenOut::from(&token)))
 }
 
 #[utoipa::path(
@@ -263,7 +259,7 @@ pub(super) async fn create_token(
         ("id" = String, Path, description = "The user's id (a UUID)", format = Uuid),
     ),
     responses(
-        (status = 200, description = "The user's tokens, never their text", body = crate::routes::schemas::ApiTokenList),
+        (status = 200, description = "The user's tokens, never their text", body = ApiTokenList),
         (status = 400, description = "`id` is not a UUID", body = crate::routes::schemas::ErrorBody),
         (status = 404, description = "No such user", body = crate::routes::schemas::ErrorBody),
     )
@@ -275,7 +271,9 @@ pub(super) async fn list_tokens(state: web::Data<AppState>, path: web::Path<Stri
         .tokens(user)
         .await
         .map_err(|e| not_found_or(e, "no such user"))?;
-    Ok(ok(tokens))
+    Ok(HttpResponse::Ok().json(ApiTokenList {
+        data: tokens.iter().map(ApiTokenOut::from).collect(),
+    }))
 }
 
 #[utoipa::path(
@@ -293,10 +291,8 @@ pub(super) async fn list_tokens(state: web::Data<AppState>, path: web::Path<Stri
 )]
 pub(super) async fn rotate_token(state: web::Data<AppState>, path: web::Path<String>) -> Result {
     let id = TokenId::from_uuid(uuid(&path, "token id")?);
-    Ok(data(
-        StatusCode::CREATED,
-        state.accounts.rotate_token(id).await?,
-    ))
+    let token = state.accounts.rotate_token(id).await?;
+    Ok(data(StatusCode::CREATED, IssuedTokenOut::from(&token)))
 }
 
 #[utoipa::path(
