@@ -29,8 +29,10 @@ pub struct Principal {
 }
 
 impl Principal {
-    #[cfg(test)]
-    pub(crate) fn for_test(partner_id: PartnerId, admin: bool) -> Self {
+    /// A principal of `partner_id` (admin or not) for tests of scope rules, outside this crate
+    /// too (feature `mocks`): a nil token and user, no DNA access, not a portal session.
+    #[cfg(any(test, feature = "mocks"))]
+    pub fn for_test(partner_id: PartnerId, admin: bool) -> Self {
         Self {
             token_id: TokenId::from_uuid(uuid::Uuid::nil()),
             user_id: UserId::from_uuid(uuid::Uuid::nil()),
