@@ -38,6 +38,7 @@ mod standard_webhooks;
 mod startup;
 mod sub_accounts;
 mod webhook_control;
+mod webhook_schemas;
 mod webhooks;
 
 /// Every `.rs` file beside this one is declared above: a test file without its `mod` line would

@@ -44,36 +44,64 @@ fn python() -> Option<std::path::PathBuf> {
     None
 }
 
-async fn verify_with_libraries(cases: Vec<Value>) {
+/// Runs `tests/verify/<script>` with `.ci/venv`'s Python (see [`python`]), `input` as JSON on
+/// its stdin, and asserts it exits 0 (`what` names the check in the failure).
+pub async fn run_python(script: &str, input: &Value, what: &str) {
     let Some(python) = python() else { return };
-    let script =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/verify/signatures.py");
-    let input = serde_json::to_vec(&Value::Array(cases)).expect("json");
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/verify")
+        .join(script);
+    run_checked(
+        python.into_os_string(),
+        vec![script.into_os_string()],
+        input,
+        what,
+    )
+    .await;
+}
+
+/// Runs `program args`, `input` as JSON on its stdin, and asserts it exits 0.
+pub async fn run_checked(
+    program: std::ffi::OsString,
+    args: Vec<std::ffi::OsString>,
+    input: &Value,
+    what: &str,
+) {
+    let input = serde_json::to_vec(input).expect("json");
     // Blocking I/O on a thread of its own: the run is short and the server keeps serving.
     let out = tokio::task::spawn_blocking(move || {
-        let mut child = std::process::Command::new(python)
-            .arg(script)
+        let mut child = std::process::Command::new(program)
+            .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .expect("python");
+            .expect("spawn");
         child
             .stdin
             .take()
             .expect("stdin")
             .write_all(&input)
             .expect("write");
-        child.wait_with_output().expect("python output")
+        child.wait_with_output().expect("output")
     })
     .await
     .expect("join");
     assert!(
         out.status.success(),
-        "the official libraries refused a delivery:\n{}\n{}",
+        "{what}:\n{}\n{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+async fn verify_with_libraries(cases: Vec<Value>) {
+    run_python(
+        "signatures.py",
+        &Value::Array(cases),
+        "the official libraries refused a delivery",
+    )
+    .await;
 }
 
 /// `t` of `X-Partner-Signature`.

@@ -143,7 +143,9 @@ struct InternalApi;
 
 /// The partner document.
 pub fn partner() -> Document {
-    PartnerApi::openapi()
+    let mut doc = PartnerApi::openapi();
+    super::openapi_webhooks::add(&mut doc);
+    doc
 }
 
 /// The operator document.
