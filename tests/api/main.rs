@@ -14,6 +14,7 @@ mod contract;
 mod coupons;
 mod delivery_engine;
 mod drills;
+mod embed_url;
 mod errors;
 mod events_feed;
 mod hostile;
