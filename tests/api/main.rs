@@ -14,6 +14,7 @@ mod contract;
 mod coupons;
 mod delivery_engine;
 mod drills;
+mod embed_url;
 mod errors;
 mod events_feed;
 mod hostile;
@@ -38,6 +39,7 @@ mod standard_webhooks;
 mod startup;
 mod sub_accounts;
 mod webhook_control;
+mod webhook_schemas;
 mod webhooks;
 
 /// Every `.rs` file beside this one is declared above: a test file without its `mod` line would

@@ -1,6 +1,8 @@
 //! Standard Webhooks signatures (extensions §9), checked with the official libraries: every
 //! delivery captured here is handed to `tests/verify/signatures.py`, which verifies it with
-//! `standardwebhooks` 1.1.0 and Stripe's Python SDK, as partners do.
+//! `standardwebhooks` 1.1.0 and Stripe's Python SDK, as partners do, and to the `tested:`
+//! snippets of `docs/webhooks.md` (Python: `tests/verify/snippets.py`; Node.js with `stripe` and
+//! `standardwebhooks` from npm: `tests/verify/snippets.js`).
 
 use std::process::Stdio;
 
@@ -74,36 +76,121 @@ fn python() -> Option<std::path::PathBuf> {
     None
 }
 
-async fn verify_with_libraries(cases: Vec<Value>) {
+/// Runs `tests/verify/<script>` with `.ci/venv`'s Python (see [`python`]), `input` as JSON on
+/// its stdin, and asserts it exits 0 (`what` names the check in the failure).
+pub async fn run_python(script: &str, input: &Value, what: &str) {
     let Some(python) = python() else { return };
-    let script =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/verify/signatures.py");
-    let input = serde_json::to_vec(&Value::Array(cases)).expect("json");
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/verify")
+        .join(script);
+    run_checked(
+        python.into_os_string(),
+        vec![script.into_os_string()],
+        input,
+        what,
+    )
+    .await;
+}
+
+/// Runs `program args`, `input` as JSON on its stdin, and asserts it exits 0.
+pub async fn run_checked(
+    program: std::ffi::OsString,
+    args: Vec<std::ffi::OsString>,
+    input: &Value,
+    what: &str,
+) {
+    let input = serde_json::to_vec(input).expect("json");
     // Blocking I/O on a thread of its own: the run is short and the server keeps serving.
     let out = tokio::task::spawn_blocking(move || {
-        let mut child = std::process::Command::new(python)
-            .arg(script)
+        let mut child = std::process::Command::new(program)
+            .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .expect("python");
+            .expect("spawn");
         child
             .stdin
             .take()
             .expect("stdin")
             .write_all(&input)
             .expect("write");
-        child.wait_with_output().expect("python output")
+        child.wait_with_output().expect("output")
     })
     .await
     .expect("join");
     assert!(
         out.status.success(),
-        "the official libraries refused a delivery:\n{}\n{}",
+        "{what}:\n{}\n{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// The directory whose `node_modules` holds `stripe` and `standardwebhooks` (`.ci/run` installs
+/// them into `target/node-verify`), or `PARTNER_NODE_VERIFY`. Missing: the test fails under
+/// `CI=true` and skips the Node.js snippets otherwise.
+fn node_packages() -> Option<std::path::PathBuf> {
+    let dir = std::env::var("PARTNER_NODE_VERIFY").map_or_else(
+        |_| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/node-verify"),
+        Into::into,
+    );
+    let ready = ["stripe", "standardwebhooks"].iter().all(|p| {
+        dir.join("node_modules")
+            .join(p)
+            .join("package.json")
+            .exists()
+    });
+    if ready {
+        return Some(dir);
+    }
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "CI needs stripe and standardwebhooks in {} (.ci/run installs them) to run the Node.js \
+         snippets of docs/webhooks.md",
+        dir.display()
+    );
+    eprintln!(
+        "skipping the Node.js snippets of docs/webhooks.md: no stripe and standardwebhooks in {} \
+         (npm install --prefix target/node-verify stripe@23.1.0 standardwebhooks@1.1.1)",
+        dir.display()
+    );
+    None
+}
+
+/// The `tested:` snippets of `docs/webhooks.md`, by language.
+const PYTHON_SNIPPETS: [&str; 2] = ["stripe-python", "standardwebhooks-python"];
+const NODE_SNIPPETS: [&str; 2] = ["stripe-node", "standardwebhooks-node"];
+
+/// Verifies `cases` with the official libraries, then with the snippets of `docs/webhooks.md`
+/// as they are written there (Python and Node.js).
+async fn verify_with_libraries(cases: Vec<Value>) {
+    run_python(
+        "signatures.py",
+        &Value::Array(cases.clone()),
+        "the official libraries refused a delivery",
+    )
+    .await;
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let document = root.join("docs/webhooks.md");
+    run_python(
+        "snippets.py",
+        &json!({ "document": document, "expect": PYTHON_SNIPPETS, "cases": cases }),
+        "a Python snippet of docs/webhooks.md failed",
+    )
+    .await;
+    if let Some(packages) = node_packages() {
+        run_checked(
+            "node".into(),
+            vec![
+                root.join("tests/verify/snippets.js").into_os_string(),
+                packages.into_os_string(),
+            ],
+            &json!({ "document": document, "expect": NODE_SNIPPETS, "cases": cases }),
+            "a Node.js snippet of docs/webhooks.md failed",
+        )
+        .await;
+    }
 }
 
 /// `t` of `X-Partner-Signature`.

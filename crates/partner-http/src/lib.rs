@@ -71,6 +71,9 @@ pub struct AppState {
     pub portal: PortalService,
     /// Where the portal's links point (`PARTNER_BASE_URL`): `{base}/portal#code=…`.
     pub base_url: url::Url,
+    /// `PARTNER_CATALOG_URL`: where the catalog and the embedded view are served
+    /// (`GET /api/v1/embed` answers the view's address under it).
+    pub catalog_url: url::Url,
     /// The events feed (extensions.md §8.1).
     pub feed: partner_domain::webhook::EventFeed,
     pub readiness: Arc<dyn Readiness>,

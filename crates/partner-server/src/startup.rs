@@ -166,6 +166,7 @@ impl Application {
                 },
             ),
             base_url: config.base_url.clone(),
+            catalog_url: config.catalog_url.clone(),
             sub_accounts: SubAccountService::new(store.clone(), clock.clone(), rng.clone()),
             leads: LeadService::new(
                 store.clone(),

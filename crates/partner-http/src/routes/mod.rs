@@ -5,12 +5,14 @@ mod accounts;
 mod catalog;
 mod coupons;
 mod embed;
+mod embed_url;
 mod events;
 mod fields;
 mod health;
 mod leads;
 mod links;
 mod openapi;
+mod openapi_webhooks;
 mod orders;
 mod payouts;
 mod portal;
@@ -128,6 +130,12 @@ pub(crate) fn configure_public(cfg: &mut web::ServiceConfig) {
             .service(
                 resource("/care-service-links")
                     .route(web::get().to(links::care))
+                    .default_service(guarded_405(Group::Links))
+                    .wrap(from_fn(care_services_enabled)),
+            )
+            .service(
+                resource("/embed")
+                    .route(web::get().to(embed_url::show))
                     .default_service(guarded_405(Group::Links))
                     .wrap(from_fn(care_services_enabled)),
             )

@@ -19,7 +19,8 @@ use utoipa::{Modify, OpenApi};
 use super::accounts;
 use super::schemas::*;
 use super::{
-    catalog, coupons, embed, events, leads, links, orders, payouts, portal, sub_accounts, webhooks,
+    catalog, coupons, embed, embed_url, events, leads, links, orders, payouts, portal,
+    sub_accounts, webhooks,
 };
 
 #[derive(OpenApi)]
@@ -44,6 +45,7 @@ use super::{
         links::dna,
         links::medical,
         links::care,
+        embed_url::show,
         coupons::list,
         coupons::one,
         webhooks::list,
@@ -143,7 +145,9 @@ struct InternalApi;
 
 /// The partner document.
 pub fn partner() -> Document {
-    PartnerApi::openapi()
+    let mut doc = PartnerApi::openapi();
+    super::openapi_webhooks::add(&mut doc);
+    doc
 }
 
 /// The operator document.
