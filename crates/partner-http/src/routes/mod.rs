@@ -11,6 +11,7 @@ mod health;
 mod leads;
 mod links;
 mod openapi;
+mod openapi_params;
 mod orders;
 mod payouts;
 mod portal;

@@ -375,6 +375,7 @@ impl Modify for Common {
                 }
             }
         }
+        super::openapi_params::tighten(doc);
     }
 }
 
