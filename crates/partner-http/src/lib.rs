@@ -20,6 +20,9 @@ mod routes;
 
 pub use routes::WebhookData;
 
+/// The gauge `/readyz` sets: 1 when the database answers, else 0 (extensions §5's metrics).
+pub const READY_GAUGE: &str = "partner_ready";
+
 /// The OpenAPI 3.1 documents (extensions.md §6).
 pub mod openapi {
     pub use crate::routes::{

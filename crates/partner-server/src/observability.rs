@@ -18,6 +18,9 @@ const LATENCY_BUCKETS: &[f64] = &[
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
 ];
 
+/// The readiness gauge (1: the database answers), also set by `/readyz`.
+pub const READY: &str = partner_http::READY_GAUGE;
+
 static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
 
 /// The process-wide registry, installed as the `metrics` recorder on first use (several servers
@@ -78,6 +81,10 @@ fn describe() {
     describe_gauge!(
         "db_pool_connections",
         "Connections of this process's pool by state (idle, in_use, waiting, max)"
+    );
+    describe_gauge!(
+        READY,
+        "1 when this process's database answers (as `/readyz`), else 0; refreshed every 15 s and on each `/readyz`"
     );
     describe_counter!(
         "rate_limit_rejections_total",
@@ -154,7 +161,9 @@ pub async fn refresh_once(store: &PgStore, clock: &dyn Clock) {
     ] {
         metrics::gauge!("db_pool_connections", "state" => state).set(n as f64);
     }
-    match store.webhook_backlog().await {
+    let backlog = store.webhook_backlog().await;
+    metrics::gauge!(READY).set(if backlog.is_ok() { 1.0 } else { 0.0 });
+    match backlog {
         Ok(b) => {
             metrics::gauge!("webhook_deliveries_pending").set(b.pending as f64);
             let age = b

@@ -11,7 +11,9 @@ pub(super) async fn healthz() -> HttpResponse {
 
 /// 200 when the database answers, else 503.
 pub(super) async fn readyz(state: web::Data<AppState>) -> HttpResponse {
-    match state.readiness.ping().await {
+    let ping = state.readiness.ping().await;
+    metrics::gauge!(crate::READY_GAUGE).set(if ping.is_ok() { 1.0 } else { 0.0 });
+    match ping {
         Ok(()) => HttpResponse::Ok().json(serde_json::json!({ "status": "ready" })),
         Err(e) => {
             tracing::warn!(error = %e, "readiness check failed");

@@ -379,6 +379,7 @@ impl Modify for Common {
                 }
             }
         }
+        super::openapi_params::tighten(doc);
     }
 }
 

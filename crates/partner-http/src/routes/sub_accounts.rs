@@ -114,7 +114,13 @@ pub(super) struct CreateBody {
     )]
     sub_id: Option<String>,
     /// 1-64 characters after trimming, no control characters.
-    #[schema(required = true, nullable = false, min_length = 1, max_length = 64)]
+    #[schema(
+        required = true,
+        nullable = false,
+        min_length = 1,
+        max_length = 64,
+        pattern = r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$"
+    )]
     nickname: Option<String>,
 }
 

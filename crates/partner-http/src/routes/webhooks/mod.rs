@@ -47,9 +47,11 @@ fn delay(s: &str) -> std::result::Result<LeadCreatedDelay, ApiError> {
 #[schema(as = WebhookEndpointCreate)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub(super) struct CreateBody {
-    /// An absolute https URL of a public host.
+    /// An absolute https URL of a public host, at most 2,048 characters, without credentials.
+    #[schema(max_length = 2048, pattern = r"^https://[^\s\x00-\x1f\x7f-\x9f]+$")]
     url: String,
-    #[schema(value_type = Vec<crate::routes::schemas::EventType>)]
+    /// At least one event type.
+    #[schema(value_type = Vec<crate::routes::schemas::EventType>, min_items = 1)]
     events: Vec<String>,
     #[schema(pattern = "^(1m|5m|1h)$")]
     lead_created_delay: Option<String>,
@@ -63,10 +65,14 @@ pub(super) struct CreateBody {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub(super) struct PatchBody {
     #[serde(default, deserialize_with = "not_null")]
-    #[schema(nullable = false)]
+    #[schema(
+        nullable = false,
+        max_length = 2048,
+        pattern = r"^https://[^\s\x00-\x1f\x7f-\x9f]+$"
+    )]
     url: Option<String>,
     #[serde(default, deserialize_with = "not_null")]
-    #[schema(value_type = Option<Vec<crate::routes::schemas::EventType>>, nullable = false)]
+    #[schema(value_type = Option<Vec<crate::routes::schemas::EventType>>, nullable = false, min_items = 1)]
     events: Option<Vec<String>>,
     #[serde(default, deserialize_with = "nullable")]
     #[schema(value_type = Option<String>, pattern = "^(1m|5m|1h)$")]
