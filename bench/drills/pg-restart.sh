@@ -29,7 +29,7 @@ API_PID="" WORKER_PID=""
 as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
 pg_start() {
   as_pg "$PG_BIN/pg_ctl" -D "$PGDIR/data" -l "$PGDIR/log" -w \
-    -o "-p $PG_PORT -c listen_addresses=127.0.0.1 -k $PGDIR -c max_connections=60" start >/dev/null
+    -o "-p $PG_PORT -c listen_addresses=127.0.0.1 -k $PGDIR -c max_connections=100" start >/dev/null
 }
 pg_stop() { as_pg "$PG_BIN/pg_ctl" -D "$PGDIR/data" -m fast -w stop >/dev/null; }
 cleanup() {
@@ -55,6 +55,8 @@ pg_start
 export PGPORT=$PG_PORT
 export DATABASE_URL="postgres://postgres@127.0.0.1:$PG_PORT/$WH_DB"
 export PARTNER_WEBHOOK_POLL_INTERVAL=${PARTNER_WEBHOOK_POLL_INTERVAL:-5s}
+# The reads' token never runs out of budget (a 429 would hide the answers the drill looks at).
+export PARTNER_RATE_LIMIT=1000000/60s
 
 wh_start_receiver
 wh_prepare_db
