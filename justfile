@@ -52,6 +52,11 @@ bench-webhooks:
 drill-kill9:
     bash bench/drill-kill9.sh
 
+# Drill 1's long form (issue 24): a PostgreSQL of its own stopped 10 s under ingest, reads and
+# deliveries; checks extensions §11 and that nothing is lost (docs/reliability.md).
+drill-pg-restart:
+    bash bench/drills/pg-restart.sh
+
 # Rate-limiter overhead: in-process vs Redis on GET /api/v1/leads. Needs PostgreSQL, Redis, wrk.
 bench-ratelimit:
     bash bench/ratelimit.sh

@@ -56,6 +56,46 @@ async fn observe(req: reqwest::RequestBuilder) -> Seen {
     }
 }
 
+/// The answers the load has seen, with what asked (`"ingest"` or `"read"`).
+type SeenLog = Arc<Mutex<Vec<(&'static str, Seen)>>>;
+
+/// Operator ingest (leads of `partner`) and partner reads (with `token`) on `app`, one request
+/// at a time each, paced at about 50 a second, until `stop`; every answer goes to `seen`.
+fn start_load(
+    app: &TestApp,
+    token: &str,
+    partner: &str,
+    stop: &Arc<AtomicBool>,
+    seen: &SeenLog,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    let mut load = Vec::new();
+    for what in ["ingest", "read"] {
+        let (stop, seen) = (stop.clone(), seen.clone());
+        let client = app.client.clone();
+        let (address, token, partner) = (app.address.clone(), token.to_owned(), partner.to_owned());
+        let ingest_url = format!("{address}/internal/v1/leads");
+        load.push(tokio::spawn(async move {
+            let mut pace = tokio::time::interval(Duration::from_millis(20));
+            while !stop.load(Ordering::Relaxed) {
+                pace.tick().await;
+                let req = if what == "ingest" {
+                    client
+                        .post(&ingest_url)
+                        .bearer_auth(crate::helpers::INTERNAL_TOKEN)
+                        .json(&lead_body(&partner, json!({})))
+                } else {
+                    client
+                        .get(format!("{address}/api/v1/leads?limit=5"))
+                        .bearer_auth(&token)
+                };
+                let s = observe(req).await;
+                seen.lock().expect("lock").push((what, s));
+            }
+        }));
+    }
+    load
+}
+
 /// Drill 1 (short form): PostgreSQL stopped for 3 s and started again under operator ingest and
 /// partner reads, with deliveries to two endpoints by a worker in another process role.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -89,33 +129,8 @@ async fn postgres_stopped_and_started_under_load_answers_503_then_recovers_and_l
     }
 
     let stop = Arc::new(AtomicBool::new(false));
-    let seen: Arc<Mutex<Vec<(&'static str, Seen)>>> = Arc::default();
-    let mut load = Vec::new();
-    for what in ["ingest", "read"] {
-        let (stop, seen) = (stop.clone(), seen.clone());
-        let client = api.client.clone();
-        let (address, token) = (api.address.clone(), s.token.clone());
-        let ingest_url = format!("{address}/internal/v1/leads");
-        load.push(tokio::spawn(async move {
-            // Paced, not waiting for anything: about 50 requests a second each.
-            let mut pace = tokio::time::interval(Duration::from_millis(20));
-            while !stop.load(Ordering::Relaxed) {
-                pace.tick().await;
-                let req = if what == "ingest" {
-                    client
-                        .post(&ingest_url)
-                        .bearer_auth(crate::helpers::INTERNAL_TOKEN)
-                        .json(&lead_body("acme", json!({})))
-                } else {
-                    client
-                        .get(format!("{address}/api/v1/leads?limit=5"))
-                        .bearer_auth(&token)
-                };
-                let s = observe(req).await;
-                seen.lock().expect("lock").push((what, s));
-            }
-        }));
-    }
+    let seen: SeenLog = Arc::default();
+    let load = start_load(&api, &s.token, "acme", &stop, &seen);
     let leads_ok = |seen: &[(&str, Seen)]| seen.iter().filter(|(_, s)| s.status == 201).count();
     eventually_within(Duration::from_secs(10), "load running", || async {
         (leads_ok(&seen.lock().expect("lock")) >= 20).then_some(())
@@ -453,5 +468,361 @@ async fn sigterm_answers_the_request_in_flight_records_the_delivery_in_flight_an
     eprintln!(
         "drill 5: exit {exited:?} after SIGTERM; request in flight answered 201 and kept; {} delivery recorded delivered",
         counts.0
+    );
+}
+
+/// Connections of another client on `url`, opened until the server refuses one (at most
+/// `most`): the open ones, and the refusal.
+async fn open_until_refused(
+    url: &str,
+    most: u32,
+) -> (Vec<diesel_async::AsyncPgConnection>, Option<String>) {
+    use diesel_async::AsyncConnection;
+    let mut held = Vec::new();
+    for _ in 0..most {
+        match diesel_async::AsyncPgConnection::establish(url).await {
+            Ok(c) => held.push(c),
+            Err(e) => return (held, Some(e.to_string())),
+        }
+    }
+    (held, None)
+}
+
+/// Drill 3: another client takes every connection PostgreSQL allows while the server answers
+/// partner reads and operator ingest, and the server's own connections are cut (so it must open
+/// new ones, as after a restart of the server or a network blip). Each request waits at most the
+/// pool's timeout and answers 503 `unavailable` with `Retry-After: 1`, never hangs, never
+/// another 5xx; when the other client lets go, the server recovers within a second.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn connections_exhausted_by_another_client_answer_503_in_time_then_recover() {
+    use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+    const SLOTS: u32 = 20;
+    let Some(pg) = tokio::task::spawn_blocking(|| OwnCluster::start_with_max_connections(SLOTS))
+        .await
+        .expect("join")
+    else {
+        return;
+    };
+    let api = TestApp::spawn_on_url(&pg.url("partner"), |_| {}).await;
+    let s = api.seed("acme", false).await;
+    let stop = Arc::new(AtomicBool::new(false));
+    let seen: SeenLog = Arc::default();
+    let load = start_load(&api, &s.token, "acme", &stop, &seen);
+    let ok_since = |seen: &[(&str, Seen)], t: Instant| {
+        seen.iter()
+            .filter(|(_, s)| s.start >= t && (200..300).contains(&s.status))
+            .count()
+    };
+    let began = Instant::now();
+    eventually_within(Duration::from_secs(10), "load running", || async {
+        (ok_since(&seen.lock().expect("lock"), began) >= 40).then_some(())
+    })
+    .await;
+
+    // The other client: while the server's database takes no new connection, its connections
+    // are cut, and every slot of the cluster is taken (connecting to another database); then
+    // the server's database takes connections again, and finds no slot.
+    let mut admin = AsyncPgConnection::establish(&pg.url("postgres"))
+        .await
+        .expect("admin connection");
+    diesel::sql_query("ALTER DATABASE partner ALLOW_CONNECTIONS false")
+        .execute(&mut admin)
+        .await
+        .expect("alter");
+    let cut_at = Instant::now();
+    diesel::sql_query(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'partner'",
+    )
+    .execute(&mut admin)
+    .await
+    .expect("terminate");
+    #[derive(diesel::QueryableByName)]
+    struct Count {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        n: i64,
+    }
+    let backends = |which: &'static str| {
+        diesel::sql_query(format!(
+            "SELECT count(*) AS n FROM pg_stat_activity WHERE {which}"
+        ))
+    };
+    let cut = Instant::now();
+    // Polling for the backends to exit, not waiting for a fixed time.
+    while backends("datname = 'partner'")
+        .get_result::<Count>(&mut admin)
+        .await
+        .expect("count")
+        .n
+        > 0
+    {
+        assert!(
+            cut.elapsed() < Duration::from_secs(5),
+            "the server's backends linger"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // A backend that is exiting still holds its slot for a moment: topped up until two rounds
+    // 100 ms apart open nothing more.
+    let mut held = Vec::new();
+    let mut refusal = None;
+    let mut quiet = 0;
+    while quiet < 2 && held.len() < SLOTS as usize {
+        let most = SLOTS - u32::try_from(held.len()).expect("small");
+        let (more, refused) = open_until_refused(&pg.url("postgres"), most).await;
+        quiet = if more.is_empty() { quiet + 1 } else { 0 };
+        held.extend(more);
+        refusal = refused;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let refusal = refusal.expect("the cluster refuses a connection at last");
+    assert!(
+        refusal.contains("too many clients"),
+        "refused: {refusal} after {} connections",
+        held.len()
+    );
+    let clients = backends("backend_type = 'client backend'")
+        .get_result::<Count>(&mut admin)
+        .await
+        .expect("count")
+        .n;
+    assert_eq!(
+        clients,
+        i64::from(SLOTS),
+        "every slot held by the other client"
+    );
+    diesel::sql_query("ALTER DATABASE partner ALLOW_CONNECTIONS true")
+        .execute(&mut admin)
+        .await
+        .expect("alter");
+    let full_at = Instant::now();
+    // Exhausted for 3 s of load.
+    eventually_within(
+        Duration::from_secs(10),
+        "3 s of load while exhausted",
+        || async { (full_at.elapsed() >= Duration::from_secs(3)).then_some(()) },
+    )
+    .await;
+    let ready = api
+        .request(reqwest::Method::GET, "/readyz")
+        .send()
+        .await
+        .expect("readyz")
+        .status();
+    let held_count = held.len();
+    let released_at = Instant::now();
+    drop(held);
+    drop(admin);
+    let first_ok = eventually_within(
+        Duration::from_secs(10),
+        "a 2xx after the connections are freed",
+        || async {
+            seen.lock()
+                .expect("lock")
+                .iter()
+                .filter(|(_, s)| s.start >= released_at && (200..300).contains(&s.status))
+                .map(|(_, s)| s.end)
+                .min()
+        },
+    )
+    .await;
+    let recovery = first_ok.saturating_duration_since(released_at);
+    eventually_within(Duration::from_secs(10), "load after recovery", || async {
+        (released_at.elapsed() >= Duration::from_secs(2)).then_some(())
+    })
+    .await;
+    stop.store(true, Ordering::Relaxed);
+    for l in load {
+        l.await.expect("load task");
+    }
+    let seen = seen.lock().expect("lock").clone();
+
+    assert_eq!(ready, 503, "/readyz while exhausted");
+    let exhausted: Vec<&Seen> = seen
+        .iter()
+        .map(|(_, s)| s)
+        .filter(|s| s.start >= full_at && s.end <= released_at)
+        .collect();
+    assert!(
+        exhausted.len() > 50,
+        "load while exhausted: {}",
+        exhausted.len()
+    );
+    let mut slowest = Duration::ZERO;
+    for s in &exhausted {
+        assert_eq!(
+            s.status,
+            503,
+            "{s:?}, {:?} after exhaustion",
+            s.start - full_at
+        );
+        assert_eq!(s.code.as_deref(), Some("unavailable"), "{s:?}");
+        assert_eq!(s.retry_after.as_deref(), Some("1"), "{s:?}");
+        slowest = slowest.max(s.end - s.start);
+    }
+    assert!(
+        slowest <= Duration::from_millis(1100),
+        "slowest answer while exhausted: {slowest:?}"
+    );
+    // From the cut to the end, including the moments in between: 2xx or §11's 503, nothing else.
+    for (what, s) in seen.iter().filter(|(_, s)| s.end >= cut_at) {
+        assert!(
+            (200..300).contains(&s.status)
+                || (s.status == 503 && s.code.as_deref() == Some("unavailable")),
+            "{what}: {s:?}"
+        );
+    }
+    assert!(
+        recovery <= Duration::from_secs(1),
+        "first success {recovery:?} after the connections were freed"
+    );
+
+    // Every lead answered 201 is there.
+    let ok: Vec<String> = seen.iter().filter_map(|(_, s)| s.lead.clone()).collect();
+    let ids: Vec<uuid::Uuid> = ok.iter().map(|l| l.parse().expect("uuid")).collect();
+    #[derive(diesel::QueryableByName)]
+    struct N {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        n: i64,
+    }
+    let mut conn = AsyncPgConnection::establish(&pg.url("partner"))
+        .await
+        .expect("connect");
+    let kept = diesel::sql_query("SELECT count(*) AS n FROM leads WHERE id = ANY($1)")
+        .bind::<diesel::sql_types::Array<diesel::sql_types::Uuid>, _>(&ids)
+        .get_result::<N>(&mut conn)
+        .await
+        .expect("count")
+        .n;
+    assert_eq!(
+        usize::try_from(kept).expect("count"),
+        ok.len(),
+        "leads answered 201 kept"
+    );
+    eprintln!(
+        "drill 3: {held_count} connections held by another client; {} answers while exhausted, all 503, slowest {slowest:?}; first success {recovery:?} after they were freed; {} leads answered 201, all kept",
+        exhausted.len(),
+        ok.len()
+    );
+}
+
+/// The `X-RateLimit-Remaining` of a partner read on `app` with `token` (which must answer 200).
+async fn remaining(app: &TestApp, token: &str) -> i64 {
+    let res = app
+        .api(reqwest::Method::GET, "/api/v1/leads?limit=1", token)
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(res.status(), 200, "a read on {}", app.address);
+    res.headers()["x-ratelimit-remaining"]
+        .to_str()
+        .expect("ascii")
+        .parse()
+        .expect("integer")
+}
+
+/// Whether `a` and `b` charge one budget for `token`: reads on a, b, a count down by one each.
+async fn one_budget(a: &TestApp, b: &TestApp, token: &str) -> bool {
+    let first = remaining(a, token).await;
+    let second = remaining(b, token).await;
+    let third = remaining(a, token).await;
+    second == first - 1 && third == second - 1
+}
+
+/// Drill 4: Redis stopped and started again under two server instances that share budgets
+/// through it, with load on both: no 5xx while it is down (§5's fail-open), and once it is back
+/// the two share one budget again within a second.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn redis_stopped_and_started_under_two_instances_fails_open_then_shares_budgets_again() {
+    let Some(mut redis) = tokio::task::spawn_blocking(crate::own_cluster::OwnRedis::start)
+        .await
+        .expect("join")
+    else {
+        return;
+    };
+    let url = redis.url();
+    // One window holds the whole drill, and the budget is never spent.
+    let a = TestApp::spawn_full(
+        |c| {
+            c.rate_limit = partner_http::Quota {
+                limit: 1_000_000,
+                window_secs: 3600,
+            };
+            c.redis_url = Some(url);
+            c.redis_key_prefix = "drill4:".into();
+        },
+        crate::helpers::mid_hour_clock(),
+    )
+    .await;
+    let b = a.sibling().await;
+    let s = a.seed("acme", false).await;
+    // The probe's own token, so that the load does not move its budget.
+    let (_, probe) = a.create_token(&s.user_id).await;
+    assert!(
+        one_budget(&a, &b, &probe).await,
+        "one budget before the stop"
+    );
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let seen: SeenLog = Arc::default();
+    let mut load = start_load(&a, &s.token, "acme", &stop, &seen);
+    load.extend(start_load(&b, &s.token, "acme", &stop, &seen));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    redis = tokio::task::spawn_blocking(move || {
+        redis.stop();
+        redis
+    })
+    .await
+    .expect("join");
+    let down_at = Instant::now();
+    // Down for 3 s of load, the probe reading on both instances meanwhile.
+    while down_at.elapsed() < Duration::from_secs(3) {
+        remaining(&a, &probe).await;
+        remaining(&b, &probe).await;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let starting_at = Instant::now();
+    redis = tokio::task::spawn_blocking(move || {
+        redis.start_again();
+        redis
+    })
+    .await
+    .expect("join");
+    let up_at = Instant::now();
+    let shared_at = eventually_within(Duration::from_secs(10), "one budget again", || async {
+        one_budget(&a, &b, &probe).await.then(Instant::now)
+    })
+    .await;
+    let rejoined = shared_at.saturating_duration_since(up_at);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    stop.store(true, Ordering::Relaxed);
+    for l in load {
+        l.await.expect("load task");
+    }
+    drop(redis);
+    let seen = seen.lock().expect("lock").clone();
+
+    // Every answer 2xx, while down too: the budgets fail open.
+    let down: Vec<&Seen> = seen
+        .iter()
+        .map(|(_, s)| s)
+        .filter(|s| s.start >= down_at && s.end <= starting_at)
+        .collect();
+    assert!(down.len() > 100, "load while down: {}", down.len());
+    let mut slowest = Duration::ZERO;
+    for s in &down {
+        slowest = slowest.max(s.end - s.start);
+    }
+    for (what, s) in &seen {
+        assert!((200..300).contains(&s.status), "{what}: {s:?}");
+    }
+    assert!(
+        rejoined <= Duration::from_secs(1),
+        "one budget again {rejoined:?} after Redis answered"
+    );
+    eprintln!(
+        "drill 4: {} answers while Redis was down, all 2xx, slowest {slowest:?}; {} answers in all, all 2xx; one budget again {rejoined:?} after Redis answered",
+        down.len(),
+        seen.len()
     );
 }

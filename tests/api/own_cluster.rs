@@ -1,6 +1,7 @@
 //! A PostgreSQL cluster of a drill's own: `initdb` into a temporary directory and `pg_ctl` on a
 //! free port, so a drill may stop, crash or starve it without touching the shared server on 5432.
 //! Run as the `postgres` user when the tests run as root (PostgreSQL refuses root).
+//! [`OwnRedis`]: a Redis of a drill's own, likewise, beside the shared one on 6379.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -9,6 +10,8 @@ pub struct OwnCluster {
     bin: PathBuf,
     pub dir: PathBuf,
     pub port: u16,
+    /// The server's `max_connections`.
+    pub max_connections: u32,
 }
 
 /// The newest installed PostgreSQL's `bin` directory.
@@ -39,7 +42,7 @@ fn is_root() -> bool {
         .unwrap_or(false)
 }
 
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
@@ -50,6 +53,12 @@ impl OwnCluster {
     /// A new cluster, started; `None` (the drill is skipped) where PostgreSQL's server binaries
     /// are not installed, except under `CI=true`, where that fails the drill.
     pub fn start() -> Option<Self> {
+        Self::start_with_max_connections(60)
+    }
+
+    /// [`OwnCluster::start`] with `max_connections` connection slots (superuser slots included:
+    /// the drills connect as `postgres`).
+    pub fn start_with_max_connections(max_connections: u32) -> Option<Self> {
         let Some(bin) = pg_bin() else {
             assert!(
                 std::env::var("CI").as_deref() != Ok("true"),
@@ -63,6 +72,7 @@ impl OwnCluster {
             bin,
             dir,
             port: free_port(),
+            max_connections,
         };
         c.run(
             "initdb",
@@ -110,8 +120,8 @@ impl OwnCluster {
     pub fn pg_ctl_start(&self) {
         let dir = self.dir.to_string_lossy();
         let opts = format!(
-            "-p {} -c listen_addresses=127.0.0.1 -k {dir} -c fsync=off -c max_connections=60",
-            self.port
+            "-p {} -c listen_addresses=127.0.0.1 -k {dir} -c fsync=off -c max_connections={}",
+            self.port, self.max_connections
         );
         self.run(
             "pg_ctl",
@@ -195,5 +205,98 @@ impl Drop for OwnCluster {
             Command::new(&program).args(args).output()
         };
         let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A `redis-server` of a drill's own on a free port, without persistence (`--save ""`,
+/// `--appendonly no`): started again after [`OwnRedis::stop`], it starts empty.
+pub struct OwnRedis {
+    child: Option<std::process::Child>,
+    pub port: u16,
+}
+
+impl OwnRedis {
+    /// A new Redis, started and answering `PING`; `None` (the drill is skipped) where
+    /// `redis-server` is not installed, except under `CI=true`, where that fails the drill.
+    pub fn start() -> Option<Self> {
+        let installed = Command::new("redis-server")
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !installed {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "CI needs redis-server for the drills"
+            );
+            eprintln!("skipping the drill: no redis-server");
+            return None;
+        }
+        let mut r = Self {
+            child: None,
+            port: free_port(),
+        };
+        r.start_again();
+        Some(r)
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// Starts the server (again, on the same port) and waits until it answers `PING`.
+    pub fn start_again(&mut self) {
+        use std::process::Stdio;
+        assert!(self.child.is_none(), "already running");
+        let child = Command::new("redis-server")
+            .args(["--port", &self.port.to_string()])
+            .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .args(["--daemonize", "no"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server starts");
+        self.child = Some(child);
+        let started = std::time::Instant::now();
+        // Polling for the server to answer, not waiting for a fixed time.
+        while !self.answers_ping() {
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(10),
+                "redis-server on port {} does not answer",
+                self.port
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+
+    fn answers_ping(&self) -> bool {
+        use std::io::{Read, Write};
+        let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", self.port)) else {
+            return false;
+        };
+        let _ = s.set_read_timeout(Some(std::time::Duration::from_millis(500)));
+        let mut answer = [0u8; 7];
+        s.write_all(b"PING\r\n").is_ok()
+            && s.read_exact(&mut answer).is_ok()
+            && &answer == b"+PONG\r\n"
+    }
+
+    /// Stops the server (SIGTERM: Redis closes its clients and exits) and waits for the exit.
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = Command::new("kill")
+                .args(["-TERM", &child.id().to_string()])
+                .status();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for OwnRedis {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
 }
