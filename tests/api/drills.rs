@@ -409,6 +409,44 @@ async fn sigterm_answers_the_request_in_flight_records_the_delivery_in_flight_an
     // Too short a moment fails the test, never passes it wrongly.
     tokio::time::sleep(Duration::from_millis(300)).await;
 
+    // And load: operator ingest on fresh connections, 4 at a time, through the signal. Each request
+    // is either refused at connect (the listener closed) or answered; never cut.
+    let stop = Arc::new(AtomicBool::new(false));
+    let outcomes: Arc<Mutex<Vec<Result<u16, String>>>> = Arc::default();
+    let mut load = Vec::new();
+    for _ in 0..4 {
+        let (stop, outcomes) = (stop.clone(), outcomes.clone());
+        let url = format!("{}/internal/v1/leads", server.address);
+        let fresh = reqwest::Client::builder()
+            .no_proxy()
+            .pool_max_idle_per_host(0)
+            .build()
+            .expect("client");
+        load.push(tokio::spawn(async move {
+            while !stop.load(Ordering::Relaxed) {
+                let r = fresh
+                    .post(&url)
+                    .bearer_auth(crate::helpers::INTERNAL_TOKEN)
+                    .json(&lead_body("acme", json!({ "firstName": "Load" })))
+                    .send()
+                    .await;
+                let refused = matches!(&r, Err(e) if e.is_connect());
+                outcomes.lock().expect("lock").push(match r {
+                    Ok(res) => Ok(res.status().as_u16()),
+                    Err(e) if e.is_connect() => Err("refused".into()),
+                    Err(e) => Err(format!("{e:?}")),
+                });
+                if refused {
+                    break;
+                }
+            }
+        }));
+    }
+    eventually_within(Duration::from_secs(10), "load running", || async {
+        (outcomes.lock().expect("lock").len() >= 20).then_some(())
+    })
+    .await;
+
     let signalled = Instant::now();
     server.sigterm();
     stream.write_all(rest).await.expect("the rest of the body");
@@ -422,10 +460,26 @@ async fn sigterm_answers_the_request_in_flight_records_the_delivery_in_flight_an
 
     let status = server.wait_exit().await;
     let exited = signalled.elapsed();
+    stop.store(true, Ordering::Relaxed);
+    for l in load {
+        l.await.expect("load task");
+    }
+    let outcomes = outcomes.lock().expect("lock").clone();
+    let cut: Vec<&String> = outcomes
+        .iter()
+        .filter_map(|o| o.as_ref().err())
+        .filter(|e| *e != "refused")
+        .collect();
+    assert!(cut.is_empty(), "requests cut by the shutdown: {cut:?}");
+    let created = outcomes.iter().filter(|o| **o == Ok(201)).count();
+    assert!(
+        outcomes.iter().all(|o| matches!(o, Ok(201) | Err(_))),
+        "{outcomes:?}"
+    );
     assert!(status.success(), "{status:?}");
     assert!(
-        exited <= Duration::from_secs(3 + 5),
-        "exit {exited:?} after SIGTERM"
+        exited <= Duration::from_secs(3 + 7),
+        "exit {exited:?} after SIGTERM (attempt timeout 3 s)"
     );
 
     // The delivery in flight at the signal was recorded delivered; the lead sent in flight is
@@ -457,7 +511,13 @@ async fn sigterm_answers_the_request_in_flight_records_the_delivery_in_flight_an
                 .await
                 .expect("count")
                 .n;
-        (delivered, inflight_lead)
+        let load_leads = diesel::sql_query("SELECT count(*) AS n FROM leads WHERE first_name = $1")
+            .bind::<Text, _>("Load")
+            .get_result::<N>(&mut conn)
+            .await
+            .expect("count")
+            .n;
+        (delivered, inflight_lead, load_leads)
     };
     server.stop().await;
     assert!(
@@ -465,9 +525,15 @@ async fn sigterm_answers_the_request_in_flight_records_the_delivery_in_flight_an
         "the delivery in flight was recorded: {counts:?}\n{log}"
     );
     assert_eq!(counts.1, 1, "the lead answered 201 in flight is kept");
+    assert_eq!(
+        usize::try_from(counts.2).unwrap_or(0),
+        created,
+        "every lead of the load answered 201 is kept"
+    );
     eprintln!(
-        "drill 5: exit {exited:?} after SIGTERM; request in flight answered 201 and kept; {} delivery recorded delivered",
-        counts.0
+        "drill 5: exit {exited:?} after SIGTERM; request in flight answered 201 and kept; {} delivery recorded delivered; load: {created} leads answered 201 (all kept), {} refused at connect after the listener closed, none cut",
+        counts.0,
+        outcomes.len() - created
     );
 }
 
