@@ -494,12 +494,20 @@ async fn refused_body_values_answer_the_texts_they_always_did() {
             "/api/v1/events?since=yesterday",
             "since must be an ISO 8601 timestamp",
         ),
+        (
+            "/api/v1/care-services-coupons/ABC",
+            "code must be a coupon code (12 letters and digits)",
+        ),
     ] {
         expect(get(path).await.expect("send"), text).await;
     }
     for (query, text) in [
         ("&m=2", "m must be 1, 3, 6 or 12"),
         ("&redeem=yes", "redeem must be true"),
+        (
+            "&service=dentistry",
+            "service must be one of the five service keys",
+        ),
     ] {
         let path = format!("/embed/care-services?partner_id=acme{query}");
         let res = app.request(Method::GET, &path).send().await.expect("send");
@@ -518,13 +526,18 @@ async fn refused_body_values_answer_the_texts_they_always_did() {
     let summary = "/partners/acme/commission-summary";
     for (query, text) in [
         ("?to=2026-01-01", "from is required, as YYYY-MM-DD"),
-        ("?from=2026-01-01&to=1/1/2026", "to is required, as YYYY-MM-DD"),
+        (
+            "?from=2026-01-01&to=1/1/2026",
+            "to is required, as YYYY-MM-DD",
+        ),
         (
             "?from=2026-02-01&to=2026-01-01",
             "from must not be after to",
         ),
     ] {
-        let res = app.internal(Method::GET, &format!("{summary}{query}")).send();
+        let res = app
+            .internal(Method::GET, &format!("{summary}{query}"))
+            .send();
         expect(res.await.expect("send"), text).await;
     }
     let internal = |method: Method, path: &str, body: serde_json::Value| {
@@ -559,7 +572,10 @@ async fn refused_body_values_answer_the_texts_they_always_did() {
     };
     for (body, text) in [
         (bulk(0, 100), "quantity must be an integer from 1 to 10000"),
-        (bulk(10_001, 100), "quantity must be an integer from 1 to 10000"),
+        (
+            bulk(10_001, 100),
+            "quantity must be an integer from 1 to 10000",
+        ),
         (bulk(1, -1), "unitPriceCents must be an integer >= 0"),
     ] {
         let res = internal(Method::POST, "/care-services-coupons/bulk-orders", body);
