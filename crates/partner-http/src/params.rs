@@ -5,9 +5,6 @@ use partner_domain::kernel::params;
 
 use crate::error::ApiError;
 
-#[cfg(test)]
-const OFFSET_DIGITS: usize = params::OFFSET_DIGITS;
-
 /// The coupons listing's `offset`: absent is 0; else 1-12 ASCII digits (leading zeros allowed).
 /// Empty, signed, fractional or longer values are 400.
 pub(crate) fn offset(raw: Option<&str>) -> Result<u64, ApiError> {
@@ -23,6 +20,7 @@ pub(crate) fn months(raw: Option<&str>, field: &'static str) -> Result<Option<u8
 #[cfg(test)]
 mod tests {
     use super::*;
+    use partner_domain::kernel::params::OFFSET_DIGITS;
     use proptest::prelude::*;
 
     #[test]
