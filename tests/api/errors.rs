@@ -474,4 +474,111 @@ async fn refused_body_values_answer_the_texts_they_always_did() {
         "payoutDate must be YYYY-MM-DD",
     )
     .await;
+
+    // Query parameters and request shapes the handlers used to word themselves.
+    let get = |path: &str| app.api(Method::GET, path, &s.token).send();
+    for (path, text) in [
+        (
+            "/api/v1/care-services-coupons?offset=-1",
+            "offset must be an integer >= 0",
+        ),
+        (
+            "/api/v1/care-services-coupons?format=xml",
+            "format must be json or csv",
+        ),
+        (
+            "/api/v1/care-service-links?duration=2",
+            "duration must be 1, 3, 6 or 12",
+        ),
+        (
+            "/api/v1/events?since=yesterday",
+            "since must be an ISO 8601 timestamp",
+        ),
+        (
+            "/api/v1/care-services-coupons/ABC",
+            "code must be a coupon code (12 letters and digits)",
+        ),
+    ] {
+        expect(get(path).await.expect("send"), text).await;
+    }
+    for (query, text) in [
+        ("&m=2", "m must be 1, 3, 6 or 12"),
+        ("&redeem=yes", "redeem must be true"),
+        (
+            "&service=dentistry",
+            "service must be one of the five service keys",
+        ),
+    ] {
+        let path = format!("/embed/care-services?partner_id=acme{query}");
+        let res = app.request(Method::GET, &path).send().await.expect("send");
+        expect(res, text).await;
+    }
+    let recover = "/api/v1/webhook-endpoints/00000000-0000-4000-8000-000000000004/recover";
+    expect(
+        app.api(Method::POST, recover, &s.token)
+            .json(&json!({ "since": "yesterday" }))
+            .send()
+            .await
+            .expect("send"),
+        "since must be an ISO 8601 timestamp",
+    )
+    .await;
+    let summary = "/partners/acme/commission-summary";
+    for (query, text) in [
+        ("?to=2026-01-01", "from is required, as YYYY-MM-DD"),
+        (
+            "?from=2026-01-01&to=1/1/2026",
+            "to is required, as YYYY-MM-DD",
+        ),
+        (
+            "?from=2026-02-01&to=2026-01-01",
+            "from must not be after to",
+        ),
+    ] {
+        let res = app
+            .internal(Method::GET, &format!("{summary}{query}"))
+            .send();
+        expect(res.await.expect("send"), text).await;
+    }
+    let internal = |method: Method, path: &str, body: serde_json::Value| {
+        app.internal(method, path).json(&body).send()
+    };
+    expect(
+        internal(
+            Method::PATCH,
+            "/leads/00000000-0000-4000-8000-000000000005",
+            json!({}),
+        )
+        .await
+        .expect("send"),
+        "name at least one of phone, smsConsent, email, emailConsent, firstName, lastName",
+    )
+    .await;
+    expect(
+        internal(
+            Method::PUT,
+            "/care-services/feature-flags",
+            json!({ "dentistry": true }),
+        )
+        .await
+        .expect("send"),
+        "feature flag keys must be Care Services service names",
+    )
+    .await;
+    let bulk = |quantity: i64, unit_price_cents: i64| {
+        json!({ "partnerId": "acme", "productSlug": "sema", "months": 1, "quantity": quantity,
+                "unitPriceCents": unit_price_cents, "purchaserEmail": "buyer@example.com",
+                "purchaserSource": "test" })
+    };
+    for (body, text) in [
+        (bulk(0, 100), "quantity must be an integer from 1 to 10000"),
+        (
+            bulk(10_001, 100),
+            "quantity must be an integer from 1 to 10000",
+        ),
+        (bulk(1, -1), "unitPriceCents must be an integer >= 0"),
+    ] {
+        let res = internal(Method::POST, "/care-services-coupons/bulk-orders", body);
+        expect(res.await.expect("send"), text).await;
+    }
 }

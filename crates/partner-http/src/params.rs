@@ -1,38 +1,26 @@
-//! Parsers of query parameters that have no domain type: total over any text, and accepting
-//! exactly the documented values.
+//! Query parameters that no entity owns, parsed by the domain's `kernel::params` (which words
+//! their refusals); these only carry the refusal to the answer.
+
+use partner_domain::kernel::params;
 
 use crate::error::ApiError;
-
-/// Most digits an `offset` may have (a plain integer >= 0; 12 digits is far beyond any table).
-const OFFSET_DIGITS: usize = 12;
 
 /// The coupons listing's `offset`: absent is 0; else 1-12 ASCII digits (leading zeros allowed).
 /// Empty, signed, fractional or longer values are 400.
 pub(crate) fn offset(raw: Option<&str>) -> Result<u64, ApiError> {
-    let Some(s) = raw else { return Ok(0) };
-    let bad = || ApiError::invalid("offset must be an integer >= 0");
-    if s.is_empty() || s.len() > OFFSET_DIGITS || !s.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(bad());
-    }
-    s.parse().map_err(|_| bad())
+    Ok(params::parse_offset(raw)?)
 }
 
 /// A membership duration in months (`duration` on Care Service links, `m` on the embedded
 /// view): absent is `None`; else exactly `1`, `3`, `6` or `12`.
 pub(crate) fn months(raw: Option<&str>, field: &'static str) -> Result<Option<u8>, ApiError> {
-    match raw {
-        None => Ok(None),
-        Some("1") => Ok(Some(1)),
-        Some("3") => Ok(Some(3)),
-        Some("6") => Ok(Some(6)),
-        Some("12") => Ok(Some(12)),
-        Some(_) => Err(ApiError::invalid(format!("{field} must be 1, 3, 6 or 12"))),
-    }
+    Ok(params::parse_months_param(raw, field)?)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use partner_domain::kernel::params::OFFSET_DIGITS;
     use proptest::prelude::*;
 
     #[test]

@@ -39,6 +39,15 @@ impl CouponCode {
         ))
     }
 
+    /// [`CouponCode::normalize`] of the `{code}` path segment: `code must be a coupon code (12
+    /// letters and digits)` otherwise (the wording the path has always answered).
+    pub fn normalize_path(input: &str) -> Result<Self, ValueError> {
+        Self::normalize(input).ok_or(ValueError::expected(
+            "code",
+            "a coupon code (12 letters and digits)",
+        ))
+    }
+
     /// A code as a patient typed it: trimmed, upper-cased, spaces and hyphens removed.
     pub fn normalize(input: &str) -> Option<Self> {
         let s: String = input
@@ -136,6 +145,18 @@ impl Serialize for ProductSlug {
 }
 
 /// Membership durations a coupon can be locked to.
+/// A bulk order's `quantity`: 1 to [`MAX_QUANTITY`], or
+/// `quantity must be an integer from 1 to 10000`.
+pub fn parse_quantity(n: i64) -> Result<u32, ValueError> {
+    u32::try_from(n)
+        .ok()
+        .filter(|q| (1..=MAX_QUANTITY).contains(q))
+        .ok_or(ValueError::expected(
+            "quantity",
+            "an integer from 1 to 10000",
+        ))
+}
+
 pub fn parse_months(n: i64) -> Result<u8, ValueError> {
     match n {
         1 | 3 | 6 | 12 => Ok(n as u8),

@@ -10,6 +10,7 @@ pub mod cursor;
 pub mod error;
 pub mod ids;
 pub mod page;
+pub mod params;
 pub mod random;
 pub mod readiness;
 pub mod uow;

@@ -21,6 +21,15 @@ pub enum ValueError {
         field: &'static str,
         expected: &'static str,
     },
+    /// A required value is absent or unreadable; `format` says how to write it (`YYYY-MM-DD`).
+    #[error("{field} is required, as {format}")]
+    RequiredAs {
+        field: &'static str,
+        format: &'static str,
+    },
+    /// The body or parameters break a rule over several fields; the text states the rule.
+    #[error("{0}")]
+    Rule(&'static str),
 }
 
 impl ValueError {
@@ -40,6 +49,8 @@ impl ValueError {
             Self::Missing(_) => Self::Missing(field),
             Self::Invalid { reason, .. } => Self::Invalid { field, reason },
             Self::Expected { expected, .. } => Self::Expected { field, expected },
+            Self::RequiredAs { format, .. } => Self::RequiredAs { field, format },
+            rule @ Self::Rule(_) => rule,
         }
     }
 }
@@ -264,6 +275,24 @@ impl CareService {
 
     pub fn parse(s: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|c| c.as_str() == s)
+    }
+
+    /// The embedded view's `service` parameter: `service must be one of the five service keys`
+    /// otherwise (its wording since it was published; the bodies list the five instead).
+    pub fn parse_embed_param(s: &str) -> Result<Self, ValueError> {
+        Self::parse(s).ok_or(ValueError::expected(
+            "service",
+            "one of the five service keys",
+        ))
+    }
+
+    /// A key of the feature-flag switches: `feature flag keys must be Care Services service
+    /// names` otherwise.
+    pub fn parse_flag_key(s: &str) -> Result<Self, ValueError> {
+        Self::parse(s).ok_or(ValueError::expected(
+            "feature flag keys",
+            "Care Services service names",
+        ))
     }
 
     /// [`CareService::parse`] of a request field: `{field} must be primary-care, …` otherwise.

@@ -74,6 +74,27 @@ pub fn parse_timestamp(s: &str) -> Option<OffsetDateTime> {
     Some(crate::kernel::clock::truncate_to_millis(utc))
 }
 
+/// A `since` that is not a timestamp: `since must be an ISO 8601 timestamp`.
+fn bad_since() -> crate::kernel::values::ValueError {
+    crate::kernel::values::ValueError::Expected {
+        field: "since",
+        expected: "an ISO 8601 timestamp",
+    }
+}
+
+/// The events feed's `since`: [`parse_timestamp`] (so within the years it accepts, to the
+/// millisecond).
+pub fn parse_since(s: &str) -> Result<OffsetDateTime, crate::kernel::values::ValueError> {
+    parse_timestamp(s).ok_or_else(bad_since)
+}
+
+/// A recovery's `since`: any RFC 3339 timestamp, as given (no year range, no truncation; the
+/// recovery window is checked by the service).
+pub fn parse_since_exact(s: &str) -> Result<OffsetDateTime, crate::kernel::values::ValueError> {
+    OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339)
+        .map_err(|_| bad_since())
+}
+
 /// [`parse_timestamp`] of a request field: `{field} must be an RFC 3339 timestamp` otherwise.
 pub fn parse_timestamp_field(
     s: &str,

@@ -399,6 +399,16 @@ pub struct LeadPatch {
 }
 
 impl LeadPatch {
+    /// The patch if it names a field; a patch that changes nothing is refused.
+    pub fn non_empty(self) -> Result<Self, ValueError> {
+        if self == Self::default() {
+            return Err(ValueError::Rule(
+                "name at least one of phone, smsConsent, email, emailConsent, firstName, lastName",
+            ));
+        }
+        Ok(self)
+    }
+
     /// The lead after the patch, with `updatedAt` moved to `now`.
     pub fn apply(&self, before: &Lead, now: OffsetDateTime) -> Lead {
         let mut after = before.clone();

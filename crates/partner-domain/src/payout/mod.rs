@@ -54,6 +54,22 @@ pub fn parse_date(s: &str) -> Option<Date> {
     (s.len() == 10).then(|| Date::parse(s, &fmt).ok()).flatten()
 }
 
+/// A period of days given as `from` and `to` (the commission summary's): both required as
+/// YYYY-MM-DD, `from` not after `to`.
+pub fn parse_period(from: Option<&str>, to: Option<&str>) -> Result<(Date, Date), ValueError> {
+    let date = |raw: Option<&str>, field| {
+        raw.and_then(parse_date).ok_or(ValueError::RequiredAs {
+            field,
+            format: "YYYY-MM-DD",
+        })
+    };
+    let (from, to) = (date(from, "from")?, date(to, "to")?);
+    if from > to {
+        return Err(ValueError::Rule("from must not be after to"));
+    }
+    Ok((from, to))
+}
+
 /// [`parse_date`] of a request field: `{field} must be YYYY-MM-DD` otherwise.
 pub fn parse_date_field(s: &str, field: &'static str) -> Result<Date, ValueError> {
     parse_date(s).ok_or(ValueError::expected(field, "YYYY-MM-DD"))

@@ -4,10 +4,12 @@ use actix_web::http::header::{self, HeaderValue};
 use actix_web::{HttpRequest, HttpResponse, web};
 use partner_domain::coupon::{
     BulkOrder, BulkOrderRequest, Coupon, CouponAt, CouponCode, CouponFilter, CouponPage,
-    CouponQuery, CouponStatus, MAX_QUANTITY, ProductSlug, ScopeError, listing_scope, parse_months,
+    CouponQuery, CouponStatus, ProductSlug, ScopeError, listing_scope, parse_months,
+    parse_quantity,
 };
 use partner_domain::kernel::ids::{BulkOrderId, CouponId};
 use partner_domain::kernel::page::parse_limit;
+use partner_domain::kernel::params::{ListFormat, non_negative};
 use partner_domain::kernel::values::{Email, PartnerId, SubId, ValueError, text};
 use partner_domain::kernel::wire;
 use partner_domain::kernel::wire::{format_timestamp, parse_timestamp_field};
@@ -273,9 +275,9 @@ pub(super) async fn list(req: HttpRequest) -> HttpResponse {
 )]
 pub(super) async fn one(req: HttpRequest, path: web::Path<String>) -> HttpResponse {
     // One round trip, as the listing; a malformed code answers 400 after authentication.
-    let Some(code) = CouponCode::normalize(&path) else {
-        let e = ApiError::invalid("code must be a coupon code (12 letters and digits)");
-        return super::refused_after_admission(&req, Group::Coupons, e).await;
+    let code = match CouponCode::normalize_path(&path) {
+        Ok(code) => code,
+        Err(e) => return super::refused_after_admission(&req, Group::Coupons, e.into()).await,
     };
     one_trip(
         &req,
@@ -344,11 +346,7 @@ fn parameters(q: &Query) -> std::result::Result<Parameters, ApiError> {
         Some(s) => CouponStatus::parse_list(s)?,
     };
     let product_slug = q.get("product_slug").map(slug).transpose()?;
-    let csv = match q.get("format") {
-        None | Some("json") => false,
-        Some("csv") => true,
-        Some(_) => return Err(ApiError::invalid("format must be json or csv")),
-    };
+    let csv = ListFormat::parse_param(q.get("format"))? == ListFormat::Csv;
     let limit = parse_limit(q.get("limit"), if csv { 500 } else { 100 }, 500)?;
     let offset = crate::params::offset(q.get("offset"))?;
     Ok((statuses, product_slug, csv, limit, offset))
@@ -407,39 +405,43 @@ pub(super) struct BulkBody {
     )
 )]
 pub(super) async fn issue(state: web::Data<AppState>, JsonBody(b): JsonBody<BulkBody>) -> Result {
-    let quantity = u32::try_from(b.quantity)
-        .ok()
-        .filter(|q| (1..=MAX_QUANTITY).contains(q))
-        .ok_or_else(|| ApiError::invalid("quantity must be an integer from 1 to 10000"))?;
-    if b.unit_price_cents < 0 {
-        return Err(ApiError::invalid("unitPriceCents must be an integer >= 0"));
-    }
-    let req = BulkOrderRequest {
-        partner_id: PartnerId::parse(&b.partner_id)?,
-        sub_id: b.sub_account_id.as_deref().map(SubId::parse).transpose()?,
-        product_slug: slug(&b.product_slug)?,
-        months: parse_months(b.months)?,
-        quantity,
-        unit_price_cents: b.unit_price_cents,
-        purchaser_email: Email::parse_field(&b.purchaser_email, "purchaserEmail")?,
-        purchaser_source: text("purchaserSource", &b.purchaser_source, 1, 64)?,
-        expires_at: b
-            .expires_at
-            .as_deref()
-            .map(|s| parse_timestamp_field(s, "expiresAt"))
-            .transpose()?,
-        notes: b
-            .notes
-            .as_deref()
-            .map(|n| text("notes", n, 0, 2000))
-            .transpose()?
-            .filter(|n| !n.is_empty()),
-    };
-    let order = state.coupons.issue(req).await?;
+    let order = state.coupons.issue(BulkOrderRequest::try_from(b)?).await?;
     Ok(data(
         actix_web::http::StatusCode::CREATED,
         BulkOrderOut::from(&order),
     ))
+}
+
+impl TryFrom<BulkBody> for BulkOrderRequest {
+    type Error = ValueError;
+
+    /// Checked in the order the handler always checked them: `quantity` and `unitPriceCents`
+    /// first, then the fields as declared.
+    fn try_from(b: BulkBody) -> std::result::Result<Self, ValueError> {
+        let quantity = parse_quantity(b.quantity)?;
+        let unit_price_cents = non_negative(b.unit_price_cents, "unitPriceCents")?;
+        Ok(Self {
+            partner_id: PartnerId::parse(&b.partner_id)?,
+            sub_id: b.sub_account_id.as_deref().map(SubId::parse).transpose()?,
+            product_slug: slug(&b.product_slug)?,
+            months: parse_months(b.months)?,
+            quantity,
+            unit_price_cents,
+            purchaser_email: Email::parse_field(&b.purchaser_email, "purchaserEmail")?,
+            purchaser_source: text("purchaserSource", &b.purchaser_source, 1, 64)?,
+            expires_at: b
+                .expires_at
+                .as_deref()
+                .map(|s| parse_timestamp_field(s, "expiresAt"))
+                .transpose()?,
+            notes: b
+                .notes
+                .as_deref()
+                .map(|n| text("notes", n, 0, 2000))
+                .transpose()?
+                .filter(|n| !n.is_empty()),
+        })
+    }
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -466,19 +468,40 @@ pub(super) async fn redeem(
     state: web::Data<AppState>,
     JsonBody(b): JsonBody<RedeemBody>,
 ) -> Result {
-    let code = CouponCode::normalize_field(&b.code, "code")?;
-    let slug = slug(&b.product_slug)?;
-    let months = parse_months(b.months)?;
-    let email = Email::parse(&b.email)?;
-    let ext = text(
-        "providerPrimaryExternalId",
-        &b.provider_primary_external_id,
-        1,
-        200,
-    )?;
-    let who = state.coupons.redemption(&email, ext);
-    let redeemed = state.coupons.redeem(&code, slug, months, who).await?;
+    let r = RedeemRequest::try_from(b)?;
+    let who = state
+        .coupons
+        .redemption(&r.email, r.provider_primary_external_id);
+    let redeemed = state.coupons.redeem(&r.code, r.slug, r.months, who).await?;
     Ok(ok(CouponOut::from(&redeemed)))
+}
+
+/// A redemption body as the domain's values; the service stamps the time.
+struct RedeemRequest {
+    code: CouponCode,
+    slug: ProductSlug,
+    months: u8,
+    email: Email,
+    provider_primary_external_id: String,
+}
+
+impl TryFrom<RedeemBody> for RedeemRequest {
+    type Error = ValueError;
+
+    fn try_from(b: RedeemBody) -> std::result::Result<Self, ValueError> {
+        Ok(Self {
+            code: CouponCode::normalize_field(&b.code, "code")?,
+            slug: slug(&b.product_slug)?,
+            months: parse_months(b.months)?,
+            email: Email::parse(&b.email)?,
+            provider_primary_external_id: text(
+                "providerPrimaryExternalId",
+                &b.provider_primary_external_id,
+                1,
+                200,
+            )?,
+        })
+    }
 }
 
 #[utoipa::path(

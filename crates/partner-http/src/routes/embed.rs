@@ -42,21 +42,14 @@ pub(super) async fn care_services(state: web::Data<AppState>, req: HttpRequest) 
         .and_then(|p| PartnerId::parse(p).map_err(|e| e.named("partner_id")))?;
     let service = q
         .get("service")
-        .map(|s| {
-            CareService::parse(s)
-                .ok_or_else(|| ApiError::invalid("service must be one of the five service keys"))
-        })
+        .map(CareService::parse_embed_param)
         .transpose()?;
     let months = crate::params::months(q.get("m"), "m")?;
     let sub = q
         .get("sub")
         .map(|s| SubId::parse(s).map_err(|e| ApiError::from(e.named("sub"))))
         .transpose()?;
-    let redeem = match q.get("redeem") {
-        None | Some("false") => false,
-        Some("true") => true,
-        Some(_) => return Err(ApiError::invalid("redeem must be true")),
-    };
+    let redeem = partner_domain::kernel::params::parse_switch(q.get("redeem"), "redeem")?;
     let query = CareQuery {
         service,
         sub,

@@ -48,13 +48,7 @@ fn feed_query(req: &HttpRequest) -> Result<FeedQuery, ApiError> {
             .map(parse_types)
             .transpose()?
             .unwrap_or_default(),
-        since: q
-            .get("since")
-            .map(|s| {
-                wire::parse_timestamp(s)
-                    .ok_or_else(|| ApiError::invalid("since must be an ISO 8601 timestamp"))
-            })
-            .transpose()?,
+        since: q.get("since").map(wire::parse_since).transpose()?,
         limit: parse_limit(q.get("limit"), FEED_DEFAULT_LIMIT, FEED_MAX_LIMIT)?,
         // An empty cursor is the start of the feed, as if absent.
         cursor: q.get("cursor").filter(|c| !c.is_empty()).map(str::to_owned),

@@ -374,11 +374,6 @@ pub(super) async fn patch_lead(
 ) -> Result {
     let id = LeadId::from_uuid(uuid(&path, "lead id")?);
     let patch = LeadPatch::try_from(b)?;
-    if patch == LeadPatch::default() {
-        return Err(ApiError::invalid(
-            "name at least one of phone, smsConsent, email, emailConsent, firstName, lastName",
-        ));
-    }
     let lead = state.leads.patch(id, &patch).await?;
     Ok(ok(LeadOut::from(&lead)))
 }
@@ -386,8 +381,9 @@ pub(super) async fn patch_lead(
 impl TryFrom<LeadPatchBody> for LeadPatch {
     type Error = ValueError;
 
+    /// Each field as the lead's parsers take it; a patch naming no field is refused.
     fn try_from(b: LeadPatchBody) -> std::result::Result<Self, ValueError> {
-        Ok(LeadPatch {
+        LeadPatch {
             phone: b.phone.map(|p| phone(p.as_deref())).transpose()?,
             sms_consent: b.sms_consent,
             email: b.email.as_deref().map(Email::parse).transpose()?,
@@ -402,7 +398,8 @@ impl TryFrom<LeadPatchBody> for LeadPatch {
                 .as_deref()
                 .map(|n| text("lastName", n, 0, 100))
                 .transpose()?,
-        })
+        }
+        .non_empty()
     }
 }
 

@@ -10,7 +10,7 @@ use partner_domain::order::{
     CommissionSummary, NewAnalyticsEvent, Order, OrderIngest, OrderListing, OrderParts,
     OrderService, parse_event_name, parse_order_id, parse_run_id,
 };
-use partner_domain::payout::parse_date;
+use partner_domain::payout::parse_period;
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use utoipa::ToSchema;
@@ -288,15 +288,7 @@ pub(super) async fn commission_summary(
 ) -> Result {
     let partner = PartnerId::parse(&path)?;
     let q = Query::of(&req)?;
-    let date = |name: &str| {
-        q.get(name)
-            .and_then(parse_date)
-            .ok_or_else(|| ApiError::invalid(format!("{name} is required, as YYYY-MM-DD")))
-    };
-    let (from, to) = (date("from")?, date("to")?);
-    if from > to {
-        return Err(ApiError::invalid("from must not be after to"));
-    }
+    let (from, to) = parse_period(q.get("from"), q.get("to"))?;
     match state.accounts.partner(&partner).await {
         Ok(_) => {}
         Err(NotFoundOr::NotFound) => {

@@ -1,7 +1,7 @@
 //! `GET/POST/DELETE /api/v1/sub-accounts`.
 
 use actix_web::{HttpRequest, HttpResponse, http::StatusCode, web};
-use partner_domain::kernel::ids::SubAccountId;
+use partner_domain::kernel::ids::{SubAccountId, parse_uuid};
 use partner_domain::kernel::values::{Nickname, SubId, ValueError};
 use partner_domain::kernel::wire;
 use partner_domain::sub_account::SubAccount;
@@ -137,13 +137,24 @@ pub(super) async fn create(
     Caller(me): Caller,
     JsonBody(body): JsonBody<CreateBody>,
 ) -> Result {
-    let sub_id = SubId::parse(body.sub_id.as_deref().unwrap_or_default())?;
-    let nickname = Nickname::parse(body.nickname.as_deref().unwrap_or_default())?;
+    let (sub_id, nickname) = body.try_into()?;
     let created = state
         .sub_accounts
         .create(me.partner_id(), sub_id, nickname)
         .await?;
     Ok(data(StatusCode::CREATED, SubAccountOut::from(&created)))
+}
+
+impl TryFrom<CreateBody> for (SubId, Nickname) {
+    type Error = ValueError;
+
+    /// An absent field is parsed as empty text, so it answers as the empty value does.
+    fn try_from(b: CreateBody) -> std::result::Result<Self, ValueError> {
+        Ok((
+            SubId::parse(b.sub_id.as_deref().unwrap_or_default())?,
+            Nickname::parse(b.nickname.as_deref().unwrap_or_default())?,
+        ))
+    }
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -168,10 +179,19 @@ pub(super) async fn delete(
     Caller(me): Caller,
     JsonBody(body): JsonBody<DeleteBody>,
 ) -> Result {
-    let id = match body.record_id.as_deref() {
-        None | Some("") => return Err(ValueError::Missing("recordId").into()),
-        Some(s) => SubAccountId::from_uuid(uuid(s, "recordId")?),
-    };
+    let id = SubAccountId::try_from(body)?;
     state.sub_accounts.delete(me.partner_id(), id).await?;
     Ok(ok_true())
+}
+
+impl TryFrom<DeleteBody> for SubAccountId {
+    type Error = ValueError;
+
+    /// `recordId` absent or empty is missing; otherwise a UUID.
+    fn try_from(b: DeleteBody) -> std::result::Result<Self, ValueError> {
+        match b.record_id.as_deref() {
+            None | Some("") => Err(ValueError::Missing("recordId")),
+            Some(s) => Ok(SubAccountId::from_uuid(parse_uuid(s, "recordId")?)),
+        }
+    }
 }

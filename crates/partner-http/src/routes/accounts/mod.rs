@@ -142,11 +142,7 @@ pub(super) async fn put_flags(
 ) -> Result {
     let changes = body
         .into_iter()
-        .map(|(k, v)| {
-            CareService::parse(&k).map(|s| (s, v)).ok_or_else(|| {
-                ApiError::invalid("feature flag keys must be Care Services service names")
-            })
-        })
+        .map(|(k, v)| CareService::parse_flag_key(&k).map(|s| (s, v)))
         .collect::<std::result::Result<Vec<_>, _>>()?;
     let flags = state.accounts.set_care_flags(&changes).await?;
     Ok(ok(CareFlagsOut::from(&flags)))

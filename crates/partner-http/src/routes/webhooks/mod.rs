@@ -5,15 +5,13 @@ use actix_web::{HttpRequest, HttpResponse, http::StatusCode, web};
 use partner_domain::account::NotFoundOr;
 use partner_domain::kernel::ids::{DeliveryId, EndpointId};
 use partner_domain::kernel::page::parse_limit;
-use partner_domain::kernel::values::PartnerId;
+use partner_domain::kernel::values::{PartnerId, ValueError};
 use partner_domain::webhook::hourly;
 use partner_domain::webhook::{
     CustomHeader, DeliveryQuery, EndpointPatch, LeadCreatedDelay, NewEndpoint, WebhookService,
     parse_endpoint_url, parse_event_filter, parse_events, parse_statuses,
 };
 use serde::Deserialize;
-use time::OffsetDateTime;
-use time::format_description::well_known::Rfc3339;
 
 use super::{PageBody, PageInfo, Result, data, ok, ok_true};
 use crate::AppState;
@@ -35,12 +33,12 @@ pub(super) struct HeaderBody {
     value: String,
 }
 
-fn header(h: HeaderBody) -> std::result::Result<CustomHeader, ApiError> {
-    Ok(CustomHeader::parse(&h.name, &h.value)?)
+fn header(h: HeaderBody) -> std::result::Result<CustomHeader, ValueError> {
+    CustomHeader::parse(&h.name, &h.value)
 }
 
-fn delay(s: &str) -> std::result::Result<LeadCreatedDelay, ApiError> {
-    Ok(LeadCreatedDelay::parse_field(s, "leadCreatedDelay")?)
+fn delay(s: &str) -> std::result::Result<LeadCreatedDelay, ValueError> {
+    LeadCreatedDelay::parse_field(s, "leadCreatedDelay")
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -90,14 +88,47 @@ pub(super) struct PatchBody {
     expire_previous: Option<bool>,
 }
 
+impl CreateBody {
+    /// The endpoint to create; `allow_private` is the setting that lets a URL name a private
+    /// address (tests and local receivers), which a `TryFrom` could not carry.
+    fn parse(self, allow_private: bool) -> std::result::Result<NewEndpoint, ValueError> {
+        Ok(NewEndpoint {
+            url: parse_endpoint_url(&self.url, allow_private)?,
+            events: parse_events(&self.events)?,
+            lead_created_delay: self.lead_created_delay.as_deref().map(delay).transpose()?,
+            custom_header: self.custom_header.map(header).transpose()?,
+            secret: self.secret,
+        })
+    }
+}
+
+impl PatchBody {
+    /// The change to make, parsed as [`CreateBody::parse`] parses the same fields.
+    fn parse(self, allow_private: bool) -> std::result::Result<EndpointPatch, ValueError> {
+        Ok(EndpointPatch {
+            url: self
+                .url
+                .as_deref()
+                .map(|u| parse_endpoint_url(u, allow_private))
+                .transpose()?,
+            events: self.events.as_deref().map(parse_events).transpose()?,
+            lead_created_delay: self
+                .lead_created_delay
+                .map(|d| d.as_deref().map(delay).transpose())
+                .transpose()?,
+            custom_header: self
+                .custom_header
+                .map(|h| h.map(header).transpose())
+                .transpose()?,
+            secret: self.secret,
+            enabled: self.enabled,
+            expire_previous: self.expire_previous,
+        })
+    }
+}
+
 pub(super) async fn create(state: &AppState, partner: &PartnerId, b: CreateBody) -> Result {
-    let new = NewEndpoint {
-        url: parse_endpoint_url(&b.url, state.webhooks.allow_private())?,
-        events: parse_events(&b.events)?,
-        lead_created_delay: b.lead_created_delay.as_deref().map(delay).transpose()?,
-        custom_header: b.custom_header.map(header).transpose()?,
-        secret: b.secret,
-    };
+    let new = b.parse(state.webhooks.allow_private())?;
     let created = state.webhooks.create(partner, new).await?;
     Ok(data(StatusCode::CREATED, EndpointOut::from(&created)))
 }
@@ -109,25 +140,7 @@ pub(super) async fn update(
     b: PatchBody,
 ) -> Result {
     let id = EndpointId::from_uuid(uuid(id, "endpoint id")?);
-    let patch = EndpointPatch {
-        url: b
-            .url
-            .as_deref()
-            .map(|u| parse_endpoint_url(u, state.webhooks.allow_private()))
-            .transpose()?,
-        events: b.events.as_deref().map(parse_events).transpose()?,
-        lead_created_delay: b
-            .lead_created_delay
-            .map(|d| d.as_deref().map(delay).transpose())
-            .transpose()?,
-        custom_header: b
-            .custom_header
-            .map(|h| h.map(header).transpose())
-            .transpose()?,
-        secret: b.secret,
-        enabled: b.enabled,
-        expire_previous: b.expire_previous,
-    };
+    let patch = b.parse(state.webhooks.allow_private())?;
     let updated = state.webhooks.update(partner, id, patch).await?;
     Ok(ok(EndpointOut::from(&updated)))
 }
@@ -369,8 +382,7 @@ pub(super) async fn recover_endpoint(
     b: RecoverBody,
 ) -> Result {
     let id = EndpointId::from_uuid(uuid(id, "endpoint id")?);
-    let since = OffsetDateTime::parse(&b.since, &Rfc3339)
-        .map_err(|_| ApiError::invalid("since must be an ISO 8601 timestamp"))?;
+    let since = partner_domain::kernel::wire::parse_since_exact(&b.since)?;
     let r = state.webhooks.recover(partner, id, since).await?;
     Ok(data(
         StatusCode::ACCEPTED,
