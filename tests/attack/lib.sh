@@ -4,7 +4,7 @@
 #   attack_NAME, webhooks allowed to private addresses and trusting certs/ca.pem.
 #   Sets PORT, BASE, TOKEN, ITOKEN, METRICS, SERVER_PID, SERVER_LOG.
 ATTACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-BIN="$ATTACK_DIR/../../target/debug/partner-server"
+BIN="${PARTNER_BIN:-$ATTACK_DIR/../../target/debug/partner-server}"
 mkdir -p "$ATTACK_DIR/out"
 
 start_server() {

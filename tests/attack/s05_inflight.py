@@ -7,6 +7,17 @@ Env as s05.py plus RECV_MODE."""
 import json, os, sys, time, uuid
 sys.path.insert(0, os.path.dirname(__file__))
 import s05  # noqa: E402
+import subprocess
+
+
+def kill_listener():
+    """KILL_LISTENER=1: end the worker's LISTEN connection just before the change is made, so
+    its NOTIFY is lost; the worker must treat what it claimed before the reconnect as stale."""
+    if os.environ.get("KILL_LISTENER"):
+        out = subprocess.run(["psql", "-h", "127.0.0.1", "-U", "postgres", "-d", "attack_s05i", "-Atc",
+                              "select pg_terminate_backend(pid) from pg_stat_activity where datname='attack_s05i' "
+                              "and query ilike 'listen%'"], capture_output=True, text=True).stdout.split()
+        print(f"    (terminated {len(out)} LISTEN connection(s))")
 
 RECV_MODE = os.environ["RECV_MODE"]
 
@@ -20,6 +31,7 @@ def run(expire):
     ids = [s05.ingest(f"if{expire}-{i}-{uuid.uuid4().hex[:6]}") for i in range(16)]
     time.sleep(1.0)
     body = {"secret": True, "expirePrevious": True} if expire else {"secret": True}
+    kill_listener()
     st, j = s05.api("PATCH", f"/api/v1/webhook-endpoints/{ep}", body)
     answered = time.time()
     s1 = j["data"]["secret"]
@@ -56,6 +68,7 @@ def after_change(kind):
         s05.ingest(f"ch{kind}-{i}-{uuid.uuid4().hex[:6]}")
     time.sleep(1.0)
     body = {"url": f"https://127.0.0.1:{s05.RECV_PORT}/new-{kind}"} if kind == "url" else {"enabled": False}
+    kill_listener()
     st, j = s05.api("PATCH", f"/api/v1/webhook-endpoints/{ep}", body)
     answered = time.time()
     time.sleep(9)
