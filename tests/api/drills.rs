@@ -96,6 +96,38 @@ fn start_load(
     load
 }
 
+/// How long after `at` the first 2xx of the load ended (waits for it, up to 10 s).
+async fn first_success_after(seen: &SeenLog, at: Instant, what: &str) -> Duration {
+    let first = eventually_within(Duration::from_secs(10), what, || async {
+        seen.lock()
+            .expect("lock")
+            .iter()
+            .filter(|(_, s)| s.start >= at && (200..300).contains(&s.status))
+            .map(|(_, s)| s.end)
+            .min()
+    })
+    .await;
+    first.saturating_duration_since(at)
+}
+
+/// Lets the load run 2 s past `after`, stops it, and returns everything it saw.
+async fn stop_load(
+    after: Instant,
+    stop: &AtomicBool,
+    load: Vec<tokio::task::JoinHandle<()>>,
+    seen: &SeenLog,
+) -> Vec<(&'static str, Seen)> {
+    eventually_within(Duration::from_secs(10), "load after recovery", || async {
+        (after.elapsed() >= Duration::from_secs(2)).then_some(())
+    })
+    .await;
+    stop.store(true, Ordering::Relaxed);
+    for l in load {
+        l.await.expect("load task");
+    }
+    seen.lock().expect("lock").clone()
+}
+
 /// Drill 1 (short form): PostgreSQL stopped for 3 s and started again under operator ingest and
 /// partner reads, with deliveries to two endpoints by a worker in another process role.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -157,30 +189,8 @@ async fn postgres_stopped_and_started_under_load_answers_503_then_recovers_and_l
         .await
         .expect("join");
     let up_at = Instant::now();
-    let first_ok = eventually_within(
-        Duration::from_secs(10),
-        "a 2xx after the restart",
-        || async {
-            seen.lock()
-                .expect("lock")
-                .iter()
-                .filter(|(_, s)| s.start >= up_at && (200..300).contains(&s.status))
-                .map(|(_, s)| s.end)
-                .min()
-        },
-    )
-    .await;
-    let recovery = first_ok.saturating_duration_since(up_at);
-    // A little more load after recovery, then stop.
-    eventually_within(Duration::from_secs(10), "load after recovery", || async {
-        (up_at.elapsed() >= Duration::from_secs(2)).then_some(())
-    })
-    .await;
-    stop.store(true, Ordering::Relaxed);
-    for l in load {
-        l.await.expect("load task");
-    }
-    let seen = seen.lock().expect("lock").clone();
+    let recovery = first_success_after(&seen, up_at, "a 2xx after the restart").await;
+    let seen = stop_load(up_at, &stop, load, &seen).await;
 
     // While down (requests begun after the stop and ended before the start): 503 unavailable
     // with Retry-After: 1, each within a second. Never a 500, never a transport error.
@@ -688,29 +698,9 @@ async fn connections_exhausted_by_another_client_answer_503_in_time_then_recover
     let released_at = Instant::now();
     drop(held);
     drop(admin);
-    let first_ok = eventually_within(
-        Duration::from_secs(10),
-        "a 2xx after the connections are freed",
-        || async {
-            seen.lock()
-                .expect("lock")
-                .iter()
-                .filter(|(_, s)| s.start >= released_at && (200..300).contains(&s.status))
-                .map(|(_, s)| s.end)
-                .min()
-        },
-    )
-    .await;
-    let recovery = first_ok.saturating_duration_since(released_at);
-    eventually_within(Duration::from_secs(10), "load after recovery", || async {
-        (released_at.elapsed() >= Duration::from_secs(2)).then_some(())
-    })
-    .await;
-    stop.store(true, Ordering::Relaxed);
-    for l in load {
-        l.await.expect("load task");
-    }
-    let seen = seen.lock().expect("lock").clone();
+    let recovery =
+        first_success_after(&seen, released_at, "a 2xx after the connections are freed").await;
+    let seen = stop_load(released_at, &stop, load, &seen).await;
 
     assert_eq!(ready, 503, "/readyz while exhausted");
     let exhausted: Vec<&Seen> = seen
