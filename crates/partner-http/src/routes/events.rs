@@ -105,20 +105,11 @@ pub(super) async fn list(req: HttpRequest) -> HttpResponse {
             )
             .await
         }
-        Err(e) => lookup_then(&req, e).await,
+        Err(e) => {
+            super::refused_after_admission_requiring(&req, Group::WebhookEndpoints, NOT_PORTAL, e)
+                .await
+        }
     }
-}
-
-/// The token lookup alone, then `e` (400) once authenticated and admitted.
-async fn lookup_then(req: &HttpRequest, e: ApiError) -> HttpResponse {
-    one_trip(
-        req,
-        Group::WebhookEndpoints,
-        NOT_PORTAL,
-        async |st, token| st.auth.lookup(&token).await,
-        move |_, _, ()| Err(e),
-    )
-    .await
 }
 
 #[utoipa::path(
@@ -151,6 +142,9 @@ pub(super) async fn show(req: HttpRequest, path: web::Path<String>) -> HttpRespo
             )
             .await
         }
-        Err(e) => lookup_then(&req, e).await,
+        Err(e) => {
+            super::refused_after_admission_requiring(&req, Group::WebhookEndpoints, NOT_PORTAL, e)
+                .await
+        }
     }
 }

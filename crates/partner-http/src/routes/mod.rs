@@ -459,10 +459,20 @@ pub(crate) async fn refused_after_admission(
     group: Group,
     e: ApiError,
 ) -> HttpResponse {
+    refused_after_admission_requiring(req, group, None, e).await
+}
+
+/// [`refused_after_admission`] for a read that also holds its principal to `requirement`.
+pub(crate) async fn refused_after_admission_requiring(
+    req: &actix_web::HttpRequest,
+    group: Group,
+    requirement: Option<Requirement>,
+    e: ApiError,
+) -> HttpResponse {
     crate::middleware::one_trip(
         req,
         group,
-        None,
+        requirement,
         async |st, token| st.auth.lookup(&token).await,
         move |_, _, ()| Err(e),
     )

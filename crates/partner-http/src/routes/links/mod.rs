@@ -65,11 +65,11 @@ pub(super) async fn medical(req: HttpRequest) -> HttpResponse {
     // authentication and the rate limit, as behind the guard.
     let q = match Query::of(&req) {
         Ok(q) => q,
-        Err(e) => return lookup_then(&req, e).await,
+        Err(e) => return super::refused_after_admission(&req, Group::Links, e).await,
     };
     let sub = match sub(&q) {
         Ok(s) => s,
-        Err(e) => return lookup_then(&req, e).await,
+        Err(e) => return super::refused_after_admission(&req, Group::Links, e).await,
     };
     one_trip(
         &req,
@@ -96,18 +96,6 @@ pub(super) async fn medical(req: HttpRequest) -> HttpResponse {
     .await
 }
 
-/// The token lookup alone, then `e` (400) once authenticated and admitted, as behind the guard.
-async fn lookup_then(req: &HttpRequest, e: ApiError) -> HttpResponse {
-    one_trip(
-        req,
-        Group::Links,
-        None,
-        async |st, token| st.auth.lookup(&token).await,
-        move |_, _, ()| Err(e),
-    )
-    .await
-}
-
 #[utoipa::path(
     get, path = "/api/v1/care-service-links", tag = "links",
     params(
@@ -128,7 +116,7 @@ pub(super) async fn care(req: HttpRequest) -> HttpResponse {
     // 400 after authentication and the rate limit, as behind the guard.
     let query = match care_query(&req) {
         Ok(q) => q,
-        Err(e) => return lookup_then(&req, e).await,
+        Err(e) => return super::refused_after_admission(&req, Group::Links, e).await,
     };
     let sub = query.sub;
     one_trip(

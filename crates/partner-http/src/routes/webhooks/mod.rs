@@ -436,7 +436,7 @@ pub(super) async fn deliveries(req: HttpRequest) -> HttpResponse {
             )
             .await
         }
-        Err(e) => lookup_then(&req, e).await,
+        Err(e) => super::refused_after_admission(&req, Group::WebhookEndpoints, e).await,
     }
 }
 
@@ -476,20 +476,8 @@ pub(super) async fn by_hour(req: HttpRequest) -> HttpResponse {
             )
             .await
         }
-        Err(e) => lookup_then(&req, e).await,
+        Err(e) => super::refused_after_admission(&req, Group::WebhookEndpoints, e).await,
     }
-}
-
-/// The token lookup alone, then `e` (400) once authenticated and admitted, as behind the guard.
-async fn lookup_then(req: &HttpRequest, e: ApiError) -> HttpResponse {
-    one_trip(
-        req,
-        Group::WebhookEndpoints,
-        None,
-        async |st, token| st.auth.lookup(&token).await,
-        move |_, _, ()| Err(e),
-    )
-    .await
 }
 
 #[utoipa::path(
@@ -526,7 +514,7 @@ pub(super) async fn delivery(req: HttpRequest, path: web::Path<String>) -> HttpR
             )
             .await
         }
-        Err(e) => lookup_then(&req, e).await,
+        Err(e) => super::refused_after_admission(&req, Group::WebhookEndpoints, e).await,
     }
 }
 
