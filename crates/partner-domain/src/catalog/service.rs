@@ -272,7 +272,7 @@ mod tests {
         assert!(matches!(r, Err(PutPriceError::Invalid(_))), "{r:?}");
     }
 
-    fn prices(cents: i64) -> BTreeMap<String, Money> {
+    fn prices(cents: u32) -> BTreeMap<String, Money> {
         BTreeMap::from([("m1".to_owned(), Money::from_cents(cents))])
     }
 

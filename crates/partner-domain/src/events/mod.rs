@@ -3,8 +3,8 @@
 //!
 //! This module is the one home of the event model, and it names no aggregate's entity (it sits
 //! beside the kernel, below the aggregates that publish events):
-//! - [`EventKind`], declared once (`kind.rs`): the wire names, [`EventKind::ALL`] and every list
-//!   of kinds come from that declaration;
+//! - [`EventKind`], declared once (`kind.rs`): the wire names, [`EventKind::SUBSCRIBABLE`],
+//!   [`EventKind::DELIVERED`] and every list of kinds come from that declaration;
 //! - [`Event`]: what each kind says, typed: the record it is about, by id, and what that record
 //!   cannot tell later (the phone before an enrichment, an order's source);
 //! - [`DomainEvent`]: an event of a partner and who receives it, as a service publishes it

@@ -426,10 +426,10 @@ impl WebhookEndpoint {
     }
 }
 
-/// The event list: a non-empty subset of [`EventKind::ALL`] (duplicates dropped).
+/// The event list: a non-empty subset of [`EventKind::SUBSCRIBABLE`] (duplicates dropped).
 pub fn parse_events(items: &[String]) -> Result<Vec<EventKind>, ValueError> {
     static REASON: LazyLock<String> =
-        LazyLock::new(|| format!("entries must be {}", EventKind::ALL_NAMES));
+        LazyLock::new(|| format!("entries must be {}", EventKind::SUBSCRIBABLE_NAMES));
     let mut out = Vec::new();
     for i in items {
         let k = EventKind::parse(i).ok_or(ValueError::invalid("events", REASON.as_str()))?;
@@ -557,8 +557,8 @@ mod tests {
             )
         );
         assert_eq!(
-            parse_events(&EventKind::ALL.map(|k| k.as_str().to_owned())),
-            Ok(EventKind::ALL.to_vec())
+            parse_events(&EventKind::SUBSCRIBABLE.map(|k| k.as_str().to_owned())),
+            Ok(EventKind::SUBSCRIBABLE.to_vec())
         );
     }
 }

@@ -57,7 +57,7 @@ pub fn parse_types(s: &str) -> Result<Vec<EventKind>, ValueError> {
     static REASON: LazyLock<String> = LazyLock::new(|| {
         format!(
             "a comma-separated list of {}",
-            EventKind::ALL_NAMES.replace(" or ", ", ")
+            EventKind::SUBSCRIBABLE_NAMES.replace(" or ", ", ")
         )
     });
     let mut out = Vec::new();
@@ -183,7 +183,7 @@ impl EventFeed {
         };
         let filter = FeedFilter {
             types: if q.types.is_empty() {
-                EventKind::ALL.to_vec()
+                EventKind::SUBSCRIBABLE.to_vec()
             } else {
                 q.types.clone()
             },

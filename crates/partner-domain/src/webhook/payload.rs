@@ -172,6 +172,7 @@ mod tests {
             created_at: datetime!(2026-11-21 10:00 UTC),
             updated_at: datetime!(2026-11-21 10:05 UTC),
         })
+        .expect("a valid lead")
     }
 
     fn listing() -> OrderListing {
@@ -189,7 +190,8 @@ mod tests {
                 source: "pharmacy".into(),
                 customer_name: Some("Ann".into()),
                 customer_email: None,
-            }),
+            })
+            .expect("a valid order"),
             sub_account: "Desk A".into(),
         }
     }
