@@ -6,6 +6,15 @@
 //! does not verify is rejected. A listing whose statement resolves the partner from the token
 //! (one round trip) reads at the [`peek`]ed position before the MAC can be checked, only among
 //! the token's own partner's rows, and discards what it read unless the cursor then verifies.
+//!
+//! ```
+//! use partner_domain::kernel::cursor::{CursorKey, FeedPosition};
+//!
+//! // The key never shows in logs.
+//! assert_eq!(format!("{:?}", CursorKey::new(b"secret")), "CursorKey(..)");
+//! // Feed positions order by transaction id, then sequence number.
+//! assert!(FeedPosition { txid: 7, seq: 9 } < FeedPosition { txid: 8, seq: 1 });
+//! ```
 
 use std::fmt::{self, Write};
 
@@ -19,7 +28,9 @@ use crate::kernel::values::PartnerId;
 /// A position in a (createdAt desc, id desc) listing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Position {
+    /// The row's `createdAt`.
     pub created_at: OffsetDateTime,
+    /// The row's id (the tie-breaker).
     pub id: Uuid,
 }
 
@@ -38,6 +49,7 @@ const MAC: usize = 16;
 const VERSION: &str = "c1";
 
 impl CursorKey {
+    /// A key (HMAC-SHA256) from secret bytes.
     pub fn new(secret: &[u8]) -> Self {
         Self(hmac::Key::new(hmac::HMAC_SHA256, secret))
     }
@@ -64,7 +76,7 @@ impl CursorKey {
     }
 
     /// The cursor text for `pos`, valid only for `partner`.
-    pub fn encode(&self, partner: &PartnerId, pos: Position) -> String {
+    pub(crate) fn encode(&self, partner: &PartnerId, pos: Position) -> String {
         let micros =
             i64::try_from(pos.created_at.unix_timestamp_nanos() / 1000).unwrap_or(i64::MAX);
         let mut payload = [0u8; PAYLOAD];
@@ -85,7 +97,7 @@ impl CursorKey {
 
     /// The position in `text`, or `None` when it was not issued by this server to `partner`.
     /// Total over arbitrary text: every slice is checked, nothing panics.
-    pub fn decode(&self, partner: &PartnerId, text: &str) -> Option<Position> {
+    pub(crate) fn decode(&self, partner: &PartnerId, text: &str) -> Option<Position> {
         let (payload, mac) = split(text)?;
         if !constant_time_eq(&mac, &self.mac(partner, &payload)) {
             return None;
@@ -98,7 +110,9 @@ impl CursorKey {
 /// (ascending; `docs/decisions.md`, "Events feed position").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct FeedPosition {
+    /// The id of the transaction that wrote the event.
     pub txid: i64,
+    /// The event's sequence number.
     pub seq: i64,
 }
 
@@ -107,7 +121,7 @@ const FEED_PAYLOAD: usize = 16;
 
 impl CursorKey {
     /// The events feed's cursor text for `pos`, valid only for `partner`.
-    pub fn encode_feed(&self, partner: &PartnerId, pos: FeedPosition) -> String {
+    pub(crate) fn encode_feed(&self, partner: &PartnerId, pos: FeedPosition) -> String {
         let mut payload = [0u8; FEED_PAYLOAD];
         for (p, b) in payload
             .iter_mut()
@@ -125,7 +139,7 @@ impl CursorKey {
     }
 
     /// The feed position in `text`, or `None` when it was not issued by this server to `partner`.
-    pub fn decode_feed(&self, partner: &PartnerId, text: &str) -> Option<FeedPosition> {
+    pub(crate) fn decode_feed(&self, partner: &PartnerId, text: &str) -> Option<FeedPosition> {
         let (payload, mac) = split_feed(text)?;
         if !constant_time_eq(&mac, &self.mac_as(FEED_VERSION, partner, &payload)) {
             return None;
@@ -135,7 +149,7 @@ impl CursorKey {
 }
 
 /// The feed position a well-formed feed cursor names, NOT verified (as [`peek`]).
-pub fn peek_feed(text: &str) -> Option<FeedPosition> {
+pub(crate) fn peek_feed(text: &str) -> Option<FeedPosition> {
     split_feed(text).and_then(|(payload, _)| feed_position(&payload))
 }
 
@@ -172,7 +186,7 @@ fn hex_bytes(hex: &str, len: usize) -> Option<Vec<u8>> {
 /// from the token. Such a read is bounded to the token's own partner by the statement, and its
 /// result must be discarded unless [`CursorKey::decode`] later yields the same position for the
 /// authenticated partner.
-pub fn peek(text: &str) -> Option<Position> {
+pub(crate) fn peek(text: &str) -> Option<Position> {
     let (payload, _) = split(text)?;
     position(&payload)
 }
