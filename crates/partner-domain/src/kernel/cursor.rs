@@ -76,7 +76,7 @@ impl CursorKey {
     }
 
     /// The cursor text for `pos`, valid only for `partner`.
-    pub(crate) fn encode(&self, partner: &PartnerId, pos: Position) -> String {
+    pub fn encode(&self, partner: &PartnerId, pos: Position) -> String {
         let micros =
             i64::try_from(pos.created_at.unix_timestamp_nanos() / 1000).unwrap_or(i64::MAX);
         let mut payload = [0u8; PAYLOAD];
@@ -97,7 +97,7 @@ impl CursorKey {
 
     /// The position in `text`, or `None` when it was not issued by this server to `partner`.
     /// Total over arbitrary text: every slice is checked, nothing panics.
-    pub(crate) fn decode(&self, partner: &PartnerId, text: &str) -> Option<Position> {
+    pub fn decode(&self, partner: &PartnerId, text: &str) -> Option<Position> {
         let (payload, mac) = split(text)?;
         if !constant_time_eq(&mac, &self.mac(partner, &payload)) {
             return None;
@@ -121,7 +121,7 @@ const FEED_PAYLOAD: usize = 16;
 
 impl CursorKey {
     /// The events feed's cursor text for `pos`, valid only for `partner`.
-    pub(crate) fn encode_feed(&self, partner: &PartnerId, pos: FeedPosition) -> String {
+    pub fn encode_feed(&self, partner: &PartnerId, pos: FeedPosition) -> String {
         let mut payload = [0u8; FEED_PAYLOAD];
         for (p, b) in payload
             .iter_mut()
@@ -139,7 +139,7 @@ impl CursorKey {
     }
 
     /// The feed position in `text`, or `None` when it was not issued by this server to `partner`.
-    pub(crate) fn decode_feed(&self, partner: &PartnerId, text: &str) -> Option<FeedPosition> {
+    pub fn decode_feed(&self, partner: &PartnerId, text: &str) -> Option<FeedPosition> {
         let (payload, mac) = split_feed(text)?;
         if !constant_time_eq(&mac, &self.mac_as(FEED_VERSION, partner, &payload)) {
             return None;
@@ -149,7 +149,7 @@ impl CursorKey {
 }
 
 /// The feed position a well-formed feed cursor names, NOT verified (as [`peek`]).
-pub(crate) fn peek_feed(text: &str) -> Option<FeedPosition> {
+pub fn peek_feed(text: &str) -> Option<FeedPosition> {
     split_feed(text).and_then(|(payload, _)| feed_position(&payload))
 }
 
@@ -186,7 +186,7 @@ fn hex_bytes(hex: &str, len: usize) -> Option<Vec<u8>> {
 /// from the token. Such a read is bounded to the token's own partner by the statement, and its
 /// result must be discarded unless [`CursorKey::decode`] later yields the same position for the
 /// authenticated partner.
-pub(crate) fn peek(text: &str) -> Option<Position> {
+pub fn peek(text: &str) -> Option<Position> {
     let (payload, _) = split(text)?;
     position(&payload)
 }

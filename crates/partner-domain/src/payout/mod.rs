@@ -84,7 +84,7 @@ pub fn parse_period(from: Option<&str>, to: Option<&str>) -> Result<(Date, Date)
     Ok((from, to))
 }
 
-/// [`parse_date`] of a request field: `{field} must be YYYY-MM-DD` otherwise.
+/// A date of a request field, `YYYY-MM-DD` exactly: `{field} must be YYYY-MM-DD` otherwise.
 pub fn parse_date_field(s: &str, field: &'static str) -> Result<Date, ValueError> {
     parse_date(s).ok_or(ValueError::expected(field, "YYYY-MM-DD"))
 }

@@ -450,7 +450,7 @@ impl WebhookEndpoint {
     }
 
     /// The previous secret, while its overlap lasts at `now`.
-    pub(crate) fn previous_secret_at(&self, now: OffsetDateTime) -> Option<&WebhookSecret> {
+    pub fn previous_secret_at(&self, now: OffsetDateTime) -> Option<&WebhookSecret> {
         match self.previous_secret_expires_at {
             Some(until) if until > now => self.previous_secret.as_ref(),
             _ => None,
