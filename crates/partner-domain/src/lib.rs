@@ -188,19 +188,14 @@
 #![deny(missing_docs)]
 #![cfg_attr(test, allow(clippy::expect_used, clippy::indexing_slicing))]
 
-#[allow(missing_docs)] // documented on branch lib21a
 pub mod account;
 pub mod catalog;
-#[allow(missing_docs)] // documented on branch lib21a
 pub mod coupon;
 pub mod events;
 pub mod idempotency;
 pub mod kernel;
-#[allow(missing_docs)] // documented on branch lib21a
 pub mod lead;
-#[allow(missing_docs)] // documented on branch lib21a
 pub mod links;
-#[allow(missing_docs)] // documented on branch lib21a
 pub mod order;
 pub mod payout;
 pub mod rate_limit;

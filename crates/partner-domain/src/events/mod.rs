@@ -29,7 +29,6 @@
 //! assert_eq!(Event::from_stored(&event.to_stored()), Some(event));
 //! ```
 
-#[allow(missing_docs)] // documented on branch lib21a
 mod kind;
 mod outbox;
 

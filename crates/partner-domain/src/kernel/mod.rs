@@ -15,7 +15,6 @@
 //! # Ok::<(), partner_domain::kernel::values::ValueError>(())
 //! ```
 
-#[allow(missing_docs)] // documented on branch lib21a
 pub mod clock;
 pub mod compare;
 pub mod csv_cell;
@@ -27,7 +26,6 @@ pub mod params;
 pub mod random;
 pub mod readiness;
 pub mod uow;
-#[allow(missing_docs)] // documented on branch lib21a
 pub mod values;
 pub mod wire;
 

@@ -36,7 +36,6 @@ pub mod hourly;
 pub(crate) mod payload;
 pub mod ports;
 pub(crate) mod retry;
-#[allow(missing_docs)] // documented on branch lib21a
 pub mod service;
 pub(crate) mod signature;
 pub(crate) mod verifier;
