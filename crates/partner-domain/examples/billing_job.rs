@@ -101,7 +101,7 @@ fn order(row: &Row) -> Result<Order, Box<dyn Error>> {
         source: "checkout".into(),
         customer_name: None,
         customer_email: None,
-    }))
+    })?)
 }
 
 fn main() -> Result<(), Box<dyn Error>> {
