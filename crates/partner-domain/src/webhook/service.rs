@@ -82,7 +82,7 @@ pub enum EndpointError {
 /// use partner_domain::kernel::random::SeededRandom;
 /// use partner_domain::kernel::uow::BeginsOnce;
 /// use partner_domain::kernel::values::PartnerId;
-/// use partner_domain::webhook::endpoint::NewEndpoint;
+/// use partner_domain::webhook::NewEndpoint;
 /// use partner_domain::webhook::ports::{InsertEndpoint, MockAddressCheck, MockWebhookRepo};
 /// use partner_domain::webhook::WebhookService;
 /// use time::macros::datetime;
