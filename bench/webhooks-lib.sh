@@ -39,7 +39,9 @@ wh_cleanup() {
 }
 
 # nginx as the HTTPS receiver: one worker (the server, PostgreSQL and the load share two cores),
-# keep-alive, and an access log of "<arrival time> <X-Partner-Delivery>".
+# keep-alive, and an access log of "<arrival time> <X-Partner-Delivery>". WH_NGINX_HTTP and
+# WH_NGINX_SERVER, if set, are added to its http and server blocks (bench/soak.sh's failing and
+# slow endpoints).
 wh_start_receiver() {
   openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 \
     -addext "subjectAltName=IP:127.0.0.1" -addext "basicConstraints=critical,CA:FALSE" -keyout "$WH_WORK/key.pem" -out "$WH_WORK/cert.pem" 2>/dev/null
@@ -55,11 +57,13 @@ http {
   log_format hook '\$msec \$http_x_partner_delivery';
   keepalive_requests 10000000;
   keepalive_timeout 120s;
+  ${WH_NGINX_HTTP:-}
   server {
     listen 127.0.0.1:$WH_NGINX_PORT ssl;
     ssl_certificate $WH_WORK/cert.pem;
     ssl_certificate_key $WH_WORK/key.pem;
     access_log $WH_WORK/access.log hook buffer=256k flush=200ms;
+    ${WH_NGINX_SERVER:-}
     location / { return 200 "ok"; }
   }
 }
