@@ -110,7 +110,7 @@ for dbname, kind, text in entries:
             out[-1][1][n] = v
 for sql, params in out:
     if re.match(r"SET (TIME ZONE|CLIENT_ENCODING|application_name)", sql):
-        continue  # a new pool connection's setup, not the request
+        continue  # the setup of a new pool connection, not the request
     sql = re.sub(r"\$(\d+)\b", lambda m: params.get(m.group(1), m.group(0)), sql)
     print(sql.rstrip().rstrip(";") + ";")
 ' "$DB" >"$WORK/$c.sql"
