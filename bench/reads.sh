@@ -12,7 +12,7 @@
 #   coupons-csv-first               the same as CSV (500)
 #   events-first                    GET /api/v1/events: the oldest page of the feed (50)
 #   events-end                      the poll at the end of the feed (an empty page)
-# BENCH_CASES picks some ("leads-first deliveries-first"). The server runs `--role api` with
+# Answers that are not 2xx are counted and printed under the case. BENCH_CASES picks some ("leads-first deliveries-first"). The server runs `--role api` with
 # PARTNER_DB_POOL_SIZE=BENCH_POOL (default 8: leads.sh showed p99 met at 8, not at 16, on two
 # shared cores). Loopback only; the database is kept.
 # Usage: BENCH_DATASET=pp_dataset bash bench/reads.sh
@@ -128,13 +128,14 @@ done
 start_server
 in_ms() { awk -v v="$1" 'BEGIN {n = v + 0; if (v ~ /us$/) n /= 1000; else if (v ~ /ms$/) n += 0; else if (v ~ /s$/) n *= 1000; printf "%.2f", n}'; }
 median() { printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+declare -A NON2XX
 printf '%-20s %10s %9s %9s %10s %7s  %s\n' case "req/s" "p50 ms" "p99 ms" "pgbench" ratio "load average"
 for c in $CASES; do
   wrk -t2 -c"$CONNS" -d3s -H "$A" "$BASE${URL[$c]}" >/dev/null # warm-up
   rps=(); p50=(); p99=(); tps=(); ratios=()
   for _ in $(seq 1 "$ROUNDS"); do
     out=$(wrk -t2 -c"$CONNS" -d"$DURATION" --latency -H "$A" "$BASE${URL[$c]}")
-    if echo "$out" | grep -q 'Non-2xx'; then echo "$out" >&2; echo "$c: wrk saw errors" >&2; exit 1; fi
+    bad=$(echo "$out" | awk '/Non-2xx/ {print $5}'); [ -z "$bad" ] || { NON2XX[$c]=$(( ${NON2XX[$c]:-0} + bad )); }
     r=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
     rps+=("$r"); p50+=("$(in_ms "$(echo "$out" | awk '$1 == "50%" {print $2}')")"); p99+=("$(in_ms "$(echo "$out" | awk '$1 == "99%" {print $2}')")")
     t=$(pgbench -n -M prepared -c "$CONNS" -j 2 -T "${DURATION%s}" -f "$WORK/$c.sql" "$DB" 2>/dev/null | awk '/^tps/ {print $3}')
@@ -142,4 +143,5 @@ for c in $CASES; do
   done
   printf '%-20s %10.0f %9s %9s %10.0f %7s  %s (rounds: ratio %s, p99 %s)\n' "$c" "$(median "${rps[@]}")" "$(median "${p50[@]}")" \
     "$(median "${p99[@]}")" "$(median "${tps[@]}")" "$(median "${ratios[@]}")" "$(cut -d' ' -f1-3 /proc/loadavg)" "${ratios[*]}" "${p99[*]}"
+  [ -z "${NON2XX[$c]:-}" ] || echo "  $c: ${NON2XX[$c]} answers were not 2xx (sample: $(curl -s "$BASE${URL[$c]}" -H "$A" -o /dev/null -w '%{http_code}'))"
 done
