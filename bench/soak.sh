@@ -151,7 +151,7 @@ lag() {
   psql -Atq -F' ' "$DB" -c "
     WITH a AS (SELECT to_timestamp(b.ms) - d.created_at AS lag, right(w.url, 3) AS tail
       FROM (SELECT ms, id::uuid AS id FROM soak_arrivals WHERE id ~ '^[0-9a-f-]{36}$' OFFSET 0) b
-      JOIN webhook_deliveries d ON d.id = b.id JOIN webhook_endpoints w ON w.id = d.endpoint_id)
+      CROSS JOIN LATERAL (SELECT * FROM webhook_deliveries d WHERE d.id = b.id OFFSET 0) d JOIN webhook_endpoints w ON w.id = d.endpoint_id)
     SELECT COALESCE(round(1000 * extract(epoch FROM percentile_cont(0.5) WITHIN GROUP (ORDER BY lag) FILTER (WHERE tail NOT IN ('g/9', '/10')))::numeric, 0), -1),
       COALESCE(round(1000 * extract(epoch FROM percentile_cont(0.99) WITHIN GROUP (ORDER BY lag) FILTER (WHERE tail NOT IN ('g/9', '/10')))::numeric, 0), -1),
       COALESCE(round(1000 * extract(epoch FROM percentile_cont(0.99) WITHIN GROUP (ORDER BY lag) FILTER (WHERE tail = 'g/9'))::numeric, 0), -1),
@@ -199,13 +199,13 @@ psql -P pager=off "$DB" -c "
   SELECT count(*) AS leads_ingested, count(*) * 10 AS deliveries_expected FROM domain_events WHERE partner_id = '$BIG' AND kind = 'lead.created' AND created_at >= '$START'" -c "
   SELECT d.status, count(*) FROM webhook_deliveries d WHERE d.partner_id = '$BIG' AND d.created_at >= '$START' GROUP BY 1" -c "
   WITH ok AS (SELECT b.id, count(*) AS n FROM (SELECT id::uuid AS id FROM soak_arrivals WHERE id ~ '^[0-9a-f-]{36}$' OFFSET 0) b
-      JOIN webhook_deliveries d ON d.id = b.id JOIN webhook_endpoints w ON w.id = d.endpoint_id WHERE right(w.url, 3) <> 'g/9' GROUP BY 1)
+      CROSS JOIN LATERAL (SELECT * FROM webhook_deliveries d WHERE d.id = b.id OFFSET 0) d JOIN webhook_endpoints w ON w.id = d.endpoint_id WHERE right(w.url, 3) <> 'g/9' GROUP BY 1)
   SELECT count(*) AS distinct_received_healthy_and_slow, sum(n) - count(*) AS duplicate_receipts FROM ok" -c "
   SELECT right(w.url, 12) AS endpoint, count(*) AS received, count(DISTINCT b.id) AS distinct_ids,
     round(1000 * extract(epoch FROM percentile_cont(0.5) WITHIN GROUP (ORDER BY to_timestamp(b.ms) - d.created_at))::numeric, 0) AS lag_p50_ms,
     round(1000 * extract(epoch FROM percentile_cont(0.99) WITHIN GROUP (ORDER BY to_timestamp(b.ms) - d.created_at))::numeric, 0) AS lag_p99_ms
   FROM (SELECT ms, id::uuid AS id FROM soak_arrivals WHERE id ~ '^[0-9a-f-]{36}$' OFFSET 0) b
-    JOIN webhook_deliveries d ON d.id = b.id JOIN webhook_endpoints w ON w.id = d.endpoint_id GROUP BY w.url ORDER BY w.url"
+    CROSS JOIN LATERAL (SELECT * FROM webhook_deliveries d WHERE d.id = b.id OFFSET 0) d JOIN webhook_endpoints w ON w.id = d.endpoint_id GROUP BY w.url ORDER BY w.url"
 for i in "${!PIDS[@]}"; do
   port=$((BASEPORT + 100 + (${#APIS[@]} == 1 && ${APIS[0]} == 0 ? 0 : i + 1)))
   echo "process $((i + 1)): 5xx answered $(curl -sf "http://127.0.0.1:$port/metrics" | awk '/^http_requests_total\{.*status="5/ {n += $2} END {print n + 0}'), RSS $(awk '/VmRSS/ {print int($2 / 1024)}' "/proc/${PIDS[$i]}/status") MiB"
