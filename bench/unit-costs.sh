@@ -96,9 +96,10 @@ measure() { # label units command...
   read -r s1 b1 <<<"$(ticks)"
   lsn1=$(psql -Atq "$DB" -c "SELECT pg_current_wal_lsn()")
   wal_all=$(psql -Atq "$DB" -c "SELECT pg_wal_lsn_diff('$lsn1', '$lsn0')")
+  # (pg_waldump ends with an error when the end is the last record written: what it read counts.)
   wal_db=$("$WALDUMP" -p "$PGWAL" -s "$lsn0" -e "$lsn1" 2>/dev/null | awk -v db="/$DBOID/" '
     index($0, db) { if (match($0, /len \(rec\/tot\): +[0-9]+\/ *[0-9]+/)) { s = substr($0, RSTART, RLENGTH); sub(/.*\/ */, "", s); t += s } }
-    END { print t + 0 }')
+    END { print t + 0 }' || true)
   printf '%-22s %6s units  statements %5s  WAL %7.0f B (cluster %7.0f B)  CPU server %6.3f ms, PostgreSQL %6.3f ms  per unit; load %s\n' \
     "$label" "$n" "$(awk -v s="${STMTS[$label]:-}" -v n="$LOGGED" 'BEGIN {if (s == "") print "-"; else printf "%.1f", s / n}')" \
     "$(awk -v a="$wal_db" -v n="$n" 'BEGIN {print a / n}')" "$(awk -v a="$wal_all" -v n="$n" 'BEGIN {print a / n}')" \
@@ -107,7 +108,9 @@ measure() { # label units command...
 }
 
 echo "== $DB (oid $DBOID), $BIG; machine $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
-# Ingest, with no worker (role api): the deliveries written stay pending.
+# Ingest, with no worker (role api): the deliveries written stay pending. (BENCH_ONLY_PAGES=1
+# measures the pages alone.)
+if [ -z "${BENCH_ONLY_PAGES:-}" ]; then
 ROLE=api
 wh_start_server api
 count_statements "ingested lead" "$LOGGED" ingest
@@ -141,13 +144,14 @@ lsn1=$(psql -Atq "$DB" -c "SELECT pg_current_wal_lsn()")
 wal_all=$(psql -Atq "$DB" -c "SELECT pg_wal_lsn_diff('$lsn1', '$lsn0')")
 wal_db=$("$WALDUMP" -p "$PGWAL" -s "$lsn0" -e "$lsn1" 2>/dev/null | awk -v db="/$DBOID/" '
   index($0, db) { if (match($0, /len \(rec\/tot\): +[0-9]+\/ *[0-9]+/)) { s = substr($0, RSTART, RLENGTH); sub(/.*\/ */, "", s); t += s } }
-  END { print t + 0 }')
+  END { print t + 0 }' || true)
 printf '%-22s %6s units  statements %5s  WAL %7.0f B (cluster %7.0f B)  CPU server %6.3f ms, PostgreSQL %6.3f ms  per unit; load %s\n' \
   delivery "$left" "$(awk -v s="${STMTS[delivery]}" -v n="$LOGGED" 'BEGIN {printf "%.1f", s / n}')" \
   "$(awk -v a="$wal_db" -v n="$left" 'BEGIN {print a / n}')" "$(awk -v a="$wal_all" -v n="$left" 'BEGIN {print a / n}')" \
   "$(awk -v b="$s1" -v n="$left" -v hz="$HZ" 'BEGIN {print 1000 * b / hz / n}')" \
   "$(awk -v b="$b1" -v n="$left" -v hz="$HZ" 'BEGIN {print 1000 * b / hz / n}')" "$(cut -d' ' -f1-3 /proc/loadavg)"
 wh_stop_server
+fi
 ROLE=api
 wh_start_server api
 L1000=""; for _ in $(seq 1 999); do L1000=$(curl -sf "http://127.0.0.1:$WH_PORT/api/v1/leads${L1000:+?cursor=$L1000}" -H "Authorization: Bearer $TOKEN" | sed -nE 's/.*"nextCursor":"([^"]+)".*/\1/p'); done
