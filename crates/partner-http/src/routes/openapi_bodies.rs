@@ -228,14 +228,16 @@ fn nullable_enum(name: &str, description: &str) -> Schema {
 }
 
 fn array_of(items: Value, unique: bool, min_items: Option<usize>) -> Value {
-    let mut a = json!({ "type": "array", "items": items });
+    let mut a = serde_json::Map::new();
+    a.insert("type".to_owned(), json!("array"));
+    a.insert("items".to_owned(), items);
     if unique {
-        a["uniqueItems"] = json!(true);
+        a.insert("uniqueItems".to_owned(), json!(true));
     }
     if let Some(n) = min_items {
-        a["minItems"] = json!(n);
+        a.insert("minItems".to_owned(), json!(n));
     }
-    a
+    Value::Object(a)
 }
 
 fn integer_enum(values: &[u8]) -> Value {
@@ -249,7 +251,7 @@ fn boolean() -> Value {
 /// One field's exact schema.
 enum Field {
     Json(Value),
-    Built(Schema),
+    Built(Box<Schema>),
 }
 
 impl From<Value> for Field {
@@ -260,14 +262,14 @@ impl From<Value> for Field {
 
 impl From<Schema> for Field {
     fn from(s: Schema) -> Self {
-        Self::Built(s)
+        Self::Built(Box::new(s))
     }
 }
 
 impl Field {
     fn into_schema(self) -> RefOr<Schema> {
         match self {
-            Field::Built(s) => RefOr::T(s),
+            Field::Built(s) => RefOr::T(*s),
             Field::Json(v) => match serde_json::from_value::<RefOr<Schema>>(v) {
                 Ok(s) => s,
                 Err(_) => RefOr::T(Schema::Object(Default::default())),
