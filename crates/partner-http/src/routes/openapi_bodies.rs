@@ -12,6 +12,8 @@
 //! exist) are in the descriptions, and only `positive_data_acceptance` on only those operations
 //! is switched off in `.ci/schemathesis.toml`.
 
+use partner_domain::lead::HEADLESS_INTAKE;
+use partner_domain::order::{ORDER_COMPLETED, SIMULATED_PREFIX};
 use serde_json::{Value, json};
 use utoipa::openapi::extensions::Extensions;
 use utoipa::openapi::schema::{AllOfBuilder, AnyOfBuilder, OneOfBuilder, SchemaType, Type};
@@ -92,7 +94,13 @@ fn all_patterns(patterns: &[String], nullable: bool, description: &str) -> Schem
         .schema_type(string_type(nullable))
         .description(Some(description));
     for p in patterns {
-        b = b.item(schema(json!({ "type": "string", "pattern": p })));
+        // The pattern alone: a pattern constrains strings only, so a null still passes where the
+        // field is nullable.
+        let mut item = schema(json!({ "type": "string", "pattern": p }));
+        if let Schema::Object(o) = &mut item {
+            o.schema_type = SchemaType::AnyValue;
+        }
+        b = b.item(item);
     }
     Schema::AllOf(b.build())
 }
@@ -360,13 +368,7 @@ fn fields() -> Vec<(&'static str, Vec<(&'static str, Field)>)> {
         (
             "OrderIngest",
             vec![
-                (
-                    "orderId",
-                    json!({ "type": "string", "pattern": "^[!-~]{1,100}$",
-                            "description": "1-100 visible ASCII characters; not starting with \
-                                            `TEST-SIM-` (reserved for simulated orders)" })
-                    .into(),
-                ),
+                ("orderId", order_id().into()),
                 ("partnerId", attribution().into()),
                 ("subId", sub_id("The sub-account number, 1-250").into()),
                 ("createdDate", timestamp(false, TIMESTAMP).into()),
@@ -589,6 +591,94 @@ fn fields() -> Vec<(&'static str, Vec<(&'static str, Field)>)> {
     ]
 }
 
+/// A string that also does not match `not` (`not`, which utoipa's model lacks: the holder's only
+/// extension key).
+fn string_not(not: Value) -> Schema {
+    let mut holder = match schema(json!({ "type": "string" })) {
+        Schema::Object(o) => o,
+        other => return other,
+    };
+    holder.extensions = Some(Extensions::from_iter([("not", not)]));
+    Schema::Object(holder)
+}
+
+/// `parse_order_id`: 1-100 visible ASCII characters, not starting with the simulated orders'
+/// prefix.
+fn order_id() -> Schema {
+    Schema::AllOf(
+        AllOfBuilder::new()
+            .schema_type(SchemaType::Type(Type::String))
+            .description(Some(
+                "1-100 visible ASCII characters; not starting with `TEST-SIM-` (reserved for \
+                 simulated orders)",
+            ))
+            .item(schema(
+                json!({ "type": "string", "pattern": "^[!-~]{1,100}$" }),
+            ))
+            .item(string_not(
+                json!({ "pattern": format!("^{SIMULATED_PREFIX}") }),
+            ))
+            .build(),
+    )
+}
+
+/// `TestFlag::parse`: a real lead (`isTest` false, null or absent, and no `testSource`), or a
+/// test row of a `headless_intake` lead with its source.
+fn test_flag() -> Schema {
+    Schema::AnyOf(
+        AnyOfBuilder::new()
+            .description(Some(
+                "A real lead (`isTest` false, null or absent, `testSource` null or absent), or a \
+                 test row: `isTest` true with a `testSource`, origin `headless_intake`",
+            ))
+            .item(schema(json!({
+                "type": "object",
+                "properties": {
+                    "isTest": { "type": ["boolean", "null"], "enum": [false, null] },
+                    "testSource": { "type": "null" },
+                },
+            })))
+            .item(schema(json!({
+                "type": "object",
+                "required": ["isTest", "testSource", "origin"],
+                "properties": {
+                    "isTest": { "type": "boolean", "enum": [true] },
+                    "testSource": { "type": "string", "enum": ["provider_test_mode", "simulation"] },
+                    "origin": { "type": "string", "enum": [HEADLESS_INTAKE] },
+                },
+            })))
+            .build(),
+    )
+}
+
+/// `NewAnalyticsEvent::checked`: `order_completed` needs a non-blank `product` and an `amount`.
+fn completed_order_has_product_and_amount() -> Schema {
+    let mut other_event = match schema(json!({ "type": "object" })) {
+        Schema::Object(o) => o,
+        other => return other,
+    };
+    other_event.properties.insert(
+        "event".to_owned(),
+        RefOr::T(string_not(json!({ "enum": [ORDER_COMPLETED] }))),
+    );
+    Schema::AnyOf(
+        AnyOfBuilder::new()
+            .description(Some(
+                "`order_completed` needs a non-blank `product` and an `amount`",
+            ))
+            .item(Schema::Object(other_event))
+            .item(schema(json!({
+                "type": "object",
+                "required": ["product", "amount"],
+                "properties": {
+                    "product": { "type": "string", "pattern": text_pattern(1, 200) },
+                    "amount": { "type": "number" },
+                },
+            })))
+            .build(),
+    )
+}
+
 /// `defaultLang` must be one of `enabledLangs`: one branch per language, the array containing
 /// it (`contains`, which utoipa's model lacks: added as the array's only extension key, so the
 /// output stays deterministic).
@@ -703,6 +793,12 @@ pub(super) fn tighten(doc: &mut Document) {
     }
     and(doc, "PartnerSettings", default_lang_among_enabled());
     and(doc, "LeadPatch", names_a_field());
+    and(doc, "LeadIngest", test_flag());
+    and(
+        doc,
+        "AnalyticsEventIngest",
+        completed_order_has_product_and_amount(),
+    );
     token_body(doc);
 }
 
