@@ -231,7 +231,7 @@ impl Email {
             return Err(ValueError::Missing(field));
         }
         let bad = ValueError::invalid(field, "not an email address");
-        if t.len() > 254 || t.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        if t.chars().count() > 254 || t.chars().any(|c| c.is_whitespace() || c.is_control()) {
             return Err(bad);
         }
         let Some((local, domain)) = t.split_once('@') else {
@@ -580,6 +580,9 @@ mod tests {
     #[test]
     fn email_rules() {
         assert!(Email::parse("a@b.co").is_ok());
+        // At most 254 characters (not bytes), after trimming.
+        assert!(Email::parse(&format!(" {}@b.co ", "é".repeat(249))).is_ok());
+        assert!(Email::parse(&format!("{}@b.co", "é".repeat(250))).is_err());
         for bad in [
             "", "ab.co", "a@b", "a@@b.co", "a b@c.co", "@b.co", "a@.co", "a@co.",
         ] {

@@ -12,6 +12,7 @@ mod health;
 mod leads;
 mod links;
 mod openapi;
+mod openapi_bodies;
 mod openapi_params;
 mod openapi_webhooks;
 mod orders;

@@ -152,7 +152,9 @@ pub fn partner() -> Document {
 
 /// The operator document.
 pub fn internal() -> Document {
-    InternalApi::openapi()
+    let mut doc = InternalApi::openapi();
+    super::openapi_bodies::tighten(&mut doc);
+    doc
 }
 
 /// A document as committed under `docs/openapi/`: pretty JSON and a final newline.
