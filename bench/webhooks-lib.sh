@@ -17,6 +17,8 @@ export DATABASE_URL="postgres://postgres@127.0.0.1:5432/$WH_DB"
 export PARTNER_BIND="127.0.0.1:$WH_PORT" PARTNER_TOKEN_PEPPER=bench-pepper
 export PARTNER_INTERNAL_TOKEN=bench-internal-token-0123456789abcdef RUST_LOG=${RUST_LOG:-warn}
 export PARTNER_WEBHOOK_ALLOW_PRIVATE=true PARTNER_WEBHOOK_CA_FILE="$WH_WORK/cert.pem"
+# The benchmarks stop and start servers often: no drain of serving after SIGTERM (src/shutdown.rs).
+export PARTNER_SHUTDOWN_DRAIN=${PARTNER_SHUTDOWN_DRAIN:-0}
 
 wh_install() {
   local missing=()

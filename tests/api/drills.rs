@@ -356,9 +356,13 @@ async fn a_postgres_crash_mid_batch_loses_no_delivery_and_duplicates_keep_their_
     );
 }
 
-/// Drill 5: SIGTERM with a request in flight (its body half sent) and a delivery in flight (the
-/// receiver takes 1.5 s): the request is answered and its write kept, the delivery is recorded,
-/// and the process exits within the attempt timeout plus a few seconds.
+/// Drill 5: SIGTERM with a request in flight (its body half sent), a delivery in flight (the
+/// receiver takes 1.5 s) and operator ingest on fresh connections through the signal: the
+/// request is answered and its write kept, the delivery is recorded, `/readyz` answers 503 at
+/// once while the drain still serves, every connection the server accepted is answered (201, or
+/// 503 `unavailable` with `Retry-After: 1` when it was still queued as the listener stopped; the
+/// others are refused at connect, nothing sent), and the process exits within the attempt timeout
+/// plus a few seconds.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_answers_the_request_in_flight_records_the_delivery_in_flight_and_exits_soon() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -372,6 +376,7 @@ async fn sigterm_answers_the_request_in_flight_records_the_delivery_in_flight_an
             ),
             ("PARTNER_WEBHOOK_ALLOW_PRIVATE", "true".into()),
             ("PARTNER_WEBHOOK_TIMEOUT", "3s".into()),
+            ("PARTNER_SHUTDOWN_DRAIN", "2s".into()),
         ],
     )
     .await;
@@ -415,38 +420,54 @@ async fn sigterm_answers_the_request_in_flight_records_the_delivery_in_flight_an
     let (first, rest) = lead.split_at(lead.len() / 2);
     stream.write_all(first).await.expect("half the body");
     // Nothing outside the server shows that it has read the head; a moment lets it, so that the
-    // signal finds a request begun (a connection with nothing read yet is idle and may be closed).
-    // Too short a moment fails the test, never passes it wrongly.
+    // signal finds a request begun, the case this part of the drill is about.
     tokio::time::sleep(Duration::from_millis(300)).await;
 
-    // And load: operator ingest on fresh connections, 4 at a time, through the signal. Each request
-    // is either refused at connect (the listener closed) or answered; never cut.
+    // And load: operator ingest on fresh connections, 8 at a time, through the signal. Each
+    // request is answered (201; or 503 `unavailable` with `Retry-After: 1` when its connection
+    // was still queued as the listener stopped) or never sent (its connection refused or not
+    // completed: the kernel drops new connection attempts once the drain is over); never cut.
     let stop = Arc::new(AtomicBool::new(false));
-    let outcomes: Arc<Mutex<Vec<Result<u16, String>>>> = Arc::default();
+    let outcomes: Arc<Mutex<Vec<(Instant, Load)>>> = Arc::default();
     let mut load = Vec::new();
-    for _ in 0..4 {
+    for _ in 0..8 {
         let (stop, outcomes) = (stop.clone(), outcomes.clone());
         let url = format!("{}/internal/v1/leads", server.address);
         let fresh = reqwest::Client::builder()
             .no_proxy()
             .pool_max_idle_per_host(0)
+            .connect_timeout(Duration::from_secs(2))
             .build()
             .expect("client");
         load.push(tokio::spawn(async move {
             while !stop.load(Ordering::Relaxed) {
+                let started = Instant::now();
                 let r = fresh
                     .post(&url)
                     .bearer_auth(crate::helpers::INTERNAL_TOKEN)
                     .json(&lead_body("acme", json!({ "firstName": "Load" })))
                     .send()
                     .await;
-                // Refused, or reset before the server accepted it: the listener is gone.
-                let refused = r.is_err();
-                outcomes.lock().expect("lock").push(match r {
-                    Ok(res) => Ok(res.status().as_u16()),
-                    Err(e) if e.is_connect() => Err("refused".into()),
-                    Err(e) => Err(format!("{e:?}")),
-                });
+                let outcome = match r {
+                    Ok(res) => {
+                        let status = res.status().as_u16();
+                        let retry_after = res
+                            .headers()
+                            .get("retry-after")
+                            .and_then(|v| v.to_str().ok())
+                            .map(str::to_owned);
+                        let b = res.json::<Value>().await.unwrap_or(Value::Null);
+                        Load::Answered(
+                            status,
+                            retry_after,
+                            b["error"]["code"].as_str().map(str::to_owned),
+                        )
+                    }
+                    Err(e) if e.is_connect() => Load::NotConnected,
+                    Err(e) => Load::Cut(format!("{e:?}")),
+                };
+                let refused = matches!(outcome, Load::NotConnected);
+                outcomes.lock().expect("lock").push((started, outcome));
                 if refused {
                     break;
                 }
@@ -461,6 +482,22 @@ async fn sigterm_answers_the_request_in_flight_records_the_delivery_in_flight_an
     let signalled = Instant::now();
     server.sigterm();
     stream.write_all(rest).await.expect("the rest of the body");
+    // Readiness says 503 at once, while the drain (2 s) still serves the load.
+    let probe = reqwest::Client::builder()
+        .no_proxy()
+        .pool_max_idle_per_host(0)
+        .timeout(Duration::from_millis(500))
+        .build()
+        .expect("client");
+    let unready = eventually_within(Duration::from_millis(1800), "/readyz 503", || async {
+        let res = probe
+            .get(format!("{}/readyz", server.address))
+            .send()
+            .await
+            .ok()?;
+        (res.status() == 503).then(Instant::now)
+    })
+    .await;
     let mut answer = Vec::new();
     let _ = tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut answer)).await;
     let answer = String::from_utf8_lossy(&answer).into_owned();
@@ -476,30 +513,41 @@ async fn sigterm_answers_the_request_in_flight_records_the_delivery_in_flight_an
         l.await.expect("load task");
     }
     let outcomes = outcomes.lock().expect("lock").clone();
-    // A connection the kernel completed but the server had not read from when the shutdown began
-    // (in the listen backlog, or accepted with its request still unread) is closed without an
-    // answer: the request never began, and a client retries it (safely, with an Idempotency-Key).
-    // A request the server began is answered (the half-sent one above). Anything else is a cut.
-    let not_begun = |e: &str| {
-        e == "refused"
-            || (e.contains("SendRequest")
-                && (e.contains("ConnectionReset") || e.contains("IncompleteMessage")))
-    };
-    let cut: Vec<&String> = outcomes
+    let wrong: Vec<&Load> = outcomes
         .iter()
-        .filter_map(|o| o.as_ref().err())
-        .filter(|e| !not_begun(e))
+        .map(|(_, o)| o)
+        .filter(|o| match o {
+            Load::Answered(201, _, _) | Load::NotConnected => false,
+            Load::Answered(503, retry_after, code) => {
+                retry_after.as_deref() != Some("1") || code.as_deref() != Some("unavailable")
+            }
+            _ => true,
+        })
         .collect();
-    assert!(cut.is_empty(), "requests cut by the shutdown: {cut:?}");
-    let created = outcomes.iter().filter(|o| **o == Ok(201)).count();
     assert!(
-        outcomes.iter().all(|o| matches!(o, Ok(201) | Err(_))),
-        "{outcomes:?}"
+        wrong.is_empty(),
+        "requests cut or wrongly answered by the shutdown: {wrong:?}"
+    );
+    let created = outcomes
+        .iter()
+        .filter(|(_, o)| matches!(o, Load::Answered(201, _, _)))
+        .count();
+    let unavailable = outcomes
+        .iter()
+        .filter(|(_, o)| matches!(o, Load::Answered(503, _, _)))
+        .count();
+    let served_unready = outcomes
+        .iter()
+        .filter(|(at, o)| *at >= unready && matches!(o, Load::Answered(201, _, _)))
+        .count();
+    assert!(
+        served_unready > 0,
+        "the drain served nothing after /readyz said 503: {outcomes:?}"
     );
     assert!(status.success(), "{status:?}");
     assert!(
         exited <= Duration::from_secs(3 + 7),
-        "exit {exited:?} after SIGTERM (attempt timeout 3 s)"
+        "exit {exited:?} after SIGTERM (attempt timeout 3 s, drain 2 s)"
     );
 
     // The delivery in flight at the signal was recorded delivered; the lead sent in flight is
@@ -551,10 +599,22 @@ async fn sigterm_answers_the_request_in_flight_records_the_delivery_in_flight_an
         "every lead of the load answered 201 is kept"
     );
     eprintln!(
-        "drill 5: exit {exited:?} after SIGTERM; request in flight answered 201 and kept; {} delivery recorded delivered; load: {created} leads answered 201 (all kept), {} refused or reset before being accepted once the listener closed, none cut",
+        "drill 5: exit {exited:?} after SIGTERM; /readyz 503 after {:?}; request in flight answered 201 and kept; {} delivery recorded delivered; load: {created} leads answered 201 (all kept; {served_unready} of them begun after /readyz said 503), {unavailable} answered 503 unavailable (queued as the listener stopped), {} not connected, none cut",
+        unready.saturating_duration_since(signalled),
         counts.0,
-        outcomes.len() - created
+        outcomes.len() - created - unavailable
     );
+}
+
+/// What one request of drill 5's load came to.
+#[derive(Debug, Clone)]
+enum Load {
+    /// Status, `Retry-After`, error code.
+    Answered(u16, Option<String>, Option<String>),
+    /// The connection was refused or never completed: nothing was sent.
+    NotConnected,
+    /// Anything else: a request cut (the error, shown by the assertion).
+    Cut(#[allow(dead_code)] String),
 }
 
 /// Connections of another client on `url`, opened until the server refuses one (at most

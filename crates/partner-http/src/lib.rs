@@ -80,6 +80,8 @@ pub struct AppState {
     /// The events feed (extensions.md §8.1).
     pub feed: partner_domain::webhook::EventFeed,
     pub readiness: Arc<dyn Readiness>,
+    /// Set when the process begins to stop (SIGTERM): from then on `/readyz` answers 503.
+    pub stopping: Arc<std::sync::atomic::AtomicBool>,
     pub clock: Arc<dyn Clock>,
     /// Where rate-limit budgets live (in-process, or shared through Redis).
     pub limiter: Arc<dyn RateLimitStore>,

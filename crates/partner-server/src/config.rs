@@ -88,6 +88,9 @@ pub struct Config {
     pub webhook_maintenance_interval: Duration,
     /// What this process runs (`serve --role`). Not an environment setting.
     pub role: Role,
+    /// `PARTNER_SHUTDOWN_DRAIN`: after SIGTERM, how long the listeners keep accepting and serving
+    /// (with `/readyz` at 503) before they stop accepting (src/shutdown.rs).
+    pub shutdown_drain: Duration,
 }
 
 /// How log lines are written.
@@ -161,6 +164,7 @@ impl std::fmt::Debug for Config {
                 &self.webhook_maintenance_interval,
             )
             .field("role", &self.role)
+            .field("shutdown_drain", &self.shutdown_drain)
             .finish()
     }
 }
@@ -436,6 +440,18 @@ impl Config {
             webhook_poll_interval: Duration::from_millis(500),
             webhook_maintenance_interval: Duration::from_secs(30),
             role: Role::All,
+            shutdown_drain: match get("PARTNER_SHUTDOWN_DRAIN") {
+                None => Duration::from_secs(1),
+                Some(v) if v.trim() == "0" => Duration::ZERO,
+                Some(v) => parse_duration(v.trim())
+                    .filter(|d| *d <= Duration::from_secs(300))
+                    .ok_or_else(|| {
+                        bad(
+                            "PARTNER_SHUTDOWN_DRAIN",
+                            "expected a duration such as 1s, or 0, at most 5m",
+                        )
+                    })?,
+            },
             metrics_bind,
             database_url,
             bind,
@@ -557,6 +573,7 @@ mod tests {
             Some(Duration::from_secs(5 * 86_400))
         );
         assert_eq!(c.webhook_secret_overlap, Duration::from_secs(86_400));
+        assert_eq!(c.shutdown_drain, Duration::from_secs(1));
         assert_eq!(c.public_rate, 50);
         assert!(c.trusted_proxies.is_empty());
     }
@@ -597,6 +614,8 @@ mod tests {
             ("PARTNER_WEBHOOK_SECRET_OVERLAP", "1y"),
             ("PARTNER_EVENT_RETENTION", "0d"),
             ("PARTNER_EVENT_RETENTION", "a while"),
+            ("PARTNER_SHUTDOWN_DRAIN", "soon"),
+            ("PARTNER_SHUTDOWN_DRAIN", "1h"),
         ] {
             let err = with(&[(var, value)]).expect_err(var);
             assert_eq!(err.var, var);

@@ -9,6 +9,7 @@ pub mod edge;
 pub mod logging;
 pub mod observability;
 pub mod openapi;
+pub mod shutdown;
 pub mod startup;
 
 pub use config::Config;

@@ -2,6 +2,7 @@
 
 use std::net::TcpListener;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use actix_web::{App, web};
 use anyhow::Context;
@@ -28,6 +29,7 @@ use partner_postgres::PgStore;
 use partner_webhooks::{SystemAddressCheck, Worker, WorkerConfig};
 
 use crate::config::{Config, Role};
+use crate::shutdown::{self, HTTP_DRAIN_SECS, Listening, close_when_stopping};
 
 /// The longest a rate-limit decision waits for Redis before the in-process budgets decide.
 const REDIS_DECISION_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(75);
@@ -37,10 +39,15 @@ pub struct Application {
     port: u16,
     metrics_port: Option<u16>,
     server: actix_web::dev::Server,
+    /// A second handle on the server's listening socket (src/shutdown.rs).
+    socket: TcpListener,
     metrics_server: Option<actix_web::dev::ServerHandle>,
     internal_port: Option<u16>,
-    internal_server: Option<actix_web::dev::ServerHandle>,
+    internal_server: Option<Listening>,
     worker: Option<RunningWorker>,
+    /// Set at SIGTERM: `/readyz` answers 503, answers close their connections.
+    stopping: Arc<AtomicBool>,
+    shutdown_drain: std::time::Duration,
 }
 
 /// The delivery worker of this process and the signal that stops it.
@@ -145,6 +152,7 @@ impl Application {
                     (limiter.clone(), limiter)
                 }
             };
+        let stopping = Arc::new(AtomicBool::new(false));
         let state = web::Data::new(AppState {
             auth: AuthService::new(store.clone(), pepper.clone(), clock.clone()),
             accounts: AccountService::new(
@@ -208,6 +216,7 @@ impl Application {
             ),
             care_services_enabled: config.care_services_enabled,
             readiness: store.clone(),
+            stopping: stopping.clone(),
             clock: clock.clone(),
             limiter,
             public_limiter,
@@ -315,15 +324,19 @@ impl Application {
                 let listener = TcpListener::bind(bind)
                     .with_context(|| format!("PARTNER_INTERNAL_BIND: cannot bind {bind}"))?;
                 let port = listener.local_addr()?.port();
+                let socket = listener.try_clone()?;
                 let state = state.clone();
-                let server = crate::edge::serve(listener, 2, 10, false, move || {
-                    App::new().configure(|cfg| {
-                        partner_http::configure_surface(cfg, state.clone(), Surface::Internal)
-                    })
+                let stopping = stopping.clone();
+                let server = crate::edge::serve(listener, 2, HTTP_DRAIN_SECS, false, move || {
+                    App::new()
+                        .wrap_fn(close_when_stopping(stopping.clone()))
+                        .configure(|cfg| {
+                            partner_http::configure_surface(cfg, state.clone(), Surface::Internal)
+                        })
                 })?;
                 let handle = server.handle();
                 tokio::spawn(server);
-                (Some(port), Some(handle))
+                (Some(port), Some(Listening { handle, socket }))
             }
             _ => (None, None),
         };
@@ -333,12 +346,23 @@ impl Application {
             Role::Worker => Surface::HealthOnly,
         };
         let worker_store = store.clone();
-        // Request heads pass the guard of `edge` before actix parses them.
-        let server = crate::edge::serve(listener, http_workers.max(1), 10, true, move || {
-            // Runs on each worker thread as it starts.
-            worker_store.attach_worker();
-            App::new().configure(|cfg| partner_http::configure_surface(cfg, state.clone(), surface))
-        })?;
+        let socket = listener.try_clone()?;
+        let stop_flag = stopping.clone();
+        // Request heads pass the guard of `edge` before actix parses them. Signals are handled
+        // by `run_until_stopped`.
+        let server = crate::edge::serve(
+            listener,
+            http_workers.max(1),
+            HTTP_DRAIN_SECS,
+            false,
+            move || {
+                // Runs on each worker thread as it starts.
+                worker_store.attach_worker();
+                App::new()
+                    .wrap_fn(close_when_stopping(stop_flag.clone()))
+                    .configure(|cfg| partner_http::configure_surface(cfg, state.clone(), surface))
+            },
+        )?;
         Ok(Self {
             port,
             metrics_port,
@@ -346,7 +370,10 @@ impl Application {
             internal_port,
             internal_server,
             server,
+            socket,
             worker,
+            stopping,
+            shutdown_drain: config.shutdown_drain,
         })
     }
 
@@ -369,26 +396,51 @@ impl Application {
         self.worker.is_some()
     }
 
-    /// Serves until SIGINT/SIGTERM, then drains in-flight requests (at most 10 s), then stops
-    /// the delivery worker: it claims nothing more and finishes its in-flight attempts within the
-    /// attempt timeout.
+    /// Serves until SIGTERM or SIGINT, then stops as src/shutdown.rs describes: `/readyz`
+    /// answers 503 at once and the delivery worker claims nothing more (it finishes its attempts
+    /// in flight within the attempt timeout); the listeners serve on for `PARTNER_SHUTDOWN_DRAIN`,
+    /// then stop accepting, answer what is queued (503) and what they accepted (at most 10 s).
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
-        let served = self.server.await;
-        if let Some(i) = self.internal_server {
-            i.stop(true).await;
-        }
-        if let Some(m) = self.metrics_server {
-            m.stop(true).await;
-        }
-        if let Some(w) = self.worker {
+        let mut listening = vec![Listening {
+            handle: self.server.handle(),
+            socket: self.socket,
+        }];
+        listening.extend(self.internal_server);
+        let mut served = tokio::spawn(self.server);
+        let ended_by_itself = tokio::select! {
+            r = &mut served => Some(r),
+            signal = shutdown::signal() => {
+                tracing::info!(
+                    signal,
+                    drain_ms = u64::try_from(self.shutdown_drain.as_millis()).unwrap_or(u64::MAX),
+                    "stopping: /readyz answers 503; serving on for the drain, then answering what is in flight"
+                );
+                None
+            }
+        };
+        self.stopping.store(true, Ordering::Relaxed);
+        if let Some(w) = &self.worker {
             w.listener.abort();
             // `notify_one` keeps a permit, so the worker stops even if it is not waiting yet.
             w.stop.notify_one();
-            if let Err(e) = w.task.await {
-                tracing::warn!(error = %e, "the webhook worker ended abnormally");
-            }
         }
-        served
+        if ended_by_itself.is_none() {
+            tokio::time::sleep(self.shutdown_drain).await;
+        }
+        shutdown::stop(listening).await;
+        if let Some(m) = self.metrics_server {
+            m.stop(true).await;
+        }
+        if let Some(w) = self.worker
+            && let Err(e) = w.task.await
+        {
+            tracing::warn!(error = %e, "the webhook worker ended abnormally");
+        }
+        let served = match ended_by_itself {
+            Some(r) => r,
+            None => served.await,
+        };
+        served.unwrap_or_else(|e| Err(std::io::Error::other(e)))
     }
 }
 
