@@ -84,16 +84,16 @@ pub async fn signal() -> &'static str {
     "SIGINT"
 }
 
+/// The answer of [`close_when_stopping`]'s middleware.
+type Answer<B> = std::pin::Pin<
+    Box<dyn std::future::Future<Output = Result<ServiceResponse<B>, actix_web::Error>>>,
+>;
+
 /// A middleware of the whole app: once `stopping` is set, every answer closes its connection
 /// (clients of a stopping process open their next connection elsewhere).
 pub fn close_when_stopping<S, B>(
     stopping: Arc<AtomicBool>,
-) -> impl Fn(
-    ServiceRequest,
-    &S,
-) -> std::pin::Pin<
-    Box<dyn std::future::Future<Output = Result<ServiceResponse<B>, actix_web::Error>>>,
-> + Clone
+) -> impl Fn(ServiceRequest, &S) -> Answer<B> + Clone
 where
     S: Service<ServiceRequest, Response = ServiceResponse<B>, Error = actix_web::Error>,
     S::Future: 'static,
