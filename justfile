@@ -65,6 +65,31 @@ bench-ratelimit:
 bench-public-flood:
     bash bench/public-flood.sh
 
+# Realistic-volume database (issue 22): 2,000 partners, 5,000,000 leads, ~10,000,000 deliveries,
+# deterministic, into pp_dataset (DATASET_SCALE=0.01 for a quick one). The benchmarks below run on it.
+dataset:
+    bash bench/dataset.sh
+
+# Partner reads on the dataset against pgbench of their own SQL (leads, delivery log, coupons, feed).
+bench-reads:
+    BENCH_DATASET=${BENCH_DATASET:-pp_dataset} bash bench/reads.sh
+
+# Webhook delivery to 10 endpoints among the dataset's 20,000.
+bench-webhooks-dataset:
+    BENCH_DATASET=${BENCH_DATASET:-pp_dataset} bash bench/webhooks-dataset.sh
+
+# Mixed load at about half capacity on the dataset, reported per minute (SOAK_MINUTES, default 30).
+soak:
+    BENCH_DATASET=${BENCH_DATASET:-pp_dataset} bash bench/soak.sh
+
+# The soak's mix with two API and two worker processes for 5 minutes.
+bench-multiprocess:
+    BENCH_DATASET=${BENCH_DATASET:-pp_dataset} bash bench/multiprocess.sh
+
+# Statements, WAL bytes and CPU per ingested lead, delivery and page (docs/capacity.md).
+bench-unit-costs:
+    BENCH_DATASET=${BENCH_DATASET:-pp_dataset} bash bench/unit-costs.sh
+
 # Every benchmark.
 bench: bench-leads bench-coupons bench-webhooks
 

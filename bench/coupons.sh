@@ -1,34 +1,46 @@
 #!/usr/bin/env bash
 # Coupon benchmark: issues 10,000-code bulk orders through the operator API and exports one
-# through CSV pages (500 rows each, the CSV default). Target: issuance <= 1 s. Loopback only.
+# through CSV pages (500 rows each, the CSV default), and times the first and last page of the
+# JSON listing (100 rows) and of the CSV export (medians of 5). Target: issuance <= 1 s.
+# BENCH_DATASET=pp_dataset runs it on an existing database of bench/dataset.sh, for its big
+# partner (200,000 coupons at scale 1, plus the BENCH_RUNS orders issued here, default 3; the
+# database is kept). Loopback only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-DB=${BENCH_DB:-pp_bench_coupons}
+DB=${BENCH_DATASET:-${BENCH_DB:-pp_bench_coupons}}
 PORT=${BENCH_PORT:-18091}
-RUNS=${BENCH_RUNS:-5}
+RUNS=${BENCH_RUNS:-$([ -n "${BENCH_DATASET:-}" ] && echo 3 || echo 5)}
 export DATABASE_URL="postgres://postgres@127.0.0.1:5432/$DB"
 export PARTNER_BIND="127.0.0.1:$PORT" PARTNER_TOKEN_PEPPER=bench-pepper PARTNER_INTERNAL_TOKEN=bench-internal-token-0123456789abcdef
 export PARTNER_RATE_LIMIT=1000000000/1s RUST_LOG=warn
+# On the dataset, no retention pruning during the run (its history is 30 days deep).
+[ -z "${BENCH_DATASET:-}" ] || export PARTNER_WEBHOOK_RETENTION=90d PARTNER_EVENT_RETENTION=90d
 
-cargo build --release -q -p partner-server
-BIN=${CARGO_TARGET_DIR:-target}/release/partner-server
-psql -h 127.0.0.1 -U postgres -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" postgres
-$BIN serve &
+[ -n "${BENCH_BIN:-}" ] || cargo build --release -q -p partner-server
+BIN=${BENCH_BIN:-${CARGO_TARGET_DIR:-target}/release/partner-server}
+[ -n "${BENCH_DATASET:-}" ] || psql -h 127.0.0.1 -U postgres -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" postgres
+$BIN serve --role api &
 SERVER=$!
 trap 'kill $SERVER 2>/dev/null || true' EXIT
 for _ in $(seq 1 50); do curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null && break; sleep 0.2; done
 
 BASE="http://127.0.0.1:$PORT"
 I="Authorization: Bearer $PARTNER_INTERNAL_TOKEN"
+if [ -n "${BENCH_DATASET:-}" ]; then
+  PARTNER=$(psql -h 127.0.0.1 -U postgres -Atq "$DB" -c "SELECT value FROM dataset_info WHERE key = 'big_partner'")
+  TOKEN=$(psql -h 127.0.0.1 -U postgres -Atq "$DB" -c "SELECT value FROM dataset_info WHERE key = 'token'")
+else
+PARTNER=bench
 curl -sf -X PUT "$BASE/internal/v1/partners/bench" -H "$I" -d '{"name":"Bench","email":"ops@bench.test","active":true,
   "dnaAccess":false,"headlessLinks":false,"defaultLang":"en","enabledLangs":["en"],
   "careServices":{"subscriptionActive":true,"manualOverride":false,"yearlyBundle":true,"services":[]}}' >/dev/null
 USER_ID=$(curl -sf -X POST "$BASE/internal/v1/users" -H "$I" -d '{"email":"b@bench.test","partnerId":"bench","admin":false}' \
   | sed -E 's/.*"id":"([^"]+)".*/\1/')
 TOKEN=$(curl -sf -X POST "$BASE/internal/v1/users/$USER_ID/tokens" -H "$I" | sed -E 's/.*"token":"([^"]+)".*/\1/')
+fi
 
-BODY='{"partnerId":"bench","productSlug":"primary","months":12,"quantity":10000,"unitPriceCents":9900,
+BODY='{"partnerId":"'$PARTNER'","productSlug":"primary","months":12,"quantity":10000,"unitPriceCents":9900,
   "purchaserEmail":"buyer@bench.test","purchaserSource":"bench"}'
 echo "== machine: $(nproc) cores, $(free -g | awk '/Mem/ {print $2}') GiB; PostgreSQL $(psql -h 127.0.0.1 -U postgres -Atqc 'show server_version' postgres)"
 echo "== issuing $RUNS bulk orders of 10,000 codes (request to full 201 response, ~4.6 MB JSON)"
@@ -41,7 +53,16 @@ for i in $(seq 1 "$RUNS"); do
 done
 printf '%s\n' "${times[@]}" | sort -n | awk '{a[NR]=$1} END {printf "  median %.3f s, max %.3f s\n", a[int((NR+1)/2)], a[NR]}'
 
-echo "== exporting $((RUNS * 10000)) codes as CSV pages of 500"
+TOTAL=$(psql -h 127.0.0.1 -U postgres -Atq "$DB" -c "SELECT count(*) FROM coupons WHERE partner_id = '$PARTNER'")
+echo "== load average $(cut -d' ' -f1-3 /proc/loadavg); $PARTNER holds $TOTAL coupons"
+page_median() { # format offset limit
+  for _ in 1 2 3 4 5; do
+    curl -s -o /dev/null -w '%{time_total}\n' "$BASE/api/v1/care-services-coupons?format=$1&offset=$2&limit=$3" -H "Authorization: Bearer $TOKEN"
+  done | sort -n | sed -n 3p
+}
+echo "  JSON page of 100: first $(page_median json 0 100) s, last (offset $((TOTAL - 100))) $(page_median json $((TOTAL - 100)) 100) s (medians of 5)"
+echo "  CSV page of 500: first $(page_median csv 0 500) s, last (offset $((TOTAL - 500))) $(page_median csv $((TOTAL - 500)) 500) s (medians of 5)"
+echo "== exporting $TOTAL codes as CSV pages of 500"
 start=$(date +%s.%N)
 pages=0; rows=0; offset=0
 while :; do
@@ -54,4 +75,4 @@ awk -v s="$start" -v e="$end" -v p="$pages" -v r="$rows" 'BEGIN {printf "  %d ro
 page_time() { curl -s -o /dev/null -w '%{time_total}' "$BASE/api/v1/care-services-coupons?format=csv&offset=$1" -H "Authorization: Bearer $TOKEN"; }
 echo "  first page $(page_time 0) s, last page $(page_time $((rows - 500))) s (offset paging walks past the skipped rows)"
 kill $SERVER
-psql -h 127.0.0.1 -U postgres -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" postgres
+[ -n "${BENCH_DATASET:-}" ] || psql -h 127.0.0.1 -U postgres -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" postgres

@@ -7,17 +7,22 @@
 # (BENCH_POOLS, default "8 16 32"). The server runs one statement per request (token lookup
 # folded into the page); BENCH_COMPARE=/path/to/an/older/partner-server measures that binary
 # too, against the two statements it sends (token lookup, then the page). Stops by itself;
-# loopback only.
+# loopback only. BENCH_DATASET=pp_dataset measures an existing database of bench/dataset.sh
+# instead (its big partner, 1,000,000 leads at scale 1, and its stored token; nothing seeded,
+# nothing dropped).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PGHOST=127.0.0.1; PGPORT=5432; PGUSER=postgres
 export PGHOST PGPORT PGUSER
-DB=${BENCH_DB:-pp_bench}
+DB=${BENCH_DATASET:-${BENCH_DB:-pp_bench}}
 PORT=${BENCH_PORT:-18090}
 DURATION=${BENCH_DURATION:-8s}
 CONNS=64
 BIG=bench-big
+# On the dataset, no retention pruning while measuring (its history is 30 days deep).
+[ -z "${BENCH_DATASET:-}" ] || export PARTNER_WEBHOOK_RETENTION=90d PARTNER_EVENT_RETENTION=90d
+[ -z "${BENCH_DATASET:-}" ] || BIG=$(psql -Atq "$DB" -c "SELECT value FROM dataset_info WHERE key = 'big_partner'")
 export DATABASE_URL="postgres://postgres@127.0.0.1:5432/$DB"
 export PARTNER_BIND="127.0.0.1:$PORT" PARTNER_TOKEN_PEPPER=bench-pepper PARTNER_INTERNAL_TOKEN=bench-internal-token-0123456789abcdef
 export PARTNER_RATE_LIMIT=1000000000/1s RUST_LOG=warn PARTNER_DB_POOL_SIZE=32
@@ -30,6 +35,9 @@ command -v pgbench >/dev/null || { echo "pgbench is missing (it ships with the P
 [ -n "${BENCH_BIN:-}" ] || cargo build --release -q -p partner-server
 BIN=${BENCH_BIN:-${CARGO_TARGET_DIR:-target}/release/partner-server}
 
+if [ -n "${BENCH_DATASET:-}" ]; then
+  echo "== the dataset $DB: $(psql -Atq "$DB" -c "SELECT string_agg(key || ' ' || value, ', ' ORDER BY key) FROM dataset_info WHERE key IN ('scale', 'leads', 'big_leads', 'partners')")"
+else
 echo "== seeding $DB"
 psql -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" postgres
 $BIN migrate
@@ -60,6 +68,7 @@ SQL
 psql -q "$DB" -c 'VACUUM (ANALYZE) leads' -c 'CHECKPOINT'
 end=$(date +%s.%N)
 echo "seeded 1,000,000 leads in $(awk "BEGIN {printf \"%.1f\", $end - $start}") s"
+fi
 
 SERVER=
 start_server() { # binary
@@ -73,9 +82,13 @@ SAMPLER=
 start_server "$BIN"
 
 I="Authorization: Bearer $PARTNER_INTERNAL_TOKEN"
+if [ -n "${BENCH_DATASET:-}" ]; then
+  TOKEN=$(psql -Atq "$DB" -c "SELECT value FROM dataset_info WHERE key = 'token'")
+else
 USER_ID=$(curl -sf -X POST "http://127.0.0.1:$PORT/internal/v1/users" -H "$I" \
   -d "{\"email\":\"bench@bench.test\",\"partnerId\":\"$BIG\",\"admin\":false}" | sed -E 's/.*"id":"([^"]+)".*/\1/')
 TOKEN=$(curl -sf -X POST "http://127.0.0.1:$PORT/internal/v1/users/$USER_ID/tokens" -H "$I" | sed -E 's/.*"token":"([^"]+)".*/\1/')
+fi
 
 # Walk 999 pages to reach the cursor of page 1,000 (50 rows a page: 49,950 rows deep).
 CURSOR=""
@@ -224,4 +237,4 @@ for pool in $POOLS; do
 done
 echo "== plans"
 psql -Atq "$DB" -c "EXPLAIN (ANALYZE, COSTS OFF) $(cat /tmp/bench-deep-one.sql)" | head -20
-psql -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" postgres
+[ -n "${BENCH_DATASET:-}" ] || psql -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" postgres

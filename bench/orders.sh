@@ -2,11 +2,13 @@
 # Memory while streaming a long order history (issue 14): 100,000 stored orders of one partner,
 # listed whole by GET /api/v1/orders (about 30 MB of JSON), four requests at once, while the
 # server's resident memory is sampled every 20 ms. Prints RSS before, the peak, and the growth.
-# Loopback only; stops by itself.
+# BENCH_DATASET=pp_dataset streams the big partner of an existing database of bench/dataset.sh
+# instead (200,000 orders at scale 1; nothing seeded, nothing dropped). Loopback only; stops by
+# itself.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PGHOST=127.0.0.1 PGPORT=5432 PGUSER=postgres
-DB=${BENCH_DB:-pp_bench_orders}
+DB=${BENCH_DATASET:-${BENCH_DB:-pp_bench_orders}}
 PORT=${BENCH_PORT:-18092}
 N=${BENCH_ORDERS:-100000}
 export DATABASE_URL="postgres://postgres@127.0.0.1:5432/$DB"
@@ -16,6 +18,11 @@ export PARTNER_RATE_LIMIT=1000000000/1s
 [ -n "${BENCH_BIN:-}" ] || cargo build --release -q -p partner-server
 BIN=${BENCH_BIN:-${CARGO_TARGET_DIR:-target}/release/partner-server}
 
+if [ -n "${BENCH_DATASET:-}" ]; then
+  BIG=$(psql -Atq "$DB" -c "SELECT value FROM dataset_info WHERE key = 'big_partner'")
+  N=$(psql -Atq "$DB" -c "SELECT count(*) FROM orders WHERE partner_id = '$BIG'")
+else
+BIG=big
 psql -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" postgres
 $BIN migrate
 psql -q "$DB" -c "
@@ -27,15 +34,20 @@ psql -q "$DB" -c "
   SELECT 'ORD-' || lpad(g::text, 7, '0'), 'big', NULL, timestamptz '2026-11-01' - make_interval(mins => g),
     'Semaglutide 1 month', 29900, 4550, 'shipped', false, 'pharmacy', 'Ann Lee', 'ann@example.com', now()
   FROM generate_series(1, $N) g;" -c "VACUUM ANALYZE orders"
+fi
 
 $BIN serve --no-migrate --role api &
 SERVER=$!
-trap 'kill $SERVER 2>/dev/null || true; psql -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" postgres' EXIT
+trap 'kill $SERVER 2>/dev/null || true; [ -n "${BENCH_DATASET:-}" ] || psql -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" postgres' EXIT
 for _ in $(seq 1 50); do curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null && break; sleep 0.2; done
 I="Authorization: Bearer $PARTNER_INTERNAL_TOKEN"
+if [ -n "${BENCH_DATASET:-}" ]; then
+  TOKEN=$(psql -Atq "$DB" -c "SELECT value FROM dataset_info WHERE key = 'token'")
+else
 USER_ID=$(curl -sf -X POST "http://127.0.0.1:$PORT/internal/v1/users" -H "$I" \
   -d '{"email":"bench@big.test","partnerId":"big","admin":false}' | sed -E 's/.*"id":"([^"]+)".*/\1/')
 TOKEN=$(curl -sf -X POST "http://127.0.0.1:$PORT/internal/v1/users/$USER_ID/tokens" -H "$I" | sed -E 's/.*"token":"([^"]+)".*/\1/')
+fi
 rss() { awk '/VmRSS/ {print $2}' "/proc/$SERVER/status"; }
 
 # One warm-up request (pool, prepared statements, allocator arenas), then the measurement.
@@ -60,5 +72,5 @@ measure() { # $1 concurrent requests
 running() { for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && return 0; done; return 1; }
 measure 1
 rows=$(python3 -c 'import json; print(len(json.load(open("/tmp/bench-orders-1.json"))["data"]))')
-echo "machine: $(nproc) cores; $N orders, $rows listed per response ($(stat -c %s /tmp/bench-orders-1.json) bytes)"
+echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg); $N orders, $rows listed per response ($(stat -c %s /tmp/bench-orders-1.json) bytes)"
 measure 4

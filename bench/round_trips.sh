@@ -3,9 +3,10 @@
 # statements (from PostgreSQL's own log, `log_statement = all`) and the round trips (the
 # server's writes to its database socket, counted with strace: statements pipelined on one
 # connection leave in one write, and the server waits for their answers once). Not a benchmark:
-# it needs no quiet machine. One server, a pool of ONE connection (so every statement is on one
-# backend), `--role api` (no delivery worker writing to the log); each read is requested once to
-# warm up (prepared statements, the `lastUsedAt` touch), then once measured.
+# it needs no quiet machine. One server, a pool of ONE connection per HTTP worker thread (every
+# statement of a request on one backend), `--role api` (no delivery worker writing to the log);
+# each read is requested once per worker and once more to warm up (prepared statements, the
+# `lastUsedAt` touch: each worker's connection prepares its own), then once measured.
 #
 #   bash bench/round_trips.sh                 # builds the debug binary of this tree
 #   BENCH_BIN=/path/to/partner-server bash bench/round_trips.sh
@@ -80,7 +81,10 @@ READS=(
 TRACE=$(mktemp)
 printf '%-48s %6s %10s %7s %11s\n' "read" "status" "statements" "writes" "round trips"
 for path in "${READS[@]}"; do
-  curl -s -o /dev/null "$B$path" "${A[@]}"          # warm-up: prepares, touches lastUsedAt
+  # Warm-up: prepares, touches lastUsedAt. Each HTTP worker thread has a pool of its own (its
+  # connections prepared separately) and accepted connections go to the workers in turn: one
+  # warm-up request per worker and one more.
+  for _ in $(seq 0 "$(nproc)"); do curl -s -o /dev/null "$B$path" "${A[@]}"; done
   sleep 0.2
   lines=$(wc -l <"$PGLOG")
   strace -f -qq -e trace=write,sendto,writev,read,recvfrom -s 4 -o "$TRACE" -p "$SERVER" & STRACE=$!

@@ -560,7 +560,7 @@ async fn a_delivery_claimed_before_its_endpoint_changed_is_sent_as_the_endpoint_
     let got = rx.wait_for(1).await.remove(0);
     let sig = got.header("x-partner-signature").expect("signed");
     assert_eq!(
-        partner_domain::webhook::verify_signature(
+        crate::helpers::verify_signature(
             sig,
             &got.body,
             &new_secret,
@@ -715,7 +715,7 @@ async fn n9_after_a_lost_listener_a_claimed_delivery_is_not_sent_with_the_endpoi
     let got = rx.wait_for(1).await.remove(0);
     let sig = got.header("x-partner-signature").expect("signed");
     assert_eq!(
-        partner_domain::webhook::verify_signature(
+        crate::helpers::verify_signature(
             sig,
             &got.body,
             &new_secret,

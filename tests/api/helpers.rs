@@ -427,3 +427,18 @@ impl TestApp {
         body(res).await
     }
 }
+
+/// What a receiver does with one secret: the domain's `WebhookVerifier` (its one entry point) on
+/// an `X-Partner-Signature` value, at `now_unix`, with the default tolerance.
+pub fn verify_signature(
+    header: &str,
+    body: &[u8],
+    secret: &str,
+    now_unix: i64,
+) -> Result<(), partner_domain::webhook::VerifyError> {
+    use partner_domain::webhook::{VerifyError, WebhookSecret, WebhookVerifier};
+    let now =
+        time::OffsetDateTime::from_unix_timestamp(now_unix).map_err(|_| VerifyError::TooOld)?;
+    WebhookVerifier::new([WebhookSecret::from_stored(secret.to_owned())])?
+        .verify_partner_signature(header, body, now)
+}

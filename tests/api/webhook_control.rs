@@ -4,13 +4,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use partner_domain::kernel::clock::{Clock, FixedClock};
-use partner_domain::webhook::verify_signature;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
-use crate::helpers::{TestApp, assert_error, body, eventually, lead_body};
+use crate::helpers::{TestApp, assert_error, body, eventually, lead_body, verify_signature};
 use crate::receiver::Receiver;
 
 const ENDPOINTS: &str = "/api/v1/webhook-endpoints";

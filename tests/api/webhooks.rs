@@ -3,12 +3,11 @@
 use std::sync::Arc;
 
 use partner_domain::kernel::clock::FixedClock;
-use partner_domain::webhook::verify_signature;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use time::OffsetDateTime;
 
-use crate::helpers::{TestApp, assert_error, body, eventually, lead_body};
+use crate::helpers::{TestApp, assert_error, body, eventually, lead_body, verify_signature};
 use crate::receiver::Receiver;
 
 const ENDPOINTS: &str = "/api/v1/webhook-endpoints";

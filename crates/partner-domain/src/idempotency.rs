@@ -5,6 +5,19 @@
 //! is kept for [`KEPT_FOR`] when [`keeps`] says so, else the claim is released so a retry runs
 //! again. A request whose key is claimed gets [`Claim::InUse`] while the first runs, then
 //! [`Claim::Replay`] when it is the same request, [`Claim::Reused`] when it is not.
+//!
+//! ```
+//! use partner_domain::idempotency::{Fingerprint, IdempotencyKey, keeps};
+//!
+//! assert!(IdempotencyKey::parse(b"order-2026-11-26-0001").is_ok());
+//! assert!(IdempotencyKey::parse(b"has a space").is_err());
+//! // The same request, byte for byte, has the same fingerprint.
+//! let a = Fingerprint::of("POST", "/api/v1/leads", br#"{"email":"a@b.test"}"#);
+//! assert_eq!(a, Fingerprint::of("POST", "/api/v1/leads", br#"{"email":"a@b.test"}"#));
+//! assert_ne!(a, Fingerprint::of("POST", "/api/v1/leads", br#"{"email":"c@d.test"}"#));
+//! // 2xx-4xx answers are kept (but 429); 5xx invite a retry.
+//! assert!(keeps(201) && keeps(422) && !keeps(429) && !keeps(503));
+//! ```
 
 use std::sync::Arc;
 
@@ -27,6 +40,7 @@ pub const CLAIM_LEASE: time::Duration = time::Duration::seconds(60);
 pub struct IdempotencyKey(String);
 
 impl IdempotencyKey {
+    /// The header's bytes, refused unless they are 1-255 visible ASCII characters.
     pub fn parse(raw: &[u8]) -> Result<Self, ValueError> {
         if raw.is_empty() || raw.len() > 255 || !raw.iter().all(u8::is_ascii_graphic) {
             return Err(ValueError::invalid(
@@ -38,6 +52,7 @@ impl IdempotencyKey {
         Ok(Self(String::from_utf8_lossy(raw).into_owned()))
     }
 
+    /// The key's text.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -68,6 +83,7 @@ impl Caller {
 pub struct Fingerprint([u8; 32]);
 
 impl Fingerprint {
+    /// The fingerprint of a request's method, path with query, and body.
     pub fn of(method: &str, path_and_query: &str, body: &[u8]) -> Self {
         let mut ctx = ring::digest::Context::new(&ring::digest::SHA256);
         for part in [method.as_bytes(), path_and_query.as_bytes()] {
@@ -80,10 +96,12 @@ impl Fingerprint {
         Self(out)
     }
 
+    /// A fingerprint as stored.
     pub fn from_bytes(bytes: [u8; 32]) -> Self {
         Self(bytes)
     }
 
+    /// The SHA-256 digest.
     pub fn as_bytes(&self) -> &[u8; 32] {
         &self.0
     }
@@ -92,8 +110,11 @@ impl Fingerprint {
 /// A kept answer: replayed byte for byte.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeptAnswer {
+    /// The answer's HTTP status.
     pub status: u16,
+    /// Its `Content-Type`, if any.
     pub content_type: Option<String>,
+    /// Its body, byte for byte.
     pub body: Vec<u8>,
 }
 
@@ -204,9 +225,13 @@ pub enum Existing {
 /// row its answer must not overwrite or delete.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Ticket {
+    /// The caller as stored ([`Caller::scope`]).
     pub caller: String,
+    /// The key.
     pub key: String,
+    /// The fingerprint of the request that claimed it.
     pub fingerprint: Fingerprint,
+    /// When it claimed it.
     pub claimed_at: OffsetDateTime,
 }
 
@@ -258,6 +283,7 @@ pub struct IdempotencyService {
 }
 
 impl IdempotencyService {
+    /// The service over its store and clock.
     pub fn new(store: Arc<dyn IdempotencyStore>, clock: Arc<dyn Clock>) -> Self {
         Self { store, clock }
     }

@@ -12,6 +12,22 @@
 //! their own per client address: [`PublicQuota`] decided by [`gcra`], a pure function of the
 //! stored state and the clock's time, behind the [`PublicLimitStore`] port ([`PublicLimiter`]
 //! in-process; the Redis adapter runs the same rule in one script).
+//!
+//! ```
+//! use partner_domain::kernel::ids::TokenId;
+//! use partner_domain::rate_limit::{Group, Quota, RateLimiter};
+//! use partner_domain::uuid::Uuid;
+//!
+//! let limiter = RateLimiter::new(Quota { limit: 2, window_secs: 60 });
+//! let token = TokenId::from_uuid(Uuid::from_u128(1));
+//! let now = 1_795_000_000;
+//! assert!(limiter.charge(token, Group::Leads, now).allowed);
+//! assert!(limiter.charge(token, Group::Leads, now).allowed);
+//! let third = limiter.charge(token, Group::Leads, now);
+//! assert!(!third.allowed && third.retry_after(now) >= 1);
+//! // Each group has its own budget.
+//! assert!(limiter.charge(token, Group::Orders, now).allowed);
+//! ```
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -40,12 +56,19 @@ pub trait RateLimitStore: Send + Sync + std::fmt::Debug {
 /// The contract's endpoint groups; each token has its own budget in each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Group {
+    /// The lead endpoints.
     Leads,
+    /// The link endpoints.
     Links,
+    /// The coupon endpoints.
     Coupons,
+    /// The order endpoints.
     Orders,
+    /// The payout endpoints.
     Payouts,
+    /// The sub-account endpoints.
     SubAccounts,
+    /// The webhook endpoints, their deliveries and the events feed.
     WebhookEndpoints,
 }
 
@@ -67,15 +90,20 @@ impl Group {
 /// A budget of `limit` requests per `window_secs` seconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Quota {
+    /// Requests per window.
     pub limit: u32,
+    /// The window's length in seconds.
     pub window_secs: u32,
 }
 
 /// The outcome of charging one request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Decision {
+    /// Whether the request may proceed.
     pub allowed: bool,
+    /// The window's budget (`X-RateLimit-Limit`).
     pub limit: u32,
+    /// What is left of it (`X-RateLimit-Remaining`).
     pub remaining: u32,
     /// Unix time (seconds) at which the budget is whole again.
     pub reset: i64,
@@ -111,6 +139,7 @@ pub fn window(quota: Quota, now_unix: i64) -> (i64, i64) {
 }
 
 impl RateLimiter {
+    /// An in-process limiter giving every token `quota` in every group.
     pub fn new(quota: Quota) -> Self {
         Self {
             quota,
@@ -161,6 +190,7 @@ impl RateLimiter {
         }
     }
 
+    /// The quota it enforces.
     pub fn quota(&self) -> Quota {
         self.quota
     }
@@ -181,7 +211,9 @@ impl RateLimitStore for RateLimiter {
 /// up to `burst` requests (the ruling: twice the rate).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PublicQuota {
+    /// Requests per second.
     pub rate: u32,
+    /// The largest burst.
     pub burst: u32,
 }
 
@@ -217,6 +249,7 @@ impl Default for PublicQuota {
 /// The outcome of one public request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PublicDecision {
+    /// Whether the request may proceed.
     pub allowed: bool,
     /// When refused: microseconds until one more request would be admitted.
     pub wait_us: i64,
@@ -274,6 +307,7 @@ pub struct PublicLimiter {
 }
 
 impl PublicLimiter {
+    /// An in-process limiter giving every client address `quota`.
     pub fn new(quota: PublicQuota) -> Self {
         Self {
             quota,
@@ -281,6 +315,7 @@ impl PublicLimiter {
         }
     }
 
+    /// The quota it enforces.
     pub fn quota(&self) -> PublicQuota {
         self.quota
     }

@@ -43,3 +43,47 @@ fn no_io_crates_in_the_dependency_tree() {
         "partner-domain depends on I/O crates: {hits:?}"
     );
 }
+
+/// The domain inherits none of the server's features: `uuid` without `v4` or `fast-rng` (every id
+/// is drawn from the injected `Random`), so `rand` is not in its tree.
+#[test]
+fn no_server_only_features() {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = std::process::Command::new(cargo)
+        .args([
+            "tree",
+            "-p",
+            "partner-domain",
+            "-e",
+            "normal,build,features",
+            "--prefix",
+            "none",
+            "--offline",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo tree runs");
+    assert!(
+        out.status.success(),
+        "cargo tree failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let tree = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        tree.lines()
+            .any(|l| l.starts_with("uuid feature \"serde\"")),
+        "unexpected output: {tree}"
+    );
+    let inherited: Vec<&str> = tree
+        .lines()
+        .filter(|l| {
+            l.starts_with("rand ")
+                || l.starts_with("uuid feature \"fast-rng\"")
+                || l.starts_with("uuid feature \"v4\"")
+        })
+        .collect();
+    assert!(
+        inherited.is_empty(),
+        "partner-domain inherits server-only features: {inherited:?}"
+    );
+}

@@ -16,7 +16,7 @@ use partner_domain::coupon::{IssueError, RedeemRefusal, TransitionError};
 use partner_domain::kernel::values::ValueError;
 use partner_domain::lead::{IngestLeadError, ListLeadsError, PatchLeadError};
 use partner_domain::links::{CatalogError, LinkError};
-use partner_domain::order::{IngestOrderError, RecordEventError};
+use partner_domain::order::{IngestOrderError, OrderError, RecordEventError};
 use partner_domain::payout::RecordPayoutError;
 use partner_domain::sub_account::{CreateSubAccountError, DeleteSubAccountError};
 use partner_domain::webhook::{EndpointError, FeedError};
@@ -310,14 +310,24 @@ impl ApiError {
 
 domain_errors! {
     ListLeadsError { ListLeadsError::Repo(_) => storage, ListLeadsError::BadCursor => msg_invalid }
-    IngestLeadError { IngestLeadError::Repo(_) => storage, IngestLeadError::UnknownPartner => msg_not_found }
+    IngestLeadError {
+        IngestLeadError::Repo(_) => storage,
+        IngestLeadError::UnknownPartner => msg_not_found,
+        IngestLeadError::Invalid(_) => msg_invalid,
+    }
+    // The body's parse (`parse_order_id`) refuses it first, with the field's own message.
+    OrderError { OrderError::SimulatedId => msg_invalid }
     PatchLeadError { PatchLeadError::Repo(_) => storage, PatchLeadError::NotFound => msg_not_found }
     IngestOrderError {
         IngestOrderError::Repo(_) => storage,
         IngestOrderError::UnknownPartner => msg_not_found,
         IngestOrderError::Conflict => msg_conflict,
     }
-    RecordEventError { RecordEventError::Repo(_) => storage, RecordEventError::UnknownPartner => msg_not_found }
+    RecordEventError {
+        RecordEventError::Repo(_) => storage,
+        RecordEventError::UnknownPartner => msg_not_found,
+        RecordEventError::Invalid(_) => msg_invalid,
+    }
     RecordPayoutError { RecordPayoutError::Repo(_) => storage, RecordPayoutError::UnknownPartner => msg_not_found }
     CreateUserError { CreateUserError::Repo(_) => storage, CreateUserError::UnknownPartner => msg_not_found }
     CreateSubAccountError {

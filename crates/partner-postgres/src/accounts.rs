@@ -5,10 +5,11 @@ use diesel::sql_types::{Bool, Bytea, Nullable, Text, Timestamptz};
 use diesel::upsert::excluded;
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use partner_domain::RepoError;
-use partner_domain::account::ports::{AccountRepo, NewToken, RotateOutcome};
+use partner_domain::account::ports::{AccountRepo, NewToken, PartnerDirectory, RotateOutcome};
 use partner_domain::account::{ApiTokenInfo, CareFlags, Partner, PartnerSettings, PortalUser};
 use partner_domain::kernel::ids::{TokenId, UserId};
-use partner_domain::kernel::values::{CareService, PartnerId};
+use partner_domain::kernel::values::{CareService, PartnerId, SubId};
+use partner_domain::sub_account::ports::SubAccountRepo;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
@@ -50,6 +51,23 @@ async fn insert_token(
         ))
         .execute(conn)
         .await
+}
+
+#[async_trait::async_trait]
+impl PartnerDirectory for PgStore {
+    async fn partner_exists(&self, id: &PartnerId) -> Result<bool, RepoError> {
+        let mut conn = self.conn().await?;
+        diesel::select(diesel::dsl::exists(
+            partners::table.filter(partners::partner_id.eq(id.as_str())),
+        ))
+        .get_result(&mut conn)
+        .await
+        .map_err(db)
+    }
+
+    async fn sub_account_exists(&self, id: &PartnerId, sub: SubId) -> Result<bool, RepoError> {
+        SubAccountRepo::exists(self, id, sub).await
+    }
 }
 
 #[async_trait::async_trait]

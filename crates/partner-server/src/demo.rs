@@ -213,8 +213,8 @@ async fn seed_activity(
                     i as usize,
                 )
                 .into(),
-                amount: Money::from_cents(19_900 + 10_000 * (i % 3)),
-                commission: Money::from_cents(2_985 + 1_500 * (i % 3)),
+                amount: Money::from_cents(19_900 + 10_000 * (i % 3) as u32),
+                commission: Money::from_cents(2_985 + 1_500 * (i % 3) as u32),
                 status: "shipped".into(),
                 is_test,
                 source: "pharmacy".into(),
@@ -224,7 +224,7 @@ async fn seed_activity(
                     pick(&LAST, i as usize)
                 )),
                 customer_email: Some(format!("customer{i}@example.com")),
-            }))
+            })?)
             .await?;
     }
     for i in 0..3i64 {
@@ -270,8 +270,8 @@ async fn seed_catalog(store: Arc<PgStore>, partner: &PartnerId) -> anyhow::Resul
         MedicalTier,
     };
     let catalog = CatalogService::new(store.clone(), store, Arc::new(SystemClock));
-    let usd = |d: i64| Money::from_cents(d * 100);
-    let tier = |key: &str, months: u8, min: i64, rec: i64, max: i64, commission: i64| MedicalTier {
+    let usd = |d: u32| Money::from_cents(d * 100);
+    let tier = |key: &str, months: u8, min: u32, rec: u32, max: u32, commission: u32| MedicalTier {
         key: key.into(),
         label: format!("{months} month{}", if months == 1 { "" } else { "s" }),
         months,
@@ -371,8 +371,8 @@ async fn seed_catalog(store: Arc<PgStore>, partner: &PartnerId) -> anyhow::Resul
                 key: format!("m{m}"),
                 label: format!("{m} month{}", if m == 1 { "" } else { "s" }),
                 months: m,
-                user_price: usd(20 * i64::from(m)),
-                commission: usd(4 * i64::from(m)),
+                user_price: usd(20 * u32::from(m)),
+                commission: usd(4 * u32::from(m)),
             })
             .collect();
         catalog
@@ -413,13 +413,7 @@ async fn seed_coupons(
     };
     // Issued 30 days ago with an expiry that has passed since: these read as expired.
     let past: Arc<dyn Clock> = Arc::new(FixedClock::new(now - Duration::days(30)));
-    let then = CouponService::new(
-        store.clone(),
-        store.clone(),
-        store.clone(),
-        past,
-        rng.clone(),
-    );
+    let then = CouponService::new(store.clone(), store.clone(), past, rng.clone());
     then.issue(request(
         3,
         Some(now - Duration::days(1)),
@@ -427,13 +421,7 @@ async fn seed_coupons(
     ))
     .await?;
 
-    let coupons = CouponService::new(
-        store.clone(),
-        store.clone(),
-        store,
-        Arc::new(SystemClock),
-        rng,
-    );
+    let coupons = CouponService::new(store.clone(), store, Arc::new(SystemClock), rng);
     let order = coupons
         .issue(request(
             12,

@@ -188,13 +188,7 @@ impl Application {
                 },
             ),
             catalog: CatalogService::new(store.clone(), store.clone(), clock.clone()),
-            coupons: CouponService::new(
-                store.clone(),
-                store.clone(),
-                store.clone(),
-                clock.clone(),
-                rng.clone(),
-            ),
+            coupons: CouponService::new(store.clone(), store.clone(), clock.clone(), rng.clone()),
             webhooks: WebhookService::new(
                 store.clone(),
                 store.clone(),
@@ -202,8 +196,8 @@ impl Application {
                 clock.clone(),
                 rng.clone(),
                 config.webhook_allow_private,
-                delivery_cursor_key,
             )
+            .with_delivery_cursors(delivery_cursor_key)
             .with_secret_overlap(config.webhook_secret_overlap),
             idempotency: IdempotencyService::new(store.clone(), clock.clone()),
             feed: EventFeed::new(

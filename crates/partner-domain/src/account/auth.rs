@@ -1,5 +1,14 @@
 //! Authentication: from an `Authorization` header value to a [`Principal`], or exactly one
 //! of the contract's failures.
+//!
+//! ```
+//! use partner_domain::account::auth::bearer;
+//!
+//! assert_eq!(bearer(Some(&b"Bearer pk_live_abc"[..])), Some(&b"pk_live_abc"[..]));
+//! assert_eq!(bearer(Some(&b"bearer\tpk_live_abc "[..])), Some(&b"pk_live_abc"[..]));
+//! assert_eq!(bearer(Some(&b"Basic dXNlcg=="[..])), None);
+//! assert_eq!(bearer(None), None);
+//! ```
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -112,6 +121,7 @@ pub enum AuthError {
     /// The partner account is inactive.
     #[error("the partner account is inactive")]
     Forbidden,
+    /// The store failed.
     #[error(transparent)]
     Repo(#[from] RepoError),
 }
@@ -119,6 +129,7 @@ pub enum AuthError {
 /// A successful authentication.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Authenticated {
+    /// Who is calling.
     pub principal: Principal,
     /// Whether `lastUsedAt` is due to be written (it is written at most once a minute, and the
     /// caller does it off the request's critical path with [`AuthService::touch`]).
@@ -133,6 +144,7 @@ pub struct Presented {
 }
 
 impl Presented {
+    /// The token's keyed hash.
     pub fn hash(&self) -> &TokenHash {
         &self.hash
     }
@@ -144,7 +156,9 @@ impl Presented {
 /// Made by [`AuthService::key`].
 #[derive(Debug, Clone, Copy)]
 pub struct TokenKey {
+    /// The presented token's keyed hash.
     pub hash: TokenHash,
+    /// The instant of the read.
     pub now: OffsetDateTime,
 }
 
@@ -200,7 +214,7 @@ pub struct AuthService {
 struct SeenTokens(RwLock<HashMap<[u8; 32], TokenId>>);
 
 /// At most this many hashes are remembered by [`SeenTokens`] (about 5 MB).
-pub const SEEN_TOKENS_MAX: usize = 100_000;
+pub(crate) const SEEN_TOKENS_MAX: usize = 100_000;
 
 impl SeenTokens {
     fn read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<[u8; 32], TokenId>> {
@@ -228,6 +242,7 @@ impl std::fmt::Debug for SeenTokens {
 }
 
 impl AuthService {
+    /// The service over the token store, the pepper (`None`: no token verifies) and the clock.
     pub fn new(
         tokens: Arc<dyn TokenRepo>,
         pepper: Option<TokenPepper>,

@@ -20,8 +20,11 @@ use crate::kernel::values::{CareService, Email, Lang, PartnerId, ValueError};
 /// What a partner's Care Services subscription grants.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CareServicesAccess {
+    /// Whether the subscription is paid up.
     pub subscription_active: bool,
+    /// Whether the operator granted access regardless of the subscription.
     pub manual_override: bool,
+    /// Whether every service is granted (the yearly bundle).
     pub yearly_bundle: bool,
     /// Services granted individually (deduplicated, in the order given).
     pub services: Vec<CareService>,
@@ -47,20 +50,55 @@ pub struct PartnerSettings {
 /// The fields of [`PartnerSettings`] as given, before the rules that span them are checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PartnerSettingsInput {
+    /// The display name.
     pub name: String,
+    /// The contact e-mail.
     pub email: Email,
+    /// Whether the account is active.
     pub active: bool,
+    /// Whether the partner may use the DNA links endpoint.
     pub dna_access: bool,
     /// The partner-level switch for self-hosted intake links.
     pub headless_links: bool,
+    /// The language used when none is asked for (one of `enabled_langs`).
     pub default_lang: Lang,
+    /// The enabled languages.
     pub enabled_langs: Vec<Lang>,
+    /// What the Care Services subscription grants.
     pub care_services: CareServicesAccess,
 }
 
 impl PartnerSettings {
     /// Checks the rules that span fields: a display name of 1-200 characters (trimmed),
     /// `defaultLang` among `enabledLangs`; lists are deduplicated, keeping the first of each.
+    ///
+    /// ```
+    /// use partner_domain::account::{CareServicesAccess, PartnerSettings, PartnerSettingsInput};
+    /// use partner_domain::kernel::values::{Email, Lang};
+    ///
+    /// let input = PartnerSettingsInput {
+    ///     name: "  Acme Health ".into(),
+    ///     email: Email::parse("ops@acme.test")?,
+    ///     active: true,
+    ///     dna_access: false,
+    ///     headless_links: true,
+    ///     default_lang: Lang::Es,
+    ///     enabled_langs: vec![Lang::En, Lang::Es, Lang::En],
+    ///     care_services: CareServicesAccess {
+    ///         subscription_active: true,
+    ///         manual_override: false,
+    ///         yearly_bundle: true,
+    ///         services: Vec::new(),
+    ///     },
+    /// };
+    /// let settings = PartnerSettings::parse(input.clone())?;
+    /// assert_eq!(settings.name(), "Acme Health");
+    /// assert_eq!(settings.enabled_langs(), [Lang::En, Lang::Es]);
+    /// // The default language must be enabled.
+    /// let es_off = PartnerSettingsInput { enabled_langs: vec![Lang::En], ..input };
+    /// assert!(PartnerSettings::parse(es_off).is_err());
+    /// # Ok::<(), partner_domain::kernel::values::ValueError>(())
+    /// ```
     pub fn parse(input: PartnerSettingsInput) -> Result<Self, ValueError> {
         let PartnerSettingsInput {
             name,
@@ -185,21 +223,25 @@ impl Partner {
         }
     }
 
+    /// The partner's attribution code.
     #[must_use]
     pub fn partner_id(&self) -> &PartnerId {
         &self.partner_id
     }
 
+    /// Its operator-managed settings.
     #[must_use]
     pub fn settings(&self) -> &PartnerSettings {
         &self.settings
     }
 
+    /// When it was first stored.
     #[must_use]
     pub fn created_at(&self) -> OffsetDateTime {
         self.created_at
     }
 
+    /// When its settings were last stored.
     #[must_use]
     pub fn updated_at(&self) -> OffsetDateTime {
         self.updated_at
@@ -217,10 +259,12 @@ impl Default for CareFlags {
 }
 
 impl CareFlags {
+    /// Whether the switch of `s` is on.
     pub fn get(&self, s: CareService) -> bool {
         self.0.get(Self::index(s)).copied().unwrap_or(true)
     }
 
+    /// Turns the switch of `s` on or off.
     pub fn set(&mut self, s: CareService, on: bool) {
         if let Some(flag) = self.0.get_mut(Self::index(s)) {
             *flag = on;
@@ -260,16 +304,19 @@ impl PortalUser {
         }
     }
 
+    /// The user's id.
     #[must_use]
     pub fn id(&self) -> UserId {
         self.id
     }
 
+    /// The user's e-mail.
     #[must_use]
     pub fn email(&self) -> &Email {
         &self.email
     }
 
+    /// The partner the user belongs to.
     #[must_use]
     pub fn partner_id(&self) -> &PartnerId {
         &self.partner_id
@@ -281,6 +328,7 @@ impl PortalUser {
         self.admin
     }
 
+    /// When the user was created.
     #[must_use]
     pub fn created_at(&self) -> OffsetDateTime {
         self.created_at
@@ -290,11 +338,17 @@ impl PortalUser {
 /// What is known of a token after creation: never its text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiTokenInfo {
+    /// The token's id.
     pub id: TokenId,
+    /// The first characters of its text, to recognize it by.
     pub token_prefix: String,
+    /// When it was created.
     pub created_at: OffsetDateTime,
+    /// When it expires, if ever.
     pub expires_at: Option<OffsetDateTime>,
+    /// When it was revoked, if it was.
     pub revoked_at: Option<OffsetDateTime>,
+    /// When it was last used (recorded at most once a minute).
     pub last_used_at: Option<OffsetDateTime>,
 }
 
@@ -317,21 +371,25 @@ impl IssuedToken {
         &self.token
     }
 
+    /// The token's id.
     #[must_use]
     pub fn id(&self) -> TokenId {
         self.id
     }
 
+    /// The first characters of its text, to recognize it by.
     #[must_use]
     pub fn token_prefix(&self) -> &str {
         &self.token_prefix
     }
 
+    /// When it was created.
     #[must_use]
     pub fn created_at(&self) -> OffsetDateTime {
         self.created_at
     }
 
+    /// When it expires, if ever.
     #[must_use]
     pub fn expires_at(&self) -> Option<OffsetDateTime> {
         self.expires_at

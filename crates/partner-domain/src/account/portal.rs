@@ -1,6 +1,14 @@
 //! The partner's webhook portal (extensions §10): one-time codes, minted by a partner token and
 //! exchanged once for a portal session, a bearer that may call only the webhook and endpoint
 //! calls of its partner and expires after `PARTNER_PORTAL_SESSION_TTL`.
+//!
+//! ```
+//! use partner_domain::account::portal::PortalTtl;
+//! use partner_domain::time::Duration;
+//!
+//! let ttl = PortalTtl::default();
+//! assert_eq!((ttl.code, ttl.session), (Duration::minutes(10), Duration::hours(1)));
+//! ```
 
 use std::sync::Arc;
 
@@ -16,12 +24,14 @@ use crate::kernel::random::{Random, random_string};
 
 const BASE62: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 /// Base62 characters of a minted code (about 256 bits of entropy).
-pub const CODE_LEN: usize = 43;
+pub(crate) const CODE_LEN: usize = 43;
 
 /// How long codes and sessions live (`PARTNER_PORTAL_CODE_TTL`, `PARTNER_PORTAL_SESSION_TTL`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PortalTtl {
+    /// How long a code may be exchanged.
     pub code: Duration,
+    /// How long a session lasts.
     pub session: Duration,
 }
 
@@ -47,6 +57,7 @@ impl PortalCode {
         &self.code
     }
 
+    /// Until when it may be exchanged.
     pub fn expires_at(&self) -> OffsetDateTime {
         self.expires_at
     }
@@ -68,10 +79,12 @@ pub struct PortalSession {
 }
 
 impl PortalSession {
+    /// The session's bearer token.
     pub fn token(&self) -> &TokenText {
         &self.token
     }
 
+    /// When the session ends.
     pub fn expires_at(&self) -> OffsetDateTime {
         self.expires_at
     }
@@ -83,8 +96,10 @@ pub enum MintCodeError {
     /// A portal session cannot open another portal.
     #[error("a portal session cannot open another portal")]
     FromPortal,
+    /// No pepper is configured.
     #[error("no token pepper is configured, so portal links cannot be issued")]
     KeysUnavailable,
+    /// The store failed.
     #[error(transparent)]
     Repo(#[from] RepoError),
 }
@@ -95,8 +110,10 @@ pub enum ExchangeCodeError {
     /// Unknown, used or expired (one answer for all, so a caller learns nothing about codes).
     #[error("the portal link is invalid, already used or expired; ask for a new one")]
     InvalidCode,
+    /// No pepper is configured.
     #[error("no token pepper is configured, so portal links cannot be used")]
     KeysUnavailable,
+    /// The store failed.
     #[error(transparent)]
     Repo(#[from] RepoError),
 }
@@ -112,6 +129,7 @@ pub struct PortalService {
 }
 
 impl PortalService {
+    /// The service over its port, the pepper (`None`: nothing is minted or exchanged), clock, randomness and lifetimes.
     pub fn new(
         repo: Arc<dyn PortalRepo>,
         pepper: Option<TokenPepper>,

@@ -10,22 +10,32 @@ use crate::account::token::TokenHash;
 use crate::account::{ApiTokenInfo, CareFlags, Partner, PartnerSettings, PortalUser};
 use crate::kernel::error::RepoError;
 use crate::kernel::ids::{TokenId, UserId};
-use crate::kernel::values::{CareService, PartnerId};
+use crate::kernel::values::{CareService, PartnerId, SubId};
 
 /// What the authentication step needs to know about a presented token, in one lookup.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TokenRecord {
+    /// The token's id.
     pub token_id: TokenId,
+    /// Its keyed hash.
     pub hash: TokenHash,
+    /// Its user.
     pub user_id: UserId,
+    /// Whether the user is deleted.
     pub user_deleted: bool,
+    /// The user's partner.
     pub partner_id: PartnerId,
+    /// Whether the partner is active.
     pub partner_active: bool,
     /// Whether the partner may use the DNA links endpoint.
     pub partner_dna_access: bool,
+    /// Whether the user is an admin.
     pub admin: bool,
+    /// When the token expires, if ever.
     pub expires_at: Option<OffsetDateTime>,
+    /// When it was revoked, if it was.
     pub revoked_at: Option<OffsetDateTime>,
+    /// When it was last used.
     pub last_used_at: Option<OffsetDateTime>,
     /// A portal session (extensions §10): it may call only the webhook and endpoint calls.
     pub portal: bool,
@@ -54,10 +64,15 @@ pub trait TokenRepo: Send + Sync {
 /// A token about to be stored: its keyed hash, never its text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewToken {
+    /// The token's id.
     pub id: TokenId,
+    /// The keyed hash of its text.
     pub hash: TokenHash,
+    /// The first characters of its text, to recognize it by.
     pub prefix: String,
+    /// When it was created.
     pub created_at: OffsetDateTime,
+    /// When it expires, if ever.
     pub expires_at: Option<OffsetDateTime>,
 }
 
@@ -66,8 +81,10 @@ pub struct NewToken {
 pub enum RotateOutcome {
     /// The old token is revoked and the new one stored with the old one's expiry.
     Rotated {
+        /// The new token's expiry (the old one's).
         expires_at: Option<OffsetDateTime>,
     },
+    /// No token has that id.
     NotFound,
     /// The old token is revoked, expired, or its user is deleted.
     NotLive,
@@ -117,13 +134,49 @@ pub trait AccountRepo: Send + Sync {
     async fn revoke_token(&self, id: TokenId, now: OffsetDateTime) -> Result<bool, RepoError>;
 }
 
+/// Whether partners and their sub-accounts exist: all that a service which only refers to a
+/// partner needs of the account store ([`crate::coupon::CouponService`], for one), so it does not
+/// depend on the operator's whole [`AccountRepo`]. Another service implements it over its own
+/// copy of the partner directory.
+///
+/// ```
+/// use partner_domain::RepoError;
+/// use partner_domain::account::ports::PartnerDirectory;
+/// use partner_domain::kernel::values::{PartnerId, SubId};
+///
+/// /// A directory held in memory: partners with their sub-account numbers.
+/// #[derive(Debug)]
+/// struct Directory(Vec<(PartnerId, Vec<SubId>)>);
+///
+/// #[async_trait::async_trait]
+/// impl PartnerDirectory for Directory {
+///     async fn partner_exists(&self, id: &PartnerId) -> Result<bool, RepoError> {
+///         Ok(self.0.iter().any(|(p, _)| p == id))
+///     }
+///     async fn sub_account_exists(&self, id: &PartnerId, sub: SubId) -> Result<bool, RepoError> {
+///         Ok(self.0.iter().any(|(p, subs)| p == id && subs.contains(&sub)))
+///     }
+/// }
+/// ```
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+#[async_trait]
+pub trait PartnerDirectory: Send + Sync {
+    /// Whether a partner with this id exists (active or not).
+    async fn partner_exists(&self, id: &PartnerId) -> Result<bool, RepoError>;
+    /// Whether the partner has a sub-account with this `subId`.
+    async fn sub_account_exists(&self, id: &PartnerId, sub: SubId) -> Result<bool, RepoError>;
+}
+
 /// A one-time portal code about to be stored: its keyed hash, never its text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewPortalCode {
+    /// The keyed hash of the code's text.
     pub hash: TokenHash,
     /// The partner token whose holder asked for the code.
     pub minted_by: TokenId,
+    /// When it was minted.
     pub created_at: OffsetDateTime,
+    /// When it expires.
     pub expires_at: OffsetDateTime,
 }
 
@@ -137,6 +190,7 @@ pub struct NewPortalCode {
 #[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
 #[async_trait]
 pub trait PortalRepo: Send + Sync {
+    /// Stores a freshly minted code.
     async fn insert_code(&self, code: &NewPortalCode) -> Result<(), RepoError>;
     /// Spends the code with this hash (unspent and unexpired at `now`) and stores `session`;
     /// the session's expiry as stored, or `None` when no such code or its token is not live.
@@ -148,4 +202,4 @@ pub trait PortalRepo: Send + Sync {
     ) -> Result<Option<OffsetDateTime>, RepoError>;
 }
 
-crate::kernel::debug_port!(TokenRepo, AccountRepo, PortalRepo);
+crate::kernel::debug_port!(TokenRepo, AccountRepo, PartnerDirectory, PortalRepo);

@@ -16,8 +16,10 @@ use crate::kernel::values::{CareService, Email, PartnerId};
 /// Errors of [`AccountService::create_user`].
 #[derive(Debug, thiserror::Error)]
 pub enum CreateUserError {
+    /// No partner has that id.
     #[error("no partner with that partnerId")]
     UnknownPartner,
+    /// The store failed.
     #[error(transparent)]
     Repo(#[from] RepoError),
 }
@@ -25,12 +27,16 @@ pub enum CreateUserError {
 /// Errors of [`AccountService::issue_token`].
 #[derive(Debug, thiserror::Error)]
 pub enum IssueTokenError {
+    /// No user has that id.
     #[error("no such user")]
     UserNotFound,
+    /// `expiresAt` is not in the future.
     #[error("expiresAt must be in the future")]
     ExpiryNotInFuture,
+    /// No pepper is configured.
     #[error("no token pepper is configured, so tokens cannot be issued")]
     KeysUnavailable,
+    /// The store failed.
     #[error(transparent)]
     Repo(#[from] RepoError),
 }
@@ -38,12 +44,16 @@ pub enum IssueTokenError {
 /// Errors of [`AccountService::rotate_token`].
 #[derive(Debug, thiserror::Error)]
 pub enum RotateTokenError {
+    /// No token has that id.
     #[error("no such token")]
     NotFound,
+    /// The token is revoked or expired.
     #[error("the token is revoked or expired; create a new one instead")]
     NotLive,
+    /// No pepper is configured.
     #[error("no token pepper is configured, so tokens cannot be issued")]
     KeysUnavailable,
+    /// The store failed.
     #[error(transparent)]
     Repo(#[from] RepoError),
 }
@@ -51,8 +61,10 @@ pub enum RotateTokenError {
 /// Errors of lookups and deletions that only fail when the record is absent.
 #[derive(Debug, thiserror::Error)]
 pub enum NotFoundOr {
+    /// The record is absent.
     #[error("not found")]
     NotFound,
+    /// The store failed.
     #[error(transparent)]
     Repo(#[from] RepoError),
 }
@@ -67,6 +79,7 @@ pub struct AccountService {
 }
 
 impl AccountService {
+    /// The service over its port, the pepper (`None`: no token is issued), clock and randomness.
     pub fn new(
         repo: Arc<dyn AccountRepo>,
         pepper: Option<TokenPepper>,
@@ -92,10 +105,12 @@ impl AccountService {
             .await
     }
 
+    /// The partner with this id.
     pub async fn partner(&self, id: &PartnerId) -> Result<Partner, NotFoundOr> {
         self.repo.partner(id).await?.ok_or(NotFoundOr::NotFound)
     }
 
+    /// The Care Services switches.
     pub async fn care_flags(&self) -> Result<CareFlags, RepoError> {
         self.repo.care_flags().await
     }
@@ -108,6 +123,7 @@ impl AccountService {
         self.repo.set_care_flags(changes).await
     }
 
+    /// Creates a portal user of an existing partner.
     pub async fn create_user(
         &self,
         email: Email,
@@ -141,6 +157,7 @@ impl AccountService {
         }
     }
 
+    /// Issues an API token to a user (the text is returned once); `expires_at`, if any, must be in the future.
     pub async fn issue_token(
         &self,
         user_id: UserId,
@@ -159,6 +176,7 @@ impl AccountService {
         Ok(issued(token, &new))
     }
 
+    /// The user's tokens, without their text.
     pub async fn tokens(&self, user_id: UserId) -> Result<Vec<ApiTokenInfo>, NotFoundOr> {
         self.repo
             .tokens_of(user_id)

@@ -1,5 +1,18 @@
 //! API token text, minting, the keyed hash that is all the database ever stores, and
 //! constant-time comparison.
+//!
+//! ```
+//! use partner_domain::account::token::{TokenPepper, TokenText};
+//! use partner_domain::SystemRandom;
+//!
+//! let token = TokenText::mint(&SystemRandom::new());
+//! assert!(token.expose().starts_with("pk_live_"));
+//! assert!(TokenText::parse(token.expose()).is_some());
+//! assert!(TokenText::parse("pk_live_short").is_none());
+//! // Only the keyed hash is ever stored; the same pepper gives the same hash.
+//! let pepper = TokenPepper::new(b"a server secret of 32 bytes or more");
+//! assert_eq!(pepper.hash(&token), pepper.hash(&token));
+//! ```
 
 use std::fmt;
 
@@ -9,9 +22,9 @@ use crate::kernel::compare::constant_time_eq;
 use crate::kernel::random::{Random, random_string};
 
 /// The fixed live-token prefix.
-pub const TOKEN_PREFIX: &str = "pk_live_";
+pub(crate) const TOKEN_PREFIX: &str = "pk_live_";
 /// Base62 characters after the prefix in minted tokens (about 256 bits of entropy).
-pub const MINTED_LEN: usize = 43;
+pub(crate) const MINTED_LEN: usize = 43;
 const MIN_SECRET_LEN: usize = 40;
 const MAX_SECRET_LEN: usize = 128;
 const BASE62: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
@@ -24,6 +37,7 @@ const DISPLAY_PREFIX_LEN: usize = TOKEN_PREFIX.len() + 4;
 pub struct TokenText(String);
 
 impl TokenText {
+    /// Text of a token's shape, if it has it.
     pub fn parse(s: &str) -> Option<Self> {
         let rest = s.strip_prefix(TOKEN_PREFIX)?;
         let ok_len = (MIN_SECRET_LEN..=MAX_SECRET_LEN).contains(&rest.len());
@@ -44,7 +58,7 @@ impl TokenText {
     }
 
     /// The non-secret leading part (`pk_live_` + 4 characters) that identifies a token in lists.
-    pub fn display_prefix(&self) -> String {
+    pub(crate) fn display_prefix(&self) -> String {
         self.0.chars().take(DISPLAY_PREFIX_LEN).collect()
     }
 }
@@ -60,6 +74,7 @@ impl fmt::Debug for TokenText {
 pub struct TokenPepper(hmac::Key);
 
 impl TokenPepper {
+    /// The pepper from its secret bytes.
     pub fn new(secret: &[u8]) -> Self {
         Self(hmac::Key::new(hmac::HMAC_SHA256, secret))
     }
@@ -87,7 +102,7 @@ impl TokenPepper {
 impl TokenPepper {
     /// The keyed hash of a portal code (extensions §10), under a label of its own so that no
     /// code ever hashes to an API token's hash.
-    pub fn hash_code(&self, code: &str) -> TokenHash {
+    pub(crate) fn hash_code(&self, code: &str) -> TokenHash {
         let tag = hmac::sign(&self.0, format!("portal-code:{code}").as_bytes());
         let mut out = [0u8; 32];
         out.copy_from_slice(tag.as_ref());
@@ -106,16 +121,18 @@ impl fmt::Debug for TokenPepper {
 pub struct TokenHash([u8; 32]);
 
 impl TokenHash {
+    /// A hash as stored; `None` unless 32 bytes.
     pub fn from_bytes(b: &[u8]) -> Option<Self> {
         <[u8; 32]>::try_from(b).ok().map(Self)
     }
 
+    /// The 32 bytes.
     pub fn as_bytes(&self) -> &[u8] {
         &self.0
     }
 
     /// Constant-time equality, so a comparison never leaks how many leading bytes matched.
-    pub fn ct_eq(&self, other: &TokenHash) -> bool {
+    pub(crate) fn ct_eq(&self, other: &TokenHash) -> bool {
         constant_time_eq(&self.0, &other.0)
     }
 }

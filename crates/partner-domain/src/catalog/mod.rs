@@ -2,6 +2,14 @@
 //! products, Care Services products, and partners' own prices. A product is built only by its
 //! `parse`, when the operator stores it and again when its stored document is read back; links
 //! and the public catalog are built from them in [`crate::links`].
+//!
+//! ```
+//! use partner_domain::catalog::Category;
+//!
+//! assert_eq!(Category::parse("weight-loss"), Some(Category::WeightLoss));
+//! assert_eq!(Category::parse("Weight Loss"), None);
+//! assert!(Category::ALL.iter().all(|c| Category::parse(c.as_str()) == Some(*c)));
+//! ```
 
 pub mod ports;
 
@@ -21,14 +29,20 @@ use crate::kernel::values::{CareService, Lang, Money, ValueError, text};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Category {
+    /// `weight-loss`.
     WeightLoss,
+    /// `mens-health`.
     MensHealth,
+    /// `womens-health`.
     WomensHealth,
+    /// `hair-loss`.
     HairLoss,
+    /// `wellness`.
     Wellness,
 }
 
 impl Category {
+    /// Every category, in the order listings use.
     pub const ALL: [Category; 5] = [
         Self::WeightLoss,
         Self::MensHealth,
@@ -37,6 +51,7 @@ impl Category {
         Self::Wellness,
     ];
 
+    /// The category of its path text (`weight-loss`, …), if any.
     pub fn parse(s: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|c| c.as_str() == s)
     }
@@ -49,6 +64,7 @@ impl Category {
         })
     }
 
+    /// The category's path text.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::WeightLoss => "weight-loss",
@@ -64,12 +80,19 @@ impl Category {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct MedicalTier {
+    /// The tier's key (1-32 of `a-z 0-9 _ -`), unique within the product.
     pub key: String,
+    /// What the tier is called on a link.
     pub label: String,
+    /// The tier's duration in months: 1, 3 or 6, one tier per duration.
     pub months: u8,
+    /// The lowest price a partner may set.
     pub min_price: Money,
+    /// The highest price a partner may set.
     pub max_price: Money,
+    /// The price when the partner sets none.
     pub recommended_price: Money,
+    /// The partner's commission on an order of this tier.
     pub commission: Money,
 }
 
@@ -98,19 +121,31 @@ pub struct MedicalProduct {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct MedicalProductInput {
+    /// The product's id.
     pub id: ProductId,
+    /// Its name (1-200 characters).
     pub name: String,
+    /// The catalog categories it is listed in (no duplicates).
     pub categories: Vec<Category>,
+    /// A description (at most 500 characters).
     pub details: String,
+    /// Its image, an absolute http(s) URL.
     pub image_url: String,
+    /// The id of its image file.
     pub image_file_id: ImageFileId,
+    /// Where the image came from, an absolute http(s) URL.
     pub image_source_url: String,
+    /// Whether the product is offered.
     pub active: bool,
+    /// The provider-hosted intake path (`{legacy_intake_url}/<legacyPath>`).
     pub legacy_path: String,
     /// Set when the product is configured for self-hosted intake.
     pub self_hosted_slug: Option<String>,
+    /// The languages of the self-hosted intake.
     pub self_hosted_langs: Vec<Lang>,
+    /// Free text on suggested prices (at most 200 characters).
     pub suggested_prices: String,
+    /// The price tiers, at least one.
     pub tiers: Vec<MedicalTier>,
 }
 
@@ -143,15 +178,25 @@ pub struct DnaProduct {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DnaProductInput {
+    /// The product's id.
     pub id: ProductId,
+    /// Its name (1-200 characters).
     pub product_name: String,
+    /// A description (at most 2,000 characters).
     pub description: String,
+    /// The intake path of its links (`{legacy_intake_url}/<intakePath>`).
     pub intake_path: String,
+    /// Its image, an absolute http(s) URL.
     pub product_image_url: String,
+    /// The lowest price a partner may set.
     pub minimum_price: Money,
+    /// The price when the partner sets none.
     pub recommended_price: Money,
+    /// The highest price a partner may set.
     pub maximum_price: Money,
+    /// The names of the products it belongs to.
     pub parent_product: Vec<String>,
+    /// Whether the product is offered.
     pub available: bool,
 }
 
@@ -168,10 +213,15 @@ impl TryFrom<DnaProductInput> for DnaProduct {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CareTier {
+    /// The tier's key (1-32 of `a-z 0-9 _ -`), unique within the product.
     pub key: String,
+    /// What the tier is called on a link.
     pub label: String,
+    /// The membership's duration in months: 1, 3, 6 or 12, one tier per duration.
     pub months: u8,
+    /// What the member pays.
     pub user_price: Money,
+    /// The partner's commission on a membership of this tier.
     pub commission: Money,
 }
 
@@ -192,12 +242,19 @@ pub struct CareProduct {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CareProductInput {
+    /// The product's id.
     pub id: ProductId,
+    /// The Care Service it belongs to.
     pub service: CareService,
+    /// The path of its links (`{care_services_url}/<slug>`).
     pub slug: String,
+    /// Its name (1-200 characters).
     pub product_name: String,
+    /// A description (at most 2,000 characters).
     pub description: String,
+    /// Its image, an absolute http(s) URL.
     pub image_url: String,
+    /// The price tiers, at least one.
     pub tiers: Vec<CareTier>,
 }
 
@@ -213,14 +270,17 @@ impl TryFrom<CareProductInput> for CareProduct {
 /// A stored catalog record with its timestamps.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Stored<T> {
+    /// The record.
     pub record: T,
+    /// When it was first stored.
     pub created_at: OffsetDateTime,
+    /// When it was last changed.
     pub updated_at: OffsetDateTime,
 }
 
 /// An absolute http(s) URL of at most 2,048 characters, without spaces or control characters
 /// (the URL parser would quietly percent-encode them). Stored in its normalized form.
-pub fn parse_http_url(s: &str, field: &'static str) -> Result<String, ValueError> {
+pub(crate) fn parse_http_url(s: &str, field: &'static str) -> Result<String, ValueError> {
     let bad = ValueError::invalid(field, "must be an absolute http(s) URL");
     if s.len() > 2048 || s.chars().any(|c| c.is_control() || c.is_whitespace()) {
         return Err(bad);
@@ -232,7 +292,7 @@ pub fn parse_http_url(s: &str, field: &'static str) -> Result<String, ValueError
 }
 
 /// A relative path of 1-8 segments of `A-Z a-z 0-9 _ - .` (no `.` or `..` segments).
-pub fn parse_path(s: &str, field: &'static str) -> Result<String, ValueError> {
+pub(crate) fn parse_path(s: &str, field: &'static str) -> Result<String, ValueError> {
     let s = s.trim_matches('/');
     let ok = !s.is_empty()
         && s.len() <= 200
@@ -256,7 +316,7 @@ pub fn parse_path(s: &str, field: &'static str) -> Result<String, ValueError> {
 }
 
 /// A tier key: 1-32 of `a-z 0-9 _ -`.
-pub fn parse_key(s: &str) -> Result<String, ValueError> {
+pub(crate) fn parse_key(s: &str) -> Result<String, ValueError> {
     let ok = !s.is_empty()
         && s.len() <= 32
         && s.bytes()
@@ -286,66 +346,79 @@ fn unique<T: PartialEq>(
 }
 
 impl MedicalProduct {
+    /// The product's id.
     #[must_use]
     pub fn id(&self) -> ProductId {
         self.id
     }
 
+    /// Its name.
     #[must_use]
     pub fn name(&self) -> &str {
         &self.name
     }
 
+    /// The catalog categories it is listed in.
     #[must_use]
     pub fn categories(&self) -> &[Category] {
         &self.categories
     }
 
+    /// Its description.
     #[must_use]
     pub fn details(&self) -> &str {
         &self.details
     }
 
+    /// Its image URL.
     #[must_use]
     pub fn image_url(&self) -> &str {
         &self.image_url
     }
 
+    /// The id of its image file.
     #[must_use]
     pub fn image_file_id(&self) -> ImageFileId {
         self.image_file_id
     }
 
+    /// Where its image came from.
     #[must_use]
     pub fn image_source_url(&self) -> &str {
         &self.image_source_url
     }
 
+    /// Whether it is offered.
     #[must_use]
     pub fn active(&self) -> bool {
         self.active
     }
 
+    /// Its provider-hosted intake path.
     #[must_use]
     pub fn legacy_path(&self) -> &str {
         &self.legacy_path
     }
 
+    /// Its self-hosted intake slug, when configured for it.
     #[must_use]
     pub fn self_hosted_slug(&self) -> Option<&str> {
         self.self_hosted_slug.as_deref()
     }
 
+    /// The languages of its self-hosted intake.
     #[must_use]
     pub fn self_hosted_langs(&self) -> &[Lang] {
         &self.self_hosted_langs
     }
 
+    /// Free text on suggested prices.
     #[must_use]
     pub fn suggested_prices(&self) -> &str {
         &self.suggested_prices
     }
 
+    /// Its price tiers.
     #[must_use]
     pub fn tiers(&self) -> &[MedicalTier] {
         &self.tiers
@@ -436,7 +509,7 @@ impl MedicalProduct {
     }
 
     /// Checks a partner's tier prices: known keys, each within its tier's min and max.
-    pub fn check_prices(&self, prices: &BTreeMap<String, Money>) -> Result<(), ValueError> {
+    pub(crate) fn check_prices(&self, prices: &BTreeMap<String, Money>) -> Result<(), ValueError> {
         for (key, price) in prices {
             let tier = self
                 .tiers
@@ -458,51 +531,61 @@ impl MedicalProduct {
 }
 
 impl DnaProduct {
+    /// The product's id.
     #[must_use]
     pub fn id(&self) -> ProductId {
         self.id
     }
 
+    /// Its name.
     #[must_use]
     pub fn product_name(&self) -> &str {
         &self.product_name
     }
 
+    /// Its description.
     #[must_use]
     pub fn description(&self) -> &str {
         &self.description
     }
 
+    /// The intake path of its links.
     #[must_use]
     pub fn intake_path(&self) -> &str {
         &self.intake_path
     }
 
+    /// Its image URL.
     #[must_use]
     pub fn product_image_url(&self) -> &str {
         &self.product_image_url
     }
 
+    /// The lowest price a partner may set.
     #[must_use]
     pub fn minimum_price(&self) -> Money {
         self.minimum_price
     }
 
+    /// The price when the partner sets none.
     #[must_use]
     pub fn recommended_price(&self) -> Money {
         self.recommended_price
     }
 
+    /// The highest price a partner may set.
     #[must_use]
     pub fn maximum_price(&self) -> Money {
         self.maximum_price
     }
 
+    /// The names of the products it belongs to.
     #[must_use]
     pub fn parent_product(&self) -> &[String] {
         &self.parent_product
     }
 
+    /// Whether it is offered.
     #[must_use]
     pub fn available(&self) -> bool {
         self.available
@@ -558,7 +641,7 @@ impl DnaProduct {
     }
 
     /// Checks a partner's price: within the product's minimum and maximum.
-    pub fn check_price(&self, price: Money) -> Result<(), ValueError> {
+    pub(crate) fn check_price(&self, price: Money) -> Result<(), ValueError> {
         if price < self.minimum_price || price > self.maximum_price {
             return Err(ValueError::invalid(
                 "userSetPrice",
@@ -570,36 +653,43 @@ impl DnaProduct {
 }
 
 impl CareProduct {
+    /// The product's id.
     #[must_use]
     pub fn id(&self) -> ProductId {
         self.id
     }
 
+    /// The Care Service it belongs to.
     #[must_use]
     pub fn service(&self) -> CareService {
         self.service
     }
 
+    /// The path of its links.
     #[must_use]
     pub fn slug(&self) -> &str {
         &self.slug
     }
 
+    /// Its name.
     #[must_use]
     pub fn product_name(&self) -> &str {
         &self.product_name
     }
 
+    /// Its description.
     #[must_use]
     pub fn description(&self) -> &str {
         &self.description
     }
 
+    /// Its image URL.
     #[must_use]
     pub fn image_url(&self) -> &str {
         &self.image_url
     }
 
+    /// Its price tiers.
     #[must_use]
     pub fn tiers(&self) -> &[CareTier] {
         &self.tiers

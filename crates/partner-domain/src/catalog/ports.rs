@@ -1,4 +1,18 @@
 //! The catalog aggregate's port.
+//!
+//! With the `mocks` feature, a mock stands in for the store:
+//!
+//! ```
+//! # #[cfg(feature = "mocks")] {
+//! use std::sync::Arc;
+//! use partner_domain::catalog::ports::{CatalogRepo, MockCatalogRepo};
+//!
+//! let mut repo = MockCatalogRepo::new();
+//! repo.expect_medical_products().returning(|| Ok(Vec::new()));
+//! let repo: Arc<dyn CatalogRepo> = Arc::new(repo);
+//! # let _ = repo;
+//! # }
+//! ```
 
 use std::collections::BTreeMap;
 
@@ -24,6 +38,7 @@ pub trait CatalogRepo: Send + Sync {
     ) -> Result<(Stored<MedicalProduct>, bool), RepoError>;
     /// Every medical product (active or not), in no particular order.
     async fn medical_products(&self) -> Result<Vec<MedicalProduct>, RepoError>;
+    /// One medical product, if stored.
     async fn medical_product(&self, id: ProductId) -> Result<Option<MedicalProduct>, RepoError>;
     /// Replaces the partner's prices for one product.
     async fn put_medical_prices(
@@ -38,6 +53,7 @@ pub trait CatalogRepo: Send + Sync {
         &self,
         partner: &PartnerId,
     ) -> Result<BTreeMap<ProductId, BTreeMap<String, Money>>, RepoError>;
+    /// Inserts or replaces a DNA product; `true` when inserted.
     async fn put_dna(
         &self,
         p: &DnaProduct,
@@ -45,7 +61,9 @@ pub trait CatalogRepo: Send + Sync {
     ) -> Result<(Stored<DnaProduct>, bool), RepoError>;
     /// Every DNA product, in no particular order.
     async fn dna_products(&self) -> Result<Vec<DnaProduct>, RepoError>;
+    /// One DNA product, if stored.
     async fn dna_product(&self, id: ProductId) -> Result<Option<DnaProduct>, RepoError>;
+    /// Sets the partner's price of one DNA product.
     async fn put_dna_price(
         &self,
         partner: &PartnerId,
@@ -53,10 +71,12 @@ pub trait CatalogRepo: Send + Sync {
         price: Money,
         now: OffsetDateTime,
     ) -> Result<(), RepoError>;
+    /// The partner's DNA prices, by product.
     async fn dna_prices(
         &self,
         partner: &PartnerId,
     ) -> Result<BTreeMap<ProductId, Money>, RepoError>;
+    /// Inserts or replaces a Care Services product; `true` when inserted.
     async fn put_care(
         &self,
         p: &CareProduct,

@@ -17,12 +17,16 @@ use crate::kernel::values::{Money, PartnerId, ValueError};
 /// Errors of the partner price calls of [`CatalogService`].
 #[derive(Debug, thiserror::Error)]
 pub enum PutPriceError {
+    /// No partner has that id.
     #[error("no partner with that partnerId")]
     UnknownPartner,
+    /// No product has that id.
     #[error("no product with that id")]
     UnknownProduct,
+    /// A price breaks the product's rules.
     #[error(transparent)]
     Invalid(#[from] ValueError),
+    /// The store failed.
     #[error(transparent)]
     Repo(#[from] RepoError),
 }
@@ -36,6 +40,7 @@ pub struct CatalogService {
 }
 
 impl CatalogService {
+    /// The service over its ports and clock.
     pub fn new(
         repo: Arc<dyn CatalogRepo>,
         accounts: Arc<dyn AccountRepo>,
@@ -48,6 +53,7 @@ impl CatalogService {
         }
     }
 
+    /// Checks ([`MedicalProduct::parse`]) and stores a medical product; `true` when inserted.
     pub async fn put_medical(
         &self,
         p: MedicalProductInput,
@@ -56,6 +62,7 @@ impl CatalogService {
         Ok(self.repo.put_medical(&p, self.clock.now()).await?)
     }
 
+    /// Checks ([`DnaProduct::parse`]) and stores a DNA product; `true` when inserted.
     pub async fn put_dna(
         &self,
         p: DnaProductInput,
@@ -64,6 +71,7 @@ impl CatalogService {
         Ok(self.repo.put_dna(&p, self.clock.now()).await?)
     }
 
+    /// Checks ([`CareProduct::parse`]) and stores a Care Services product; `true` when inserted.
     pub async fn put_care(
         &self,
         p: CareProductInput,
@@ -272,7 +280,7 @@ mod tests {
         assert!(matches!(r, Err(PutPriceError::Invalid(_))), "{r:?}");
     }
 
-    fn prices(cents: i64) -> BTreeMap<String, Money> {
+    fn prices(cents: u32) -> BTreeMap<String, Money> {
         BTreeMap::from([("m1".to_owned(), Money::from_cents(cents))])
     }
 

@@ -62,6 +62,7 @@ impl CouponCode {
         .then_some(Self(s))
     }
 
+    /// The code's 12 characters.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -76,17 +77,26 @@ impl Serialize for CouponCode {
 /// The Care Services products a coupon can be for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ProductSlug {
+    /// `urgent-care`.
     UrgentCare,
+    /// `urgent-plus`.
     UrgentPlus,
+    /// `primary`.
     Primary,
+    /// `primary-plus`.
     PrimaryPlus,
+    /// `vet-care`.
     VetCare,
+    /// `behavior`.
     Behavior,
+    /// `primary-family-plan`.
     PrimaryFamilyPlan,
+    /// `primary-family-plan-and-discount-program`.
     PrimaryFamilyPlanAndDiscountProgram,
 }
 
 impl ProductSlug {
+    /// Every product, in the contract's order.
     pub const ALL: [ProductSlug; 8] = [
         Self::UrgentCare,
         Self::UrgentPlus,
@@ -98,6 +108,7 @@ impl ProductSlug {
         Self::PrimaryFamilyPlanAndDiscountProgram,
     ];
 
+    /// The product with this slug, exactly.
     pub fn parse(s: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|p| p.as_str() == s)
     }
@@ -111,6 +122,7 @@ impl ProductSlug {
         ))
     }
 
+    /// The slug on the wire.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::UrgentCare => "urgent-care",
@@ -144,7 +156,6 @@ impl Serialize for ProductSlug {
     }
 }
 
-/// Membership durations a coupon can be locked to.
 /// A bulk order's `quantity`: 1 to [`MAX_QUANTITY`], or
 /// `quantity must be an integer from 1 to 10000`.
 pub fn parse_quantity(n: i64) -> Result<u32, ValueError> {
@@ -157,6 +168,8 @@ pub fn parse_quantity(n: i64) -> Result<u32, ValueError> {
         ))
 }
 
+/// A coupon's `months`: 1, 3, 6 or 12 ([`COUPON_MONTHS`]), or `months is invalid: must be 1, 3, 6
+/// or 12`.
 pub fn parse_months(n: i64) -> Result<u8, ValueError> {
     match n {
         1 | 3 | 6 | 12 => Ok(n as u8),
@@ -167,19 +180,26 @@ pub fn parse_months(n: i64) -> Result<u8, ValueError> {
 /// What partners see. `Expired` is never stored: it is an `active` coupon past `expiresAt`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum CouponStatus {
+    /// Can be redeemed or voided.
     Active,
+    /// Redeemed (it has a [`Redemption`]).
     Redeemed,
+    /// Voided by the operator.
     Void,
+    /// Active, but past its `expiresAt` (never stored).
     Expired,
 }
 
 impl CouponStatus {
+    /// Every status, in the contract's order.
     pub const ALL: [CouponStatus; 4] = [Self::Active, Self::Redeemed, Self::Void, Self::Expired];
 
+    /// The status with this name, exactly.
     pub fn parse(s: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|c| c.as_str() == s)
     }
 
+    /// The name on the wire.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Active => "active",
@@ -214,12 +234,16 @@ impl Serialize for CouponStatus {
 /// The states a coupon is stored in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StoredStatus {
+    /// Can be redeemed or voided (or has expired: [`Coupon::status_at`] says).
     Active,
+    /// Redeemed.
     Redeemed,
+    /// Voided.
     Void,
 }
 
 impl StoredStatus {
+    /// The stored status with this name, exactly.
     pub fn parse(s: &str) -> Option<Self> {
         match s {
             "active" => Some(Self::Active),
@@ -229,6 +253,7 @@ impl StoredStatus {
         }
     }
 
+    /// The name in storage.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Active => "active",
@@ -241,8 +266,11 @@ impl StoredStatus {
 /// Who redeemed a coupon.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Redemption {
+    /// When it was redeemed.
     pub at: OffsetDateTime,
+    /// The patient's e-mail.
     pub email: String,
+    /// The patient's id at the care provider.
     pub provider_primary_external_id: String,
 }
 
@@ -270,33 +298,51 @@ pub struct Coupon {
 /// A stored coupon's fields, for [`Coupon::new`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CouponParts {
+    /// The coupon's id.
     pub id: CouponId,
+    /// Its code.
     pub code: CouponCode,
+    /// The partner it was issued for.
     pub partner_id: PartnerId,
+    /// The sub-account it was issued for, if any.
     pub sub_id: Option<SubId>,
+    /// The product it is locked to.
     pub product_slug: ProductSlug,
+    /// The duration it is locked to: 1, 3, 6 or 12 months.
     pub months: u8,
+    /// The stored status.
     pub status: StoredStatus,
+    /// When it expires, if ever.
     pub expires_at: Option<OffsetDateTime>,
     /// Present exactly when `status` is `Redeemed` (a CHECK constraint of the table).
     pub redemption: Option<Redemption>,
+    /// The bulk order it was issued in.
     pub bulk_order_id: BulkOrderId,
+    /// Who bought it (an e-mail address).
     pub purchaser_email: String,
+    /// Where the purchase came from.
     pub purchaser_source: String,
+    /// The price of one code, in cents (not negative).
     pub unit_price_cents: i64,
+    /// The operator's notes.
     pub notes: Option<String>,
+    /// When it was issued.
     pub created_at: OffsetDateTime,
 }
 
 /// Why [`Coupon::new`] refuses its parts: a state the contract rules out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum CouponError {
+    /// Months other than 1, 3, 6 or 12.
     #[error("months must be 1, 3, 6 or 12")]
     Months,
+    /// A redemption without the `redeemed` status, or the reverse.
     #[error("a coupon has a redemption exactly when it is redeemed")]
     Redemption,
+    /// A negative unit price.
     #[error("the unit price must not be negative")]
     NegativePrice,
+    /// A purchaser e-mail that is not an e-mail address.
     #[error("the purchaser e-mail is not an e-mail address")]
     PurchaserEmail,
 }
@@ -316,10 +362,54 @@ pub enum RedeemRefusal {
 }
 
 impl Coupon {
-    /// A coupon as stored or minted.
     /// A coupon as stored or minted; refuses a state the contract rules out ([`CouponError`]):
     /// months other than 1, 3, 6 or 12, a redemption without the `redeemed` status or the
     /// reverse, a negative price, a purchaser e-mail that is not one.
+    ///
+    /// ```
+    /// use partner_domain::coupon::{
+    ///     Coupon, CouponCode, CouponError, CouponId, CouponParts, CouponStatus, ProductSlug,
+    ///     RedeemRefusal, StoredStatus,
+    /// };
+    /// use partner_domain::kernel::ids::BulkOrderId;
+    /// use partner_domain::kernel::values::PartnerId;
+    /// use time::macros::datetime;
+    ///
+    /// let now = datetime!(2026-11-23 12:00 UTC);
+    /// let parts = CouponParts {
+    ///     id: CouponId::from_uuid(uuid::Uuid::nil()),
+    ///     code: CouponCode::normalize("abcd-efgh-1234").expect("a code"),
+    ///     partner_id: PartnerId::parse("acme")?,
+    ///     sub_id: None,
+    ///     product_slug: ProductSlug::Primary,
+    ///     months: 12,
+    ///     status: StoredStatus::Active,
+    ///     expires_at: Some(datetime!(2027-01-01 0:00 UTC)),
+    ///     redemption: None,
+    ///     bulk_order_id: BulkOrderId::from_uuid(uuid::Uuid::nil()),
+    ///     purchaser_email: "hr@employer.test".into(),
+    ///     purchaser_source: "benefits".into(),
+    ///     unit_price_cents: 9_900,
+    ///     notes: None,
+    ///     created_at: now,
+    /// };
+    /// let coupon = Coupon::new(parts.clone())?;
+    /// assert_eq!(coupon.can_redeem(ProductSlug::Primary, 12, now), Ok(()));
+    /// assert_eq!(
+    ///     coupon.can_redeem(ProductSlug::Primary, 6, now),
+    ///     Err(RedeemRefusal::Mismatch)
+    /// );
+    /// assert_eq!(
+    ///     coupon.status_at(datetime!(2027-01-01 0:00 UTC)),
+    ///     CouponStatus::Expired
+    /// );
+    /// // No coupon for 7 months.
+    /// assert_eq!(
+    ///     Coupon::new(CouponParts { months: 7, ..parts }),
+    ///     Err(CouponError::Months)
+    /// );
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn new(parts: CouponParts) -> Result<Self, CouponError> {
         if !COUPON_MONTHS.contains(&parts.months) {
             return Err(CouponError::Months);
@@ -369,66 +459,79 @@ impl Coupon {
         })
     }
 
+    /// The coupon's id.
     #[must_use]
     pub fn id(&self) -> CouponId {
         self.id
     }
 
+    /// Its code.
     #[must_use]
     pub fn code(&self) -> &CouponCode {
         &self.code
     }
 
+    /// The partner it was issued for.
     #[must_use]
     pub fn partner_id(&self) -> &PartnerId {
         &self.partner_id
     }
 
+    /// The sub-account it was issued for, if any.
     #[must_use]
     pub fn sub_id(&self) -> Option<SubId> {
         self.sub_id
     }
 
+    /// The product it is locked to.
     #[must_use]
     pub fn product_slug(&self) -> ProductSlug {
         self.product_slug
     }
 
+    /// The duration it is locked to, in months.
     #[must_use]
     pub fn months(&self) -> u8 {
         self.months
     }
 
+    /// When it expires, if ever.
     #[must_use]
     pub fn expires_at(&self) -> Option<OffsetDateTime> {
         self.expires_at
     }
 
+    /// The bulk order it was issued in.
     #[must_use]
     pub fn bulk_order_id(&self) -> BulkOrderId {
         self.bulk_order_id
     }
 
+    /// Who bought it.
     #[must_use]
     pub fn purchaser_email(&self) -> &str {
         &self.purchaser_email
     }
 
+    /// Where the purchase came from.
     #[must_use]
     pub fn purchaser_source(&self) -> &str {
         &self.purchaser_source
     }
 
+    /// The price of one code, in cents.
     #[must_use]
     pub fn unit_price_cents(&self) -> i64 {
         self.unit_price_cents
     }
 
+    /// The operator's notes.
     #[must_use]
     pub fn notes(&self) -> Option<&str> {
         self.notes.as_deref()
     }
 
+    /// When it was issued.
     #[must_use]
     pub fn created_at(&self) -> OffsetDateTime {
         self.created_at
@@ -495,8 +598,10 @@ pub fn listing_scope(caller: &Principal, requested: Option<&str>) -> Result<Part
 /// Errors of [`listing_scope`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum ScopeError {
+    /// The requested `partner_id` is not a partnerId (400).
     #[error("partner_id is malformed")]
     Malformed,
+    /// A non-admin token named another partner (403).
     #[error("only admin tokens may list another partner's coupons")]
     Forbidden,
 }
@@ -504,11 +609,15 @@ pub enum ScopeError {
 /// A listing request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CouponQuery {
+    /// Whose coupons.
     pub partner: PartnerId,
     /// Empty: every status.
     pub statuses: Vec<CouponStatus>,
+    /// Only coupons for this product, if set.
     pub product_slug: Option<ProductSlug>,
+    /// At most this many.
     pub limit: u16,
+    /// After skipping this many.
     pub offset: u64,
 }
 
@@ -517,18 +626,24 @@ pub struct CouponQuery {
 /// its own partner).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CouponFilter {
+    /// The partner named by `partner_id`, if any.
     pub requested: Option<PartnerId>,
     /// Empty: every status.
     pub statuses: Vec<CouponStatus>,
+    /// Only coupons for this product, if set.
     pub product_slug: Option<ProductSlug>,
+    /// At most this many.
     pub limit: u16,
+    /// After skipping this many.
     pub offset: u64,
 }
 
 /// One page of a listing, with the count of all matching coupons.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CouponPage {
+    /// The page's coupons.
     pub items: Vec<Coupon>,
+    /// How many coupons match in all.
     pub total: u64,
     /// The instant the page was read at: the coupons' statuses are theirs at this instant.
     pub at: OffsetDateTime,
@@ -538,7 +653,9 @@ pub struct CouponPage {
 /// its expiry is expired).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CouponAt {
+    /// The coupon.
     pub coupon: Coupon,
+    /// The instant its status is read at.
     pub at: OffsetDateTime,
 }
 
@@ -553,15 +670,25 @@ impl CouponAt {
 /// A bulk order as the operator places it, already parsed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BulkOrderRequest {
+    /// The partner the codes are for.
     pub partner_id: PartnerId,
+    /// The sub-account they are for, if any.
     pub sub_id: Option<SubId>,
+    /// The product they are locked to.
     pub product_slug: ProductSlug,
+    /// The duration they are locked to (1, 3, 6 or 12).
     pub months: u8,
+    /// How many codes (1 to [`MAX_QUANTITY`]).
     pub quantity: u32,
+    /// The price of one code, in cents (not negative).
     pub unit_price_cents: i64,
+    /// Who bought them.
     pub purchaser_email: Email,
+    /// Where the purchase came from.
     pub purchaser_source: String,
+    /// When they expire, if ever (in the future).
     pub expires_at: Option<OffsetDateTime>,
+    /// The operator's notes.
     pub notes: Option<String>,
 }
 

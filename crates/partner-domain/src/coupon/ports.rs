@@ -11,6 +11,7 @@ use crate::kernel::ids::CouponId;
 /// How a write that must be unique ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CouponWrite {
+    /// Written.
     Done,
     /// A code already exists; nothing was written.
     CodeCollision,

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use time::OffsetDateTime;
 
 use crate::account::auth::{Sealed, TokenKey};
-use crate::account::ports::AccountRepo;
+use crate::account::ports::PartnerDirectory;
 use crate::coupon::ports::{CouponRepo, CouponWrite};
 use crate::coupon::{
     BulkOrderRequest, Coupon, CouponAt, CouponCode, CouponFilter, CouponPage, CouponParts,
@@ -16,20 +16,23 @@ use crate::kernel::error::RepoError;
 use crate::kernel::ids::{BulkOrderId, CouponId};
 use crate::kernel::random::Random;
 use crate::kernel::values::Email;
-use crate::sub_account::ports::SubAccountRepo;
 
 /// Errors of [`CouponService::issue`].
 #[derive(Debug, thiserror::Error)]
 pub enum IssueError {
+    /// No partner has that `partnerId` (404).
     #[error("no partner with that partnerId")]
     UnknownPartner,
+    /// The partner has no sub-account with that `subId` (400).
     #[error("subAccountId must be an existing sub-account of the partner")]
     UnknownSubAccount,
+    /// `expiresAt` is not in the future (400).
     #[error("expiresAt must be in the future")]
     ExpiryPast,
     /// A coupon the request would mint breaks a rule of [`Coupon::new`].
     #[error(transparent)]
     Invalid(#[from] super::CouponError),
+    /// The store failed.
     #[error(transparent)]
     Repo(#[from] RepoError),
 }
@@ -37,10 +40,13 @@ pub enum IssueError {
 /// Errors of [`CouponService::redeem`] and [`CouponService::void`].
 #[derive(Debug, thiserror::Error)]
 pub enum TransitionError {
+    /// No coupon has that code or id (404).
     #[error("no such coupon")]
     NotFound,
+    /// The coupon cannot make the transition (409 when not active, 400 on a mismatch).
     #[error(transparent)]
     Refused(RedeemRefusal),
+    /// The store failed.
     #[error(transparent)]
     Repo(#[from] RepoError),
 }
@@ -48,34 +54,86 @@ pub enum TransitionError {
 /// The issued bulk order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BulkOrder {
+    /// The bulk order's id, shared by its coupons.
     pub bulk_order_id: BulkOrderId,
+    /// The coupons issued, all active.
     pub coupons: Vec<Coupon>,
     /// When they were issued (their statuses are theirs at this instant).
     pub at: OffsetDateTime,
 }
 
 /// Coupon issuance, redemption, voiding and listing.
+///
+/// Built over its own store ([`CouponRepo`]), a [`PartnerDirectory`] (does the partner, and
+/// the sub-account, exist), a [`Clock`] and a [`Random`]: with the `mocks` feature another
+/// service tests its rules over `MockCouponRepo`, `MockPartnerDirectory`, a [`FixedClock`] and
+/// a `SeededRandom`.
+///
+/// ```
+/// # #[cfg(feature = "mocks")] {
+/// use std::sync::Arc;
+/// use futures_util::FutureExt;
+/// use partner_domain::account::ports::MockPartnerDirectory;
+/// use partner_domain::coupon::ports::{CouponWrite, MockCouponRepo};
+/// use partner_domain::coupon::{BulkOrderRequest, CouponService, CouponStatus, ProductSlug};
+/// use partner_domain::kernel::clock::FixedClock;
+/// use partner_domain::kernel::random::SeededRandom;
+/// use partner_domain::kernel::values::{Email, PartnerId};
+/// use time::macros::datetime;
+///
+/// let now = datetime!(2026-11-23 12:00 UTC);
+/// let mut directory = MockPartnerDirectory::new();
+/// directory.expect_partner_exists().returning(|_| Ok(true));
+/// let mut repo = MockCouponRepo::new();
+/// repo.expect_insert_bulk().returning(|_| Ok(CouponWrite::Done));
+/// let coupons = CouponService::new(
+///     Arc::new(repo),
+///     Arc::new(directory),
+///     Arc::new(FixedClock::new(now)),
+///     Arc::new(SeededRandom::new(7)),
+/// );
+/// let order = coupons
+///     .issue(BulkOrderRequest {
+///         partner_id: PartnerId::parse("acme").unwrap(),
+///         sub_id: None,
+///         product_slug: ProductSlug::Primary,
+///         months: 12,
+///         quantity: 3,
+///         unit_price_cents: 9_900,
+///         purchaser_email: Email::parse("hr@employer.test").unwrap(),
+///         purchaser_source: "benefits".into(),
+///         expires_at: None,
+///         notes: None,
+///     })
+///     .now_or_never()
+///     .expect("the mocks answer at once")
+///     .unwrap();
+/// assert_eq!(order.coupons.len(), 3);
+/// assert!(order.coupons.iter().all(|c| c.status_at(now) == CouponStatus::Active));
+/// # }
+/// ```
+///
+/// [`FixedClock`]: crate::kernel::clock::FixedClock
 #[derive(Debug, Clone)]
 pub struct CouponService {
     repo: Arc<dyn CouponRepo>,
-    accounts: Arc<dyn AccountRepo>,
-    subs: Arc<dyn SubAccountRepo>,
+    directory: Arc<dyn PartnerDirectory>,
     clock: Arc<dyn Clock>,
     rng: Arc<dyn Random>,
 }
 
 impl CouponService {
+    /// The service over its store, the partner directory, the clock and the randomness codes
+    /// and ids are drawn from.
     pub fn new(
         repo: Arc<dyn CouponRepo>,
-        accounts: Arc<dyn AccountRepo>,
-        subs: Arc<dyn SubAccountRepo>,
+        directory: Arc<dyn PartnerDirectory>,
         clock: Arc<dyn Clock>,
         rng: Arc<dyn Random>,
     ) -> Self {
         Self {
             repo,
-            accounts,
-            subs,
+            directory,
             clock,
             rng,
         }
@@ -88,11 +146,14 @@ impl CouponService {
         if req.expires_at.is_some_and(|e| e <= now) {
             return Err(IssueError::ExpiryPast);
         }
-        if self.accounts.partner(&req.partner_id).await?.is_none() {
+        if !self.directory.partner_exists(&req.partner_id).await? {
             return Err(IssueError::UnknownPartner);
         }
         if let Some(s) = req.sub_id
-            && !self.subs.exists(&req.partner_id, s).await?
+            && !self
+                .directory
+                .sub_account_exists(&req.partner_id, s)
+                .await?
         {
             return Err(IssueError::UnknownSubAccount);
         }
@@ -174,6 +235,8 @@ impl CouponService {
         }
     }
 
+    /// Voids the coupon with this id at the clock's instant: of concurrent attempts, exactly one
+    /// succeeds.
     pub async fn void(&self, id: CouponId) -> Result<CouponAt, TransitionError> {
         let now = self.clock.now();
         match self.repo.void(id, now).await? {
@@ -225,6 +288,7 @@ impl CouponService {
             }))
     }
 
+    /// The clock's instant.
     pub fn now(&self) -> OffsetDateTime {
         self.clock.now()
     }
@@ -236,14 +300,12 @@ impl CouponService {
 mod tests {
     use super::*;
     use crate::account::auth::Principal;
-    use crate::account::ports::MockAccountRepo;
-    use crate::account::{CareServicesAccess, Partner, PartnerSettings, PartnerSettingsInput};
+    use crate::account::ports::MockPartnerDirectory;
     use crate::coupon::ports::MockCouponRepo;
     use crate::coupon::{CouponStatus, listing_scope};
     use crate::kernel::clock::FixedClock;
     use crate::kernel::random::SystemRandom;
-    use crate::kernel::values::{Lang, PartnerId, SubId};
-    use crate::sub_account::ports::MockSubAccountRepo;
+    use crate::kernel::values::{PartnerId, SubId};
     use futures_util::FutureExt;
     use time::macros::datetime;
     use uuid::Uuid;
@@ -254,49 +316,27 @@ mod tests {
         PartnerId::parse("acme").expect("id")
     }
 
-    fn partner() -> Partner {
-        let settings = PartnerSettings::parse(PartnerSettingsInput {
-            name: "Acme".into(),
-            email: Email::parse("ops@acme.test").expect("email"),
-            active: true,
-            dna_access: false,
-            headless_links: false,
-            default_lang: Lang::En,
-            enabled_langs: vec![Lang::En],
-            care_services: CareServicesAccess {
-                subscription_active: true,
-                manual_override: false,
-                yearly_bundle: false,
-                services: Vec::new(),
-            },
-        })
-        .expect("settings");
-        Partner::new(acme(), settings, NOW, NOW)
-    }
-
     struct Ports {
         repo: MockCouponRepo,
-        accounts: MockAccountRepo,
-        subs: MockSubAccountRepo,
+        directory: MockPartnerDirectory,
     }
 
     impl Ports {
         fn new() -> Self {
             Self {
                 repo: MockCouponRepo::new(),
-                accounts: MockAccountRepo::new(),
-                subs: MockSubAccountRepo::new(),
+                directory: MockPartnerDirectory::new(),
             }
         }
 
         /// `acme` exists, with sub-account 7 only.
         fn acme() -> Self {
             let mut p = Self::new();
-            p.accounts
-                .expect_partner()
-                .returning(|id| Ok((*id == acme()).then(partner)));
-            p.subs
-                .expect_exists()
+            p.directory
+                .expect_partner_exists()
+                .returning(|id| Ok(*id == acme()));
+            p.directory
+                .expect_sub_account_exists()
                 .returning(|_, s| Ok(s == SubId::new(7).expect("7")));
             p
         }
@@ -304,8 +344,7 @@ mod tests {
         fn service(self) -> CouponService {
             CouponService::new(
                 Arc::new(self.repo),
-                Arc::new(self.accounts),
-                Arc::new(self.subs),
+                Arc::new(self.directory),
                 Arc::new(FixedClock::new(NOW)),
                 Arc::new(SystemRandom::new()),
             )
@@ -403,7 +442,7 @@ mod tests {
     fn issuing_is_refused_before_storage_in_the_contracts_order() {
         // A past expiry: nothing is read.
         let mut ports = Ports::new();
-        ports.accounts.expect_partner().never();
+        ports.directory.expect_partner_exists().never();
         ports.repo.expect_insert_bulk().never();
         let mut past = request(1);
         past.expires_at = Some(NOW);

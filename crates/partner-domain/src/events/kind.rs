@@ -1,4 +1,23 @@
-//! The one declaration of the event kinds.
+//! The one declaration of the event kinds, and the two sets of them the contract uses:
+//!
+//! - [`EventKind::SUBSCRIBABLE`]: the four kinds of the spec's webhook section (`lead.created`,
+//!   `lead.enriched`, `order.created`, `payout.created`). An endpoint's `events` is a subset of
+//!   them, and so is the events feed's `types` (extensions §8.1: "`ping` is never in it").
+//! - [`EventKind::DELIVERED`]: every kind a delivery may carry, the four and `ping`, the test
+//!   delivery a partner asks for (extensions §1: "`ping` is never sent unless asked for"); the
+//!   delivery log's `event` filter takes any of them.
+//!
+//! There is deliberately no `ALL`: which set a caller means is always one of these two.
+//!
+//! ```
+//! use partner_domain::events::EventKind;
+//!
+//! assert_eq!(EventKind::parse("order.created"), Some(EventKind::OrderCreated));
+//! assert_eq!(EventKind::parse("ping"), None, "no endpoint subscribes to ping");
+//! assert_eq!(EventKind::parse_delivered("ping"), Some(EventKind::Ping));
+//! assert!(!EventKind::SUBSCRIBABLE.contains(&EventKind::Ping));
+//! assert!(EventKind::DELIVERED.contains(&EventKind::Ping));
+//! ```
 
 use serde::{Serialize, Serializer};
 
@@ -11,7 +30,7 @@ macro_rules! or_list {
 
 /// Declares [`EventKind`] and everything that lists its kinds: the kinds an endpoint subscribes
 /// to, then (after `;`) the kinds only ever delivered on request. Each kind is written here once,
-/// with its wire name; [`EventKind::ALL`], [`EventKind::DELIVERED`], [`EventKind::as_str`], the
+/// with its wire name; [`EventKind::SUBSCRIBABLE`], [`EventKind::DELIVERED`], [`EventKind::as_str`], the
 /// parsers and the lists the error messages and the OpenAPI document show all come from it.
 macro_rules! event_kinds {
     (
@@ -28,15 +47,17 @@ macro_rules! event_kinds {
         }
 
         impl EventKind {
-            /// The kinds an endpoint may subscribe to, in the order the contract lists them.
-            pub const ALL: [EventKind; [$($name),+].len()] = [$(Self::$kind),+];
+            /// The kinds an endpoint may subscribe to (and the events feed lists), in the order
+            /// the contract lists them; never `ping`.
+            pub const SUBSCRIBABLE: [EventKind; [$($name),+].len()] = [$(Self::$kind),+];
 
-            /// Every kind a delivery may carry: [`Self::ALL`], then the kinds sent on request.
+            /// Every kind a delivery may carry: [`Self::SUBSCRIBABLE`], then the kinds sent only
+            /// on request (`ping`).
             pub const DELIVERED: [EventKind; [$($name,)+ $($oname),*].len()] =
                 [$(Self::$kind,)+ $(Self::$other,)*];
 
-            /// The names of [`Self::ALL`], as a message lists them (`a, b or c`).
-            pub const ALL_NAMES: &'static str = or_list!($($name),+);
+            /// The names of [`Self::SUBSCRIBABLE`], as a message lists them (`a, b or c`).
+            pub const SUBSCRIBABLE_NAMES: &'static str = or_list!($($name),+);
 
             /// The names of [`Self::DELIVERED`], as a message lists them.
             pub const DELIVERED_NAMES: &'static str = or_list!($($name,)+ $($oname),*);
@@ -67,9 +88,9 @@ event_kinds! {
 }
 
 impl EventKind {
-    /// One of the kinds an endpoint subscribes to ([`Self::ALL`]; never `ping`).
+    /// One of the kinds an endpoint subscribes to ([`Self::SUBSCRIBABLE`]; never `ping`).
     pub fn parse(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|k| k.as_str() == s)
+        Self::SUBSCRIBABLE.into_iter().find(|k| k.as_str() == s)
     }
 
     /// Any kind a delivery may carry ([`Self::DELIVERED`]).
@@ -97,9 +118,25 @@ impl Serialize for EventKind {
 mod tests {
     use super::*;
 
+    /// Issue 21: `EventKind::ALL` left out `ping`, so "all" meant "all but one". The two sets
+    /// are named for what they hold, and `ping` is in exactly the delivered one.
+    #[test]
+    fn ping_is_delivered_on_request_but_never_subscribed_to() {
+        assert!(!EventKind::SUBSCRIBABLE.contains(&EventKind::Ping));
+        assert!(EventKind::DELIVERED.contains(&EventKind::Ping));
+        // Every kind is delivered; every kind but ping can be subscribed to.
+        for k in EventKind::DELIVERED {
+            assert_eq!(
+                EventKind::SUBSCRIBABLE.contains(&k),
+                k != EventKind::Ping,
+                "{k:?}"
+            );
+        }
+    }
+
     #[test]
     fn every_kind_round_trips_its_wire_name() {
-        for k in EventKind::ALL {
+        for k in EventKind::SUBSCRIBABLE {
             assert_eq!(EventKind::parse(k.as_str()), Some(k));
         }
         for k in EventKind::DELIVERED {
@@ -121,14 +158,17 @@ mod tests {
     #[test]
     fn the_lists_come_from_the_declaration() {
         assert_eq!(
-            EventKind::ALL_NAMES,
+            EventKind::SUBSCRIBABLE_NAMES,
             "lead.created, lead.enriched, order.created or payout.created"
         );
         assert_eq!(
             EventKind::DELIVERED_NAMES,
             "lead.created, lead.enriched, order.created, payout.created or ping"
         );
-        assert_eq!(EventKind::DELIVERED.len(), EventKind::ALL.len() + 1);
-        assert!(EventKind::DELIVERED.starts_with(&EventKind::ALL));
+        assert_eq!(
+            EventKind::DELIVERED.len(),
+            EventKind::SUBSCRIBABLE.len() + 1
+        );
+        assert!(EventKind::DELIVERED.starts_with(&EventKind::SUBSCRIBABLE));
     }
 }

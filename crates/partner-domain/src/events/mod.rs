@@ -3,8 +3,8 @@
 //!
 //! This module is the one home of the event model, and it names no aggregate's entity (it sits
 //! beside the kernel, below the aggregates that publish events):
-//! - [`EventKind`], declared once (`kind.rs`): the wire names, [`EventKind::ALL`] and every list
-//!   of kinds come from that declaration;
+//! - [`EventKind`], declared once (`kind.rs`): the wire names, [`EventKind::SUBSCRIBABLE`],
+//!   [`EventKind::DELIVERED`] and every list of kinds come from that declaration;
 //! - [`Event`]: what each kind says, typed: the record it is about, by id, and what that record
 //!   cannot tell later (the phone before an enrichment, an order's source);
 //! - [`DomainEvent`]: an event of a partner and who receives it, as a service publishes it
@@ -17,6 +17,17 @@
 //! Adding a kind is a line in `event_kinds!` and a variant of [`Event`]; the compiler then points
 //! at every `match` that must say what the kind means (its delay, its stored form, its subject
 //! lookup and payload, and the store's query for a new kind of record); see `docs/architecture.md`.
+//!
+//! ```
+//! use partner_domain::events::{Event, EventKind};
+//! use partner_domain::kernel::ids::LeadId;
+//! use partner_domain::uuid::Uuid;
+//!
+//! let event = Event::LeadCreated { lead: LeadId::from_uuid(Uuid::from_u128(7)) };
+//! assert_eq!(event.kind(), EventKind::LeadCreated);
+//! // The outbox's stored form reads back as the same event.
+//! assert_eq!(Event::from_stored(&event.to_stored()), Some(event));
+//! ```
 
 mod kind;
 mod outbox;
@@ -32,25 +43,36 @@ use crate::kernel::values::PartnerId;
 /// What an event says, by kind.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Event {
+    /// A lead was created (`lead.created`).
     LeadCreated {
+        /// The lead.
         lead: LeadId,
     },
-    /// The phones are already rendered with the lead's consent after the update.
+    /// A lead's phone was supplied or changed (`lead.enriched`). The phones are already rendered
+    /// with the lead's consent after the update.
     LeadEnriched {
+        /// The lead.
         lead: LeadId,
+        /// The phone before the update.
         previous_phone: String,
+        /// The phone after it.
         current_phone: String,
     },
+    /// An order was ingested (`order.created`).
     OrderCreated {
+        /// The order's id.
         order: String,
         /// The order's `source`, as ingested.
         source: String,
     },
+    /// A payout was recorded (`payout.created`).
     PayoutCreated {
+        /// The payout.
         payout: PayoutId,
     },
-    /// A test delivery; its subject is the endpoint it tests.
+    /// A test delivery (`ping`); its subject is the endpoint it tests.
     Ping {
+        /// The endpoint tested.
         endpoint: EndpointId,
     },
 }
@@ -59,12 +81,16 @@ pub enum Event {
 /// cannot tell later as a JSON object.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredEvent {
+    /// The event's kind.
     pub kind: EventKind,
+    /// The id of the record it is about, as text.
     pub subject: String,
+    /// What the record cannot tell later, a JSON object.
     pub extra: Value,
 }
 
 impl Event {
+    /// The event's kind.
     pub fn kind(&self) -> EventKind {
         match self {
             Self::LeadCreated { .. } => EventKind::LeadCreated,
@@ -137,7 +163,9 @@ pub enum Recipients {
     /// One delivery, with this id, to this endpoint of the event's partner whatever it
     /// subscribes to (a `ping`).
     Endpoint {
+        /// The endpoint.
         endpoint: EndpointId,
+        /// The delivery's id.
         delivery: DeliveryId,
     },
 }
@@ -145,8 +173,11 @@ pub enum Recipients {
 /// An event of a partner, as a service publishes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DomainEvent {
+    /// The partner whose event it is.
     pub partner_id: PartnerId,
+    /// What it says.
     pub event: Event,
+    /// Who receives its deliveries.
     pub to: Recipients,
 }
 
@@ -169,6 +200,7 @@ impl DomainEvent {
         }
     }
 
+    /// The event's kind.
     pub fn kind(&self) -> EventKind {
         self.event.kind()
     }

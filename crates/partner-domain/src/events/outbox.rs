@@ -16,8 +16,11 @@ pub enum Requeue {
     /// The endpoint's deliveries that failed and were created at or after `since` (a recover):
     /// at most `limit` of them, oldest first.
     FailedSince {
+        /// The endpoint.
         endpoint: EndpointId,
+        /// The earliest creation instant.
         since: OffsetDateTime,
+        /// At most this many.
         limit: u32,
     },
 }

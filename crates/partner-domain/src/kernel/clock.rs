@@ -5,6 +5,7 @@ use time::OffsetDateTime;
 /// The source of "now". Implementations return UTC instants truncated to whole milliseconds,
 /// the precision of every timestamp on the wire, so stored and rendered values round-trip.
 pub trait Clock: Send + Sync + std::fmt::Debug {
+    /// The current instant (UTC, whole milliseconds).
     fn now(&self) -> OffsetDateTime;
 }
 
@@ -28,16 +29,33 @@ pub fn truncate_to_millis(t: OffsetDateTime) -> OffsetDateTime {
     t.checked_to_offset(time::UtcOffset::UTC).unwrap_or(t)
 }
 
-/// A clock stopped at a given instant, for tests and reproducible runs.
+/// A clock stopped at a given instant, for tests and reproducible runs; it moves only when told
+/// to, and never past the years `time` can hold.
+///
+/// ```
+/// use partner_domain::Clock;
+/// use partner_domain::kernel::clock::FixedClock;
+/// use time::macros::datetime;
+///
+/// let clock = FixedClock::new(datetime!(2026-01-01 0:00:00.123_456 UTC));
+/// assert_eq!(clock.now(), datetime!(2026-01-01 0:00:00.123 UTC), "whole milliseconds");
+/// clock.advance(time::Duration::minutes(1));
+/// assert_eq!(clock.now(), datetime!(2026-01-01 0:01:00.123 UTC));
+/// // Past the end of time the clock stays where it is (no overflow, no panic).
+/// clock.advance(time::Duration::MAX);
+/// assert_eq!(clock.now(), datetime!(2026-01-01 0:01:00.123 UTC));
+/// ```
 #[derive(Debug)]
 pub struct FixedClock(std::sync::Mutex<OffsetDateTime>);
 
 impl FixedClock {
+    /// A clock stopped at `at` (truncated to milliseconds, in UTC).
     pub fn new(at: OffsetDateTime) -> Self {
         Self(std::sync::Mutex::new(truncate_to_millis(at)))
     }
 
-    /// Moves the clock forward (or back, with a negative duration).
+    /// Moves the clock forward (or back, with a negative duration). Checked: a move past the
+    /// years `time` can hold leaves the clock where it is.
     pub fn advance(&self, by: time::Duration) {
         if let Ok(mut t) = self.0.lock() {
             // Past the end of time the clock stays where it is rather than panicking.

@@ -1,4 +1,12 @@
 //! Comparison of secrets (MACs, hashes, signatures) in constant time.
+//!
+//! ```
+//! use partner_domain::kernel::compare::constant_time_eq;
+//!
+//! assert!(constant_time_eq(b"secret", b"secret"));
+//! assert!(!constant_time_eq(b"secret", b"secreT"));
+//! assert!(!constant_time_eq(b"secret", b"secret!"));
+//! ```
 
 /// Compares two byte strings in time that depends only on their lengths, so a comparison never
 /// leaks how many leading bytes matched.

@@ -5,6 +5,14 @@
 //! supplied by somebody else (a patient's email at redemption, an operator's notes) could run a
 //! formula on the machine of whoever opens it. Such a value is written with a leading `'`, which
 //! spreadsheets treat as "this is text" and do not display. JSON answers are never altered.
+//!
+//! ```
+//! use partner_domain::kernel::csv_cell::{is_formula_like, neutralize_csv_cell};
+//!
+//! assert!(is_formula_like("=HYPERLINK(\"http://x\")"));
+//! assert_eq!(neutralize_csv_cell("=1+1"), "'=1+1");
+//! assert_eq!(neutralize_csv_cell("ann@acme.test"), "ann@acme.test");
+//! ```
 
 use std::borrow::Cow;
 

@@ -6,6 +6,15 @@
 //! does not verify is rejected. A listing whose statement resolves the partner from the token
 //! (one round trip) reads at the [`peek`]ed position before the MAC can be checked, only among
 //! the token's own partner's rows, and discards what it read unless the cursor then verifies.
+//!
+//! ```
+//! use partner_domain::kernel::cursor::{CursorKey, FeedPosition};
+//!
+//! // The key never shows in logs.
+//! assert_eq!(format!("{:?}", CursorKey::new(b"secret")), "CursorKey(..)");
+//! // Feed positions order by transaction id, then sequence number.
+//! assert!(FeedPosition { txid: 7, seq: 9 } < FeedPosition { txid: 8, seq: 1 });
+//! ```
 
 use std::fmt::{self, Write};
 
@@ -19,7 +28,9 @@ use crate::kernel::values::PartnerId;
 /// A position in a (createdAt desc, id desc) listing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Position {
+    /// The row's `createdAt`.
     pub created_at: OffsetDateTime,
+    /// The row's id (the tie-breaker).
     pub id: Uuid,
 }
 
@@ -38,6 +49,7 @@ const MAC: usize = 16;
 const VERSION: &str = "c1";
 
 impl CursorKey {
+    /// A key (HMAC-SHA256) from secret bytes.
     pub fn new(secret: &[u8]) -> Self {
         Self(hmac::Key::new(hmac::HMAC_SHA256, secret))
     }
@@ -98,7 +110,9 @@ impl CursorKey {
 /// (ascending; `docs/decisions.md`, "Events feed position").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct FeedPosition {
+    /// The id of the transaction that wrote the event.
     pub txid: i64,
+    /// The event's sequence number.
     pub seq: i64,
 }
 

@@ -1,4 +1,12 @@
 //! The one error every port may return when its backing store fails.
+//!
+//! ```
+//! use partner_domain::kernel::error::{RepoError, is_store_unavailable};
+//!
+//! let down = RepoError::unavailable("connection refused");
+//! assert!(down.is_unavailable() && is_store_unavailable(&down));
+//! assert!(!is_store_unavailable(&RepoError::new("duplicate key")));
+//! ```
 
 /// A storage failure. Its text is for logs only: adapters put the cause here (kept as the
 /// error's `source()`, so a log can walk the chain), and the HTTP layer answers a generic 500

@@ -1,5 +1,14 @@
 //! Typed identifiers: a UUID that says what it identifies, so an endpoint id cannot be passed
 //! where a delivery id is expected. On the wire each is the UUID's text (`serde(transparent)`).
+//!
+//! ```
+//! use partner_domain::kernel::ids::{DeliveryId, parse_uuid};
+//!
+//! assert!(DeliveryId::parse("not-a-uuid").is_err());
+//! let id = parse_uuid("0f8fad5b-d9cb-469f-a165-70867728950e", "deliveryId")?;
+//! assert_eq!(DeliveryId::from_uuid(id).as_uuid(), id);
+//! # Ok::<(), partner_domain::kernel::values::ValueError>(())
+//! ```
 
 use std::fmt;
 
@@ -42,6 +51,7 @@ macro_rules! uuid_id {
                     .map_err(|_| ValueError::invalid($field, "must be a UUID"))
             }
 
+            /// The UUID.
             pub const fn as_uuid(self) -> Uuid {
                 self.0
             }

@@ -2,6 +2,18 @@
 //! Values parsed at the edge, typed ids, injected time and randomness, signed cursors, the wire
 //! formats of timestamps, and the one storage error every port returns. It imports nothing from
 //! the rest of the crate (`tests/layers.rs` checks it).
+//!
+//! ```
+//! use partner_domain::kernel::ids::{EndpointId, LeadId};
+//! use partner_domain::kernel::values::PartnerId;
+//!
+//! let lead = LeadId::parse("0f8fad5b-d9cb-469f-a165-70867728950e")?;
+//! assert_eq!(lead.to_string(), "0f8fad5b-d9cb-469f-a165-70867728950e");
+//! // A lead id is no endpoint id: the types keep them apart.
+//! let _: EndpointId = EndpointId::from_uuid(lead.as_uuid());
+//! assert!(PartnerId::parse("acme").is_ok());
+//! # Ok::<(), partner_domain::kernel::values::ValueError>(())
+//! ```
 
 pub mod clock;
 pub mod compare;

@@ -1,5 +1,14 @@
 //! Listings: a page of a keyset listing, a chunk of a listing streamed in chunks, and the page
 //! size every listing parses the same way.
+//!
+//! ```
+//! use partner_domain::kernel::page::parse_limit;
+//!
+//! assert_eq!(parse_limit(None, 50, 200), Ok(50));
+//! assert_eq!(parse_limit(Some("200"), 50, 200), Ok(200));
+//! assert!(parse_limit(Some("201"), 50, 200).is_err());
+//! assert!(parse_limit(Some("0"), 50, 200).is_err());
+//! ```
 
 use crate::kernel::values::ValueError;
 
@@ -19,8 +28,11 @@ pub fn parse_limit(raw: Option<&str>, default: u16, max: u16) -> Result<u16, Val
 /// One page of a keyset listing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Page<T> {
+    /// The rows of the page.
     pub items: Vec<T>,
+    /// The cursor of the next page; `None`: this was the last.
     pub next_cursor: Option<String>,
+    /// The page size asked for.
     pub limit: u16,
 }
 
@@ -28,7 +40,9 @@ pub struct Page<T> {
 /// last).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Chunk<T, K> {
+    /// The rows of the chunk.
     pub rows: Vec<T>,
+    /// Where the next chunk starts.
     pub next: Option<K>,
 }
 

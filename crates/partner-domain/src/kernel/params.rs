@@ -1,6 +1,16 @@
 //! Values of query parameters and body fields that no entity owns (a page offset, a duration in
 //! months, a yes/no switch, an export format, a non-negative amount): total over any text, each
 //! refusal a [`ValueError`] whose text is written here once.
+//!
+//! ```
+//! use partner_domain::kernel::params::{parse_offset, parse_switch};
+//!
+//! assert_eq!(parse_offset(None), Ok(0));
+//! assert_eq!(parse_offset(Some("007")), Ok(7));
+//! assert!(parse_offset(Some("-1")).is_err());
+//! assert_eq!(parse_switch(Some("true"), "redeem"), Ok(true));
+//! assert!(parse_switch(Some("yes"), "redeem").is_err());
+//! ```
 
 use crate::kernel::values::ValueError;
 
@@ -59,7 +69,9 @@ pub fn parse_switch(raw: Option<&str>, field: &'static str) -> Result<bool, Valu
 /// How a listing is answered: JSON (the default) or a CSV export.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ListFormat {
+    /// A JSON page (`format=json`, the default).
     Json,
+    /// A CSV export (`format=csv`).
     Csv,
 }
 

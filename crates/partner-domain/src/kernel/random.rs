@@ -1,4 +1,12 @@
 //! Injected randomness: ids, token text and (later) secrets and coupon codes.
+//!
+//! ```
+//! use partner_domain::kernel::random::random_string;
+//! use partner_domain::SystemRandom;
+//!
+//! let code = random_string(&SystemRandom::new(), b"ABCDEFGHJKLMNPQRSTUVWXYZ23456789", 12);
+//! assert_eq!(code.len(), 12);
+//! ```
 
 use uuid::Uuid;
 
@@ -17,7 +25,7 @@ impl std::fmt::Debug for dyn Random {
 }
 
 /// A random (version 4) UUID drawn from `rng`.
-pub fn new_id(rng: &dyn Random) -> Uuid {
+pub(crate) fn new_id(rng: &dyn Random) -> Uuid {
     let mut b = [0u8; 16];
     rng.fill(&mut b);
     uuid::Builder::from_random_bytes(b).into_uuid()
@@ -55,6 +63,7 @@ pub fn random_string(rng: &dyn Random, alphabet: &[u8], len: usize) -> String {
 pub struct SystemRandom(ring::rand::SystemRandom);
 
 impl SystemRandom {
+    /// The operating system CSPRNG.
     pub fn new() -> Self {
         Self(ring::rand::SystemRandom::new())
     }
@@ -84,6 +93,7 @@ pub struct SeededRandom(std::sync::Mutex<u64>);
 
 #[cfg(any(test, feature = "mocks"))]
 impl SeededRandom {
+    /// A sequence determined by `seed`.
     pub fn new(seed: u64) -> Self {
         Self(std::sync::Mutex::new(seed))
     }

@@ -1,4 +1,21 @@
 //! The readiness port (`/readyz`): whether the store answers.
+//!
+//! ```
+//! use async_trait::async_trait;
+//! use partner_domain::kernel::readiness::Readiness;
+//! use partner_domain::RepoError;
+//!
+//! /// A store that always answers.
+//! struct AlwaysReady;
+//!
+//! #[async_trait]
+//! impl Readiness for AlwaysReady {
+//!     async fn ping(&self) -> Result<(), RepoError> {
+//!         Ok(())
+//!     }
+//! }
+//! # let _: &dyn Readiness = &AlwaysReady;
+//! ```
 
 use async_trait::async_trait;
 
@@ -8,6 +25,7 @@ use crate::kernel::error::RepoError;
 #[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
 #[async_trait]
 pub trait Readiness: Send + Sync {
+    /// `Ok` when the store answers a trivial query.
     async fn ping(&self) -> Result<(), RepoError>;
 }
 

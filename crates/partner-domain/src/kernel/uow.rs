@@ -6,6 +6,21 @@
 //! in its `ports.rs` the writes it needs (`LeadWrites`, …) and a transaction trait combining them
 //! with the outbox (`events::Outbox`) and [`Commit`]; the adapter's one transaction type
 //! implements them all, and its store is a `UnitOfWork` of each.
+//!
+//! With the `mocks` feature, `BeginsOnce` hands a service the one mock transaction whose
+//! expectations say what it writes, publishes and commits:
+//!
+//! ```
+//! # #[cfg(feature = "mocks")] {
+//! use partner_domain::kernel::uow::{BeginsOnce, UnitOfWork};
+//! use partner_domain::payout::ports::{MockPayoutTransaction, PayoutTransaction};
+//!
+//! let mut tx = MockPayoutTransaction::new();
+//! tx.expect_commit().times(0);
+//! let uow: BeginsOnce<dyn PayoutTransaction> = BeginsOnce::new(Box::new(tx));
+//! let _: &dyn UnitOfWork<dyn PayoutTransaction> = &uow;
+//! # }
+//! ```
 
 use async_trait::async_trait;
 

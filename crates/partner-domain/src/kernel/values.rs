@@ -1,5 +1,21 @@
 //! Value types parsed at the edge. Each has a private field and a `parse` returning a typed
 //! error, so a value that exists is valid and the rest of the code never re-checks it.
+//!
+//! ```
+//! use partner_domain::kernel::values::{Email, Money, PartnerId, SubId, ValueError};
+//!
+//! let partner = PartnerId::parse("acme_co-7")?;
+//! assert_eq!(partner.as_str(), "acme_co-7");
+//! assert_eq!(SubId::parse("7")?.get(), 7);
+//! assert!(SubId::parse("07").is_err(), "no leading zeros");
+//! // Messages name the field and never echo the input.
+//! assert_eq!(
+//!     Email::parse("not an email").unwrap_err().to_string(),
+//!     "email is invalid: not an email address"
+//! );
+//! assert_eq!(Money::parse(19.99, "amount")?.cents(), 1999);
+//! # Ok::<(), ValueError>(())
+//! ```
 
 use std::fmt;
 
@@ -8,23 +24,31 @@ use serde::{Serialize, Serializer};
 /// Why a value was rejected. The text is safe to show to API clients: it never echoes input.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ValueError {
+    /// A required value is absent or empty; the field's name.
     #[error("{0} is required")]
     Missing(&'static str),
+    /// The value breaks the field's rule; `reason` says which.
     #[error("{field} is invalid: {reason}")]
     Invalid {
+        /// The field's name.
         field: &'static str,
+        /// The rule it breaks.
         reason: &'static str,
     },
     /// The value is not one the field accepts; `expected` says which are (`en or es`).
     #[error("{field} must be {expected}")]
     Expected {
+        /// The field's name.
         field: &'static str,
+        /// The values it accepts.
         expected: &'static str,
     },
     /// A required value is absent or unreadable; `format` says how to write it (`YYYY-MM-DD`).
     #[error("{field} is required, as {format}")]
     RequiredAs {
+        /// The field's name.
         field: &'static str,
+        /// How to write it.
         format: &'static str,
     },
     /// The body or parameters break a rule over several fields; the text states the rule.
@@ -58,6 +82,7 @@ impl ValueError {
 macro_rules! string_value {
     ($name:ident) => {
         impl $name {
+            /// The value's text.
             pub fn as_str(&self) -> &str {
                 &self.0
             }
@@ -86,8 +111,10 @@ pub struct PartnerId(String);
 string_value!(PartnerId);
 
 impl PartnerId {
+    /// The longest partnerId.
     pub const MAX_LEN: usize = 64;
 
+    /// A partnerId: 1-64 of `A-Z a-z 0-9 _ -`.
     pub fn parse(s: &str) -> Result<Self, ValueError> {
         if s.is_empty() {
             return Err(ValueError::Missing("partnerId"));
@@ -113,9 +140,12 @@ impl PartnerId {
 pub struct SubId(u8);
 
 impl SubId {
+    /// The lowest sub-account number.
     pub const MIN: u8 = 1;
+    /// The highest sub-account number.
     pub const MAX: u8 = 250;
 
+    /// A sub-account number as written on the wire: `1`-`250`, no leading zeros.
     pub fn parse(s: &str) -> Result<Self, ValueError> {
         const REASON: &str = "must be an integer from 1 to 250 without leading zeros";
         if s.is_empty() {
@@ -138,6 +168,7 @@ impl SubId {
             .map(Self)
     }
 
+    /// The number.
     pub fn get(self) -> u8 {
         self.0
     }
@@ -162,6 +193,7 @@ pub struct Nickname(String);
 string_value!(Nickname);
 
 impl Nickname {
+    /// A nickname: trimmed, 1-64 characters, no control characters.
     pub fn parse(s: &str) -> Result<Self, ValueError> {
         let t = s.trim();
         if t.is_empty() {
@@ -187,6 +219,7 @@ pub struct Email(String);
 string_value!(Email);
 
 impl Email {
+    /// An e-mail address, checked for shape only (trimmed).
     pub fn parse(s: &str) -> Result<Self, ValueError> {
         Self::parse_field(s, "email")
     }
@@ -219,11 +252,14 @@ impl Email {
 /// A language the intake and Care Services pages are offered in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Lang {
+    /// English (`en`).
     En,
+    /// Spanish (`es`).
     Es,
 }
 
 impl Lang {
+    /// Every language, in the order the pages offer them.
     pub const ALL: [Lang; 2] = [Lang::En, Lang::Es];
 
     /// `en` or `es`, exactly.
@@ -240,6 +276,7 @@ impl Lang {
         Self::parse(s).ok_or(ValueError::expected(field, "en or es"))
     }
 
+    /// The wire name.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::En => "en",
@@ -257,14 +294,20 @@ impl Serialize for Lang {
 /// The five Care Services categories.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum CareService {
+    /// `primary-care`.
     PrimaryCare,
+    /// `urgent-care`.
     UrgentCare,
+    /// `mental-health`.
     MentalHealth,
+    /// `dermatology`.
     Dermatology,
+    /// `veterinary-care`.
     VeterinaryCare,
 }
 
 impl CareService {
+    /// Every service, in the contract's order.
     pub const ALL: [CareService; 5] = [
         Self::PrimaryCare,
         Self::UrgentCare,
@@ -273,6 +316,7 @@ impl CareService {
         Self::VeterinaryCare,
     ];
 
+    /// The service with this key, exactly.
     pub fn parse(s: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|c| c.as_str() == s)
     }
@@ -303,6 +347,7 @@ impl CareService {
         ))
     }
 
+    /// The key on the wire.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::PrimaryCare => "primary-care",
@@ -342,24 +387,62 @@ pub fn text(field: &'static str, s: &str, min: usize, max: usize) -> Result<Stri
     Ok(t.to_owned())
 }
 
-/// An amount of money, held exactly in cents. On the wire it is a JSON number with at most two
-/// decimals (`199.5`, `40`).
+/// An amount of money, held exactly in cents; never negative (every amount of the contract is a
+/// price, a commission or a payout). On the wire it is a JSON number with at most two decimals
+/// (`199.5`, `40`).
+///
+/// ```
+/// use partner_domain::kernel::values::{Money, MoneyError};
+///
+/// let price = Money::from_cents(19_950);
+/// assert_eq!(price.to_string(), "199.50");
+/// assert_eq!(Money::parse(199.5, "amount"), Ok(price));
+/// // Amounts read back from storage go through the checked constructor.
+/// assert_eq!(Money::try_from_cents(-500), Err(MoneyError::Negative));
+/// assert!(Money::parse(-5.0, "amount").is_err());
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Money(i64);
 
-impl Money {
-    /// The largest accepted amount (ten billion), far above any real order or payout.
-    const MAX_CENTS: i64 = 1_000_000_000_000;
+/// Why [`Money::try_from_cents`] refuses an amount.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum MoneyError {
+    /// The amount is below zero.
+    #[error("an amount of money must not be negative")]
+    Negative,
+}
 
-    pub fn from_cents(cents: i64) -> Self {
-        Self(cents)
+impl Money {
+    /// The largest amount [`Money::parse`] accepts (ten billion), far above any real order or
+    /// payout.
+    pub const MAX_CENTS: i64 = 1_000_000_000_000;
+
+    /// No money.
+    pub const ZERO: Money = Money(0);
+
+    /// An amount of `cents` (a `u32` holds up to 42,949,672.95, so any literal price fits and a
+    /// negative one does not compile; larger or signed amounts go through
+    /// [`Money::try_from_cents`]).
+    #[must_use]
+    pub const fn from_cents(cents: u32) -> Self {
+        Self(cents as i64)
     }
 
+    /// An amount of `cents` as stored (a `bigint` column), refused when negative.
+    pub fn try_from_cents(cents: i64) -> Result<Self, MoneyError> {
+        if cents < 0 {
+            return Err(MoneyError::Negative);
+        }
+        Ok(Self(cents))
+    }
+
+    /// The amount in cents (never negative).
+    #[must_use]
     pub fn cents(self) -> i64 {
         self.0
     }
 
-    /// A non-negative JSON number with at most two decimals.
+    /// A non-negative JSON number with at most two decimals, at most [`Money::MAX_CENTS`].
     pub fn parse(v: f64, field: &'static str) -> Result<Self, ValueError> {
         let scaled = v * 100.0;
         let cents = scaled.round();
@@ -375,11 +458,14 @@ impl Money {
         Ok(Self(cents as i64))
     }
 
+    /// `self + other`, or `None` past the largest amount an `i64` of cents holds.
+    #[must_use]
     pub fn checked_add(self, other: Money) -> Option<Money> {
         self.0.checked_add(other.0).map(Money)
     }
 
-    /// `self + other`, stopping at the largest (or smallest) amount instead of overflowing.
+    /// `self + other`, stopping at the largest amount instead of overflowing.
+    #[must_use]
     pub fn saturating_add(self, other: Money) -> Money {
         Money(self.0.saturating_add(other.0))
     }
@@ -532,6 +618,28 @@ mod money_tests {
         assert_eq!(json(0), "0");
         assert_eq!(Money(129900).to_string(), "1299.00");
         assert_eq!(Money(5).to_string(), "0.05");
+    }
+
+    /// Issue 21: `Money::from_cents(-500)` went through. A negative literal no longer compiles
+    /// (`from_cents` takes a `u32`), and an amount read back from storage is checked.
+    #[test]
+    fn money_from_cents_refuses_a_negative_amount() {
+        assert_eq!(Money::try_from_cents(-500), Err(MoneyError::Negative));
+        assert_eq!(Money::try_from_cents(i64::MIN), Err(MoneyError::Negative));
+        assert_eq!(Money::try_from_cents(0), Ok(Money::ZERO));
+        assert_eq!(Money::try_from_cents(500), Ok(Money::from_cents(500)));
+        assert_eq!(
+            Money::from_cents(u32::MAX).cents(),
+            4_294_967_295,
+            "every u32 is an amount"
+        );
+        assert!(
+            Money::try_from_cents(i64::MAX)
+                .expect("non-negative")
+                .checked_add(Money::from_cents(1))
+                .is_none(),
+            "sums are checked"
+        );
     }
 
     #[test]

@@ -1,5 +1,14 @@
 //! Wire conventions shared by every rendered resource: RFC 3339 UTC timestamps with exactly
 //! three fractional digits and `Z`, and `YYYY-MM-DD` dates.
+//!
+//! ```
+//! use partner_domain::kernel::wire::{format_timestamp, parse_timestamp};
+//!
+//! let t = parse_timestamp("2026-11-26T10:00:00+01:00").ok_or("not RFC 3339")?;
+//! assert_eq!(format_timestamp(t), "2026-11-26T09:00:00.000Z");
+//! assert_eq!(parse_timestamp("26/11/2026"), None);
+//! # Ok::<(), &str>(())
+//! ```
 
 use serde::Serializer;
 use time::{OffsetDateTime, UtcOffset};
@@ -13,7 +22,7 @@ const LAST: OffsetDateTime = time::macros::datetime!(9999-12-31 23:59:59.999 UTC
 
 /// `t` in UTC, or `None` when the conversion would leave the years `time` can hold (an input of
 /// `9999-12-31T23:59:59-23:59` is one). Unlike `to_offset`, never panics.
-pub fn to_utc(t: OffsetDateTime) -> Option<OffsetDateTime> {
+pub(crate) fn to_utc(t: OffsetDateTime) -> Option<OffsetDateTime> {
     t.checked_to_offset(UtcOffset::UTC)
 }
 

@@ -22,11 +22,14 @@ pub const HEADLESS_INTAKE: &str = "headless_intake";
 /// Why an elective-medication run is a test.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum TestSource {
+    /// The care provider's test mode (`provider_test_mode`).
     ProviderTestMode,
+    /// A simulated run (`simulation`).
     Simulation,
 }
 
 impl TestSource {
+    /// The source with this wire name, exactly.
     pub fn parse(s: &str) -> Option<Self> {
         match s {
             "provider_test_mode" => Some(Self::ProviderTestMode),
@@ -44,6 +47,7 @@ impl TestSource {
         ))
     }
 
+    /// The wire name.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::ProviderTestMode => "provider_test_mode",
@@ -63,6 +67,7 @@ impl Serialize for TestSource {
 pub struct Origin(String);
 
 impl Origin {
+    /// An origin: 1-64 of `a-z 0-9 _ -`.
     pub fn parse(s: &str) -> Result<Self, ValueError> {
         if s.is_empty() {
             return Err(ValueError::Missing("origin"));
@@ -77,6 +82,7 @@ impl Origin {
         Ok(Self(s.to_owned()))
     }
 
+    /// The origin's text.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -87,6 +93,8 @@ impl Origin {
         self.0 == HEADLESS_INTAKE
     }
 
+    /// Whether a lead of this origin causes `lead.created` and `lead.enriched` (every origin but
+    /// `headless_intake`).
     pub fn is_webhook_enabled(&self) -> bool {
         !self.is_headless_intake()
     }
@@ -98,8 +106,11 @@ impl Origin {
 pub struct TestFlag(Option<TestSource>);
 
 impl TestFlag {
+    /// A real lead's flag.
     pub const REAL: TestFlag = TestFlag(None);
 
+    /// The flag of an ingested lead from its `isTest` and `testSource` fields: `testSource` exactly
+    /// when `isTest` is true, and a test row only for a `headless_intake` origin.
     pub fn parse(
         is_test: Option<bool>,
         test_source: Option<&str>,
@@ -131,15 +142,24 @@ impl TestFlag {
         }
     }
 
-    /// For rows read back from storage, which the database constraints already checked.
-    pub fn from_stored(source: Option<TestSource>) -> Self {
-        Self(source)
+    /// The flag of a row read back from storage, under the same origin rule as
+    /// [`TestFlag::parse`]: a test row comes from a `headless_intake` intake only (the table's
+    /// constraint says so too; a row that breaks it is refused, not trusted).
+    pub fn from_stored(source: Option<TestSource>, origin: &Origin) -> Result<Self, LeadError> {
+        match source {
+            Some(_) if !origin.is_headless_intake() => Err(LeadError::TestOutsideHeadlessIntake),
+            _ => Ok(Self(source)),
+        }
     }
 
+    /// Whether the lead is a test row.
+    #[must_use]
     pub fn is_test(self) -> bool {
         self.0.is_some()
     }
 
+    /// Why the lead is a test row (`None` for a real lead).
+    #[must_use]
     pub fn source(self) -> Option<TestSource> {
         self.0
     }
@@ -150,6 +170,7 @@ impl TestFlag {
 pub struct Phone(String);
 
 impl Phone {
+    /// A phone number as entered (trimmed).
     pub fn parse(s: &str) -> Result<Self, ValueError> {
         let t = s.trim();
         if t.is_empty() {
@@ -168,6 +189,7 @@ impl Phone {
         Ok(Self(t.to_owned()))
     }
 
+    /// The number as entered.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -198,20 +220,35 @@ pub struct Lead {
 /// were parsed when they were set.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LeadParts {
+    /// The lead's id.
     pub id: LeadId,
+    /// The partner it is attributed to.
     pub partner_id: PartnerId,
+    /// The sub-account it is attributed to, if any.
     pub sub_id: Option<SubId>,
+    /// The first name.
     pub first_name: String,
+    /// The last name.
     pub last_name: String,
+    /// The e-mail as stored.
     pub email: String,
+    /// Whether the lead consented to e-mail.
     pub email_consent: bool,
+    /// The phone as stored, if any.
     pub phone: Option<String>,
+    /// Whether the lead consented to SMS.
     pub sms_consent: bool,
+    /// Where the lead came from.
     pub origin: Origin,
+    /// Where the lead is.
     pub location: String,
+    /// The intake question it answered, if any.
     pub question_id: Option<String>,
+    /// The test flag (a test flag needs a `headless_intake` origin).
     pub test: TestFlag,
+    /// When it was created.
     pub created_at: OffsetDateTime,
+    /// When it was last changed.
     pub updated_at: OffsetDateTime,
 }
 
@@ -234,9 +271,61 @@ pub fn render_email(email: &str, email_consent: bool) -> String {
     }
 }
 
+/// Why [`Lead::new`] (or [`TestFlag::from_stored`]) refuses a lead: a state the contract rules
+/// out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum LeadError {
+    /// A test flag on a lead whose origin is not `headless_intake`: only self-hosted
+    /// elective-medication intakes carry test rows.
+    #[error("only headless_intake leads can be test rows")]
+    TestOutsideHeadlessIntake,
+}
+
 impl Lead {
-    /// A lead as stored.
-    pub fn new(parts: LeadParts) -> Self {
+    /// A lead as stored; refuses a test flag on an origin other than `headless_intake`
+    /// ([`LeadError`]), whichever way the flag was made.
+    ///
+    /// ```
+    /// use partner_domain::kernel::values::PartnerId;
+    /// use partner_domain::lead::{
+    ///     HEADLESS_INTAKE, Lead, LeadError, LeadId, LeadParts, NO_CONSENT, Origin, TestFlag,
+    /// };
+    /// use time::macros::datetime;
+    ///
+    /// let headless = Origin::parse(HEADLESS_INTAKE)?;
+    /// let test = TestFlag::parse(Some(true), Some("simulation"), &headless)?;
+    /// let parts = LeadParts {
+    ///     id: LeadId::from_uuid(uuid::Uuid::nil()),
+    ///     partner_id: PartnerId::parse("acme")?,
+    ///     sub_id: None,
+    ///     first_name: "Ann".into(),
+    ///     last_name: "Lee".into(),
+    ///     email: "ann@example.test".into(),
+    ///     email_consent: false,
+    ///     phone: None,
+    ///     sms_consent: false,
+    ///     origin: headless,
+    ///     location: "Austin".into(),
+    ///     question_id: None,
+    ///     test,
+    ///     created_at: datetime!(2026-11-21 10:00 UTC),
+    ///     updated_at: datetime!(2026-11-21 10:00 UTC),
+    /// };
+    /// let lead = Lead::new(parts.clone())?;
+    /// assert!(lead.test().is_test());
+    /// assert_eq!(lead.visible_email(), NO_CONSENT);
+    /// // The same flag on a lead from another origin is refused.
+    /// let managed = Origin::parse("managed-website")?;
+    /// assert_eq!(
+    ///     Lead::new(LeadParts { origin: managed, ..parts }),
+    ///     Err(LeadError::TestOutsideHeadlessIntake)
+    /// );
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn new(parts: LeadParts) -> Result<Self, LeadError> {
+        if parts.test.is_test() && !parts.origin.is_headless_intake() {
+            return Err(LeadError::TestOutsideHeadlessIntake);
+        }
         let LeadParts {
             id,
             partner_id,
@@ -254,7 +343,7 @@ impl Lead {
             created_at,
             updated_at,
         } = parts;
-        Self {
+        Ok(Self {
             id,
             partner_id,
             sub_id,
@@ -270,79 +359,94 @@ impl Lead {
             test,
             created_at,
             updated_at,
-        }
+        })
     }
 
+    /// The lead's id.
     #[must_use]
     pub fn id(&self) -> LeadId {
         self.id
     }
 
+    /// The partner it is attributed to.
     #[must_use]
     pub fn partner_id(&self) -> &PartnerId {
         &self.partner_id
     }
 
+    /// The sub-account it is attributed to, if any.
     #[must_use]
     pub fn sub_id(&self) -> Option<SubId> {
         self.sub_id
     }
 
+    /// The first name.
     #[must_use]
     pub fn first_name(&self) -> &str {
         &self.first_name
     }
 
+    /// The last name.
     #[must_use]
     pub fn last_name(&self) -> &str {
         &self.last_name
     }
 
+    /// The e-mail as stored (see [`Self::visible_email`] for what partners see).
     #[must_use]
     pub fn email(&self) -> &str {
         &self.email
     }
 
+    /// Whether the lead consented to e-mail.
     #[must_use]
     pub fn email_consent(&self) -> bool {
         self.email_consent
     }
 
+    /// The phone as stored (see [`Self::visible_phone`]).
     #[must_use]
     pub fn phone(&self) -> Option<&str> {
         self.phone.as_deref()
     }
 
+    /// Whether the lead consented to SMS.
     #[must_use]
     pub fn sms_consent(&self) -> bool {
         self.sms_consent
     }
 
+    /// Where the lead came from.
     #[must_use]
     pub fn origin(&self) -> &Origin {
         &self.origin
     }
 
+    /// Where the lead is.
     #[must_use]
     pub fn location(&self) -> &str {
         &self.location
     }
 
+    /// The intake question it answered, if any.
     #[must_use]
     pub fn question_id(&self) -> Option<&str> {
         self.question_id.as_deref()
     }
 
+    /// The test flag.
     #[must_use]
     pub fn test(&self) -> TestFlag {
         self.test
     }
 
+    /// When it was created.
     #[must_use]
     pub fn created_at(&self) -> OffsetDateTime {
         self.created_at
     }
 
+    /// When it was last changed.
     #[must_use]
     pub fn updated_at(&self) -> OffsetDateTime {
         self.updated_at
@@ -373,28 +477,46 @@ impl Lead {
 /// A lead as ingested, every field already parsed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewLead {
+    /// The partner it is attributed to.
     pub partner_id: PartnerId,
+    /// The sub-account it is attributed to, if any.
     pub sub_id: Option<SubId>,
+    /// The first name.
     pub first_name: String,
+    /// The last name.
     pub last_name: String,
+    /// The e-mail.
     pub email: Email,
+    /// Whether the lead consented to e-mail.
     pub email_consent: bool,
+    /// The phone, if given.
     pub phone: Option<Phone>,
+    /// Whether the lead consented to SMS.
     pub sms_consent: bool,
+    /// Where the lead came from.
     pub origin: Origin,
+    /// Where the lead is.
     pub location: String,
+    /// The intake question it answered, if any.
     pub question_id: Option<String>,
+    /// The test flag, parsed for `origin` ([`TestFlag::parse`]).
     pub test: TestFlag,
 }
 
 /// A partial update from a later intake step. `phone: Some(None)` clears the phone.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LeadPatch {
+    /// `Some(Some(p))` sets the phone, `Some(None)` clears it.
     pub phone: Option<Option<Phone>>,
+    /// A new SMS consent.
     pub sms_consent: Option<bool>,
+    /// A new e-mail.
     pub email: Option<Email>,
+    /// A new e-mail consent.
     pub email_consent: Option<bool>,
+    /// A new first name.
     pub first_name: Option<String>,
+    /// A new last name.
     pub last_name: Option<String>,
 }
 
@@ -510,6 +632,49 @@ mod tests {
         assert!(TestFlag::parse(Some(true), Some("simulation"), &m).is_err());
         assert_eq!(TestFlag::parse(None, None, &m), Ok(TestFlag::REAL));
         assert_eq!(TestFlag::parse(Some(false), None, &h), Ok(TestFlag::REAL));
+    }
+
+    /// Issue 21: `TestFlag::from_stored` skipped the origin rule, so a stored row could make a
+    /// `managed-website` lead a test row; `Lead::new` took any flag with any origin.
+    #[test]
+    fn test_flag_from_stored_applies_the_origin_rule() {
+        let h = origin(HEADLESS_INTAKE);
+        let m = origin("managed-website");
+        let sim = Some(TestSource::Simulation);
+        assert_eq!(
+            TestFlag::from_stored(sim, &m),
+            Err(LeadError::TestOutsideHeadlessIntake)
+        );
+        assert_eq!(
+            TestFlag::from_stored(sim, &h).map(TestFlag::source),
+            Ok(sim)
+        );
+        assert_eq!(TestFlag::from_stored(None, &m), Ok(TestFlag::REAL));
+        // A flag made for a headless intake, paired with another origin.
+        let flag = TestFlag::parse(Some(true), Some("simulation"), &h).expect("flag");
+        let l = lead("managed-website", None, true);
+        let parts = LeadParts {
+            id: l.id,
+            partner_id: l.partner_id.clone(),
+            sub_id: None,
+            first_name: l.first_name.clone(),
+            last_name: l.last_name.clone(),
+            email: l.email.clone(),
+            email_consent: true,
+            phone: None,
+            sms_consent: true,
+            origin: m,
+            location: l.location.clone(),
+            question_id: None,
+            test: flag,
+            created_at: l.created_at,
+            updated_at: l.updated_at,
+        };
+        assert_eq!(
+            Lead::new(parts.clone()),
+            Err(LeadError::TestOutsideHeadlessIntake)
+        );
+        assert!(Lead::new(LeadParts { origin: h, ..parts }).is_ok());
     }
 
     #[test]

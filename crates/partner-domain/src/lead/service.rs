@@ -12,21 +12,29 @@ use crate::kernel::random::Random;
 use crate::kernel::uow::UnitOfWork;
 use crate::kernel::values::PartnerId;
 use crate::lead::ports::{LeadRepo, LeadTransaction};
-use crate::lead::{Lead, LeadPatch, NewLead, creation_events, update_events};
+use crate::lead::{Lead, LeadError, LeadParts, LeadPatch, NewLead, creation_events, update_events};
 
 /// What a leads listing asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LeadQuery {
+    /// At most this many leads (the page reads one more to learn whether a next page exists).
     pub limit: u16,
+    /// The `nextCursor` of the previous page, if any.
     pub cursor: Option<String>,
+    /// Whether test leads are listed too.
     pub include_test: bool,
 }
 
 /// Errors of [`LeadService::ingest`].
 #[derive(Debug, thiserror::Error)]
 pub enum IngestLeadError {
+    /// No partner has the lead's `partnerId`.
     #[error("no partner with that partnerId")]
     UnknownPartner,
+    /// The lead is one the contract rules out (a test flag outside `headless_intake`).
+    #[error(transparent)]
+    Invalid(#[from] LeadError),
+    /// The store failed.
     #[error(transparent)]
     Repo(#[from] RepoError),
 }
@@ -34,8 +42,10 @@ pub enum IngestLeadError {
 /// Errors of [`LeadService::list`].
 #[derive(Debug, thiserror::Error)]
 pub enum ListLeadsError {
+    /// The cursor is not one this service signed for the partner (400).
     #[error("cursor is invalid: pass the nextCursor of a previous page unchanged")]
     BadCursor,
+    /// The store failed.
     #[error(transparent)]
     Repo(#[from] RepoError),
 }
@@ -43,8 +53,10 @@ pub enum ListLeadsError {
 /// Errors of [`LeadService::patch`].
 #[derive(Debug, thiserror::Error)]
 pub enum PatchLeadError {
+    /// No lead has that id (404).
     #[error("no such lead")]
     NotFound,
+    /// The store failed.
     #[error(transparent)]
     Repo(#[from] RepoError),
 }
@@ -60,6 +72,8 @@ pub struct LeadService {
 }
 
 impl LeadService {
+    /// The service over its reads, its unit of work, the clock, the randomness ids are drawn from and
+    /// the key that signs the listing's cursors.
     pub fn new(
         repo: Arc<dyn LeadRepo>,
         uow: Arc<dyn UnitOfWork<dyn LeadTransaction>>,
@@ -79,7 +93,7 @@ impl LeadService {
     /// Stores a lead and, in the same transaction, the events it causes.
     pub async fn ingest(&self, new: NewLead) -> Result<Lead, IngestLeadError> {
         let now = self.clock.now();
-        let lead = Lead {
+        let lead = Lead::new(LeadParts {
             id: LeadId::generate(self.rng.as_ref()),
             partner_id: new.partner_id,
             sub_id: new.sub_id,
@@ -95,7 +109,7 @@ impl LeadService {
             test: new.test,
             created_at: now,
             updated_at: now,
-        };
+        })?;
         let mut tx = self.uow.begin().await?;
         if !tx.insert_lead(&lead).await? {
             return Err(IngestLeadError::UnknownPartner);
@@ -427,6 +441,28 @@ mod service_tests {
             .now_or_never()
             .expect("ready");
         assert!(matches!(r, Err(IngestLeadError::UnknownPartner)));
+    }
+
+    /// Issue 21: a `NewLead` pairing a test flag with an origin that cannot carry one is
+    /// refused before the store is asked (it used to reach the table's constraint).
+    #[test]
+    fn ingest_refuses_a_test_lead_outside_headless_intake() {
+        let mut tx = MockLeadTransaction::new();
+        tx.expect_insert_lead().never();
+        tx.expect_commit().never();
+        let headless = Origin::parse(crate::lead::HEADLESS_INTAKE).expect("origin");
+        let mut lead = new_lead("managed-website");
+        lead.test = TestFlag::parse(Some(true), Some("simulation"), &headless).expect("flag");
+        let r = service(BeginsOnce::new(Box::new(tx)))
+            .ingest(lead)
+            .now_or_never()
+            .expect("ready");
+        assert!(matches!(
+            r,
+            Err(IngestLeadError::Invalid(
+                crate::lead::LeadError::TestOutsideHeadlessIntake
+            ))
+        ));
     }
 
     fn stored(phone: Option<&str>) -> Lead {

@@ -13,7 +13,9 @@ use crate::kernel::values::{PartnerId, SubId, ValueError};
 /// A partner, optionally narrowed to one of its sub-accounts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Attribution {
+    /// The partner.
     pub partner_id: PartnerId,
+    /// The sub-account, if the code names one.
     pub sub_id: Option<SubId>,
 }
 

@@ -12,14 +12,16 @@ pub mod attribution;
 pub mod ports;
 
 mod service;
+mod settings;
 
 pub use service::{CatalogError, LinkError, LinkService};
+pub use settings::LinkSettings;
 
 use std::collections::{BTreeMap, HashSet};
 
 use url::Url;
 
-use crate::account::{CareFlags, Partner, PartnerSettings};
+use crate::account::{CareFlags, Partner};
 use crate::catalog::{CareProduct, Category, DnaProduct, MedicalProduct};
 use crate::kernel::ids::{ImageFileId, ProductId};
 use crate::kernel::values::{CareService, Lang, Money, PartnerId, SubId};
@@ -28,8 +30,11 @@ use crate::links::attribution::Attribution;
 /// The administrator-configured bases of every link.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LinkBases {
+    /// The base of self-hosted medical intakes (`PARTNER_INTAKE_URL`).
     pub intake: Url,
+    /// The base of provider-hosted medical and DNA intakes (`PARTNER_LEGACY_INTAKE_URL`).
     pub legacy_intake: Url,
+    /// The base of Care Services pages (`PARTNER_CARE_SERVICES_URL`).
     pub care_services: Url,
 }
 
@@ -136,7 +141,7 @@ fn with_params(mut u: Url, params: &[(&str, String)], kind: LinkKind) -> String 
 /// It is carried when it is not English, or when it was requested explicitly and accepted.
 pub fn lang_param(
     requested: Option<&str>,
-    partner: &PartnerSettings,
+    partner: &LinkSettings,
     offered: &[Lang],
 ) -> Option<Lang> {
     if let Some(l) = requested.and_then(Lang::parse)
@@ -151,35 +156,53 @@ pub fn lang_param(
 /// A medical tier as partners see it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MedicalTierView {
+    /// The tier's key (`m1`, …).
     pub key: String,
+    /// Its label.
     pub label: String,
+    /// The lowest price the partner may set.
     pub min_price: Money,
+    /// The highest price the partner may set.
     pub max_price: Money,
+    /// The partner's price (its own, or the recommended one).
     pub user_price: Money,
+    /// The partner's commission.
     pub commission: Money,
 }
 
 /// `PartnerProductLink` of the spec.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PartnerProductLink {
+    /// The product's id.
     pub record_id: ProductId,
+    /// The partner's contact e-mail.
     pub email: String,
+    /// The partner.
     pub partner_id: PartnerId,
+    /// The product's name.
     pub product_name: String,
+    /// Its details.
     pub details: String,
+    /// The link to share: self-hosted or provider-hosted, as `url_style` says.
     pub url: String,
+    /// The provider-hosted link, always.
     pub legacy_url: String,
+    /// `headless` or `legacy`.
     pub url_style: &'static str,
+    /// The product's image.
     pub image_url: String,
+    /// Its categories.
     pub category: Vec<Category>,
+    /// Its suggested prices, as text.
     pub suggested_prices: String,
+    /// Its tiers, with the partner's prices.
     pub tiers: Vec<MedicalTierView>,
 }
 
 /// The medical intake link of `product` for `partner` (and one of its sub-accounts).
 pub fn medical_link(
     bases: &LinkBases,
-    partner: &Partner,
+    partner: &LinkSettings,
     product: &MedicalProduct,
     prices: Option<&BTreeMap<String, Money>>,
     sub: Option<SubId>,
@@ -195,13 +218,10 @@ pub fn medical_link(
         &[("partner_id", code.clone())],
         LinkKind::ProviderHosted,
     );
-    let (url, style) = match (
-        product.self_hosted_slug(),
-        partner.settings().headless_links(),
-    ) {
+    let (url, style) = match (product.self_hosted_slug(), partner.headless_links()) {
         (Some(slug), true) => {
             let mut params = vec![("partner_id", code)];
-            if let Some(l) = lang_param(lang, partner.settings(), product.self_hosted_langs()) {
+            if let Some(l) = lang_param(lang, partner, product.self_hosted_langs()) {
                 params.push(("lang", l.as_str().to_owned()));
             }
             (
@@ -217,7 +237,7 @@ pub fn medical_link(
     };
     PartnerProductLink {
         record_id: product.id(),
-        email: partner.settings().email().to_string(),
+        email: partner.email().to_string(),
         partner_id: partner.partner_id().clone(),
         product_name: product.name().to_owned(),
         details: product.details().to_owned(),
@@ -245,30 +265,48 @@ pub fn medical_link(
 /// `DnaProductLink` of the spec.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DnaProductLink {
+    /// The product's id.
     pub record_id: ProductId,
+    /// The partner's contact e-mail.
     pub email: String,
+    /// The partner.
     pub partner_id: PartnerId,
+    /// The product's name.
     pub product_name: String,
+    /// Its description.
     pub description: String,
+    /// The provider-hosted intake link.
     pub intake_url: String,
+    /// The product's image.
     pub product_image_url: String,
+    /// The lowest price the partner may set.
     pub minimum_price: Money,
+    /// The recommended price.
     pub recommended_price: Money,
+    /// The highest price the partner may set.
     pub maximum_price: Money,
+    /// The partner's price (its own, or the recommended one).
     pub user_set_price: Money,
+    /// The parent products.
     pub parent_product: Vec<String>,
+    /// Whether it can be ordered now.
     pub available: bool,
 }
 
+/// The DNA link of `product` for `partner`, at `price` (the partner's own) or the product's
+/// recommended price; `None` when the partner has no DNA access.
 pub fn dna_link(
     bases: &LinkBases,
-    partner: &Partner,
+    partner: &LinkSettings,
     product: &DnaProduct,
     price: Option<Money>,
-) -> DnaProductLink {
-    DnaProductLink {
+) -> Option<DnaProductLink> {
+    if !partner.dna_access() {
+        return None;
+    }
+    Some(DnaProductLink {
         record_id: product.id(),
-        email: partner.settings().email().to_string(),
+        email: partner.email().to_string(),
         partner_id: partner.partner_id().clone(),
         product_name: product.product_name().to_owned(),
         description: product.description().to_owned(),
@@ -284,12 +322,12 @@ pub fn dna_link(
         user_set_price: price.unwrap_or(product.recommended_price()),
         parent_product: product.parent_product().to_owned(),
         available: product.available(),
-    }
+    })
 }
 
 /// Whether the partner currently sees `service`: (subscription active OR manual override) AND
 /// (yearly bundle OR individual access) AND the global category flag is on.
-pub fn care_access(partner: &PartnerSettings, flags: &CareFlags, service: CareService) -> bool {
+pub fn care_access(partner: &LinkSettings, flags: &CareFlags, service: CareService) -> bool {
     let cs = &partner.care_services();
     (cs.subscription_active || cs.manual_override)
         && (cs.yearly_bundle || cs.services.contains(&service))
@@ -299,9 +337,13 @@ pub fn care_access(partner: &PartnerSettings, flags: &CareFlags, service: CareSe
 /// What a Care Services links request asks for.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CareQuery {
+    /// Only this service, if set.
     pub service: Option<CareService>,
+    /// The sub-account the links carry as `sub`, if any.
     pub sub: Option<SubId>,
+    /// Only tiers of this many months, if set (and `m` on `url`).
     pub duration: Option<u8>,
+    /// The language asked for (see [`lang_param`]).
     pub lang: Option<String>,
 }
 
@@ -310,23 +352,36 @@ pub struct CareQuery {
 pub struct CareTierView {
     /// The tier's duration (not part of the wire shape; its `url` carries it as `m`).
     pub months: u8,
+    /// The tier's key.
     pub key: String,
+    /// Its label.
     pub label: String,
+    /// The price.
     pub user_price: Money,
+    /// The partner's commission.
     pub commission: Money,
+    /// The link to this tier (`m` set).
     pub url: String,
 }
 
 /// `CareServiceLink` of the spec.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CareServiceLink {
+    /// The product's id.
     pub record_id: ProductId,
+    /// Its service.
     pub service: CareService,
+    /// The product's name.
     pub product_name: String,
+    /// Its description.
     pub description: String,
+    /// Its image.
     pub image_url: String,
+    /// The link to share (`m` set when a duration was asked for).
     pub url: String,
+    /// The Bulk Code Redemption link (`redeem=true`, never `m`).
     pub redeem_url: String,
+    /// Its tiers, with a link each.
     pub tiers: Vec<CareTierView>,
 }
 
@@ -334,35 +389,43 @@ pub struct CareServiceLink {
 /// language the page speaks and the languages it may switch to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CareEmbed {
+    /// The partner's display name.
     pub partner_name: String,
     /// The page's language: the links' `lang` rule (Care Services offer both), English when that
     /// rule leaves none.
     pub lang: Lang,
     /// The languages a visitor may switch to: the partner's enabled ones and its default.
     pub langs: Vec<Lang>,
+    /// The links the partner can access now.
     pub links: Vec<CareServiceLink>,
 }
 
 /// The embedded view's language by the rule of the links' `lang` parameter.
-pub fn embed_lang(requested: Option<&str>, partner: &PartnerSettings) -> Lang {
+pub fn embed_lang(requested: Option<&str>, partner: &LinkSettings) -> Lang {
     lang_param(requested, partner, &Lang::ALL).unwrap_or(Lang::En)
 }
 
 /// The languages the embedded view offers: enabled or default, in `Lang::ALL` order.
-pub fn embed_langs(partner: &PartnerSettings) -> Vec<Lang> {
+pub fn embed_langs(partner: &LinkSettings) -> Vec<Lang> {
     Lang::ALL
         .into_iter()
         .filter(|l| partner.enabled_langs().contains(l) || partner.default_lang() == *l)
         .collect()
 }
 
-/// The links of `product`, or `None` when a requested duration leaves it without a tier.
+/// The links of `product` for `partner`, or `None` when the partner cannot access its service
+/// now ([`care_access`]: its grant and the global switch `flags`) or a requested duration leaves
+/// it without a tier.
 pub fn care_link(
     bases: &LinkBases,
-    partner: &Partner,
+    partner: &LinkSettings,
+    flags: &CareFlags,
     product: &CareProduct,
     q: &CareQuery,
 ) -> Option<CareServiceLink> {
+    if !care_access(partner, flags, product.service()) {
+        return None;
+    }
     let tiers: Vec<_> = product
         .tiers()
         .iter()
@@ -372,7 +435,7 @@ pub fn care_link(
         return None;
     }
     let base = join(&bases.care_services, product.slug());
-    let lang = lang_param(q.lang.as_deref(), partner.settings(), &Lang::ALL);
+    let lang = lang_param(q.lang.as_deref(), partner, &Lang::ALL);
     let params = |m: Option<u8>, redeem: bool| {
         let mut p = vec![("partner_id", partner.partner_id().to_string())];
         if let Some(s) = q.sub {
@@ -414,16 +477,27 @@ pub fn care_link(
 /// A product of the public catalog.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CatalogProduct {
+    /// The product's id.
     pub id: ProductId,
+    /// Its name.
     pub name: String,
+    /// Its image.
     pub image: String,
+    /// Always `file`.
     pub image_kind: &'static str,
+    /// The image file's id.
     pub image_file_id: ImageFileId,
+    /// Where the image came from.
     pub image_source_url: String,
+    /// The intake link (a sub-account code carried as `partner_id`).
     pub intake_url: String,
+    /// The 1-month price as text (`$0.00` when not offered).
     pub price_1_month: String,
+    /// The 3-month price as text.
     pub price_3_month: String,
+    /// The 6-month price as text.
     pub price_6_month: String,
+    /// The product's details.
     pub details: String,
 }
 
@@ -432,9 +506,10 @@ pub fn price_text(m: Option<Money>) -> String {
     format!("${}", m.unwrap_or_default())
 }
 
+/// The public catalog's entry of `product` for `partner` (and one of its sub-accounts).
 pub fn catalog_product(
     bases: &LinkBases,
-    partner: &Partner,
+    partner: &LinkSettings,
     product: &MedicalProduct,
     prices: Option<&BTreeMap<String, Money>>,
     sub: Option<SubId>,
@@ -472,8 +547,11 @@ pub const DNA_DISABLED: &str = "DNA links are disabled for this account";
 /// live), its DNA prices and every DNA product.
 #[derive(Debug, Clone, Default)]
 pub struct DnaLinkInputs {
+    /// The token's partner (`None` when the token is not live).
     pub partner: Option<Partner>,
+    /// The partner's DNA prices, by product.
     pub prices: BTreeMap<ProductId, Money>,
+    /// Every DNA product.
     pub products: Vec<DnaProduct>,
 }
 
@@ -483,8 +561,11 @@ pub struct DnaLinkInputs {
 pub struct MedicalLinkInputs {
     /// Whether the `sub` asked for names one of the partner's sub-accounts (`true` when none was).
     pub sub_exists: bool,
+    /// The token's partner (`None` when the token is not live).
     pub partner: Option<Partner>,
+    /// The partner's tier prices, by product and tier key.
     pub prices: BTreeMap<ProductId, BTreeMap<String, Money>>,
+    /// Every medical product.
     pub products: Vec<MedicalProduct>,
 }
 
@@ -494,15 +575,18 @@ pub struct MedicalLinkInputs {
 pub struct CareLinkInputs {
     /// Whether the `sub` asked for names one of the partner's sub-accounts (`true` when none was).
     pub sub_exists: bool,
+    /// The token's partner (`None` when the token is not live).
     pub partner: Option<Partner>,
+    /// The global Care Services switches.
     pub flags: CareFlags,
+    /// Every Care Services product.
     pub products: Vec<CareProduct>,
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::account::{CareServicesAccess, PartnerSettingsInput};
+    use crate::account::{CareServicesAccess, PartnerSettings, PartnerSettingsInput};
     use crate::catalog::{CareTier, MedicalTier};
     use crate::kernel::values::Email;
     use proptest::prelude::*;
@@ -542,6 +626,10 @@ mod tests {
             datetime!(2026-11-21 10:00 UTC),
             datetime!(2026-11-21 10:00 UTC),
         )
+    }
+
+    fn link(headless: bool, default_lang: Lang, enabled: &[Lang]) -> LinkSettings {
+        LinkSettings::from(&partner(headless, default_lang, enabled))
     }
 
     fn product(slug: Option<&str>, langs: &[Lang]) -> MedicalProduct {
@@ -713,7 +801,7 @@ mod tests {
     #[test]
     fn headless_vs_legacy() {
         let b = bases();
-        let p = partner(true, Lang::En, &[Lang::En, Lang::Es]);
+        let p = link(true, Lang::En, &[Lang::En, Lang::Es]);
         let l = medical_link(
             &b,
             &p,
@@ -734,10 +822,7 @@ mod tests {
         // Not configured, or the partner switch off: legacy, url == legacyUrl.
         for (prod, part) in [
             (product(None, &[]), p.clone()),
-            (
-                product(Some("s"), &[]),
-                partner(false, Lang::En, &[Lang::En]),
-            ),
+            (product(Some("s"), &[]), link(false, Lang::En, &[Lang::En])),
         ] {
             let l = medical_link(&b, &part, &prod, None, None, None);
             assert_eq!(
@@ -752,7 +837,7 @@ mod tests {
         let b = bases();
         let l = medical_link(
             &b,
-            &partner(true, Lang::En, &[Lang::En]),
+            &link(true, Lang::En, &[Lang::En]),
             &product(Some("s"), &[]),
             None,
             SubId::new(7),
@@ -769,25 +854,25 @@ mod tests {
     #[test]
     fn embed_language() {
         let both = [Lang::En, Lang::Es];
-        let es_default = partner(true, Lang::Es, &both);
-        let en_only = partner(true, Lang::En, &[Lang::En]);
-        let es_only = partner(true, Lang::Es, &[Lang::Es]);
-        assert_eq!(embed_lang(None, es_default.settings()), Lang::Es);
-        assert_eq!(embed_lang(Some("en"), es_default.settings()), Lang::En);
-        assert_eq!(embed_lang(Some("es"), en_only.settings()), Lang::En);
-        assert_eq!(embed_lang(Some("fr"), en_only.settings()), Lang::En);
-        assert_eq!(embed_lang(Some("en"), es_only.settings()), Lang::Es);
-        assert_eq!(embed_langs(es_default.settings()), both);
-        assert_eq!(embed_langs(en_only.settings()), [Lang::En]);
+        let es_default = link(true, Lang::Es, &both);
+        let en_only = link(true, Lang::En, &[Lang::En]);
+        let es_only = link(true, Lang::Es, &[Lang::Es]);
+        assert_eq!(embed_lang(None, &es_default), Lang::Es);
+        assert_eq!(embed_lang(Some("en"), &es_default), Lang::En);
+        assert_eq!(embed_lang(Some("es"), &en_only), Lang::En);
+        assert_eq!(embed_lang(Some("fr"), &en_only), Lang::En);
+        assert_eq!(embed_lang(Some("en"), &es_only), Lang::Es);
+        assert_eq!(embed_langs(&es_default), both);
+        assert_eq!(embed_langs(&en_only), [Lang::En]);
     }
 
     #[test]
     fn lang_rules() {
         let both = [Lang::En, Lang::Es];
-        let en_default = partner(true, Lang::En, &both);
-        let es_default = partner(true, Lang::Es, &both);
-        let en_only = partner(true, Lang::En, &[Lang::En]);
-        let s = &en_default.settings();
+        let en_default = link(true, Lang::En, &both);
+        let es_default = link(true, Lang::Es, &both);
+        let en_only = link(true, Lang::En, &[Lang::En]);
+        let s = &en_default;
         assert_eq!(lang_param(Some("es"), s, &both), Some(Lang::Es));
         assert_eq!(
             lang_param(Some("en"), s, &both),
@@ -800,12 +885,12 @@ mod tests {
             "English default is not carried"
         );
         assert_eq!(
-            lang_param(Some("fr"), es_default.settings(), &both),
+            lang_param(Some("fr"), &es_default, &both),
             Some(Lang::Es),
             "unknown: default"
         );
         assert_eq!(
-            lang_param(Some("es"), en_only.settings(), &both),
+            lang_param(Some("es"), &en_only, &both),
             None,
             "disabled: default en"
         );
@@ -815,7 +900,7 @@ mod tests {
             "not offered by the product"
         );
         assert_eq!(
-            lang_param(None, es_default.settings(), &[Lang::En]),
+            lang_param(None, &es_default, &[Lang::En]),
             None,
             "default not offered"
         );
@@ -839,7 +924,7 @@ mod tests {
         let prices = BTreeMap::from([("m1".to_owned(), Money::from_cents(25_000))]);
         let l = medical_link(
             &bases(),
-            &partner(true, Lang::En, &[Lang::En]),
+            &link(true, Lang::En, &[Lang::En]),
             &product(None, &[]),
             Some(&prices),
             None,
@@ -849,7 +934,7 @@ mod tests {
         assert_eq!(l.tiers[1].user_price, Money::from_cents(129_900));
         let c = catalog_product(
             &bases(),
-            &partner(true, Lang::En, &[Lang::En]),
+            &link(true, Lang::En, &[Lang::En]),
             &product(None, &[]),
             Some(&prices),
             None,
@@ -878,7 +963,7 @@ mod tests {
                     key: format!("m{m}"),
                     label: format!("{m} months"),
                     months: *m,
-                    user_price: Money::from_cents(1000 * i64::from(*m)),
+                    user_price: Money::from_cents(1000 * u32::from(*m)),
                     commission: Money::from_cents(100),
                 })
                 .collect(),
@@ -888,13 +973,14 @@ mod tests {
 
     #[test]
     fn care_links_carry_sub_m_lang_and_redeem() {
-        let p = partner(true, Lang::Es, &[Lang::En, Lang::Es]);
+        let p = link(true, Lang::Es, &[Lang::En, Lang::Es]);
         let q = CareQuery {
             sub: SubId::new(7),
             duration: Some(3),
             ..CareQuery::default()
         };
-        let l = care_link(&bases(), &p, &care(&[1, 3, 12]), &q).expect("has a 3-month tier");
+        let l = care_link(&bases(), &p, &CareFlags::default(), &care(&[1, 3, 12]), &q)
+            .expect("has a 3-month tier");
         assert_eq!(
             l.url,
             "https://care.test/c/derm?partner_id=acme&sub=7&m=3&lang=es"
@@ -909,12 +995,13 @@ mod tests {
             "https://care.test/c/derm?partner_id=acme&sub=7&m=3&lang=es"
         );
         assert!(
-            care_link(&bases(), &p, &care(&[1, 12]), &q).is_none(),
+            care_link(&bases(), &p, &CareFlags::default(), &care(&[1, 12]), &q).is_none(),
             "no tier of that duration"
         );
         let all = care_link(
             &bases(),
-            &partner(true, Lang::En, &[Lang::En]),
+            &link(true, Lang::En, &[Lang::En]),
+            &CareFlags::default(),
             &care(&[1, 12]),
             &CareQuery::default(),
         )
@@ -929,7 +1016,14 @@ mod tests {
     #[test]
     fn care_access_combinations() {
         let mut input = settings(true, Lang::En, &[Lang::En]);
-        let p = |i: &PartnerSettingsInput| PartnerSettings::parse(i.clone()).expect("settings");
+        let p = |i: &PartnerSettingsInput| {
+            LinkSettings::from(&Partner::new(
+                PartnerId::parse("acme").expect("id"),
+                PartnerSettings::parse(i.clone()).expect("settings"),
+                datetime!(2026-11-21 10:00 UTC),
+                datetime!(2026-11-21 10:00 UTC),
+            ))
+        };
         let mut flags = CareFlags::default();
         let d = CareService::Dermatology;
         let u = CareService::UrgentCare;
@@ -946,6 +1040,83 @@ mod tests {
         assert!(!care_access(&p(&input), &flags, d), "no subscription");
         input.care_services.manual_override = true;
         assert!(care_access(&p(&input), &flags, d), "manual override");
+    }
+
+    /// Issue 21: `care_link` built the links of a service the partner cannot access (the caller
+    /// had to know to call `care_access` first). It checks the grant and the switch itself now.
+    #[test]
+    fn care_link_checks_access_itself() {
+        let q = CareQuery::default();
+        let derm = care(&[1, 12]);
+        let granted = link(true, Lang::En, &[Lang::En]);
+        assert!(care_link(&bases(), &granted, &CareFlags::default(), &derm, &q).is_some());
+        let mut off = CareFlags::default();
+        off.set(CareService::Dermatology, false);
+        assert!(
+            care_link(&bases(), &granted, &off, &derm, &q).is_none(),
+            "global switch off"
+        );
+        let no_grant = granted.clone().with_care_services(CareServicesAccess {
+            subscription_active: true,
+            manual_override: false,
+            yearly_bundle: false,
+            services: vec![CareService::UrgentCare],
+        });
+        assert!(
+            care_link(&bases(), &no_grant, &CareFlags::default(), &derm, &q).is_none(),
+            "not granted"
+        );
+        let lapsed = granted.with_care_services(CareServicesAccess {
+            subscription_active: false,
+            manual_override: false,
+            yearly_bundle: true,
+            services: vec![CareService::Dermatology],
+        });
+        assert!(
+            care_link(&bases(), &lapsed, &CareFlags::default(), &derm, &q).is_none(),
+            "no subscription"
+        );
+    }
+
+    fn dna(recommended: u32) -> DnaProduct {
+        DnaProduct::parse(crate::catalog::DnaProductInput {
+            id: ProductId::from_uuid(uuid::Uuid::nil()),
+            product_name: "Ancestry".into(),
+            description: "DNA".into(),
+            intake_path: "dna/ancestry".into(),
+            product_image_url: "https://img.test/dna.png".into(),
+            minimum_price: Money::from_cents(5_000),
+            recommended_price: Money::from_cents(recommended),
+            maximum_price: Money::from_cents(9_900),
+            parent_product: Vec::new(),
+            available: true,
+        })
+        .expect("a valid product")
+    }
+
+    /// Issue 21: a DNA link took a -1 cent price. Money is never negative now (a stored
+    /// negative amount is refused when read), and DNA links need DNA access.
+    #[test]
+    fn dna_link_prices_are_never_negative_and_need_dna_access() {
+        assert!(Money::try_from_cents(-1).is_err());
+        let with = LinkSettings::new(
+            PartnerId::parse("acme").expect("id"),
+            Email::parse("ops@acme.test").expect("email"),
+        )
+        .with_dna_access(true);
+        let l = dna_link(&bases(), &with, &dna(7_900), Some(Money::from_cents(8_000)))
+            .expect("DNA access");
+        assert_eq!(l.user_set_price, Money::from_cents(8_000));
+        assert_eq!(
+            l.intake_url,
+            "https://legacy.test/dna/ancestry?partner_id=acme"
+        );
+        let fallback = dna_link(&bases(), &with, &dna(7_900), None).expect("DNA access");
+        assert_eq!(fallback.user_set_price, Money::from_cents(7_900));
+        assert!(
+            dna_link(&bases(), &with.with_dna_access(false), &dna(7_900), None).is_none(),
+            "no DNA access, no link"
+        );
     }
 
     #[test]

@@ -13,15 +13,17 @@ use crate::links::attribution::Attribution;
 use crate::links::ports::LinkRepo;
 use crate::links::{
     CareEmbed, CareLinkInputs, CareQuery, CareServiceLink, CatalogProduct, DnaLinkInputs,
-    DnaProductLink, LinkBases, MedicalLinkInputs, PartnerProductLink, care_access, care_link,
+    DnaProductLink, LinkBases, LinkSettings, MedicalLinkInputs, PartnerProductLink, care_link,
     catalog_product, dna_link, embed_lang, embed_langs, medical_link,
 };
 
 /// Errors of the partner link listings.
 #[derive(Debug, thiserror::Error)]
 pub enum LinkError {
+    /// The `sub` names none of the partner's sub-accounts (400).
     #[error("sub must name an existing sub-account (1-250) of this account")]
     UnknownSub,
+    /// The store failed.
     #[error(transparent)]
     Repo(#[from] RepoError),
 }
@@ -41,8 +43,10 @@ fn read_for(partner: &PartnerId, read: Option<Partner>) -> Result<Partner, RepoE
 /// Errors of the public catalog.
 #[derive(Debug, thiserror::Error)]
 pub enum CatalogError {
+    /// No active partner has that `partner_id` (404).
     #[error("no active partner has that partner_id")]
     UnknownPartner,
+    /// The store failed.
     #[error(transparent)]
     Repo(#[from] RepoError),
 }
@@ -57,6 +61,8 @@ pub struct LinkService {
 }
 
 impl LinkService {
+    /// The service over the link reads, the catalog, the account store (partners and the Care
+    /// Services switches) and the configured bases.
     pub fn new(
         reads: Arc<dyn LinkRepo>,
         catalog: Arc<dyn CatalogRepo>,
@@ -95,11 +101,11 @@ impl LinkService {
             prices,
             mut products,
         } = inputs;
-        let p = read_for(partner, p)?;
+        let p = LinkSettings::from(&read_for(partner, p)?);
         DnaProduct::sort(&mut products);
         Ok(products
             .iter()
-            .map(|d| dna_link(&self.bases, &p, d, prices.get(&d.id()).copied()))
+            .filter_map(|d| dna_link(&self.bases, &p, d, prices.get(&d.id()).copied()))
             .collect())
     }
 
@@ -133,7 +139,7 @@ impl LinkService {
         if !sub_exists {
             return Err(LinkError::UnknownSub);
         }
-        let p = read_for(partner, p)?;
+        let p = LinkSettings::from(&read_for(partner, p)?);
         MedicalProduct::sort(&mut products);
         Ok(products
             .iter()
@@ -172,20 +178,19 @@ impl LinkService {
         if !sub_exists {
             return Err(LinkError::UnknownSub);
         }
-        let p = read_for(partner, p)?;
+        let p = LinkSettings::from(&read_for(partner, p)?);
         CareProduct::sort(&mut products);
         Ok(products
             .iter()
             .filter(|c| q.service.is_none_or(|s| s == c.service()))
-            .filter(|c| care_access(p.settings(), &flags, c.service()))
-            .filter_map(|c| care_link(&self.bases, &p, c, q))
+            .filter_map(|c| care_link(&self.bases, &p, &flags, c, q))
             .collect())
     }
 
     /// The Care Services links `p` can access now, filtered by `q.service` (and `q.duration`).
     async fn accessible_care_links(
         &self,
-        p: &Partner,
+        p: &LinkSettings,
         q: &CareQuery,
     ) -> Result<Vec<CareServiceLink>, RepoError> {
         let flags = self.accounts.care_flags().await?;
@@ -194,8 +199,7 @@ impl LinkService {
         Ok(products
             .iter()
             .filter(|c| q.service.is_none_or(|s| s == c.service()))
-            .filter(|c| care_access(p.settings(), &flags, c.service()))
-            .filter_map(|c| care_link(&self.bases, p, c, q))
+            .filter_map(|c| care_link(&self.bases, p, &flags, c, q))
             .collect())
     }
 
@@ -216,11 +220,12 @@ impl LinkService {
         q: &CareQuery,
     ) -> Result<CareEmbed, CatalogError> {
         let p = self.active_partner(partner_id).await?;
-        let links = self.accessible_care_links(&p, q).await?;
+        let settings = LinkSettings::from(&p);
+        let links = self.accessible_care_links(&settings, q).await?;
         Ok(CareEmbed {
             partner_name: p.settings().name().to_owned(),
-            lang: embed_lang(q.lang.as_deref(), p.settings()),
-            langs: embed_langs(p.settings()),
+            lang: embed_lang(q.lang.as_deref(), &settings),
+            langs: embed_langs(&settings),
             links,
         })
     }
@@ -233,7 +238,7 @@ impl LinkService {
         category: Option<Category>,
     ) -> Result<Vec<CatalogProduct>, CatalogError> {
         let partner_id = &attribution.partner_id;
-        let p = self.active_partner(partner_id).await?;
+        let p = LinkSettings::from(&self.active_partner(partner_id).await?);
         let prices = self.catalog.medical_prices(partner_id).await?;
         let mut products = self.catalog.medical_products().await?;
         MedicalProduct::sort(&mut products);

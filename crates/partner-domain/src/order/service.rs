@@ -31,10 +31,13 @@ pub enum OrderIngest {
 /// Errors of [`OrderService::ingest`].
 #[derive(Debug, thiserror::Error)]
 pub enum IngestOrderError {
+    /// No partner has the order's `partnerId` (404).
     #[error("no partner with that partnerId")]
     UnknownPartner,
+    /// Another order with a different body is stored under that `orderId` (409).
     #[error("another order with a different body is stored under that orderId")]
     Conflict,
+    /// The store failed.
     #[error(transparent)]
     Repo(#[from] RepoError),
 }
@@ -42,8 +45,13 @@ pub enum IngestOrderError {
 /// Errors of [`OrderService::record_event`].
 #[derive(Debug, thiserror::Error)]
 pub enum RecordEventError {
+    /// No partner has the event's `partnerId` (404).
     #[error("no partner with that partnerId")]
     UnknownPartner,
+    /// The event is one the contract rules out ([`AnalyticsEvent::new`], 400).
+    #[error(transparent)]
+    Invalid(#[from] crate::kernel::values::ValueError),
+    /// The store failed.
     #[error(transparent)]
     Repo(#[from] RepoError),
 }
@@ -58,6 +66,8 @@ pub struct OrderService {
 }
 
 impl OrderService {
+    /// The service over its store, the unit of work of ingest, the clock and the randomness
+    /// ids are drawn from.
     pub fn new(
         repo: Arc<dyn OrderRepo>,
         uow: Arc<dyn UnitOfWork<dyn OrderTransaction>>,
@@ -105,7 +115,7 @@ impl OrderService {
 
     /// Records an analytics event (idempotent per run for `order_completed`).
     pub async fn record_event(&self, new: NewAnalyticsEvent) -> Result<(), RecordEventError> {
-        let ev = AnalyticsEvent::new(AnalyticsEventId::generate(self.rng.as_ref()), new);
+        let ev = AnalyticsEvent::new(AnalyticsEventId::generate(self.rng.as_ref()), new)?;
         if self
             .repo
             .insert_analytics_event(&ev, self.clock.now())

@@ -1,4 +1,14 @@
 //! Payouts.
+//!
+//! ```
+//! use partner_domain::payout::{format_date, parse_period};
+//!
+//! let (from, to) = parse_period(Some("2026-11-01"), Some("2026-11-30"))?;
+//! assert_eq!((format_date(from), format_date(to)), ("2026-11-01".into(), "2026-11-30".into()));
+//! assert!(parse_period(Some("2026-12-01"), Some("2026-11-30")).is_err()); // from after to
+//! assert!(parse_period(Some("2026-11-01"), None).is_err());
+//! # Ok::<(), partner_domain::kernel::values::ValueError>(())
+//! ```
 
 pub mod ports;
 
@@ -14,12 +24,16 @@ use crate::kernel::values::{Money, PartnerId, ValueError};
 /// Where a listing of payouts stands: the last payout listed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PayoutKey {
+    /// The payout's date.
     pub payout_date: Date,
+    /// The day it was recorded.
     pub created_at: Date,
+    /// Its id.
     pub id: PayoutId,
 }
 
 impl PayoutKey {
+    /// Where a listing stands after `p`.
     pub fn of(p: &Payout) -> Self {
         Self {
             payout_date: p.payout_date,
@@ -49,7 +63,7 @@ pub fn format_date(d: Date) -> String {
 }
 
 /// Parses `YYYY-MM-DD` exactly.
-pub fn parse_date(s: &str) -> Option<Date> {
+pub(crate) fn parse_date(s: &str) -> Option<Date> {
     let fmt = time::macros::format_description!("[year]-[month]-[day]");
     (s.len() == 10).then(|| Date::parse(s, &fmt).ok()).flatten()
 }
@@ -70,7 +84,7 @@ pub fn parse_period(from: Option<&str>, to: Option<&str>) -> Result<(Date, Date)
     Ok((from, to))
 }
 
-/// [`parse_date`] of a request field: `{field} must be YYYY-MM-DD` otherwise.
+/// A date of a request field, `YYYY-MM-DD` exactly: `{field} must be YYYY-MM-DD` otherwise.
 pub fn parse_date_field(s: &str, field: &'static str) -> Result<Date, ValueError> {
     parse_date(s).ok_or(ValueError::expected(field, "YYYY-MM-DD"))
 }
@@ -100,6 +114,7 @@ impl Payout {
         }
     }
 
+    /// The payout's id.
     #[must_use]
     pub fn id(&self) -> PayoutId {
         self.id
@@ -111,6 +126,7 @@ impl Payout {
         &self.email
     }
 
+    /// The partner paid.
     #[must_use]
     pub fn partner_id(&self) -> &PartnerId {
         &self.partner_id
@@ -122,16 +138,19 @@ impl Payout {
         self.created_at
     }
 
+    /// The day it was paid.
     #[must_use]
     pub fn payout_date(&self) -> Date {
         self.payout_date
     }
 
+    /// The amount paid.
     #[must_use]
     pub fn amount(&self) -> Money {
         self.amount
     }
 
+    /// Its status as the billing job reported it.
     #[must_use]
     pub fn status(&self) -> &str {
         &self.status
@@ -141,11 +160,17 @@ impl Payout {
 /// A payout as the billing job reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewPayout {
+    /// The partner paid.
     pub partner_id: PartnerId,
+    /// The day it was paid.
     pub payout_date: Date,
+    /// The amount paid.
     pub amount: Money,
+    /// Its status (free text of the billing job).
     pub status: String,
+    /// The receipt, for the operator only.
     pub receipt_url: Option<String>,
+    /// A note, for the operator only.
     pub note: Option<String>,
 }
 

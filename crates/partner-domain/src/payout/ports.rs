@@ -1,4 +1,17 @@
 //! The payout aggregate's ports: reads of payouts and the write of a payout transaction.
+//!
+//! With the `mocks` feature, mocks stand in for the store:
+//!
+//! ```
+//! # #[cfg(feature = "mocks")] {
+//! use partner_domain::payout::ports::{MockPayoutRepo, MockPayoutTransaction};
+//!
+//! let repo = MockPayoutRepo::new();
+//! let mut tx = MockPayoutTransaction::new();
+//! tx.expect_commit().returning(|| Ok(()));
+//! # let _ = (repo, tx);
+//! # }
+//! ```
 
 use async_trait::async_trait;
 use time::OffsetDateTime;

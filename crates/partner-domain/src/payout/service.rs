@@ -17,8 +17,10 @@ use crate::payout::{NewPayout, Payout, PayoutKey};
 /// Errors of [`PayoutService::record`].
 #[derive(Debug, thiserror::Error)]
 pub enum RecordPayoutError {
+    /// No partner has that id.
     #[error("no partner with that partnerId")]
     UnknownPartner,
+    /// The store failed.
     #[error(transparent)]
     Repo(#[from] RepoError),
 }
@@ -33,6 +35,7 @@ pub struct PayoutService {
 }
 
 impl PayoutService {
+    /// The service over its ports, clock and randomness (payout ids).
     pub fn new(
         repo: Arc<dyn PayoutRepo>,
         uow: Arc<dyn UnitOfWork<dyn PayoutTransaction>>,

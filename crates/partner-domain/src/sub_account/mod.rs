@@ -1,4 +1,18 @@
 //! Sub-accounts: the staffers and affiliates a partner attributes leads, orders and links to.
+//!
+//! ```
+//! use partner_domain::kernel::ids::SubAccountId;
+//! use partner_domain::kernel::values::SubId;
+//! use partner_domain::sub_account::SubAccount;
+//! use partner_domain::time::OffsetDateTime;
+//! use partner_domain::uuid::Uuid;
+//!
+//! let at = OffsetDateTime::UNIX_EPOCH;
+//! let id = SubAccountId::from_uuid(Uuid::from_u128(1));
+//! let s = SubAccount::new(id, "ops@acme.test".into(), SubId::parse("7")?, "Ann".into(), at, at);
+//! assert_eq!((s.sub_id().get(), s.nickname()), (7, "Ann"));
+//! # Ok::<(), partner_domain::kernel::values::ValueError>(())
+//! ```
 
 pub mod ports;
 
@@ -44,6 +58,7 @@ impl SubAccount {
         }
     }
 
+    /// The sub-account's id.
     #[must_use]
     pub fn id(&self) -> SubAccountId {
         self.id
@@ -55,21 +70,25 @@ impl SubAccount {
         &self.email
     }
 
+    /// Its `subId`, unique within the partner.
     #[must_use]
     pub fn sub_id(&self) -> SubId {
         self.sub_id
     }
 
+    /// Its nickname.
     #[must_use]
     pub fn nickname(&self) -> &str {
         &self.nickname
     }
 
+    /// When it was created.
     #[must_use]
     pub fn created_at(&self) -> OffsetDateTime {
         self.created_at
     }
 
+    /// When it was last changed.
     #[must_use]
     pub fn updated_at(&self) -> OffsetDateTime {
         self.updated_at

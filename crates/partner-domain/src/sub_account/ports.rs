@@ -1,4 +1,17 @@
 //! The sub-account aggregate's port.
+//!
+//! With the `mocks` feature, a mock stands in for the store (the crate page tests
+//! [`SubAccountService`](crate::sub_account::SubAccountService) over it):
+//!
+//! ```
+//! # #[cfg(feature = "mocks")] {
+//! use partner_domain::sub_account::ports::MockSubAccountRepo;
+//!
+//! let mut repo = MockSubAccountRepo::new();
+//! repo.expect_exists().returning(|_, _| Ok(true));
+//! # let _ = repo;
+//! # }
+//! ```
 
 use async_trait::async_trait;
 use time::OffsetDateTime;
@@ -12,16 +25,22 @@ use crate::sub_account::SubAccount;
 /// A sub-account about to be stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewSubAccount {
+    /// Its id.
     pub id: SubAccountId,
+    /// Its `subId`.
     pub sub_id: SubId,
+    /// Its nickname.
     pub nickname: Nickname,
+    /// The instant it is created at.
     pub now: OffsetDateTime,
 }
 
 /// How an insert of a sub-account ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum InsertSubAccount {
+    /// Stored.
     Inserted(SubAccount),
+    /// The partner already has a sub-account with that `subId`.
     DuplicateSubId,
 }
 

@@ -14,8 +14,10 @@ use crate::sub_account::ports::{InsertSubAccount, NewSubAccount, SubAccountRepo}
 /// Errors of [`SubAccountService::create`].
 #[derive(Debug, thiserror::Error)]
 pub enum CreateSubAccountError {
+    /// The partner already has a sub-account with that `subId`.
     #[error("a sub-account with subId {0} already exists")]
     Duplicate(SubId),
+    /// The store failed.
     #[error(transparent)]
     Repo(#[from] RepoError),
 }
@@ -26,6 +28,7 @@ pub enum DeleteSubAccountError {
     /// Absent, or another partner's: the two are indistinguishable on purpose.
     #[error("sub-account not found")]
     NotFound,
+    /// The store failed.
     #[error(transparent)]
     Repo(#[from] RepoError),
 }
@@ -39,6 +42,7 @@ pub struct SubAccountService {
 }
 
 impl SubAccountService {
+    /// The service over its port, clock and randomness (sub-account ids).
     pub fn new(repo: Arc<dyn SubAccountRepo>, clock: Arc<dyn Clock>, rng: Arc<dyn Random>) -> Self {
         Self { repo, clock, rng }
     }
@@ -62,6 +66,7 @@ impl SubAccountService {
         self.repo.find_for_token(key, id).await
     }
 
+    /// Creates a sub-account of the partner; refused when its `subId` is taken.
     pub async fn create(
         &self,
         partner: &PartnerId,
@@ -80,6 +85,7 @@ impl SubAccountService {
         }
     }
 
+    /// Deletes one of the partner's sub-accounts.
     pub async fn delete(
         &self,
         partner: &PartnerId,

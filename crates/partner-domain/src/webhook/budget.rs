@@ -13,7 +13,9 @@ pub const ACTION_WINDOW: Duration = Duration::minutes(1);
 /// The action budget: at most `calls` admitted within any `window`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ActionBudget {
+    /// Calls admitted per window.
     pub calls: usize,
+    /// The sliding window.
     pub window: Duration,
 }
 

@@ -23,16 +23,25 @@ use crate::webhook::signature::WebhookSecret;
 pub struct DeliveryInfo {
     /// The `X-Partner-Delivery` value.
     pub id: DeliveryId,
+    /// The endpoint it is delivered to.
     pub endpoint_id: EndpointId,
+    /// The kind of event it carries.
     pub event: EventKind,
+    /// Where it stands.
     pub status: DeliveryStatus,
     /// Attempts made so far (all of them, across resends).
     pub attempts: i32,
+    /// When it is next due; `None` once it is delivered or failed.
     pub next_attempt_at: Option<OffsetDateTime>,
+    /// When it was last attempted.
     pub last_attempt_at: Option<OffsetDateTime>,
+    /// The receiver's status of the last attempt, when it answered.
     pub last_status_code: Option<i32>,
+    /// A short reason the last attempt failed (`timeout`, `status 500`…).
     pub last_error: Option<String>,
+    /// When it was queued.
     pub created_at: OffsetDateTime,
+    /// When a receiver answered 2xx.
     pub delivered_at: Option<OffsetDateTime>,
 }
 
@@ -63,11 +72,13 @@ impl DeliveryInfo {
 /// One attempt of a delivery, as its log shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AttemptLogEntry {
+    /// When the attempt was made.
     pub attempted_at: OffsetDateTime,
     /// `null` when the receiver did not answer.
     pub status_code: Option<i32>,
     /// `null` when no request was made (the event's record was gone).
     pub duration_ms: Option<i32>,
+    /// A short reason it failed, if it did.
     pub error: Option<String>,
 }
 
@@ -77,7 +88,9 @@ pub const ATTEMPT_LOG_LIMIT: u16 = 20;
 /// A delivery with its attempt log, oldest attempt first.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeliveryDetail {
+    /// The delivery.
     pub delivery: DeliveryInfo,
+    /// Its last [`ATTEMPT_LOG_LIMIT`] attempts, oldest first.
     pub attempt_log: Vec<AttemptLogEntry>,
 }
 
@@ -93,8 +106,10 @@ pub enum DeliveryStatus {
 }
 
 impl DeliveryStatus {
+    /// Every status.
     pub const ALL: [DeliveryStatus; 3] = [Self::Pending, Self::Delivered, Self::Failed];
 
+    /// The status's wire text (`pending`, `delivered`, `failed`).
     pub const fn as_str(self) -> &'static str {
         match self {
             Self::Pending => "pending",
@@ -103,6 +118,7 @@ impl DeliveryStatus {
         }
     }
 
+    /// The status of its wire text, if any.
     pub fn parse(s: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|st| st.as_str() == s)
     }
@@ -117,21 +133,30 @@ impl Serialize for DeliveryStatus {
 /// What a delivery listing asks for (already validated, see [`parse_statuses`]).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct DeliveryQuery {
+    /// Only deliveries to this endpoint.
     pub endpoint_id: Option<EndpointId>,
     /// Empty: any status.
     pub statuses: Vec<DeliveryStatus>,
+    /// Only deliveries of this kind of event.
     pub event: Option<EventKind>,
+    /// Page size.
     pub limit: u16,
+    /// The opaque cursor of the previous page's `nextCursor`.
     pub cursor: Option<String>,
 }
 
 /// What the store is asked for: `limit` rows after `after` (newest first).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeliveryFilter {
+    /// Only deliveries to this endpoint.
     pub endpoint_id: Option<EndpointId>,
+    /// Only deliveries in one of these statuses (empty: any).
     pub statuses: Vec<DeliveryStatus>,
+    /// Only deliveries of this kind of event.
     pub event: Option<EventKind>,
+    /// Rows after this position (newest first); `None` from the start.
     pub after: Option<Position>,
+    /// How many rows.
     pub limit: u16,
 }
 
@@ -168,6 +193,7 @@ pub const RECOVER_LIMIT: u32 = 1_000;
 /// store: no endpoint gets more than its room, so one endpoint's backlog never takes every slot.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClaimRequest {
+    /// Deliveries due at or before this instant.
     pub now: OffsetDateTime,
     /// Claimed deliveries are leased to this worker until then; after it they are due again.
     pub lease_until: OffsetDateTime,
@@ -187,7 +213,9 @@ pub struct ClaimRequest {
 /// delivery whose worker keeps dying still ends after its budget.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClaimedDelivery {
+    /// The delivery.
     pub id: DeliveryId,
+    /// Its endpoint.
     pub endpoint_id: EndpointId,
     /// The fencing token of this claim: an outcome is recorded only while the row still holds it.
     pub lease: Uuid,
@@ -195,12 +223,17 @@ pub struct ClaimedDelivery {
     pub attempt: u32,
     /// The event's own id (`X-Partner-Event-Id`): the same on every delivery of the event.
     pub event_id: EventId,
+    /// The event it carries.
     pub event: Event,
+    /// When the event happened (the body's `created_at`).
     pub event_created_at: OffsetDateTime,
+    /// The endpoint's URL.
     pub url: String,
+    /// The endpoint's current signing secret (`None`: unsigned).
     pub secret: Option<WebhookSecret>,
     /// The secret a rotation replaced, while its overlap lasts: deliveries carry both signatures.
     pub previous_secret: Option<WebhookSecret>,
+    /// The endpoint's custom header, sent on every delivery.
     pub custom_header: Option<CustomHeader>,
     /// The version of the endpoint's row the claim read URL, secrets and header from: a worker
     /// that cannot tell from the store's announcements whether the endpoint changed since the
@@ -216,8 +249,11 @@ pub const SUBJECT_UNREADABLE: &str = "subject unreadable";
 /// [`SUBJECT_UNREADABLE`], without a request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnreadableDelivery {
+    /// The delivery.
     pub id: DeliveryId,
+    /// Its endpoint.
     pub endpoint_id: EndpointId,
+    /// The fencing token of its claim.
     pub lease: Uuid,
 }
 
@@ -225,7 +261,9 @@ pub struct UnreadableDelivery {
 /// read (claimed all the same, so that each fails alone).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ClaimBatch {
+    /// Deliveries to send.
     pub ready: Vec<ClaimedDelivery>,
+    /// Deliveries to fail with [`SUBJECT_UNREADABLE`].
     pub unreadable: Vec<UnreadableDelivery>,
 }
 
@@ -235,6 +273,7 @@ impl ClaimBatch {
         self.ready.len() + self.unreadable.len()
     }
 
+    /// Whether nothing was claimed.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -243,8 +282,11 @@ impl ClaimBatch {
 /// How an attempt ended, to be recorded under its claim's lease.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AttemptOutcome {
+    /// The delivery.
     pub id: DeliveryId,
+    /// The fencing token of the claim the attempt was made under.
     pub lease: Uuid,
+    /// When the attempt ended.
     pub at: OffsetDateTime,
     /// The receiver's status, `None` when it did not answer.
     pub status_code: Option<u16>,
@@ -252,6 +294,7 @@ pub struct AttemptOutcome {
     pub error: Option<String>,
     /// How long the request took; `None` when none was made (the event's record was gone).
     pub duration_ms: Option<u32>,
+    /// What happens to the delivery next.
     pub next: NextStep,
 }
 

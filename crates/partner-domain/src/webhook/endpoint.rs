@@ -17,12 +17,16 @@ pub const MAX_ENDPOINTS: usize = 10;
 /// How long a `lead.created` delivery waits, so the lead can supply a phone first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LeadCreatedDelay {
+    /// `1m`.
     OneMinute,
+    /// `5m`.
     FiveMinutes,
+    /// `1h`.
     OneHour,
 }
 
 impl LeadCreatedDelay {
+    /// The delay of its wire text (`1m`, `5m`, `1h`), if any.
     pub fn parse(s: &str) -> Option<Self> {
         match s {
             "1m" => Some(Self::OneMinute),
@@ -38,6 +42,7 @@ impl LeadCreatedDelay {
         Self::parse(s).ok_or(ValueError::expected(field, "null, 1m, 5m or 1h"))
     }
 
+    /// The delay's wire text.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::OneMinute => "1m",
@@ -46,6 +51,7 @@ impl LeadCreatedDelay {
         }
     }
 
+    /// How long the delivery waits.
     pub fn duration(self) -> time::Duration {
         match self {
             Self::OneMinute => time::Duration::minutes(1),
@@ -121,10 +127,12 @@ fn is_reserved_header(name: &str) -> bool {
 }
 
 impl CustomHeader {
+    /// The header's name.
     pub fn name(&self) -> &str {
         &self.name
     }
 
+    /// The header's value.
     pub fn value(&self) -> &str {
         &self.value
     }
@@ -183,6 +191,7 @@ pub enum DisabledReason {
 }
 
 impl DisabledReason {
+    /// The reason's wire text (`gone`, `failing`).
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Gone => "gone",
@@ -190,6 +199,7 @@ impl DisabledReason {
         }
     }
 
+    /// The reason of its wire text, if any.
     pub fn parse(s: &str) -> Option<Self> {
         match s {
             "gone" => Some(Self::Gone),
@@ -234,19 +244,27 @@ pub struct WebhookEndpoint {
 /// previous secret, or a reason without being disabled.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EndpointParts {
+    /// The endpoint's id.
     pub id: EndpointId,
+    /// The partner it belongs to.
     pub partner_id: PartnerId,
     /// The stored address, not re-checked: it was checked when it was set.
     pub url: String,
+    /// The kinds of events it receives.
     pub events: Vec<EventKind>,
+    /// How long `lead.created` deliveries wait, if at all.
     pub lead_created_delay: Option<LeadCreatedDelay>,
+    /// A header sent on every delivery.
     pub custom_header: Option<CustomHeader>,
+    /// The current signing secret (`None`: deliveries are unsigned).
     pub secret: Option<WebhookSecret>,
     /// The secret a rotation replaced and until when it still signs.
     pub previous_secret: Option<(WebhookSecret, OffsetDateTime)>,
     /// Since when the endpoint is disabled, and why (`None`: the partner disabled it).
     pub disabled: Option<(OffsetDateTime, Option<DisabledReason>)>,
+    /// When it was created.
     pub created_at: OffsetDateTime,
+    /// When it was last changed.
     pub updated_at: OffsetDateTime,
 }
 
@@ -255,7 +273,9 @@ pub struct EndpointParts {
 /// custom header's value only in the answer to the request that set it (a hint otherwise).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ShownEndpoint {
+    /// The endpoint.
     pub endpoint: WebhookEndpoint,
+    /// The instant it is shown at.
     pub at: OffsetDateTime,
     reveal_secret: bool,
     reveal_header_value: bool,
@@ -275,7 +295,7 @@ impl ShownEndpoint {
     /// The same, revealing the secret (the answer that generated it) and the header's value
     /// (the answer to the request that set it) where told to.
     #[must_use]
-    pub fn revealing(self, secret: bool, header_value: bool) -> Self {
+    pub(crate) fn revealing(self, secret: bool, header_value: bool) -> Self {
         Self {
             reveal_secret: secret,
             reveal_header_value: header_value,
@@ -309,6 +329,7 @@ impl ShownEndpoint {
             .and(self.endpoint.previous_secret_expires_at)
     }
 
+    /// Whether deliveries are queued for it (it is not disabled).
     pub fn is_enabled(&self) -> bool {
         self.endpoint.disabled_at.is_none()
     }
@@ -349,31 +370,37 @@ impl WebhookEndpoint {
         }
     }
 
+    /// The endpoint's id.
     #[must_use]
     pub fn id(&self) -> EndpointId {
         self.id
     }
 
+    /// The partner it belongs to.
     #[must_use]
     pub fn partner_id(&self) -> &PartnerId {
         &self.partner_id
     }
 
+    /// Its URL.
     #[must_use]
     pub fn url(&self) -> &str {
         &self.url
     }
 
+    /// The kinds of events it receives.
     #[must_use]
     pub fn events(&self) -> &[EventKind] {
         &self.events
     }
 
+    /// How long `lead.created` deliveries wait, if at all.
     #[must_use]
     pub fn lead_created_delay(&self) -> Option<LeadCreatedDelay> {
         self.lead_created_delay
     }
 
+    /// The header sent on every delivery, if any.
     #[must_use]
     pub fn custom_header(&self) -> Option<&CustomHeader> {
         self.custom_header.as_ref()
@@ -392,26 +419,31 @@ impl WebhookEndpoint {
         self.previous_secret.as_ref()
     }
 
+    /// Until when the replaced secret signs (stored, whether or not that has passed).
     #[must_use]
     pub fn previous_secret_expires_at(&self) -> Option<OffsetDateTime> {
         self.previous_secret_expires_at
     }
 
+    /// Since when it is disabled, if it is.
     #[must_use]
     pub fn disabled_at(&self) -> Option<OffsetDateTime> {
         self.disabled_at
     }
 
+    /// Why the service disabled it (`None`: enabled, or disabled by the partner).
     #[must_use]
     pub fn disabled_reason(&self) -> Option<DisabledReason> {
         self.disabled_reason
     }
 
+    /// When it was created.
     #[must_use]
     pub fn created_at(&self) -> OffsetDateTime {
         self.created_at
     }
 
+    /// When it was last changed.
     #[must_use]
     pub fn updated_at(&self) -> OffsetDateTime {
         self.updated_at
@@ -426,10 +458,10 @@ impl WebhookEndpoint {
     }
 }
 
-/// The event list: a non-empty subset of [`EventKind::ALL`] (duplicates dropped).
+/// The event list: a non-empty subset of [`EventKind::SUBSCRIBABLE`] (duplicates dropped).
 pub fn parse_events(items: &[String]) -> Result<Vec<EventKind>, ValueError> {
     static REASON: LazyLock<String> =
-        LazyLock::new(|| format!("entries must be {}", EventKind::ALL_NAMES));
+        LazyLock::new(|| format!("entries must be {}", EventKind::SUBSCRIBABLE_NAMES));
     let mut out = Vec::new();
     for i in items {
         let k = EventKind::parse(i).ok_or(ValueError::invalid("events", REASON.as_str()))?;
@@ -446,9 +478,13 @@ pub fn parse_events(items: &[String]) -> Result<Vec<EventKind>, ValueError> {
 /// A new endpoint, already parsed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewEndpoint {
+    /// Its URL, checked by [`crate::webhook::parse_endpoint_url`].
     pub url: url::Url,
+    /// The kinds of events it receives (at least one).
     pub events: Vec<EventKind>,
+    /// How long `lead.created` deliveries wait, if at all.
     pub lead_created_delay: Option<LeadCreatedDelay>,
+    /// A header sent on every delivery.
     pub custom_header: Option<CustomHeader>,
     /// Generate a secret (returned once).
     pub secret: bool,
@@ -458,10 +494,15 @@ pub struct NewEndpoint {
 /// secret (returned once), `Some(false)` removes it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct EndpointPatch {
+    /// A new URL.
     pub url: Option<url::Url>,
+    /// New kinds of events (at least one).
     pub events: Option<Vec<EventKind>>,
+    /// A new delay, or none.
     pub lead_created_delay: Option<Option<LeadCreatedDelay>>,
+    /// A new custom header, or none.
     pub custom_header: Option<Option<CustomHeader>>,
+    /// Generate a new secret, or remove it.
     pub secret: Option<bool>,
     /// `Some(true)` re-enables the endpoint; `Some(false)` disables it (reason `null`).
     pub enabled: Option<bool>,
@@ -557,8 +598,8 @@ mod tests {
             )
         );
         assert_eq!(
-            parse_events(&EventKind::ALL.map(|k| k.as_str().to_owned())),
-            Ok(EventKind::ALL.to_vec())
+            parse_events(&EventKind::SUBSCRIBABLE.map(|k| k.as_str().to_owned())),
+            Ok(EventKind::SUBSCRIBABLE.to_vec())
         );
     }
 }

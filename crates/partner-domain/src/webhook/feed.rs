@@ -6,6 +6,17 @@
 //! still running when it reads (the xmin of its snapshot): every transaction with a smaller id
 //! has ended, so nothing can later appear before a position it returned. Why this and not a
 //! timestamp keyset or a counter taken at commit: `docs/decisions.md`, "Events feed position".
+//!
+//! ```
+//! use partner_domain::events::EventKind;
+//! use partner_domain::webhook::feed::parse_types;
+//!
+//! assert_eq!(
+//!     parse_types("order.created,lead.created,order.created"),
+//!     Ok(vec![EventKind::OrderCreated, EventKind::LeadCreated])
+//! );
+//! assert!(parse_types("ping").is_err()); // tests are not events of the feed
+//! ```
 
 use std::sync::{Arc, LazyLock};
 
@@ -21,16 +32,21 @@ use crate::kernel::ids::EventId;
 use crate::kernel::values::{PartnerId, ValueError};
 use crate::webhook::payload::{Payload, Subjects};
 
-/// `limit` when none is given, and the largest accepted.
+/// `limit` when none is given.
 pub const FEED_DEFAULT_LIMIT: u16 = 50;
+/// The largest `limit` accepted.
 pub const FEED_MAX_LIMIT: u16 = 200;
 
 /// One event of the feed, with its place in it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FeedEvent {
+    /// The event's id.
     pub id: EventId,
+    /// What it says.
     pub event: Event,
+    /// When it happened.
     pub created_at: OffsetDateTime,
+    /// Its place in the feed.
     pub position: FeedPosition,
 }
 
@@ -47,8 +63,11 @@ impl FeedEvent {
 pub struct FeedQuery {
     /// The kinds asked for; empty: all of them.
     pub types: Vec<EventKind>,
+    /// Only events created at or after this instant.
     pub since: Option<OffsetDateTime>,
+    /// Page size.
     pub limit: u16,
+    /// The `nextCursor` of the previous page.
     pub cursor: Option<String>,
 }
 
@@ -57,7 +76,7 @@ pub fn parse_types(s: &str) -> Result<Vec<EventKind>, ValueError> {
     static REASON: LazyLock<String> = LazyLock::new(|| {
         format!(
             "a comma-separated list of {}",
-            EventKind::ALL_NAMES.replace(" or ", ", ")
+            EventKind::SUBSCRIBABLE_NAMES.replace(" or ", ", ")
         )
     });
     let mut out = Vec::new();
@@ -76,15 +95,20 @@ pub fn parse_types(s: &str) -> Result<Vec<EventKind>, ValueError> {
 /// all below the horizon of the read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FeedFilter {
+    /// The kinds asked for; empty: all four.
     pub types: Vec<EventKind>,
+    /// Only events created at or after this instant.
     pub since: Option<OffsetDateTime>,
+    /// Only events after this position.
     pub after: Option<FeedPosition>,
+    /// At most this many events.
     pub limit: u16,
 }
 
 /// What the store read for a page (or one event), in one snapshot.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct FeedRead {
+    /// The events read, in feed order.
     pub events: Vec<FeedEvent>,
     /// The records the events are about, as they are now.
     pub subjects: Subjects,
@@ -119,14 +143,18 @@ crate::kernel::debug_port!(EventFeedRepo);
 /// Why a feed request is refused.
 #[derive(Debug, thiserror::Error)]
 pub enum FeedError {
+    /// The cursor is not one this feed gave the partner (400).
     #[error("cursor is invalid: pass the nextCursor of a previous page unchanged")]
     BadCursor,
     #[error(
         "events after this position are past the retention and were removed; resynchronise from the listings"
     )]
+    /// Retention removed events after the cursor's position, or `since` is older than it (410).
     CursorExpired,
+    /// No such event of the partner (404).
     #[error("no such event")]
     NotFound,
+    /// The store failed.
     #[error(transparent)]
     Repo(#[from] RepoError),
 }
@@ -134,9 +162,11 @@ pub enum FeedError {
 /// A page of the feed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FeedPage {
+    /// What the store read.
     pub read: FeedRead,
     /// Never empty: where the next poll starts.
     pub next_cursor: String,
+    /// The page size used.
     pub limit: u16,
 }
 
@@ -183,7 +213,7 @@ impl EventFeed {
         };
         let filter = FeedFilter {
             types: if q.types.is_empty() {
-                EventKind::ALL.to_vec()
+                EventKind::SUBSCRIBABLE.to_vec()
             } else {
                 q.types.clone()
             },

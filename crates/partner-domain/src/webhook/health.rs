@@ -27,6 +27,7 @@ pub struct Attempted {
     pub delivered: bool,
     /// The receiver's status, `None` when it did not answer.
     pub status_code: Option<u16>,
+    /// When the attempt ended.
     pub at: OffsetDateTime,
 }
 
@@ -45,6 +46,7 @@ impl Attempted {
 /// What to write of an endpoint's health after a batch of attempts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HealthChange {
+    /// Since when every attempt failed (`None`: the last one succeeded).
     pub failing_since: Option<OffsetDateTime>,
     /// Disable it, as of that instant (the batch's last attempt), for that reason.
     pub disable: Option<(OffsetDateTime, DisabledReason)>,

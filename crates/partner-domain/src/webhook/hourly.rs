@@ -1,5 +1,18 @@
 //! The last 24 hours of deliveries by hour (the portal's chart, extensions §10): a small read
 //! beside the delivery log, whose counts it equals.
+//!
+//! ```
+//! use partner_domain::time::OffsetDateTime;
+//! use partner_domain::webhook::DeliveryStatus;
+//! use partner_domain::webhook::hourly::{StatusCount, by_hour, window_start};
+//!
+//! let now = OffsetDateTime::from_unix_timestamp(1_795_000_000)?;
+//! let start = window_start(now);
+//! let hours = by_hour(start, &[StatusCount { hour: 23, status: DeliveryStatus::Failed, count: 2 }]);
+//! assert_eq!(hours.len(), 24);
+//! assert_eq!(hours.last().map(|h| h.failed), Some(2));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 use serde::Serialize;
 use time::{Duration, OffsetDateTime};
@@ -13,8 +26,11 @@ pub const HOURS: usize = 24;
 /// Deliveries created in hour `hour` of the window (0: the oldest) with `status`, as stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StatusCount {
+    /// The hour of the window (0: the oldest).
     pub hour: u8,
+    /// The deliveries' status now.
     pub status: DeliveryStatus,
+    /// How many.
     pub count: u32,
 }
 
@@ -25,8 +41,11 @@ pub struct HourCount {
     /// The start of the hour (UTC).
     #[serde(serialize_with = "wire::ts")]
     pub hour: OffsetDateTime,
+    /// Delivered deliveries.
     pub delivered: u32,
+    /// Failed deliveries.
     pub failed: u32,
+    /// Pending deliveries.
     pub pending: u32,
 }
 

@@ -14,20 +14,31 @@
 //!
 //! This module sits above the aggregates whose events it delivers (lead, order, payout): it reads
 //! their records to build payloads; they know only `events`.
+//!
+//! ```
+//! use partner_domain::webhook::{LeadCreatedDelay, is_internal, parse_endpoint_url};
+//!
+//! assert!(parse_endpoint_url("https://hooks.acme.test/partner", false).is_ok());
+//! assert!(parse_endpoint_url("http://hooks.acme.test/partner", false).is_err()); // https only
+//! assert!(is_internal("10.0.0.7".parse()?));
+//! assert_eq!(LeadCreatedDelay::parse("5m").map(LeadCreatedDelay::duration),
+//!     Some(partner_domain::time::Duration::minutes(5)));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
-pub mod address;
-pub mod budget;
-pub mod delivery;
-pub mod endpoint;
+pub(crate) mod address;
+pub(crate) mod budget;
+pub(crate) mod delivery;
+pub(crate) mod endpoint;
 pub mod feed;
-pub mod health;
+pub(crate) mod health;
 pub mod hourly;
-pub mod payload;
+pub(crate) mod payload;
 pub mod ports;
-pub mod retry;
+pub(crate) mod retry;
 pub mod service;
-pub mod signature;
-pub mod verifier;
+pub(crate) mod signature;
+pub(crate) mod verifier;
 
 pub use address::{is_internal, parse_endpoint_url};
 pub use budget::{ACTION_CALLS, ACTION_WINDOW, ActionBudget};
@@ -50,7 +61,6 @@ pub use retry::{
 };
 pub use service::{EndpointError, WebhookService};
 pub use signature::{
-    SIGNATURE_TOLERANCE, SignatureError, WebhookSecret, signature_header, signature_header_with,
-    standard_signature, verify, verify_signature,
+    SIGNATURE_TOLERANCE, WebhookSecret, signature_header, signature_header_with, standard_signature,
 };
 pub use verifier::{VerifyError, WebhookVerifier};

@@ -18,12 +18,16 @@ use crate::payout::Payout;
 /// looks up, one query per kind.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SubjectIds {
+    /// Leads (of `lead.created` and `lead.enriched`).
     pub leads: Vec<LeadId>,
+    /// Orders, by `orderId` (of `order.created`).
     pub orders: Vec<String>,
+    /// Payouts (of `payout.created`).
     pub payouts: Vec<PayoutId>,
 }
 
 impl SubjectIds {
+    /// The records `events` are about, each once, sorted.
     pub fn of<'a>(events: impl IntoIterator<Item = &'a Event>) -> Self {
         let mut ids = Self::default();
         for event in events {
@@ -46,6 +50,7 @@ impl SubjectIds {
         ids
     }
 
+    /// Whether there is nothing to look up.
     pub fn is_empty(&self) -> bool {
         let Self {
             leads,
@@ -59,9 +64,11 @@ impl SubjectIds {
 /// The records found for a [`SubjectIds`], by id; a record deleted since its event is absent.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Subjects {
+    /// Leads, by id.
     pub leads: HashMap<LeadId, Lead>,
     /// Stored orders with their sub-account's nickname as of now, by `orderId`.
     pub orders: HashMap<String, OrderListing>,
+    /// Payouts, by id.
     pub payouts: HashMap<PayoutId, Payout>,
     /// Records found but unreadable (a stored value that no longer parses): their deliveries
     /// fail alone (`subject unreadable`), the rest of the batch is sent.
@@ -88,23 +95,35 @@ impl Subjects {
 /// ([`crate::webhook::ports::DataFormat`]), so a webhook's lead is byte for byte the listing's.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Payload<'a> {
+    /// `lead.created`: the lead.
     LeadCreated {
+        /// The lead as it is now.
         lead: &'a Lead,
     },
+    /// `lead.enriched`: the lead and its phones before and after.
     LeadEnriched {
+        /// The lead as it is now.
         lead: &'a Lead,
+        /// The phone before the update.
         previous_phone: &'a str,
+        /// The phone after it.
         current_phone: &'a str,
     },
     /// A stored order as a non-admin listing shows it, with the `source` it was ingested with.
     OrderCreated {
+        /// The order's `source`, as ingested.
         source: &'a str,
+        /// The order with its sub-account's nickname.
         order: &'a OrderListing,
     },
+    /// `payout.created`: the payout.
     PayoutCreated {
+        /// The payout.
         payout: &'a Payout,
     },
+    /// `ping`: the endpoint tested.
     Ping {
+        /// The endpoint.
         endpoint_id: EndpointId,
     },
 }
@@ -172,6 +191,7 @@ mod tests {
             created_at: datetime!(2026-11-21 10:00 UTC),
             updated_at: datetime!(2026-11-21 10:05 UTC),
         })
+        .expect("a valid lead")
     }
 
     fn listing() -> OrderListing {
@@ -189,7 +209,8 @@ mod tests {
                 source: "pharmacy".into(),
                 customer_name: Some("Ann".into()),
                 customer_email: None,
-            }),
+            })
+            .expect("a valid order"),
             sub_account: "Desk A".into(),
         }
     }

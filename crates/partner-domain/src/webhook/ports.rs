@@ -1,5 +1,18 @@
 //! The webhook aggregate's ports: endpoints and the delivery log (partners and the operator),
 //! address resolution, and the delivery worker's storage.
+//!
+//! With the `mocks` feature, mocks stand in for the store (the delivery worker's tests in
+//! `partner-webhooks` use `MockDeliveryRepo`):
+//!
+//! ```
+//! # #[cfg(feature = "mocks")] {
+//! use partner_domain::webhook::ports::{MockDeliveryRepo, MockWebhookRepo};
+//!
+//! let mut deliveries = MockDeliveryRepo::new();
+//! deliveries.expect_fail_disabled().returning(|_| Ok(0));
+//! # let _ = (deliveries, MockWebhookRepo::new());
+//! # }
+//! ```
 
 use async_trait::async_trait;
 use time::OffsetDateTime;
@@ -21,9 +34,11 @@ use crate::webhook::payload::{SubjectIds, Subjects};
 /// How an endpoint insert ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InsertEndpoint {
+    /// Stored.
     Inserted,
     /// The partner already has the maximum; nothing was written.
     TooMany,
+    /// No partner has that id; nothing was written.
     UnknownPartner,
 }
 
@@ -40,6 +55,7 @@ pub trait WebhookRepo: Send + Sync {
         &self,
         key: TokenKey,
     ) -> Result<Sealed<Vec<WebhookEndpoint>>, RepoError>;
+    /// One of the partner's endpoints.
     async fn endpoint(
         &self,
         partner: &PartnerId,
@@ -97,6 +113,7 @@ pub trait WebhookRepo: Send + Sync {
 #[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
 #[async_trait]
 pub trait AddressCheck: Send + Sync {
+    /// Whether `host` resolves to an internal address ([`crate::webhook::is_internal`]).
     async fn resolves_internal(&self, host: &str, port: u16) -> bool;
 }
 

@@ -17,7 +17,9 @@ pub fn next_retry(schedule: &[Duration], attempts: u32, jitter: f64) -> Option<D
 /// Where a delivery goes after an attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NextStep {
+    /// A receiver answered 2xx: the delivery ends `delivered`.
     Delivered,
+    /// Another attempt is due then.
     RetryAt(OffsetDateTime),
     /// The retry budget is spent (or retrying cannot help): the delivery ends `failed`.
     GiveUp,

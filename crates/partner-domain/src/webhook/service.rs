@@ -29,33 +29,94 @@ use crate::webhook::signature::WebhookSecret;
 /// Errors of the endpoint calls of [`WebhookService`].
 #[derive(Debug, thiserror::Error)]
 pub enum EndpointError {
+    /// The partner has [`MAX_ENDPOINTS`] endpoints already (400).
     #[error("an account may have at most 10 webhook endpoints")]
     TooMany,
+    /// The URL's host resolves to an internal address (400).
     #[error("url must not resolve to a loopback, private or internal address")]
     InternalAddress,
+    /// The partner has no endpoint with that id (404).
     #[error("no such webhook endpoint")]
     NotFound,
+    /// No partner has that `partnerId` (404).
     #[error("no partner with that partnerId")]
     UnknownPartner,
+    /// The partner has no delivery with that id (404).
     #[error("no such webhook delivery")]
     DeliveryNotFound,
+    /// The cursor is not one this service signed for the partner (400).
     #[error("cursor is invalid: pass the nextCursor of a previous page unchanged")]
     BadCursor,
+    /// `since` is in the future or more than 7 days ago (400).
     #[error("since must be within the last 7 days and not in the future")]
     BadSince,
     #[error(
         "the webhook endpoint is disabled; re-enable it with PATCH {{ \"enabled\": true }} first"
     )]
+    /// The endpoint is disabled: nothing is sent to it (409).
     Disabled,
     #[error(
         "at most 20 webhook actions (test, resend, recover) per minute; retry after {retry_after} s"
     )]
-    OverBudget { retry_after: u64 },
+    /// Over the action budget (429); `retry_after` seconds until one is free.
+    OverBudget {
+        /// Seconds until an action is free.
+        retry_after: u64,
+    },
+    /// The store failed.
     #[error(transparent)]
     Repo(#[from] RepoError),
 }
 
 /// Managing a partner's endpoints (for partners and the operator alike).
+///
+/// Creating an endpoint over mocks of the ports (feature `mocks`); no cursor key is needed for
+/// that (only the delivery listing signs cursors, [`WebhookService::with_delivery_cursors`]):
+///
+/// ```
+/// # #[cfg(feature = "mocks")] {
+/// use std::sync::Arc;
+/// use futures_util::FutureExt;
+/// use partner_domain::events::EventKind;
+/// use partner_domain::kernel::clock::FixedClock;
+/// use partner_domain::kernel::random::SeededRandom;
+/// use partner_domain::kernel::uow::BeginsOnce;
+/// use partner_domain::kernel::values::PartnerId;
+/// use partner_domain::webhook::NewEndpoint;
+/// use partner_domain::webhook::ports::{InsertEndpoint, MockAddressCheck, MockWebhookRepo};
+/// use partner_domain::webhook::WebhookService;
+/// use time::macros::datetime;
+///
+/// let mut repo = MockWebhookRepo::new();
+/// repo.expect_insert_endpoint()
+///     .returning(|_, _| Ok(InsertEndpoint::Inserted));
+/// let mut addresses = MockAddressCheck::new();
+/// addresses.expect_resolves_internal().returning(|_, _| false);
+/// let webhooks = WebhookService::new(
+///     Arc::new(repo),
+///     Arc::new(BeginsOnce::never()),
+///     Arc::new(addresses),
+///     Arc::new(FixedClock::new(datetime!(2026-11-23 12:00 UTC))),
+///     Arc::new(SeededRandom::new(7)),
+///     false,
+/// );
+/// let shown = webhooks
+///     .create(
+///         &PartnerId::parse("acme").unwrap(),
+///         NewEndpoint {
+///             url: "https://hooks.acme.example/partner".parse().unwrap(),
+///             events: vec![EventKind::LeadCreated],
+///             lead_created_delay: None,
+///             custom_header: None,
+///             secret: true,
+///         },
+///     )
+///     .now_or_never()
+///     .expect("the mocks answer at once")
+///     .unwrap();
+/// assert!(shown.secret().is_some_and(|s| s.starts_with("whsec_")), "shown this once");
+/// # }
+/// ```
 #[derive(Debug, Clone)]
 pub struct WebhookService {
     repo: Arc<dyn WebhookRepo>,
@@ -70,7 +131,12 @@ pub struct WebhookService {
 }
 
 impl WebhookService {
-    /// `cursors` signs the delivery listing's cursors (use a key of its own, not the leads').
+    /// The service over its store, unit of work, address check, clock and randomness;
+    /// `allow_private` accepts endpoints on internal addresses (tests and closed networks only).
+    ///
+    /// Creating and changing endpoints needs nothing more. The delivery listing's cursors are
+    /// signed with a key drawn from `rng` here, valid in this process only: a deployment with
+    /// several instances gives them one shared key with [`Self::with_delivery_cursors`].
     pub fn new(
         repo: Arc<dyn WebhookRepo>,
         uow: Arc<dyn UnitOfWork<dyn WebhookTransaction>>,
@@ -78,8 +144,9 @@ impl WebhookService {
         clock: Arc<dyn Clock>,
         rng: Arc<dyn Random>,
         allow_private: bool,
-        cursors: CursorKey,
     ) -> Self {
+        let mut key = [0u8; 32];
+        rng.fill(&mut key);
         Self {
             repo,
             uow,
@@ -87,10 +154,18 @@ impl WebhookService {
             clock,
             rng,
             allow_private,
-            cursors,
+            cursors: CursorKey::new(&key),
             secret_overlap: time::Duration::hours(24),
             action_budget: ActionBudget::default(),
         }
+    }
+
+    /// Signs the delivery listing's cursors with `cursors` (use a key of its own, not the
+    /// leads', shared by every instance so that one's cursor is good at the others).
+    #[must_use]
+    pub fn with_delivery_cursors(mut self, cursors: CursorKey) -> Self {
+        self.cursors = cursors;
+        self
     }
 
     /// How long a rotated-out secret keeps signing (`PARTNER_WEBHOOK_SECRET_OVERLAP`; zero ends
@@ -100,6 +175,7 @@ impl WebhookService {
         self
     }
 
+    /// Whether endpoints on internal addresses are accepted.
     pub fn allow_private(&self) -> bool {
         self.allow_private
     }
@@ -121,6 +197,7 @@ impl WebhookService {
         Ok(())
     }
 
+    /// The partner's endpoints, as the listing shows them (secrets hidden).
     pub async fn list(&self, partner: &PartnerId) -> Result<Vec<ShownEndpoint>, EndpointError> {
         let now = self.clock.now();
         Ok(self
@@ -151,6 +228,8 @@ impl WebhookService {
             .collect()
     }
 
+    /// Creates an endpoint for `partner` (at most [`MAX_ENDPOINTS`]), with a fresh secret when asked
+    /// for; the answer shows the secret and the custom header's value, this once.
     pub async fn create(
         &self,
         partner: &PartnerId,
@@ -258,6 +337,7 @@ impl WebhookService {
         Ok(ShownEndpoint::listed(e, now).revealing(new_secret, sets_header_value))
     }
 
+    /// Deletes the partner's endpoint with this id.
     pub async fn delete(&self, partner: &PartnerId, id: EndpointId) -> Result<(), EndpointError> {
         if self.repo.delete_endpoint(partner, id).await? {
             Ok(())
@@ -493,7 +573,9 @@ impl WebhookService {
         since: OffsetDateTime,
     ) -> Result<Requeued, EndpointError> {
         let now = self.clock.now();
-        if since > now || since < now - RECOVER_WINDOW {
+        // Checked: a clock near the start of time has no window's start to fall before.
+        let earliest = now.checked_sub(RECOVER_WINDOW);
+        if since > now || earliest.is_some_and(|e| since < e) {
             return Err(EndpointError::BadSince);
         }
         self.enabled_endpoint(partner, endpoint).await?;
@@ -543,8 +625,8 @@ mod tests {
             )),
             std::sync::Arc::new(SystemRandom::new()),
             false,
-            cursor::CursorKey::new(b"deliveries"),
-        );
+        )
+        .with_delivery_cursors(cursor::CursorKey::new(b"deliveries"));
         let acme = PartnerId::parse("acme").expect("id");
         let beta = PartnerId::parse("beta").expect("id");
         let pos = cursor::Position {
@@ -632,8 +714,8 @@ mod tests {
                 Arc::new(FixedClock::new(NOW)),
                 Arc::new(sevens()),
                 self.allow_private,
-                CursorKey::new(b"deliveries"),
             )
+            .with_delivery_cursors(CursorKey::new(b"deliveries"))
         }
     }
 

@@ -58,6 +58,7 @@ impl WebhookSecret {
         Self(s)
     }
 
+    /// The secret text (`whsec_…`), to store or to show once.
     pub fn expose(&self) -> &str {
         &self.0
     }
@@ -144,7 +145,7 @@ fn hex(b: &[u8]) -> String {
 
 /// Why a receiver rejects a delivery.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum SignatureError {
+pub(crate) enum SignatureError {
     #[error("the signature header is malformed")]
     Malformed,
     #[error("the timestamp is outside the tolerance")]
@@ -153,47 +154,12 @@ pub enum SignatureError {
     Mismatch,
 }
 
-/// What a receiver does, with the default tolerance of [`SIGNATURE_TOLERANCE`] and one secret.
-pub fn verify_signature(
-    header: &str,
-    body: &[u8],
-    secret: &str,
-    now_unix: i64,
-) -> Result<(), SignatureError> {
-    let now = OffsetDateTime::from_unix_timestamp(now_unix).map_err(|_| SignatureError::TooOld)?;
-    verify(header, body, &[secret], now, SIGNATURE_TOLERANCE)
-}
-
 /// Verifies an `X-Partner-Signature` header as a receiver does: parses `t` and every `v1`,
 /// rejects a `t` more than `tolerance` away from `now`, and accepts when any `v1` equals the
 /// HMAC-SHA256 of `"<t>.<raw_body>"` under any of `secrets` (compared in constant time). Several
 /// secrets serve a rotation: during the overlap a receiver may hold the old secret, the new one,
-/// or both.
-///
-/// ```
-/// use partner_domain::webhook::{signature_header_with, verify, SignatureError, WebhookSecret};
-/// use std::time::Duration;
-/// use time::OffsetDateTime;
-///
-/// let (new, old) = (
-///     WebhookSecret::from_stored("whsec_new".into()),
-///     WebhookSecret::from_stored("whsec_old".into()),
-/// );
-/// let body = br#"{"id":"6c1f","event":"ping","created_at":"2026-11-23T10:00:00.000Z","data":{}}"#;
-/// let now = OffsetDateTime::from_unix_timestamp(1_795_000_000).unwrap();
-/// // During a rotation's overlap a delivery carries both signatures.
-/// let header = signature_header_with(&[&new, &old], now.unix_timestamp(), body);
-/// let five_minutes = Duration::from_secs(300);
-/// assert_eq!(verify(&header, body, &["whsec_old"], now, five_minutes), Ok(()));
-/// assert_eq!(verify(&header, body, &["whsec_new", "whsec_old"], now, five_minutes), Ok(()));
-/// assert_eq!(
-///     verify(&header, b"{}", &["whsec_new"], now, five_minutes),
-///     Err(SignatureError::Mismatch)
-/// );
-/// let later = now + time::Duration::minutes(6);
-/// assert_eq!(verify(&header, body, &["whsec_new"], later, five_minutes), Err(SignatureError::TooOld));
-/// ```
-pub fn verify(
+/// or both. Receivers call it through [`WebhookVerifier`](crate::webhook::WebhookVerifier).
+pub(crate) fn verify(
     header: &str,
     raw_body: &[u8],
     secrets: &[&str],
@@ -234,6 +200,18 @@ pub fn verify(
 mod tests {
     use super::*;
     use crate::kernel::random::SystemRandom;
+
+    /// What a receiver does with one secret and the default tolerance.
+    fn verify_signature(
+        header: &str,
+        body: &[u8],
+        secret: &str,
+        now_unix: i64,
+    ) -> Result<(), SignatureError> {
+        let now =
+            OffsetDateTime::from_unix_timestamp(now_unix).map_err(|_| SignatureError::TooOld)?;
+        verify(header, body, &[secret], now, SIGNATURE_TOLERANCE)
+    }
 
     #[test]
     fn an_extreme_timestamp_is_refused_without_overflowing() {

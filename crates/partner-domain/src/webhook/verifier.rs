@@ -23,10 +23,13 @@ pub enum VerifyError {
     /// Neither `X-Partner-Signature` nor the three `webhook-*` headers are present.
     #[error("the delivery carries no signature header")]
     Unsigned,
+    /// A signature header is malformed.
     #[error("the signature headers are malformed")]
     Malformed,
+    /// The signed timestamp is outside the tolerance.
     #[error("the timestamp is outside the tolerance")]
     TooOld,
+    /// No signature matches any secret.
     #[error("no signature matches")]
     Mismatch,
 }

@@ -458,6 +458,24 @@ mod tests {
                 )| {
                     let created = OffsetDateTime::from_unix_timestamp(secs).expect("in range")
                         + time::Duration::nanoseconds(i64::from(nanos));
+                    // Only headless intakes carry test rows.
+                    let origin = Origin::parse(if source.is_some() {
+                        "headless_intake"
+                    } else {
+                        origin.as_str()
+                    })
+                    .expect("valid");
+                    let test = TestFlag::from_stored(
+                        source.map(|s| {
+                            if s {
+                                TestSource::Simulation
+                            } else {
+                                TestSource::ProviderTestMode
+                            }
+                        }),
+                        &origin,
+                    )
+                    .expect("a headless origin");
                     Lead::new(LeadParts {
                         id: LeadId::from_uuid(uuid::Uuid::from_u128(id)),
                         partner_id: PartnerId::parse(&partner).expect("valid"),
@@ -468,19 +486,14 @@ mod tests {
                         email_consent,
                         phone,
                         sms_consent,
-                        origin: Origin::parse(&origin).expect("valid"),
+                        origin,
                         location,
                         question_id: question,
-                        test: TestFlag::from_stored(source.map(|s| {
-                            if s {
-                                TestSource::Simulation
-                            } else {
-                                TestSource::ProviderTestMode
-                            }
-                        })),
+                        test,
                         created_at: created,
                         updated_at: created + time::Duration::seconds(later),
                     })
+                    .expect("a valid lead")
                 },
             )
     }

@@ -182,7 +182,7 @@ pub(super) async fn create_order(
     state: web::Data<AppState>,
     JsonBody(b): JsonBody<OrderBody>,
 ) -> Result {
-    let order = Order::new(OrderParts::try_from(b)?);
+    let order = Order::new(OrderParts::try_from(b)?)?;
     Ok(match state.orders.ingest(order).await? {
         OrderIngest::Created(l) => data(StatusCode::CREATED, OrderOut::listed(&l, true)),
         OrderIngest::Replayed(l) => ok(OrderOut::listed(&l, true)),

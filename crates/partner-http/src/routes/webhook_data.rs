@@ -111,7 +111,8 @@ mod tests {
             test: TestFlag::REAL,
             created_at: datetime!(2026-11-21 10:00 UTC),
             updated_at: datetime!(2026-11-21 10:05 UTC),
-        });
+        })
+        .expect("a valid lead");
         let order = OrderListing {
             order: Order::new(OrderParts {
                 order_id: "o-1".into(),
@@ -126,7 +127,8 @@ mod tests {
                 source: "pharmacy".into(),
                 customer_name: Some("Ann".into()),
                 customer_email: None,
-            }),
+            })
+            .expect("a valid order"),
             sub_account: "Desk A".into(),
         };
         let payout = Payout::new(

@@ -52,12 +52,17 @@ impl EventRow {
                 sub_id: sub_id(self.sub_id)?,
                 event: self.event,
                 product: self.product,
-                amount: self.amount_cents.map(Money::from_cents),
+                amount: self
+                    .amount_cents
+                    .map(Money::try_from_cents)
+                    .transpose()
+                    .map_err(|_| corrupt("amount"))?,
                 occurred_at: self.occurred_at,
                 test_source: TestSource::parse(&self.test_source)
                     .ok_or_else(|| corrupt("test source"))?,
             },
-        );
+        )
+        .map_err(|_| corrupt("analytics event"))?;
         Ok(OrderListing {
             order: Order::simulated(&ev),
             sub_account: self.sub_account,

@@ -65,13 +65,14 @@ impl Row {
     }
 
     pub(crate) fn into_domain(self) -> Result<Lead, RepoError> {
-        let test = match self.test_source.as_deref() {
-            None => TestFlag::REAL,
-            Some(s) => TestFlag::from_stored(Some(
-                TestSource::parse(s).ok_or_else(|| corrupt("test source"))?,
-            )),
-        };
-        Ok(Lead::new(LeadParts {
+        let origin = Origin::parse(&self.origin).map_err(|_| corrupt("origin"))?;
+        let source = self
+            .test_source
+            .as_deref()
+            .map(|s| TestSource::parse(s).ok_or_else(|| corrupt("test source")))
+            .transpose()?;
+        let test = TestFlag::from_stored(source, &origin).map_err(|_| corrupt("test flag"))?;
+        Lead::new(LeadParts {
             id: LeadId::from_uuid(self.id),
             partner_id: PartnerId::parse(&self.partner_id).map_err(|_| corrupt("partner id"))?,
             sub_id: sub_id(self.sub_id)?,
@@ -81,13 +82,14 @@ impl Row {
             email_consent: self.email_consent,
             phone: self.phone,
             sms_consent: self.sms_consent,
-            origin: Origin::parse(&self.origin).map_err(|_| corrupt("origin"))?,
+            origin,
             location: self.location,
             question_id: self.question_id,
             test,
             created_at: self.created_at,
             updated_at: self.updated_at,
-        }))
+        })
+        .map_err(|_| corrupt("lead"))
     }
 }
 

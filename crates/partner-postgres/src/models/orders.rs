@@ -58,14 +58,16 @@ impl OrderRow {
                 sub_id: sub_id(self.sub_id)?,
                 created_date: self.created_date,
                 product: self.product,
-                amount: Money::from_cents(self.amount_cents),
-                commission: Money::from_cents(self.commission_cents),
+                amount: Money::try_from_cents(self.amount_cents).map_err(|_| corrupt("amount"))?,
+                commission: Money::try_from_cents(self.commission_cents)
+                    .map_err(|_| corrupt("commission"))?,
                 status: self.status,
                 is_test: self.is_test,
                 source: self.source,
                 customer_name: self.customer_name,
                 customer_email: self.customer_email,
-            }),
+            })
+            .map_err(|_| corrupt("order"))?,
             sub_account: self.sub_account,
         })
     }

@@ -51,7 +51,7 @@ impl Row {
                 partner_id: PartnerId::parse(&self.partner_id)
                     .map_err(|_| corrupt("partner id"))?,
                 payout_date: self.payout_date,
-                amount: Money::from_cents(self.amount_cents),
+                amount: Money::try_from_cents(self.amount_cents).map_err(|_| corrupt("amount"))?,
                 status: self.status,
                 receipt_url: self.receipt_url,
                 note: self.note,

@@ -76,7 +76,7 @@ pub(crate) struct DeliveryHoursData {
 }
 
 /// The kinds of event in the events feed: those an endpoint subscribes to, from the domain's one
-/// declaration ([`partner_domain::events::EventKind::ALL`]; never `ping`).
+/// declaration ([`partner_domain::events::EventKind::SUBSCRIBABLE`]; never `ping`).
 pub(crate) struct FeedEventType;
 
 impl utoipa::PartialSchema for FeedEventType {
@@ -85,7 +85,7 @@ impl utoipa::PartialSchema for FeedEventType {
             .schema_type(utoipa::openapi::schema::Type::String)
             .description(Some("The event types of the events feed."))
             .enum_values(Some(
-                partner_domain::events::EventKind::ALL
+                partner_domain::events::EventKind::SUBSCRIBABLE
                     .map(partner_domain::events::EventKind::as_str),
             ))
             .into()

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# Webhook delivery on a database of bench/dataset.sh (issue 22, item 3): the big partner's 10
+# endpoints (nginx on loopback, bench/webhooks-lib.sh) among all the dataset's endpoints (20,000
+# at scale 1, 19,990 idle), beside its ~10,000,000 finished deliveries. Cases, each as in
+# bench/webhooks.sh but with one event fanned out to the 10 endpoints:
+#   pre-filled: BENCH_EVENTS/10 events (20,000 deliveries) written while no worker runs, then a
+#     `--role worker` process drains them;
+#   live (pgbench): 16 clients write the same number of events while the worker runs;
+#   live (API): one `--role all` process takes leads (wrk, 32 connections, 3 s) and delivers;
+#   paced: 20 events/s (200 deliveries/s) for 20 s, event→delivery latency.
+# Run it on the small dataset (DATASET_SCALE=0.01: 200 endpoints) for the same cases on an
+# almost empty database. Retention is set to 90 days (no pruning during the runs). The rows it
+# writes stay in the database. Loopback only; stops by itself.
+# Usage: BENCH_DATASET=pp_dataset bash bench/webhooks-dataset.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export BENCH_DB=${BENCH_DATASET:?BENCH_DATASET=<database made by bench/dataset.sh>}
+export BENCH_NGINX_PORT=$(psql -h 127.0.0.1 -U postgres -Atq "$BENCH_DB" -c "SELECT value FROM dataset_info WHERE key = 'receiver_port'")
+source bench/webhooks-lib.sh
+trap wh_cleanup EXIT
+[ -n "${BENCH_BIN:-}" ] || wh_install
+BIN=${BENCH_BIN:-$BIN}
+export PARTNER_WEBHOOK_RETENTION=90d PARTNER_EVENT_RETENTION=90d PARTNER_RATE_LIMIT=1000000000/1s
+N=${BENCH_EVENTS:-20000}
+EV=$((N / 10))
+BIG=$(psql -Atq "$WH_DB" -c "SELECT value FROM dataset_info WHERE key = 'big_partner'")
+psql -q "$WH_DB" -c "CREATE TABLE IF NOT EXISTS bench_arrivals (ms numeric, id text)"
+ENDPOINTS=$(psql -Atq "$WH_DB" -c "SELECT count(*) FROM webhook_endpoints")
+OURS=$(psql -Atq "$WH_DB" -c "SELECT count(*) FROM webhook_endpoints WHERE partner_id = '$BIG' AND disabled_at IS NULL")
+ROWS=$(psql -Atq "$WH_DB" -c "SELECT reltuples::bigint FROM pg_class WHERE relname = 'webhook_deliveries'")
+[ "$OURS" = 10 ] || { echo "$BIG has $OURS enabled endpoints, not 10" >&2; exit 1; }
+wh_start_receiver
+echo "== $WH_DB: $OURS endpoints of $BIG among $ENDPOINTS, ~$ROWS deliveries; machine $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+limit=$(wh_receiver_limit 5s)
+echo "receiver limit (wrk, 64 connections, HTTPS keep-alive POST): $limit req/s"
+MINE="w.partner_id = '$BIG'"
+since() { psql -Atq "$WH_DB" -c "SELECT now()"; }
+
+# The outbox rows of one lead of the big partner (as wh_event_sql, for $BIG).
+wh_event_sql | sed "s/'wh-' || :p/'$BIG'/" >"$WH_WORK/event.sql"
+wh_notify_sql >"$WH_WORK/notify.sql"
+
+prefill() { # events
+  psql -q "$WH_DB" -c "
+    WITH l AS (
+      INSERT INTO leads (id, partner_id, first_name, last_name, email, email_consent, phone, sms_consent,
+        origin, location, is_test, created_at, updated_at)
+      SELECT gen_random_uuid(), '$BIG', 'Ann', 'Lee', 'ann@example.com', true, '+1 555 0100', true,
+        'managed-website', 'Austin, TX', false, clock_timestamp(), clock_timestamp()
+      FROM generate_series(1, $1) g
+      RETURNING id, partner_id, created_at),
+    ev AS (
+      INSERT INTO domain_events (id, partner_id, kind, subject, extra, created_at)
+      SELECT gen_random_uuid(), partner_id, 'lead.created', id::text, '{}', created_at FROM l
+      RETURNING id, partner_id, created_at)
+    INSERT INTO webhook_deliveries (id, endpoint_id, partner_id, event_id, kind, status, attempts, next_attempt_at, created_at)
+    SELECT gen_random_uuid(), w.id, w.partner_id, ev.id, 'lead.created', 'pending', 0, ev.created_at, ev.created_at
+    FROM ev JOIN webhook_endpoints w ON w.partner_id = ev.partner_id AND w.disabled_at IS NULL;" -c "ANALYZE webhook_deliveries"
+}
+
+# Pre-filled drain.
+prefill "$EV"
+wh_rotate_log
+wh_start_server worker
+wh_wait_done "$MINE" 600
+wh_stop_server
+read -r count rate _ _ _ <<<"$(wh_arrivals "$MINE")"
+echo "pre-filled, $EV events to 10 endpoints: $count delivered, $rate deliveries/s ($(awk -v a="$rate" -v b="$limit" 'BEGIN {printf "%.3f", a / b}') of the receiver); load average $(cut -d' ' -f1-3 /proc/loadavg)"
+
+# Live through the API.
+cat >"$WH_WORK/ingest.lua" <<LUA
+wrk.method = "POST"
+wrk.body = '{"partnerId":"$BIG","firstName":"Ann","lastName":"Lee","email":"ann@example.com","emailConsent":true,"phone":"+1 555 0100","smsConsent":true,"origin":"managed-website","location":"Austin, TX"}'
+wrk.headers["Authorization"] = "Bearer $PARTNER_INTERNAL_TOKEN"
+wrk.headers["Content-Type"] = "application/json"
+LUA
+wh_rotate_log
+wh_start_server all
+t=$(since)
+ingest=$(wrk -t1 -c32 -d3s -s "$WH_WORK/ingest.lua" "http://127.0.0.1:$WH_PORT/internal/v1/leads" | awk '/Requests\/sec/ {printf "%.0f", $2}')
+wh_wait_done "$MINE" 600
+wh_stop_server
+read -r count rate p50 p99 live <<<"$(wh_arrivals "$MINE AND d.created_at >= '$t'")"
+echo "live through the API (wrk, 32 connections, 3 s, $ingest leads/s accepted, one --role all process): $count delivered, $live deliveries/s from the first event to the last arrival; event→delivery p50 ${p50} ms, p99 ${p99} ms; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+
+# Live: pgbench writes while the worker runs.
+wh_rotate_log
+wh_start_server worker
+t=$(since)
+start=$(date +%s.%N)
+pgbench -n -c 16 -j 2 -t $((EV * 9 / 8 / 16)) -f "$WH_WORK/event.sql@8" -f "$WH_WORK/notify.sql@1" "$WH_DB" >"$WH_WORK/pgbench.log" 2>&1
+written=$(psql -Atq "$WH_DB" -c "SELECT count(*) FROM domain_events WHERE partner_id = '$BIG' AND created_at >= '$t'")
+ingest=$(awk -v s="$start" -v e="$(date +%s.%N)" -v n="$written" 'BEGIN {printf "%.0f", n / (e - s)}')
+wh_wait_done "$MINE" 600
+read -r count rate p50 p99 live <<<"$(wh_arrivals "$MINE AND d.created_at >= '$t'")"
+echo "live (pgbench, 16 clients, $ingest events/s written = $((ingest * 10)) deliveries/s): $count delivered, $live deliveries/s from the first event to the last arrival; event→delivery p50 ${p50} ms, p99 ${p99} ms; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+
+# Paced: 20 events/s (200 deliveries/s) for 20 s.
+wh_rotate_log
+t=$(since)
+cat "$WH_WORK/event.sql" "$WH_WORK/notify.sql" >"$WH_WORK/paced.sql"
+pgbench -n -c 2 -j 2 -R 20 -T 20 -f "$WH_WORK/paced.sql" "$WH_DB" >"$WH_WORK/pgbench.log" 2>&1
+wh_wait_done "$MINE" 60
+read -r count _ p50 p99 _ <<<"$(wh_arrivals "$MINE AND d.created_at >= '$t'")"
+echo "paced 20 events/s to 10 endpoints (200 deliveries/s): $count delivered; event→delivery p50 ${p50} ms, p99 ${p99} ms; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+wh_stop_server
