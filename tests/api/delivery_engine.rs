@@ -581,3 +581,147 @@ async fn a_delivery_claimed_before_its_endpoint_changed_is_sent_as_the_endpoint_
         "the given-back claim did not count as an attempt"
     );
 }
+
+/// A TLS port that accepts connections and never answers, counting the connections (attempts).
+async fn counting_hanging_endpoint() -> (
+    String,
+    Arc<std::sync::atomic::AtomicUsize>,
+    tokio::task::JoinHandle<()>,
+) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!(
+        "https://127.0.0.1:{}/old",
+        listener.local_addr().expect("addr").port()
+    );
+    let hits = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = hits.clone();
+    let task = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((s, _)) = listener.accept().await {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            held.push(s);
+        }
+    });
+    (url, hits, task)
+}
+
+/// Lets connections to the test's database be made (`true`) or refused (`false`, superusers
+/// included), from a connection to another database. Connections already open stay.
+async fn allow_connections(app: &TestApp, allow: bool) {
+    use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+    let url = &app.config.database_url;
+    let (server, db) = url.rsplit_once('/').expect("a database in the URL");
+    let db = db.split('?').next().unwrap_or(db);
+    let mut conn = AsyncPgConnection::establish(&format!("{server}/postgres"))
+        .await
+        .expect("connect");
+    diesel::sql_query(format!(
+        "ALTER DATABASE \"{db}\" WITH ALLOW_CONNECTIONS {allow}"
+    ))
+    .execute(&mut conn)
+    .await
+    .expect("alter database");
+}
+
+/// N9 of issue 23's re-try: the worker's `LISTEN` connection is lost just before the endpoint
+/// changes, so the change's announcement is lost with it. A delivery claimed before the change
+/// (waiting in its lane behind an attempt hung on the old URL) used to go out as claimed, to the
+/// old URL, once its turn came. Now a claim the announcements cannot prove fresh is sent only if
+/// the endpoint's row is still the version the claim read: it is given back and claimed again,
+/// and goes to the new URL, signed with the new secret. The listener cannot reconnect meanwhile
+/// (connections to the database are refused; those the server holds stay).
+#[tokio::test]
+async fn n9_after_a_lost_listener_a_claimed_delivery_is_not_sent_with_the_endpoint_as_it_was() {
+    use diesel::sql_types::BigInt;
+    use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+    #[derive(diesel::QueryableByName)]
+    struct Count {
+        #[diesel(sql_type = BigInt)]
+        n: i64,
+    }
+    let rx = Receiver::start().await;
+    let (old, old_hits, _hold) = counting_hanging_endpoint().await;
+    let app = rx
+        .app(|c| {
+            c.webhook_endpoint_concurrency = 1;
+            c.webhook_timeout = Duration::from_secs(3);
+            c.webhook_retry_schedule = vec![Duration::from_secs(3600)];
+        })
+        .await;
+    let s = app.seed("acme", false).await;
+    let id = app
+        .create_webhook_endpoint(
+            &s.token,
+            &json!({ "url": old, "events": ["lead.created"], "secret": true }),
+        )
+        .await["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    for _ in 0..2 {
+        app.ingest_lead(&lead_body("acme", json!({}))).await;
+    }
+    eventually("both deliveries claimed", || async {
+        (claimed(&app, "acme").await == 2).then_some(())
+    })
+    .await;
+    let mut conn = AsyncPgConnection::establish(&app.config.database_url)
+        .await
+        .expect("connect");
+    // The server's pool holds its connections (4) before new ones are refused.
+    futures_util::future::join_all((0..8).map(|_| app.get_ok(ENDPOINTS, &s.token))).await;
+
+    // The listener's connection is lost, and cannot come back until the end.
+    allow_connections(&app, false).await;
+    let killed: Count = diesel::sql_query(
+        "SELECT count(pg_terminate_backend(pid)) AS n FROM pg_stat_activity \
+         WHERE datname = current_database() AND query LIKE 'LISTEN webhook_deliveries%'",
+    )
+    .get_result(&mut conn)
+    .await
+    .expect("terminate the listener");
+    assert_eq!(killed.n, 1, "one listening connection");
+    let res = app
+        .api(Method::PATCH, &format!("{ENDPOINTS}/{id}"), &s.token)
+        .json(&json!({ "url": rx.url, "secret": true, "expirePrevious": true }))
+        .send()
+        .await
+        .expect("send");
+    let status = res.status();
+    let new_secret = body(res).await["data"]["secret"]
+        .as_str()
+        .map(str::to_owned);
+    crate::helpers::eventually_within(
+        Duration::from_secs(20),
+        "the waiting delivery sent (to either URL)",
+        || async {
+            (std::sync::atomic::AtomicUsize::load(&old_hits, std::sync::atomic::Ordering::SeqCst)
+                >= 2
+                || !rx.received().is_empty())
+            .then_some(())
+        },
+    )
+    .await;
+    allow_connections(&app, true).await;
+    assert_eq!(status, StatusCode::OK);
+    let new_secret = new_secret.expect("new secret");
+    assert_eq!(
+        std::sync::atomic::AtomicUsize::load(&old_hits, std::sync::atomic::Ordering::SeqCst),
+        1,
+        "after the PATCH answered, a delivery went to the old URL"
+    );
+    let got = rx.wait_for(1).await.remove(0);
+    let sig = got.header("x-partner-signature").expect("signed");
+    assert_eq!(
+        crate::helpers::verify_signature(
+            sig,
+            &got.body,
+            &new_secret,
+            OffsetDateTime::now_utc().unix_timestamp()
+        ),
+        Ok(()),
+        "signed with the secret of the endpoint as it is now"
+    );
+}

@@ -556,3 +556,151 @@ async fn a_claim_taken_over_after_its_lease_is_no_longer_the_first_requests() {
         Claim::Reused
     );
 }
+
+/// N10 of issue 23's re-try: a kept answer showing a secret once (a new endpoint's signing
+/// secret, a rotation's, a custom header's value, an issued token's text) is replayed only to
+/// the token that made the request: another token of the same partner, same key and request,
+/// gets 422 `idempotency_key_reused` and not the secret, and the stored rows hold none of them
+/// in clear. An answer without a secret is still replayed to every token of the partner (§8.3).
+#[tokio::test]
+async fn n10_a_kept_answer_with_a_secret_is_replayed_only_to_the_token_that_asked() {
+    #[derive(diesel::QueryableByName)]
+    struct Kept {
+        #[diesel(sql_type = diesel::sql_types::Text)]
+        key: String,
+        #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Binary>)]
+        body: Option<Vec<u8>>,
+    }
+    let app = TestApp::spawn().await;
+    let acme = app.seed("acme", false).await;
+    let (_, other) = app.create_token(&acme.user_id).await;
+    let endpoints = "/api/v1/webhook-endpoints";
+    let send = |token: &str, method: Method, path: &str, key: &str, b: &Value| {
+        app.api(method, path, token).header(KEY, key).json(b).send()
+    };
+    let header_value = "Bearer sk_live_n10_header_value";
+    let create = json!({ "url": "https://hooks.acme.invalid/n10", "events": ["lead.created"],
+        "secret": true, "customHeader": { "name": "X-Api-Key", "value": header_value } });
+    let res = send(&acme.token, Method::POST, endpoints, "n10-create", &create)
+        .await
+        .expect("send");
+    assert_eq!(res.status(), StatusCode::CREATED);
+    let created = body(res).await;
+    let secret = created["data"]["secret"]
+        .as_str()
+        .expect("secret")
+        .to_owned();
+    assert_eq!(created["data"]["customHeader"]["value"], header_value);
+    let id = created["data"]["id"].as_str().expect("id").to_owned();
+    let rotate_path = format!("{endpoints}/{id}");
+    let rotate = json!({ "secret": true });
+    let res = send(
+        &acme.token,
+        Method::PATCH,
+        &rotate_path,
+        "n10-rotate",
+        &rotate,
+    )
+    .await
+    .expect("send");
+    assert_eq!(res.status(), StatusCode::OK);
+    let rotated = body(res).await;
+    let new_secret = rotated["data"]["secret"]
+        .as_str()
+        .expect("new secret")
+        .to_owned();
+    let shown = [secret.as_str(), new_secret.as_str(), header_value];
+
+    for (method, path, key, b, first) in [
+        (Method::POST, endpoints, "n10-create", &create, &created),
+        (
+            Method::PATCH,
+            rotate_path.as_str(),
+            "n10-rotate",
+            &rotate,
+            &rotated,
+        ),
+    ] {
+        // Another token of the partner: a clear 422, no secret.
+        let res = send(&other, method.clone(), path, key, b)
+            .await
+            .expect("send");
+        assert_eq!(
+            res.status(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{method} {path}"
+        );
+        assert!(!replayed(&res));
+        let text = res.text().await.expect("body");
+        assert!(text.contains("idempotency_key_reused"), "{text}");
+        for s in shown {
+            assert!(
+                !text.contains(s),
+                "{method} {path}: another token saw a secret: {text}"
+            );
+        }
+        // The token that asked: the kept answer, secret included.
+        let res = send(&acme.token, method.clone(), path, key, b)
+            .await
+            .expect("send");
+        assert!(replayed(&res), "{method} {path}");
+        assert_eq!(
+            &body(res).await,
+            first,
+            "{method} {path}: replayed as it was"
+        );
+    }
+    // No secret in the answer: every token of the partner gets the replay, as before.
+    let events = json!({ "events": ["lead.created", "order.created"] });
+    let res = send(
+        &acme.token,
+        Method::PATCH,
+        &rotate_path,
+        "n10-events",
+        &events,
+    )
+    .await
+    .expect("send");
+    assert_eq!(res.status(), StatusCode::OK);
+    let res = send(&other, Method::PATCH, &rotate_path, "n10-events", &events)
+        .await
+        .expect("send");
+    assert_eq!(res.status(), StatusCode::OK);
+    assert!(replayed(&res));
+    // The operator's issued token: kept, sealed for the operator's token.
+    let res = app
+        .internal(Method::POST, &format!("/users/{}/tokens", acme.user_id))
+        .header(KEY, "n10-token")
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(res.status(), StatusCode::CREATED);
+    let issued = body(res).await;
+    let token_text = issued["data"]["token"].as_str().expect("token").to_owned();
+    let res = app
+        .internal(Method::POST, &format!("/users/{}/tokens", acme.user_id))
+        .header(KEY, "n10-token")
+        .send()
+        .await
+        .expect("send");
+    assert!(replayed(&res));
+    assert_eq!(body(res).await, issued);
+
+    // What is stored: no secret in clear.
+    let mut conn = connect(&app).await;
+    let rows: Vec<Kept> = diesel::sql_query("SELECT key, body FROM idempotency_keys")
+        .load(&mut conn)
+        .await
+        .expect("kept answers");
+    assert_eq!(rows.len(), 4, "every answer was kept");
+    for row in rows {
+        let stored = row.body.unwrap_or_default();
+        for s in shown.iter().copied().chain([token_text.as_str()]) {
+            assert!(
+                !stored.windows(s.len()).any(|w| w == s.as_bytes()),
+                "key {}: a secret in clear in idempotency_keys",
+                row.key
+            );
+        }
+    }
+}

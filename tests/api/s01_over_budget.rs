@@ -232,3 +232,124 @@ async fn s01_another_instance_reads_nothing_after_its_first_answer() {
     }
     hide_partner_data(&app, false).await;
 }
+
+/// N8 of issue 23's re-try: `n` requests of `token` for the leads page released together on
+/// `app` when a window of 60 s has just opened, with every partner table hidden. Returns the
+/// answers that are not the 429 (each of them reached partner data: a read of a hidden table
+/// fails) and checks the headers of the 429s.
+async fn burst_at_the_turn(app: &TestApp, token: &str, n: usize, now: i64) -> Vec<String> {
+    let leads = "/api/v1/leads";
+    let answers = futures_util::future::join_all((0..n).map(|_| async move {
+        let res = app
+            .api(Method::GET, leads, token)
+            .send()
+            .await
+            .expect("send");
+        let status = res.status();
+        let header = |name: &str| {
+            res.headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok()?.parse::<i64>().ok())
+        };
+        let (retry, remaining) = (header("retry-after"), header("x-ratelimit-remaining"));
+        let text = res.text().await.expect("body");
+        (status, retry, remaining, text)
+    }))
+    .await;
+    let reset = now - now.rem_euclid(60) + 60;
+    let mut read = Vec::new();
+    for (status, retry, remaining, text) in answers {
+        if status == StatusCode::TOO_MANY_REQUESTS {
+            assert!(text.contains("rate_limited"), "{text}");
+            assert_eq!(retry, Some(reset - now), "Retry-After");
+            assert_eq!(remaining, Some(0), "X-RateLimit-Remaining");
+        } else {
+            read.push(format!("{status} {text}"));
+        }
+    }
+    read
+}
+
+const BURST: usize = 48;
+const LIMIT: u32 = 3;
+
+/// N8: a burst released when a window opens (the budget whole, so nothing looks spent) reads
+/// partner data only for the requests the budget admits: the budget is charged before the read,
+/// never after it. Before the fix every request of the burst passed the peek and read.
+async fn a_burst_at_the_turn_reads_only_for_what_the_budget_admits(
+    tweak: impl FnOnce(&mut Config),
+    on_a_sibling: bool,
+) {
+    let clock = mid_hour_clock();
+    let app = TestApp::spawn_full(
+        |c| {
+            c.rate_limit = partner_http::Quota {
+                limit: LIMIT,
+                window_secs: 60,
+            };
+            tweak(c);
+        },
+        clock.clone(),
+    )
+    .await;
+    let acme = app.seed("acme", false).await;
+    // The token is known to the instance that takes the burst (it authenticated there once), or
+    // not (a sibling on the same Redis budgets that never saw it).
+    let res = app
+        .api(Method::GET, "/api/v1/leads", &acme.token)
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(res.status(), StatusCode::OK);
+    let target = if on_a_sibling {
+        Some(app.sibling().await)
+    } else {
+        None
+    };
+    // The next window: the whole budget again.
+    clock.advance(time::Duration::seconds(60));
+    let now = clock.now().unix_timestamp();
+    assert!(hide_partner_data(&app, true).await >= 10, "partner tables");
+    let read = burst_at_the_turn(target.as_ref().unwrap_or(&app), &acme.token, BURST, now).await;
+    hide_partner_data(&app, false).await;
+    assert_eq!(
+        read.len(),
+        LIMIT as usize,
+        "of {BURST} requests released together at the window's turn, only the {LIMIT} the \
+         budget admits may read partner data (each such read fails here); these did:\n{}",
+        read.join("\n")
+    );
+}
+
+#[tokio::test]
+async fn n8_a_burst_at_the_windows_turn_reads_only_for_what_the_budget_admits() {
+    a_burst_at_the_turn_reads_only_for_what_the_budget_admits(|_| {}, false).await;
+}
+
+#[tokio::test]
+async fn n8_a_burst_at_the_windows_turn_reads_only_for_what_the_budget_admits_with_redis() {
+    let prefix = format!("test:{}:", uuid::Uuid::new_v4().simple());
+    a_burst_at_the_turn_reads_only_for_what_the_budget_admits(
+        |c| {
+            c.redis_url = Some(REDIS_URL.into());
+            c.redis_key_prefix = prefix;
+        },
+        false,
+    )
+    .await;
+}
+
+/// N8 on an instance that never saw the token: it checks the token alone, charges, then reads.
+#[tokio::test]
+async fn n8_a_burst_on_an_instance_that_never_saw_the_token_reads_only_for_what_the_budget_admits()
+{
+    let prefix = format!("test:{}:", uuid::Uuid::new_v4().simple());
+    a_burst_at_the_turn_reads_only_for_what_the_budget_admits(
+        |c| {
+            c.redis_url = Some(REDIS_URL.into());
+            c.redis_key_prefix = prefix;
+        },
+        true,
+    )
+    .await;
+}

@@ -118,6 +118,94 @@ pub struct KeptAnswer {
     pub body: Vec<u8>,
 }
 
+/// The start of a sealed kept body ([`KeptAnswer::seal`]): no answer body begins with a NUL.
+const SEALED: &[u8] = b"\0sealed-v1\0";
+const NONCE_LEN: usize = 12;
+
+/// The key that seals a kept answer carrying a secret shown once (a webhook signing secret, a
+/// custom header's value, a token's text, a portal link; issue 23, N10): derived (HKDF-SHA256)
+/// from the bearer token of the request that made the answer, which the service never stores
+/// (only its keyed hash). So the stored row holds no secret in clear, and only a request
+/// presenting that same token can have the answer replayed; another token of the partner with
+/// the same key and request gets 422, not the secret (docs/decisions.md).
+pub struct AnswerKey(ring::aead::LessSafeKey);
+
+impl std::fmt::Debug for AnswerKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AnswerKey(..)")
+    }
+}
+
+impl AnswerKey {
+    /// The key of the bearer token `bearer` (its text, as presented).
+    pub fn of_bearer(bearer: &[u8]) -> Option<Self> {
+        let salt = ring::hkdf::Salt::new(
+            ring::hkdf::HKDF_SHA256,
+            b"partner-portal idempotent answer v1",
+        );
+        let prk = salt.extract(bearer);
+        let info: [&[u8]; 1] = [b"aes-256-gcm"];
+        let okm = prk.expand(&info, &ring::aead::AES_256_GCM).ok()?;
+        let key = ring::aead::UnboundKey::from(okm);
+        Some(Self(ring::aead::LessSafeKey::new(key)))
+    }
+}
+
+impl KeptAnswer {
+    /// Whether the body is sealed ([`Self::seal`]).
+    pub fn is_sealed(&self) -> bool {
+        self.body.starts_with(SEALED)
+    }
+
+    /// The answer with its body sealed under `key` (AES-256-GCM, a random nonce, the request's
+    /// `fingerprint` as associated data); status and content type stay as they are. `None` only
+    /// if the system's random source fails.
+    pub fn seal(&self, key: &AnswerKey, fingerprint: &Fingerprint) -> Option<Self> {
+        use ring::rand::SecureRandom;
+        let mut nonce = [0u8; NONCE_LEN];
+        ring::rand::SystemRandom::new().fill(&mut nonce).ok()?;
+        let mut sealed = self.body.clone();
+        key.0
+            .seal_in_place_append_tag(
+                ring::aead::Nonce::assume_unique_for_key(nonce),
+                ring::aead::Aad::from(fingerprint.as_bytes()),
+                &mut sealed,
+            )
+            .ok()?;
+        let mut body = Vec::with_capacity(SEALED.len() + NONCE_LEN + sealed.len());
+        body.extend_from_slice(SEALED);
+        body.extend_from_slice(&nonce);
+        body.extend_from_slice(&sealed);
+        Some(Self {
+            status: self.status,
+            content_type: self.content_type.clone(),
+            body,
+        })
+    }
+
+    /// The sealed answer opened with `key`: `None` when it is not sealed, or was sealed under
+    /// another key (another token) or for another request.
+    pub fn open(&self, key: &AnswerKey, fingerprint: &Fingerprint) -> Option<Self> {
+        let rest = self.body.strip_prefix(SEALED)?;
+        let (nonce, sealed) = rest.split_at_checked(NONCE_LEN)?;
+        let nonce = ring::aead::Nonce::try_assume_unique_for_key(nonce).ok()?;
+        let mut buf = sealed.to_vec();
+        let plain = key
+            .0
+            .open_in_place(
+                nonce,
+                ring::aead::Aad::from(fingerprint.as_bytes()),
+                &mut buf,
+            )
+            .ok()?;
+        Some(Self {
+            status: self.status,
+            content_type: self.content_type.clone(),
+            body: plain.to_vec(),
+        })
+    }
+}
+
 /// Whether an answer with this status is kept: below 500 and not 429 (those invite a retry).
 pub fn keeps(status: u16) -> bool {
     status < 500 && status != 429
@@ -272,6 +360,39 @@ fn decide(found: Option<Existing>, ticket: Ticket) -> Claim {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sealed_answer_opens_only_with_the_same_token_and_request() {
+        let answer = KeptAnswer {
+            status: 201,
+            content_type: Some("application/json".into()),
+            body: br#"{"data":{"secret":"whsec_abc"}}"#.to_vec(),
+        };
+        let fp = Fingerprint::of("POST", "/api/v1/webhook-endpoints", b"{}");
+        let mine = AnswerKey::of_bearer(b"pp_live_token_one").expect("key");
+        let theirs = AnswerKey::of_bearer(b"pp_live_token_two").expect("key");
+        assert!(!answer.is_sealed());
+        let sealed = answer.seal(&mine, &fp).expect("sealed");
+        assert!(sealed.is_sealed());
+        assert_eq!(
+            (sealed.status, &sealed.content_type),
+            (201, &answer.content_type)
+        );
+        assert!(
+            !sealed.body.windows(9).any(|w| w == b"whsec_abc"),
+            "no secret in clear"
+        );
+        assert_eq!(sealed.open(&mine, &fp), Some(answer.clone()));
+        assert_eq!(sealed.open(&theirs, &fp), None, "another token");
+        let other = Fingerprint::of("POST", "/api/v1/webhook-endpoints", b"{ }");
+        assert_eq!(sealed.open(&mine, &other), None, "another request");
+        assert_eq!(answer.open(&mine, &fp), None, "not sealed");
+        assert_ne!(
+            answer.seal(&mine, &fp).expect("sealed").body,
+            sealed.body,
+            "a fresh nonce each time"
+        );
+    }
     use crate::kernel::clock::FixedClock;
     use futures_util::FutureExt;
     use time::macros::datetime;

@@ -44,12 +44,13 @@ pub trait RateLimitStore: Send + Sync + std::fmt::Debug {
     /// Charges one request of `token` in `group` at `now_unix` (seconds).
     async fn charge(&self, token: TokenId, group: Group, now_unix: i64) -> Decision;
 
-    /// Whether `token`'s budget in `group` is already spent at `now_unix`, WITHOUT charging
-    /// anything (extensions §12: a request over budget is answered from the token check alone,
-    /// so a read that would fold the token lookup into its own statement first asks this).
-    /// Only a hint: the decision is still [`Self::charge`]'s. Never fails: an adapter whose
-    /// backing store is unreachable answers as its `charge` would decide.
-    async fn spent(&self, token: TokenId, group: Group, now_unix: i64) -> bool;
+    /// Gives back the unit [`Self::charge`] took for `token` in `group` at `now_unix`, for a
+    /// request that turned out not to count: a partner read is charged from the token id this
+    /// process saw the token authenticate as, BEFORE its read (extensions §12: a request over
+    /// budget reads no partner data), and the read's own token check may then fail (401/403 cost
+    /// no budget, `rulings.md`). Nothing when the window has turned since, or nothing is charged.
+    /// Never fails.
+    async fn refund(&self, token: TokenId, group: Group, now_unix: i64);
 }
 
 /// The contract's endpoint groups; each token has its own budget in each.
@@ -175,15 +176,18 @@ impl RateLimiter {
         }
     }
 
-    /// Whether `token`'s budget in `group` is spent at `now_unix` (nothing is charged).
-    pub fn spent(&self, token: TokenId, group: Group, now_unix: i64) -> bool {
+    /// Gives back one unit of `token`'s budget in `group` charged in the window of `now_unix`.
+    pub fn refund(&self, token: TokenId, group: Group, now_unix: i64) {
         let (start, _) = window(self.quota, now_unix);
-        let map = match self.windows.lock() {
+        let mut map = match self.windows.lock() {
             Ok(m) => m,
             Err(poisoned) => poisoned.into_inner(),
         };
-        map.get(&(token, group))
-            .is_some_and(|w| w.start == start && w.used >= self.quota.limit)
+        if let Some(w) = map.get_mut(&(token, group))
+            && w.start == start
+        {
+            w.used = w.used.saturating_sub(1);
+        }
     }
 
     /// The quota it enforces.
@@ -198,8 +202,8 @@ impl RateLimitStore for RateLimiter {
         RateLimiter::charge(self, token, group, now_unix)
     }
 
-    async fn spent(&self, token: TokenId, group: Group, now_unix: i64) -> bool {
-        RateLimiter::spent(self, token, group, now_unix)
+    async fn refund(&self, token: TokenId, group: Group, now_unix: i64) {
+        RateLimiter::refund(self, token, group, now_unix);
     }
 }
 
@@ -420,24 +424,38 @@ mod tests {
     }
 
     #[test]
-    fn spent_reads_the_budget_without_charging_it() {
+    fn a_refund_gives_back_one_unit_of_the_same_window_only() {
         let rl = RateLimiter::new(Quota {
             limit: 2,
             window_secs: 60,
         });
         let t = TokenId::from_uuid(uuid::Uuid::from_u128(1));
-        assert!(!rl.spent(t, Group::Leads, 120), "never charged");
-        rl.charge(t, Group::Leads, 120);
-        for _ in 0..5 {
-            assert!(!rl.spent(t, Group::Leads, 121), "one unit left");
-        }
+        rl.refund(t, Group::Leads, 120);
         assert_eq!(
-            rl.charge(t, Group::Leads, 121).remaining,
-            0,
-            "peeks cost nothing"
+            rl.charge(t, Group::Leads, 120).remaining,
+            1,
+            "nothing to refund"
         );
-        assert!(rl.spent(t, Group::Leads, 122));
-        assert!(!rl.spent(t, Group::Orders, 122), "groups are separate");
-        assert!(!rl.spent(t, Group::Leads, 180), "new window");
+        assert_eq!(rl.charge(t, Group::Leads, 121).remaining, 0);
+        assert!(!rl.charge(t, Group::Leads, 121).allowed);
+        rl.refund(t, Group::Leads, 122);
+        let again = rl.charge(t, Group::Leads, 122);
+        assert_eq!(
+            (again.allowed, again.remaining),
+            (true, 0),
+            "the unit came back"
+        );
+        rl.refund(t, Group::Orders, 122);
+        assert!(
+            !rl.charge(t, Group::Leads, 123).allowed,
+            "groups are separate"
+        );
+        rl.charge(t, Group::Leads, 180);
+        rl.refund(t, Group::Leads, 179);
+        assert_eq!(
+            rl.charge(t, Group::Leads, 180).remaining,
+            0,
+            "a refund of a window gone changes nothing"
+        );
     }
 }

@@ -70,6 +70,16 @@ impl ApiError {
         )
     }
 
+    /// 422 `idempotency_key_reused` for a kept answer sealed for another token (issue 23, N10).
+    pub fn idempotency_answer_sealed() -> Self {
+        Self::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "idempotency_key_reused",
+            "this Idempotency-Key's answer holds a secret shown once and is replayed only to the \
+             token that made the request",
+        )
+    }
+
     /// 404 `not_found`.
     pub fn not_found(message: impl Into<Cow<'static, str>>) -> Self {
         Self::new(StatusCode::NOT_FOUND, "not_found", message)

@@ -1,6 +1,12 @@
 //! `Idempotency-Key` on every `POST` and `PATCH` of the partner and operator APIs (extensions
 //! §8.3), run by their guards after authentication (and, on the partner API, the rate limit) and
 //! before the handler parses anything.
+//!
+//! An answer that carries a secret shown once (the handler marks it [`shown_once`]) is kept
+//! sealed under a key derived from the caller's bearer token (issue 23, N10;
+//! [`partner_domain::idempotency::AnswerKey`]): only a request presenting that token has it
+//! replayed; another token of the same partner, with the same key and request, gets 422
+//! `idempotency_key_reused`, and the stored row holds no secret in clear.
 
 use actix_web::body::BoxBody;
 use actix_web::dev::{Payload, ServiceRequest, ServiceResponse};
@@ -9,13 +15,35 @@ use actix_web::http::{Method, StatusCode};
 use actix_web::middleware::Next;
 use actix_web::web::Bytes;
 use actix_web::{Error, HttpResponse, web};
-use partner_domain::idempotency::{Caller, Claim, Fingerprint, IdempotencyKey, KeptAnswer};
+use partner_domain::idempotency::{
+    AnswerKey, Caller, Claim, Fingerprint, IdempotencyKey, KeptAnswer,
+};
 
 use crate::AppState;
 use crate::error::ApiError;
 
 const KEY: HeaderName = HeaderName::from_static("idempotency-key");
 const REPLAYED: HeaderName = HeaderName::from_static("idempotent-replayed");
+
+/// The mark of an answer carrying a secret shown once ([`shown_once`]).
+#[derive(Debug, Clone, Copy)]
+struct ShownOnce;
+
+/// Marks `res` as carrying a secret shown once (a signing secret, a custom header's value, a
+/// token's text, a portal link): kept for a replay only sealed for the token that asked.
+pub(crate) fn shown_once(mut res: HttpResponse) -> HttpResponse {
+    res.extensions_mut().insert(ShownOnce);
+    res
+}
+
+/// The key sealing a kept answer of this request: from its bearer token.
+fn answer_key(req: &ServiceRequest) -> Option<AnswerKey> {
+    let header = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .map(HeaderValue::as_bytes);
+    partner_domain::account::auth::bearer(header).and_then(AnswerKey::of_bearer)
+}
 
 /// Runs `req` through `next`, or answers it from its key: without an `Idempotency-Key` (or on
 /// a method other than `POST`/`PATCH`) it simply runs; with one, 400 for a malformed key, the
@@ -62,12 +90,23 @@ pub(crate) async fn run(
         Err(e) => return Ok(req.error_response(ApiError::from(e))),
         Ok(Claim::InUse) => return Ok(req.error_response(ApiError::idempotency_key_in_use())),
         Ok(Claim::Reused) => return Ok(req.error_response(ApiError::idempotency_key_reused())),
+        Ok(Claim::Replay(answer)) if answer.is_sealed() => {
+            let opened = answer_key(&req).and_then(|k| answer.open(&k, &fingerprint));
+            let res = match opened {
+                Some(answer) => replay(&answer),
+                None => {
+                    return Ok(req.error_response(ApiError::idempotency_answer_sealed()));
+                }
+            };
+            return Ok(req.into_response(res));
+        }
         Ok(Claim::Replay(answer)) => {
             let res = replay(&answer);
             return Ok(req.into_response(res));
         }
         Ok(Claim::Run(ticket)) => ticket,
     };
+    let sealing = answer_key(&req);
     req.set_payload(payload(body));
     // The request runs to its end, and its answer is kept, even if the client goes away
     // meanwhile: the answer must describe the write it made.
@@ -104,7 +143,13 @@ pub(crate) async fn run(
                 .map(str::to_owned),
             body: bytes.to_vec(),
         };
-        if let Err(e) = service.finish(&ticket, Some(&answer)).await {
+        // A secret shown once is kept sealed for the token that asked, or not kept at all.
+        let answer = if res.extensions().contains::<ShownOnce>() {
+            sealing.as_ref().and_then(|k| answer.seal(k, &fingerprint))
+        } else {
+            Some(answer)
+        };
+        if let Err(e) = service.finish(&ticket, answer.as_ref()).await {
             // The write stands; the key stays claimed until its lease ends (docs/decisions.md).
             tracing::warn!(error = %e, "could not keep an idempotent answer");
         }

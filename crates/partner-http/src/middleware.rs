@@ -269,37 +269,73 @@ async fn admit(
     requirement: Option<Requirement>,
     authed: Authenticated,
 ) -> Admission {
+    touch(st, &authed);
+    if let Some(e) = screen(group, requirement, &authed) {
+        return Admission::Denied(e);
+    }
+    let now = st.clock.now().unix_timestamp();
+    let decision = if cfg!(feature = "bench-no-limits") {
+        unlimited(now)
+    } else {
+        st.limiter
+            .charge(authed.principal.token_id(), group, now)
+            .await
+    };
+    if decision.allowed {
+        Admission::Allowed(authed.principal, decision)
+    } else {
+        Admission::Limited(limited(group, &decision, now), decision)
+    }
+}
+
+/// The decision of a build without budgets (feature `bench-no-limits`: the baseline of
+/// `bench/limiter-overhead.sh`, never a server to run).
+fn unlimited(now: i64) -> Decision {
+    Decision {
+        allowed: true,
+        limit: u32::MAX,
+        remaining: u32::MAX,
+        reset: now + 60,
+    }
+}
+
+/// Writes `lastUsedAt` when due, off the critical path (the answer does not wait for it).
+fn touch(st: &web::Data<AppState>, authed: &Authenticated) {
     if authed.touch_due {
         let st2 = st.clone();
         let token = authed.principal.token_id();
-        // Off the critical path: the answer does not wait for this write.
         actix_web::rt::spawn(async move {
             if let Err(e) = st2.auth.touch(token).await {
                 tracing::warn!(error = %e, "could not record token use");
             }
         });
     }
+}
+
+/// The 403 an authenticated caller gets before the rate limit: the endpoint's requirement, or a
+/// portal session outside its scope.
+fn screen(
+    group: Group,
+    requirement: Option<Requirement>,
+    authed: &Authenticated,
+) -> Option<ApiError> {
     if let Some(r) = requirement
         && !(r.holds)(&authed.principal)
     {
-        return Admission::Denied(ApiError::forbidden(r.message));
+        return Some(ApiError::forbidden(r.message));
     }
     // A portal session reaches only the webhook and endpoint calls (extensions §10), all of
     // them in the *webhook endpoints* group; anything else is 403 with the account checks.
     if authed.principal.portal() && group != Group::WebhookEndpoints {
-        return Admission::Denied(ApiError::forbidden(PORTAL_SCOPE));
+        return Some(ApiError::forbidden(PORTAL_SCOPE));
     }
-    let now = st.clock.now().unix_timestamp();
-    let decision = st
-        .limiter
-        .charge(authed.principal.token_id(), group, now)
-        .await;
-    if decision.allowed {
-        Admission::Allowed(authed.principal, decision)
-    } else {
-        metrics::counter!("rate_limit_rejections_total", "group" => group.as_str()).increment(1);
-        Admission::Limited(ApiError::rate_limited(decision.retry_after(now)), decision)
-    }
+    None
+}
+
+/// The 429 of a refused `decision` (counted).
+fn limited(group: Group, decision: &Decision, now: i64) -> ApiError {
+    metrics::counter!("rate_limit_rejections_total", "group" => group.as_str()).increment(1);
+    ApiError::rate_limited(decision.retry_after(now))
 }
 
 /// The 403 of a portal session's call outside its scope.
@@ -324,18 +360,20 @@ fn rate_limit_headers(h: &mut header::HeaderMap, decision: &Decision) {
 /// returns the token's record together with the data, read in the same round trip (one
 /// statement, or statements pipelined with the token lookup on one connection) ([`Sealed`]);
 /// `respond` gets the data only once [`partner_domain::account::auth::AuthService::open`] has
-/// authenticated the request and the rate limit has admitted it. Every answer is the one
-/// [`partner_guard`] gives, in the same order (401/503, 403, the endpoint's `requirement` 403
-/// as [`partner_guard_requiring`], 429 with `X-RateLimit-*`), so a route uses this instead of
-/// the guard, not beside it.
+/// authenticated the request. Every answer is the one [`partner_guard`] gives, in the same order
+/// (401/503, 403, the endpoint's `requirement` 403 as [`partner_guard_requiring`], 429 with
+/// `X-RateLimit-*`), so a route uses this instead of the guard, not beside it.
 ///
-/// A request over budget reads no partner data (extensions §12): when the presented token has
-/// authenticated before in this process ([`AuthService::seen`]) and its budget in `group` is
-/// already spent ([`crate::RateLimitStore::spent`], which charges nothing), the token is checked
-/// alone ([`AuthService::lookup`]) and the request answered 401/403/429 from that. The admission
-/// after the read still decides every other request: a budget spent between the peek and the
-/// charge (a concurrent request) is a 429 after a read; a window that turns between them is an
-/// admitted request that reads in a second round trip.
+/// A request over budget reads no partner data (extensions §12), whatever runs beside it: the
+/// budget is charged BEFORE the read, with the token id the presented token authenticated as
+/// earlier in this process ([`AuthService::seen`]), so of any number of concurrent requests only
+/// those the budget admits read (issue 23, N8: a burst at a window's turn used to pass a peek
+/// together and read before being refused). A refused request gets the token check alone
+/// ([`AuthService::lookup`]), answered 401/403/429 from it. When the read's own token check
+/// fails after all (the token was revoked, the partner deactivated since), or the endpoint's
+/// requirement does, the unit is given back ([`crate::RateLimitStore::refund`]): authentication
+/// failures cost no budget. A token not seen yet in this process is checked alone first, then
+/// charged, then read: two round trips, once per token and process.
 ///
 /// [`AuthService::seen`]: partner_domain::account::auth::AuthService::seen
 /// [`AuthService::lookup`]: partner_domain::account::auth::AuthService::lookup
@@ -360,8 +398,17 @@ where
         Ok(p) => p,
         Err(e) => return ApiError::from(e).error_response(),
     };
-    if spent(&st, &presented, group).await {
-        return over_budget(&st, group, requirement, presented, read, respond).await;
+    let Some(token) = st.auth.seen(&presented) else {
+        return checked_first(&st, group, requirement, presented, read, respond).await;
+    };
+    let now = st.clock.now().unix_timestamp();
+    let decision = if cfg!(feature = "bench-no-limits") {
+        unlimited(now)
+    } else {
+        st.limiter.charge(token, group, now).await
+    };
+    if !decision.allowed {
+        return refused(&st, group, requirement, &presented, &decision, now).await;
     }
     let opened = match read(st.clone(), presented.clone()).await {
         Ok(sealed) => st.auth.open(&presented, sealed),
@@ -369,34 +416,57 @@ where
     };
     let (authed, content) = match opened {
         Ok(o) => o,
-        Err(e) => return ApiError::from(e).error_response(),
+        Err(e) => {
+            // An authentication failure costs no budget; a storage failure keeps its unit (the
+            // request was admitted and ran its read).
+            if !matches!(e, AuthError::Repo(_)) {
+                st.limiter.refund(token, group, now).await;
+            }
+            return ApiError::from(e).error_response();
+        }
     };
-    let (mut res, decision) = match admit(&st, group, requirement, authed).await {
-        Admission::Denied(e) => return e.error_response(),
-        Admission::Limited(e, decision) => (e.error_response(), decision),
-        Admission::Allowed(principal, decision) => (
-            respond(&st, principal, content).unwrap_or_else(|e| e.error_response()),
-            decision,
-        ),
-    };
+    if let Some(e) = screen(group, requirement, &authed) {
+        st.limiter.refund(token, group, now).await;
+        return e.error_response();
+    }
+    touch(&st, &authed);
+    let mut res = respond(&st, authed.principal, content).unwrap_or_else(|e| e.error_response());
     rate_limit_headers(res.headers_mut(), &decision);
     res
 }
 
-/// Whether the budget in `group` of the token `presented` authenticated as before is already
-/// spent now (nothing is charged; `false` for a token not seen yet).
-async fn spent(st: &web::Data<AppState>, presented: &Presented, group: Group) -> bool {
-    let Some(token) = st.auth.seen(presented) else {
-        return false;
+/// [`one_trip`] for a request its budget refused: the token check alone, then 401/403 when it
+/// fails, else the endpoint's 403, else the 429 with the decision's headers. No partner data is
+/// read.
+async fn refused(
+    st: &web::Data<AppState>,
+    group: Group,
+    requirement: Option<Requirement>,
+    presented: &Presented,
+    decision: &Decision,
+    now: i64,
+) -> HttpResponse {
+    let checked = match st.auth.lookup(presented).await {
+        Ok(sealed) => st.auth.open(presented, sealed),
+        Err(e) => Err(e),
     };
-    let now = st.clock.now().unix_timestamp();
-    st.limiter.spent(token, group, now).await
+    let authed = match checked {
+        Ok((authed, ())) => authed,
+        Err(e) => return ApiError::from(e).error_response(),
+    };
+    touch(st, &authed);
+    if let Some(e) = screen(group, requirement, &authed) {
+        return e.error_response();
+    }
+    let mut res = limited(group, decision, now).error_response();
+    rate_limit_headers(res.headers_mut(), decision);
+    res
 }
 
-/// [`one_trip`] for a token whose budget looked spent: the token check alone, then the
-/// admission, in the contract's order; partner data is read only if the admission allows the
-/// request after all (the window turned since the peek), in a round trip of its own.
-async fn over_budget<T, Fut>(
+/// [`one_trip`] for a token this process has not seen authenticate: the token check alone, then
+/// the admission, in the contract's order; partner data is read only for an admitted request, in
+/// a round trip of its own.
+async fn checked_first<T, Fut>(
     st: &web::Data<AppState>,
     group: Group,
     requirement: Option<Requirement>,
@@ -423,13 +493,19 @@ where
                 Ok(sealed) => st.auth.open(&presented, sealed),
                 Err(e) => Err(e),
             };
-            let res = match opened {
-                Ok((_, content)) => {
-                    respond(st, principal, content).unwrap_or_else(|e| e.error_response())
+            match opened {
+                Ok((_, content)) => (
+                    respond(st, principal, content).unwrap_or_else(|e| e.error_response()),
+                    decision,
+                ),
+                Err(e) => {
+                    if !matches!(e, AuthError::Repo(_)) {
+                        let now = st.clock.now().unix_timestamp();
+                        st.limiter.refund(principal.token_id(), group, now).await;
+                    }
+                    return ApiError::from(e).error_response();
                 }
-                Err(e) => ApiError::from(e).error_response(),
-            };
-            (res, decision)
+            }
         }
     };
     rate_limit_headers(res.headers_mut(), &decision);
@@ -445,6 +521,9 @@ pub async fn public_limit(
     req: ServiceRequest,
     next: Next<BoxBody>,
 ) -> Result<ServiceResponse<BoxBody>, Error> {
+    if cfg!(feature = "bench-no-limits") {
+        return next.call(req).await;
+    }
     let st = state(&req)?;
     // A request always has a peer on a TCP listener; without one (an in-memory test service)
     // every such request shares one budget.

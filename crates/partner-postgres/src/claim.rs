@@ -36,7 +36,9 @@ ORDER BY random() LIMIT $5";
 /// at most its room, skipping rows another worker holds, at most `$6` in all; `claimed`: counts
 /// the attempt, leases the row until `$2` under a fresh fencing token. The budget (`$5`) counts
 /// attempts since the last resend or recover (`attempts - attempt_base`), and so does the
-/// attempt number returned. Then what sending needs, from the event and the endpoint.
+/// attempt number returned. Then what sending needs, from the event and the endpoint, with the
+/// endpoint row's version (`xmin`: every update of the row writes a new one) for
+/// [`ENDPOINT_UNCHANGED_SQL`].
 const CLAIM_SQL: &str = "\
 WITH ep AS MATERIALIZED ( \
   SELECT u.id, u.room FROM unnest($3::uuid[], $4::int4[]) WITH ORDINALITY AS u(id, room, ord) \
@@ -59,7 +61,7 @@ SELECT c.id, c.endpoint_id, c.lease_token, c.attempts, c.kind, c.event_id, ev.cr
   ev.subject, ev.extra::text AS extra, w.url, w.secret, \
   CASE WHEN w.previous_secret_expires_at > $1 THEN w.previous_secret END AS previous_secret, \
   COALESCE(w.previous_secret_expires_at <= $1, false) AS previous_expired, \
-  w.custom_header_name, w.custom_header_value \
+  w.custom_header_name, w.custom_header_value, w.xmin::text::int8 AS endpoint_version \
 FROM claimed c JOIN domain_events ev ON ev.id = c.event_id JOIN webhook_endpoints w ON w.id = c.endpoint_id";
 
 /// Moves the markers of the endpoints `$1` (locked by the caller's transaction, in an earlier
@@ -176,6 +178,32 @@ pub(crate) async fn claim_rows(
         .await
         .map_err(db)?;
     Ok(rows)
+}
+
+/// Whether endpoint `$1` is enabled and its row still the version `$2` a claim read (`xmin`, the
+/// transaction that wrote the row's current version: any change of the endpoint, by a `PATCH`,
+/// the operator or a health change, writes a new one). By primary key.
+const ENDPOINT_UNCHANGED_SQL: &str = "\
+SELECT EXISTS (SELECT 1 FROM webhook_endpoints \
+  WHERE id = $1 AND xmin::text::int8 = $2 AND disabled_at IS NULL) AS unchanged";
+
+#[derive(QueryableByName)]
+struct Unchanged {
+    #[diesel(sql_type = diesel::sql_types::Bool)]
+    unchanged: bool,
+}
+
+pub(crate) async fn endpoint_unchanged(
+    conn: &mut AsyncPgConnection,
+    id: Uuid,
+    version: i64,
+) -> QueryResult<bool> {
+    diesel::sql_query(ENDPOINT_UNCHANGED_SQL)
+        .bind::<diesel::sql_types::Uuid, _>(id)
+        .bind::<diesel::sql_types::BigInt, _>(version)
+        .get_result::<Unchanged>(conn)
+        .await
+        .map(|r| r.unchanged)
 }
 
 /// Gives claims back unattempted (`DeliveryRepo::release`): only rows still pending under their

@@ -78,14 +78,18 @@ pub async fn announce_deliveries(
 }
 
 /// Keeps a connection that `LISTEN`s for new deliveries and changed endpoints: calls `wake` on
-/// each new-deliveries notification and `changed(Some(id))` on each changed endpoint; after every
-/// (re)connect, since notifications sent while disconnected are lost, `wake()` and
-/// `changed(None)` (any endpoint may have changed). Runs until the process ends; a lost
-/// connection is re-established after a short pause.
+/// each new-deliveries notification and `changed(Some(id))` on each changed endpoint
+/// (`changed(None)` for a payload that names none). `listening(true)` once it listens (after
+/// every (re)connect, with `wake()`: notifications sent while disconnected are lost), and
+/// `listening(false)` as soon as the connection is found lost, before reconnecting: from then on
+/// until the next `listening(true)` a change may commit unannounced, so the worker checks what it
+/// claimed before sending it (issue 23, N9). Runs until the process ends; a lost connection is
+/// re-established after a short pause.
 pub async fn listen_for_deliveries(
     database_url: String,
     wake: impl Fn() + Send + Sync,
     changed: impl Fn(Option<partner_domain::kernel::ids::EndpointId>) + Send + Sync,
+    listening: impl Fn(bool) + Send + Sync,
 ) {
     use diesel_async::{AsyncConnection, SimpleAsyncConnection};
     use futures_util::StreamExt;
@@ -96,7 +100,7 @@ pub async fn listen_for_deliveries(
                 if let Err(e) = conn.batch_execute(LISTEN_SQL).await {
                     tracing::warn!(error = %e, "LISTEN webhook_deliveries failed");
                 } else {
-                    changed(None);
+                    listening(true);
                     wake();
                     let mut stream = std::pin::pin!(conn.notifications_stream());
                     while let Some(n) = stream.next().await {
@@ -112,6 +116,7 @@ pub async fn listen_for_deliveries(
                             wake();
                         }
                     }
+                    listening(false);
                     tracing::warn!("the webhook notification connection closed; reconnecting");
                 }
             }

@@ -671,6 +671,13 @@ impl DeliveryRepo for PgStore {
         Ok(u64::try_from(n).unwrap_or(u64::MAX))
     }
 
+    async fn endpoint_unchanged(&self, id: EndpointId, version: i64) -> Result<bool, RepoError> {
+        let mut conn = self.conn().await?;
+        crate::claim::endpoint_unchanged(&mut conn, id.as_uuid(), version)
+            .await
+            .map_err(db)
+    }
+
     async fn fail_disabled(&self, error: &str) -> Result<u64, RepoError> {
         let mut conn = self.conn().await?;
         let disabled = webhook_endpoints::table

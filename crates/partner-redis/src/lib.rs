@@ -1,9 +1,11 @@
 //! Redis adapter of the rate-limit port ([`RateLimitStore`]): every server instance charges
 //! the same budgets, so a token gets one budget per window behind any number of instances.
 //!
-//! One decision is one atomic script (`INCR`, and `PEXPIRE` on the window's first call) on a
-//! key named after the token, the group and the start of the aligned window, so
-//! `X-RateLimit-Reset` is the same as with the in-process limiter.
+//! One decision is one atomic script (`INCR` while the budget lasts, and `PEXPIRE` on the
+//! window's first call) on a key named after the token, the group and the start of the aligned
+//! window, so `X-RateLimit-Reset` is the same as with the in-process limiter. A refused request
+//! adds nothing to the count, so a refund (`DECR`, for a charged request whose authentication
+//! then failed) gives the unit back even after refusals.
 //!
 //! When Redis cannot be reached (refused, reset, or no answer within the decision timeout) the
 //! request is decided by this process's in-process budgets instead: requests are served (fail
@@ -41,10 +43,21 @@ pub const LOG_INTERVAL: Duration = Duration::from_secs(10);
 /// attempts a second per process.
 pub const RECONNECT_AFTER: Duration = Duration::from_millis(250);
 
+/// Charges one unit unless the budget (`ARGV[2]`) is spent; returns the count with this request
+/// (above the limit when refused: the refusal is not stored).
 const SCRIPT: &str = r"
-local n = redis.call('INCR', KEYS[1])
+local n = tonumber(redis.call('GET', KEYS[1]) or '0')
+if n >= tonumber(ARGV[2]) then return n + 1 end
+n = redis.call('INCR', KEYS[1])
 if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 return n
+";
+
+/// Gives one charged unit back (the key keeps its expiry).
+const REFUND_SCRIPT: &str = r"
+local n = tonumber(redis.call('GET', KEYS[1]) or '0')
+if n > 0 then return redis.call('DECR', KEYS[1]) end
+return 0
 ";
 
 /// The GCRA of [`partner_domain::rate_limit::gcra`] on the client's stored arrival time
@@ -75,6 +88,7 @@ pub struct RedisRateLimiter {
     prefix: String,
     timeout: Duration,
     script: redis::Script,
+    refund_script: redis::Script,
     fallback: RateLimiter,
     public_script: redis::Script,
     public_fallback: PublicLimiter,
@@ -115,6 +129,7 @@ impl RedisRateLimiter {
             prefix: prefix.to_owned(),
             timeout,
             script: redis::Script::new(SCRIPT),
+            refund_script: redis::Script::new(REFUND_SCRIPT),
             fallback: RateLimiter::new(quota),
             public_script: redis::Script::new(PUBLIC_SCRIPT),
             public_fallback: PublicLimiter::new(PublicQuota::default()),
@@ -189,22 +204,13 @@ impl RedisRateLimiter {
 
     async fn shared(&self, key: String, ttl_ms: i64) -> Result<i64, String> {
         let mut call = self.script.key(key);
-        call.arg(ttl_ms);
+        call.arg(ttl_ms).arg(self.quota.limit);
         self.invoke(call).await
     }
 
     async fn invoke(&self, call: redis::ScriptInvocation<'_>) -> Result<i64, String> {
         let mut conn = self.connection().await?;
         let answer = tokio::time::timeout(self.timeout, call.invoke_async::<i64>(&mut conn)).await;
-        self.answered(answer)
-    }
-
-    /// The count of `key` (`GET`: nothing is charged); `None` when the window has no call yet.
-    async fn count(&self, key: String) -> Result<Option<i64>, String> {
-        let mut conn = self.connection().await?;
-        let get = redis::cmd("GET").arg(key).to_owned();
-        let answer =
-            tokio::time::timeout(self.timeout, get.query_async::<Option<i64>>(&mut conn)).await;
         self.answered(answer)
     }
 
@@ -305,14 +311,14 @@ impl RateLimitStore for RedisRateLimiter {
         }
     }
 
-    /// A `GET` of the window's count (no `INCR`: nothing is charged). When Redis cannot be
-    /// reached, the in-process budgets that then decide [`Self::charge`] answer; that is not
-    /// counted as an error (the charge that follows is).
-    async fn spent(&self, token: TokenId, group: Group, now_unix: i64) -> bool {
+    /// A `DECR` of the window's count, when it is above 0. When Redis cannot be reached the
+    /// in-process budgets, which then decided the charge, get the refund.
+    async fn refund(&self, token: TokenId, group: Group, now_unix: i64) {
         let (start, _) = window(self.quota, now_unix);
-        match self.count(self.key(token, group, start)).await {
-            Ok(n) => n.is_some_and(|n| n >= i64::from(self.quota.limit)),
-            Err(_) => self.fallback.spent(token, group, now_unix),
+        let call = self.refund_script.key(self.key(token, group, start));
+        if let Err(reason) = self.invoke(call).await {
+            self.failed(&reason);
+            self.fallback.refund(token, group, now_unix);
         }
     }
 }

@@ -276,10 +276,14 @@ impl Application {
                     }
                 });
                 let changes = worker.clone();
+                let heard = worker.clone();
+                // Until the listener listens, no claim is proven fresh by its announcements.
+                worker.listening(false);
                 let listener = tokio::spawn(partner_postgres::listen_for_deliveries(
                     config.database_url.clone(),
                     move || waker.notify_one(),
                     move |endpoint| changes.endpoint_changed(endpoint),
+                    move |on| heard.listening(on),
                 ));
                 let stop = Arc::new(tokio::sync::Notify::new());
                 let stopped = stop.clone();

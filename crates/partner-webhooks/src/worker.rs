@@ -18,7 +18,7 @@ use partner_domain::webhook::{
 };
 use tokio::sync::{Notify, Semaphore, mpsc};
 
-use crate::changes::Changes;
+use crate::changes::{Changes, Freshness};
 use crate::client::{Client, Sent};
 use crate::lanes::{Heard, Lanes};
 use crate::{WorkerConfig, WorkerError, maintenance, recorder};
@@ -122,6 +122,15 @@ impl Worker {
     /// notifications.
     pub fn endpoint_changed(&self, id: Option<EndpointId>) {
         self.inner.changes().changed(id, Instant::now());
+    }
+
+    /// The store's change announcements are heard again from now (`true`: the listening
+    /// connection listens), or no longer (`false`: it was lost, or is not up yet). A delivery
+    /// claimed before the latest `true`, or while not listening, is sent only once the store
+    /// says its endpoint's row is still the version the claim read (issue 23, N9); call it with
+    /// `false` before the worker runs when a listener will be attached.
+    pub fn listening(&self, on: bool) {
+        self.inner.changes().heard_since(on.then(Instant::now));
     }
 
     /// Runs until `shutdown` completes; then stops claiming, lets in-flight attempts finish within
@@ -318,8 +327,21 @@ impl Worker {
             return;
         }
         // The endpoint changed since the claim read it: give the delivery back, due now, so the
-        // next claim sends it with the endpoint as it is (or not at all, when it went).
-        if self.inner.changes().stale(d.endpoint_id, claimed_at) {
+        // next claim sends it with the endpoint as it is (or not at all, when it went). When the
+        // announcements could not be heard since the claim, the store is asked first.
+        let freshness = self.inner.changes().freshness(d.endpoint_id, claimed_at);
+        let stale = match freshness {
+            Freshness::Fresh => false,
+            Freshness::Stale => true,
+            Freshness::Unsure => !matches!(
+                self.inner
+                    .repo
+                    .endpoint_unchanged(d.endpoint_id, d.endpoint_version)
+                    .await,
+                Ok(true)
+            ),
+        };
+        if stale {
             if let Err(e) = self.inner.repo.release(&[(d.id, d.lease)], start).await {
                 // Left to its lease: claimed again, afresh, when it runs out.
                 tracing::warn!(error = %e, delivery = %d.id, "giving back a stale claim failed");
@@ -479,6 +501,7 @@ mod tests {
             secret: None,
             previous_secret: None,
             custom_header: None,
+            endpoint_version: 1,
         }
     }
 

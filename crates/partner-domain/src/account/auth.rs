@@ -259,8 +259,9 @@ impl AuthService {
     /// The token `presented` authenticated as earlier in this process, if it did: the key of
     /// its rate-limit budget, known before any lookup (extensions §12: a request over budget is
     /// answered from the token check alone, so a read that folds the lookup into its own
-    /// statement first asks whether the budget is spent). A hint, never a caller: the token may
-    /// have been revoked since, which the token check that follows decides.
+    /// statement is charged with this id before it runs). A hint, never a caller: the token may
+    /// have been revoked since, which the token check that follows decides (and a charge made
+    /// for it is refunded).
     pub fn seen(&self, presented: &Presented) -> Option<TokenId> {
         let hash: [u8; 32] = presented.hash.as_bytes().try_into().ok()?;
         self.seen.read().get(&hash).copied()

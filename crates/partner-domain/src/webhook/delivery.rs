@@ -235,6 +235,10 @@ pub struct ClaimedDelivery {
     pub previous_secret: Option<WebhookSecret>,
     /// The endpoint's custom header, sent on every delivery.
     pub custom_header: Option<CustomHeader>,
+    /// The version of the endpoint's row the claim read URL, secrets and header from: a worker
+    /// that cannot tell from the store's announcements whether the endpoint changed since the
+    /// claim asks whether this is still its version ([`super::ports::DeliveryRepo::endpoint_unchanged`]).
+    pub endpoint_version: i64,
 }
 
 /// The `lastError` of a delivery whose stored event (its subject) cannot be read: it ends

@@ -169,6 +169,11 @@ pub trait DeliveryRepo: Send + Sync {
         claims: &[(DeliveryId, uuid::Uuid)],
         now: OffsetDateTime,
     ) -> Result<u64, RepoError>;
+    /// Whether endpoint `id` is still enabled and at `version` (a claim's
+    /// [`crate::webhook::ClaimedDelivery::endpoint_version`]): nothing a claim read of it has
+    /// changed since. One cheap read by primary key, for a worker that could not hear the
+    /// store's change announcements since the claim (issue 23, N9).
+    async fn endpoint_unchanged(&self, id: EndpointId, version: i64) -> Result<bool, RepoError>;
     /// Deletes at most `batch` delivered or failed deliveries created before `deliveries_before`,
     /// then at most `batch` events created before `events_before` that no delivery refers to,
     /// and records for each partner the last feed position removed (a cursor before it answers

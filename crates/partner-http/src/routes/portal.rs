@@ -65,13 +65,14 @@ fn link(base: &url::Url, code: &str) -> std::result::Result<String, ApiError> {
 )]
 pub(super) async fn mint(state: web::Data<AppState>, Caller(me): Caller) -> Result {
     let code = state.portal.mint(&me).await?;
-    Ok(data(
+    // The link is a credential shown once (issue 23, N10).
+    Ok(crate::idempotency::shown_once(data(
         StatusCode::CREATED,
         LinkOut {
             url: link(&state.base_url, code.expose())?,
             expires_at: code.expires_at(),
         },
-    ))
+    )))
 }
 
 #[utoipa::path(

@@ -104,6 +104,9 @@ pub(crate) struct ClaimRow {
     custom_header_name: Option<String>,
     #[diesel(sql_type = Nullable<Text>)]
     custom_header_value: Option<String>,
+    /// The endpoint row's `xmin` when claimed.
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    endpoint_version: i64,
 }
 
 impl ClaimRow {
@@ -139,6 +142,7 @@ impl ClaimRow {
             secret: self.secret.map(WebhookSecret::from_stored),
             previous_secret: self.previous_secret.map(WebhookSecret::from_stored),
             custom_header: header(self.custom_header_name, self.custom_header_value)?,
+            endpoint_version: self.endpoint_version,
         })
     }
 }

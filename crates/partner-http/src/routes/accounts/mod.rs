@@ -246,7 +246,10 @@ pub(super) async fn create_token(
         .map(|s| parse_timestamp_field(&s, "expiresAt"))
         .transpose()?;
     let token = state.accounts.issue_token(user, expires_at).await?;
-    Ok(data(StatusCode::CREATED, IssuedTokenOut::from(&token)))
+    Ok(crate::idempotency::shown_once(data(
+        StatusCode::CREATED,
+        IssuedTokenOut::from(&token),
+    )))
 }
 
 #[utoipa::path(
@@ -288,7 +291,10 @@ pub(super) async fn list_tokens(state: web::Data<AppState>, path: web::Path<Stri
 pub(super) async fn rotate_token(state: web::Data<AppState>, path: web::Path<String>) -> Result {
     let id = TokenId::from_uuid(uuid(&path, "token id")?);
     let token = state.accounts.rotate_token(id).await?;
-    Ok(data(StatusCode::CREATED, IssuedTokenOut::from(&token)))
+    Ok(crate::idempotency::shown_once(data(
+        StatusCode::CREATED,
+        IssuedTokenOut::from(&token),
+    )))
 }
 
 #[utoipa::path(

@@ -8,8 +8,8 @@ use partner_domain::kernel::page::parse_limit;
 use partner_domain::kernel::values::{PartnerId, ValueError};
 use partner_domain::webhook::hourly;
 use partner_domain::webhook::{
-    CustomHeader, DeliveryQuery, EndpointPatch, LeadCreatedDelay, NewEndpoint, WebhookService,
-    parse_endpoint_url, parse_event_filter, parse_events, parse_statuses,
+    CustomHeader, DeliveryQuery, EndpointPatch, LeadCreatedDelay, NewEndpoint, ShownEndpoint,
+    WebhookService, parse_endpoint_url, parse_event_filter, parse_events, parse_statuses,
 };
 use serde::Deserialize;
 
@@ -130,7 +130,10 @@ impl PatchBody {
 pub(super) async fn create(state: &AppState, partner: &PartnerId, b: CreateBody) -> Result {
     let new = b.parse(state.webhooks.allow_private())?;
     let created = state.webhooks.create(partner, new).await?;
-    Ok(data(StatusCode::CREATED, EndpointOut::from(&created)))
+    Ok(marked(
+        &created,
+        data(StatusCode::CREATED, EndpointOut::from(&created)),
+    ))
 }
 
 pub(super) async fn update(
@@ -142,7 +145,17 @@ pub(super) async fn update(
     let id = EndpointId::from_uuid(uuid(id, "endpoint id")?);
     let patch = b.parse(state.webhooks.allow_private())?;
     let updated = state.webhooks.update(partner, id, patch).await?;
-    Ok(ok(EndpointOut::from(&updated)))
+    Ok(marked(&updated, ok(EndpointOut::from(&updated))))
+}
+
+/// An answer showing the signing secret or the custom header's value is marked as shown once:
+/// an idempotent replay of it is kept sealed for the token that asked (issue 23, N10).
+fn marked(shown: &ShownEndpoint, res: HttpResponse) -> HttpResponse {
+    if shown.secret().is_some() || shown.header_value().is_some() {
+        crate::idempotency::shown_once(res)
+    } else {
+        res
+    }
 }
 
 #[utoipa::path(
