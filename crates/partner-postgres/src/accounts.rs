@@ -340,3 +340,14 @@ async fn load_flags(conn: &mut diesel_async::AsyncPgConnection) -> Result<CareFl
         .map_err(db)?;
     Ok(flags(rows))
 }
+
+#[async_trait::async_trait]
+impl partner_domain::links::ports::LinkPartners for PgStore {
+    async fn partner(&self, id: &PartnerId) -> Result<Option<Partner>, RepoError> {
+        <Self as AccountRepo>::partner(self, id).await
+    }
+
+    async fn care_flags(&self) -> Result<CareFlags, RepoError> {
+        <Self as AccountRepo>::care_flags(self).await
+    }
+}

@@ -674,13 +674,13 @@ mod tests {
     /// and list what the stored catalog holds as it is now.
     #[test]
     fn the_public_catalog_serves_active_partners_only() {
-        use crate::account::ports::MockAccountRepo;
         use crate::catalog::ports::MockCatalogRepo;
+        use crate::links::ports::MockLinkPartners;
         use crate::links::ports::MockLinkRepo;
         use futures_util::FutureExt;
 
         let service = |active: Option<bool>| {
-            let mut accounts = MockAccountRepo::new();
+            let mut accounts = MockLinkPartners::new();
             accounts.expect_partner().returning(move |_| {
                 Ok(active.map(|a| {
                     let mut s = settings(false, Lang::En, &[Lang::En]);
@@ -758,7 +758,7 @@ mod tests {
         let svc = LinkService::new(
             Arc::new(crate::links::ports::MockLinkRepo::new()),
             Arc::new(crate::catalog::ports::MockCatalogRepo::new()),
-            Arc::new(crate::account::ports::MockAccountRepo::new()),
+            Arc::new(crate::links::ports::MockLinkPartners::new()),
             bases(),
         );
         let acme = PartnerId::parse("acme").expect("id");

@@ -4,13 +4,12 @@ use std::sync::Arc;
 
 use crate::account::Partner;
 use crate::account::auth::{Sealed, TokenKey};
-use crate::account::ports::AccountRepo;
 use crate::catalog::ports::CatalogRepo;
 use crate::catalog::{CareProduct, Category, DnaProduct, MedicalProduct};
 use crate::kernel::error::RepoError;
 use crate::kernel::values::{PartnerId, SubId};
 use crate::links::attribution::Attribution;
-use crate::links::ports::LinkRepo;
+use crate::links::ports::{LinkPartners, LinkRepo};
 use crate::links::{
     CareEmbed, CareLinkInputs, CareQuery, CareServiceLink, CatalogProduct, DnaLinkInputs,
     DnaProductLink, LinkBases, LinkSettings, MedicalLinkInputs, PartnerProductLink, care_link,
@@ -56,23 +55,23 @@ pub enum CatalogError {
 pub struct LinkService {
     reads: Arc<dyn LinkRepo>,
     catalog: Arc<dyn CatalogRepo>,
-    accounts: Arc<dyn AccountRepo>,
+    partners: Arc<dyn LinkPartners>,
     bases: LinkBases,
 }
 
 impl LinkService {
-    /// The service over the link reads, the catalog, the account store (partners and the Care
-    /// Services switches) and the configured bases.
+    /// The service over the link reads, the catalog, the partners as the public surfaces read
+    /// them (a partner, the Care Services switches) and the configured bases.
     pub fn new(
         reads: Arc<dyn LinkRepo>,
         catalog: Arc<dyn CatalogRepo>,
-        accounts: Arc<dyn AccountRepo>,
+        partners: Arc<dyn LinkPartners>,
         bases: LinkBases,
     ) -> Self {
         Self {
             reads,
             catalog,
-            accounts,
+            partners,
             bases,
         }
     }
@@ -193,7 +192,7 @@ impl LinkService {
         p: &LinkSettings,
         q: &CareQuery,
     ) -> Result<Vec<CareServiceLink>, RepoError> {
-        let flags = self.accounts.care_flags().await?;
+        let flags = self.partners.care_flags().await?;
         let mut products = self.catalog.care_products().await?;
         CareProduct::sort(&mut products);
         Ok(products
@@ -205,7 +204,7 @@ impl LinkService {
 
     /// The partner when it exists and is active (the public surfaces serve no one else).
     async fn active_partner(&self, id: &PartnerId) -> Result<Partner, CatalogError> {
-        match self.accounts.partner(id).await? {
+        match self.partners.partner(id).await? {
             Some(p) if p.settings().active() => Ok(p),
             _ => Err(CatalogError::UnknownPartner),
         }
