@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """N8 variation: a request the budget admits is charged, reads, and gets its unit back when the
 read's token check or the portal scope then refuses it. Does a refused-after-read request read
-partner data, and without any budget? Env: BASE TOKEN ITOKEN DB N."""
+partner data, and without any budget? Env: BASE TOKEN ITOKEN DB N; READ_PATH and TABLE (default the leads page and `leads`)."""
 import json, os, subprocess, time, urllib.request, urllib.error
 BASE, TOKEN, ITOKEN, DB = os.environ["BASE"], os.environ["TOKEN"], os.environ["ITOKEN"], os.environ["DB"]
 N = int(os.environ.get("N", "30"))
-PATH = "/api/v1/leads?includeTest=true&limit=200"
+PATH = os.environ.get("READ_PATH") or "/api/v1/leads?includeTest=true&limit=200"
+TABLE = os.environ.get("TABLE", "leads")
 
 
 def call(method, path, token=None, body=None):
@@ -24,7 +25,7 @@ def call(method, path, token=None, body=None):
 def tuples():
     time.sleep(12)  # a backend flushes its table statistics up to ~10 s late
     return int(subprocess.run(["psql", "-h", "127.0.0.1", "-U", "postgres", "-d", DB, "-Atc",
-        "select coalesce(seq_tup_read,0)+coalesce(idx_tup_fetch,0) from pg_stat_user_tables where relname='leads'"],
+        "select coalesce(seq_tup_read,0)+coalesce(idx_tup_fetch,0) from pg_stat_user_tables where relname='" + TABLE + "'"],
         capture_output=True, text=True).stdout.strip())
 
 
@@ -32,7 +33,7 @@ def burst(label, tok):
     b = tuples()
     st = [call("GET", PATH, tok)[0] for _ in range(N)]
     a = tuples()
-    print(f"  {label}: {N} GETs -> {sorted(set(st))} ({', '.join(f'{s}x{st.count(s)}' for s in sorted(set(st)))}); leads tuples read {a - b}")
+    print(f"  {label}: {N} GETs -> {sorted(set(st))} ({', '.join(f'{s}x{st.count(s)}' for s in sorted(set(st)))}); {TABLE} tuples read {a - b}")
 
 
 time.sleep(float(os.environ.get("WARMUP", "35")))

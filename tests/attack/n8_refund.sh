@@ -6,4 +6,4 @@ set -uo pipefail
 dropdb -h 127.0.0.1 -U postgres --if-exists attack_n8r
 PARTNER_RATE_LIMIT=3/60s RUST_LOG=warn start_server n8r 18690 || exit 1
 trap stop_server EXIT
-BASE=$BASE TOKEN=$TOKEN ITOKEN=$ITOKEN DB=attack_n8r python3 -u "$ATTACK_DIR/n8_refund.py"
+BASE=$BASE TOKEN=$TOKEN ITOKEN=$ITOKEN DB=attack_n8r READ_PATH=${READ_PATH:-} TABLE=${TABLE:-leads} python3 -u "$ATTACK_DIR/n8_refund.py"
