@@ -143,9 +143,10 @@ for who, tok in [("portal token", PT), ("other user's token", PT2), ("same token
     r = call("PATCH", f"/api/v1/webhook-endpoints/{EP}", tok, {"secret": True}, {"Idempotency-Key": k4})
     print(f"  {who} replays K4: {r[0]} replayed={r[1].get('idempotent-replayed')}, sees the new secret: {bool(sec) and sec in r[2].decode()}")
 kept = subprocess.run(["psql", "-h", "127.0.0.1", "-U", "postgres", "-d", os.environ.get("DB", "attack_newsurf"), "-Atc",
-                       "select count(*) from idempotency_keys where convert_from(body,'UTF8') like '%" + str(sec) + "%'"],
+                       "select count(*) from idempotency_keys where position(convert_to('" + str(sec) + "','UTF8') in body) > 0"
+                       " or position(convert_to('supersecret-value-1234','UTF8') in body) > 0"],
                       capture_output=True, text=True)
-print(f"  kept answers holding the secret in clear (idempotency_keys): {kept.stdout.strip() or kept.stderr.strip()[:200]}")
+print(f"  kept answers holding the secret or the header value in clear (idempotency_keys, bytea search): {kept.stdout.strip() or kept.stderr.strip()[:200]}")
 # Revocation: the integration token that minted it is rotated away; does the portal session live on?
 print("== Events feed cursors")
 p = js(call("GET", "/api/v1/events?limit=2", TOKEN)[2])

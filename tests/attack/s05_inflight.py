@@ -10,14 +10,36 @@ import s05  # noqa: E402
 import subprocess
 
 
+DB = os.environ.get("DB", "attack_s05i")
+
+
+def listener_sql(what):
+    return subprocess.run(["psql", "-h", "127.0.0.1", "-U", "postgres", "-d", DB, "-Atc",
+                           f"select {what} from pg_stat_activity where datname='{DB}' and query ilike 'listen%'"],
+                          capture_output=True, text=True).stdout.split()
+
+
 def kill_listener():
     """KILL_LISTENER=1: end the worker's LISTEN connection just before the change is made, so
-    its NOTIFY is lost; the worker must treat what it claimed before the reconnect as stale."""
+    its NOTIFY is lost; the worker must treat what it claimed before the reconnect as stale.
+    KILL_TWICE=1: end it, wait KILL_GAP s (it reconnects meanwhile), end it again.
+    BLACKHOLE=FILE: instead silently blackhole it through pgproxy.py (no FIN/RST: the worker is
+    not told), its client port written to FILE; a fresh LISTEN connection is blackholed each time."""
+    if os.environ.get("BLACKHOLE"):
+        ports = listener_sql("client_port")
+        with open(os.environ["BLACKHOLE"], "a") as f:
+            f.write(" ".join(ports) + "\n")
+        time.sleep(0.2)
+        print(f"    (blackholed LISTEN connection(s) on client port(s) {ports})")
+        return
     if os.environ.get("KILL_LISTENER"):
-        out = subprocess.run(["psql", "-h", "127.0.0.1", "-U", "postgres", "-d", "attack_s05i", "-Atc",
-                              "select pg_terminate_backend(pid) from pg_stat_activity where datname='attack_s05i' "
-                              "and query ilike 'listen%'"], capture_output=True, text=True).stdout.split()
+        out = listener_sql("pg_terminate_backend(pid)")
         print(f"    (terminated {len(out)} LISTEN connection(s))")
+        if os.environ.get("KILL_TWICE"):
+            time.sleep(float(os.environ.get("KILL_GAP", "0.6")))
+            out = listener_sql("pg_terminate_backend(pid)")
+            print(f"    (terminated {len(out)} LISTEN connection(s) again)")
+
 
 RECV_MODE = os.environ["RECV_MODE"]
 

@@ -1,0 +1,51 @@
+#!/usr/bin/env python3
+"""A TCP proxy in front of PostgreSQL that can silently blackhole chosen connections (no FIN, no
+RST: what a NAT/firewall that forgot the flow, a paused VM or a partition looks like to both
+ends). Connections whose upstream local port (pg_stat_activity.client_port) is listed in the
+freeze file stop forwarding in both directions and stay open. Usage: pgproxy.py LISTEN_PORT FREEZE_FILE"""
+import socket, sys, threading, time
+LPORT, FREEZE = int(sys.argv[1]), sys.argv[2]
+frozen = set()
+
+
+def watch():
+    while True:
+        try:
+            frozen.update(int(x) for x in open(FREEZE).read().split())
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.05)
+
+
+def pipe(src, dst, port):
+    try:
+        while True:
+            data = src.recv(65536)
+            if not data:
+                break
+            while port in frozen:
+                time.sleep(0.1)
+            dst.sendall(data)
+    except OSError:
+        pass
+    if port not in frozen:
+        for s in (src, dst):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+def serve():
+    ls = socket.socket(); ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    ls.bind(("127.0.0.1", LPORT)); ls.listen(128)
+    while True:
+        c, _ = ls.accept()
+        u = socket.create_connection(("127.0.0.1", 5432))
+        port = u.getsockname()[1]
+        threading.Thread(target=pipe, args=(c, u, port), daemon=True).start()
+        threading.Thread(target=pipe, args=(u, c, port), daemon=True).start()
+
+
+threading.Thread(target=watch, daemon=True).start()
+serve()
