@@ -1,4 +1,13 @@
 //! The coupon aggregate's port.
+//!
+//! ```
+//! use partner_domain::coupon::ports::CouponWrite;
+//!
+//! // A bulk insert wrote every code, or met an existing code and wrote none (the service then
+//! // draws new codes and tries again).
+//! let outcome = CouponWrite::CodeCollision;
+//! assert_ne!(outcome, CouponWrite::Done);
+//! ```
 
 use async_trait::async_trait;
 use time::OffsetDateTime;

@@ -1,4 +1,14 @@
 //! The lead aggregate's ports: reads of leads, and the writes of a lead transaction.
+//!
+//! Services hold the ports as trait objects; the PostgreSQL adapter implements them, and the
+//! `mocks` feature generates `MockLeadRepo` for tests:
+//!
+//! ```
+//! use std::sync::Arc;
+//! use partner_domain::lead::ports::LeadRepo;
+//!
+//! fn wire(_reads: Arc<dyn LeadRepo>) {}
+//! ```
 
 use async_trait::async_trait;
 use time::OffsetDateTime;

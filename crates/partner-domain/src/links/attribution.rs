@@ -5,6 +5,17 @@
 //! unambiguous; it is URL-safe, so it survives any link unencoded. Ingest (leads, orders,
 //! analytics events) accepts either a plain partnerId or such a code and resolves it to
 //! (partnerId, subId).
+//!
+//! ```
+//! use partner_domain::links::attribution::Attribution;
+//!
+//! let a = Attribution::parse("acme.7")?;
+//! assert_eq!(a.partner_id.as_str(), "acme");
+//! assert_eq!(a.sub_id.map(|s| s.get()), Some(7));
+//! assert!(Attribution::parse("acme").is_ok_and(|a| a.sub_id.is_none()));
+//! assert!(Attribution::parse("acme.0").is_err(), "sub-accounts are numbered 1-250");
+//! # Ok::<(), partner_domain::kernel::values::ValueError>(())
+//! ```
 
 use std::fmt;
 

@@ -7,6 +7,18 @@
 //! - DNA links: `{legacy_intake_url}/<intakePath>?partner_id=…`.
 //! - Care Services links: `{care_services_url}/<slug>` with `partner_id`, `sub`, `m`, `lang`,
 //!   and `redeem=true` on the Bulk Code Redemption link (which never carries `m`).
+//!
+//! A link is built from a partner's [`LinkSettings`], which carry the access rules, so a builder
+//! answers `None` for a partner without access instead of relying on its caller to check:
+//!
+//! ```
+//! use partner_domain::links::LinkSettings;
+//! use partner_domain::kernel::values::{Email, PartnerId};
+//!
+//! let settings = LinkSettings::new(PartnerId::parse("acme")?, Email::parse("ops@acme.test")?);
+//! assert!(!settings.dna_access(), "no DNA access unless granted");
+//! # Ok::<(), partner_domain::kernel::values::ValueError>(())
+//! ```
 
 pub mod attribution;
 pub mod ports;

@@ -1,5 +1,15 @@
 //! The order aggregate's ports: reads of orders, analytics events, and the writes of an order
 //! transaction.
+//!
+//! Services hold the ports as trait objects; the PostgreSQL adapter implements them, and the
+//! `mocks` feature generates `MockOrderRepo` for tests:
+//!
+//! ```
+//! use std::sync::Arc;
+//! use partner_domain::order::ports::OrderRepo;
+//!
+//! fn wire(_reads: Arc<dyn OrderRepo>) {}
+//! ```
 
 use async_trait::async_trait;
 use time::OffsetDateTime;
