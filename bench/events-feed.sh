@@ -99,22 +99,7 @@ IDS=$(psql -Atq "$DB" -c "SELECT string_agg(subject, ',') FROM (SELECT subject F
 { echo "$AUTH_SQL"; page_sql "$MID_TXID" "$MID_SEQ";
   echo "SELECT id, partner_id, email, created_on, payout_date, amount_cents, status, receipt_url, note FROM payouts WHERE id = ANY ('{$IDS}'::uuid[]);"; } > /tmp/bench-feed-mid.sql
 
-declare -A RPS P99 TPS
-run_wrk() { # key url
-  local out
-  out=$(wrk -t2 -c$CONNS -d"$DURATION" --latency -H "$A" "$2")
-  if echo "$out" | grep -q 'Non-2xx'; then echo "$out" >&2; echo "wrk saw errors" >&2; exit 1; fi
-  RPS[$1]="${RPS[$1]:-} $(echo "$out" | awk '/Requests\/sec/ {print $2}')"
-  P99[$1]="${P99[$1]:-} $(echo "$out" | awk '$1 == "99%" {print $2}')"
-  printf '  wrk     %-6s %10s req/s   p99 %8s\n' "$1" "$(echo "$out" | awk '/Requests\/sec/ {print $2}')" "$(echo "$out" | awk '$1 == "99%" {print $2}')"
-}
-run_pgbench() { # key file
-  local t
-  t=$(pgbench -n -M prepared -c $CONNS -j 2 -T "${DURATION%s}" -f "$2" "$DB" 2>/dev/null | awk '/^tps/ {print $3}')
-  TPS[$1]="${TPS[$1]:-} $t"
-  printf '  pgbench %-6s %10s tps\n' "$1" "$t"
-}
-median() { tr ' ' '\n' | grep -v '^$' | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+. bench/ratio-lib.sh  # the cd above put us at the top of the tree
 
 echo "== machine: $(nproc) cores; PostgreSQL $(psql -Atqc 'show server_version' postgres); $CONNS connections, $DURATION each, $ROUNDS rounds"
 wrk -t2 -c$CONNS -d3s -H "$A" "http://127.0.0.1:$PORT/api/v1/events?cursor=$END_CURSOR" >/dev/null

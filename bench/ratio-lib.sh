@@ -1,0 +1,20 @@
+# Shared by the benchmarks that compare the server with pgbench of its own SQL in interleaved
+# rounds (bench/by-id.sh, bench/events-feed.sh): run_wrk KEY URL and run_pgbench KEY FILE record
+# each round under KEY (RPS, P99, TPS); median reads a space-separated list on stdin. Expects
+# CONNS, DURATION, DB and the header A (Authorization) set by the sourcing script.
+declare -A RPS P99 TPS
+run_wrk() { # key url
+  local out
+  out=$(wrk -t2 -c$CONNS -d"$DURATION" --latency -H "$A" "$2")
+  if echo "$out" | grep -q 'Non-2xx'; then echo "$out" >&2; echo "wrk saw errors" >&2; exit 1; fi
+  RPS[$1]="${RPS[$1]:-} $(echo "$out" | awk '/Requests\/sec/ {print $2}')"
+  P99[$1]="${P99[$1]:-} $(echo "$out" | awk '$1 == "99%" {print $2}')"
+  printf '  wrk     %-6s %10s req/s   p99 %8s\n' "$1" "$(echo "$out" | awk '/Requests\/sec/ {print $2}')" "$(echo "$out" | awk '$1 == "99%" {print $2}')"
+}
+run_pgbench() { # key file
+  local t
+  t=$(pgbench -n -M prepared -c $CONNS -j 2 -T "${DURATION%s}" -f "$2" "$DB" 2>/dev/null | awk '/^tps/ {print $3}')
+  TPS[$1]="${TPS[$1]:-} $t"
+  printf '  pgbench %-6s %10s tps\n' "$1" "$t"
+}
+median() { tr ' ' '\n' | grep -v '^$' | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
