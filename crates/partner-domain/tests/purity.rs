@@ -3,21 +3,19 @@
 
 #![allow(clippy::expect_used, clippy::indexing_slicing)]
 
-#[test]
-fn no_io_crates_in_the_dependency_tree() {
+/// `cargo tree -p partner-domain` with `args`, one crate (or feature) a line, no prefix.
+fn cargo_tree(args: &[&str]) -> String {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = std::process::Command::new(cargo)
         .args([
             "tree",
             "-p",
             "partner-domain",
-            "-e",
-            "normal,build",
-            "--all-features",
             "--prefix",
             "none",
             "--offline",
         ])
+        .args(args)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .expect("cargo tree runs");
@@ -26,7 +24,12 @@ fn no_io_crates_in_the_dependency_tree() {
         "cargo tree failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let tree = String::from_utf8_lossy(&out.stdout);
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn no_io_crates_in_the_dependency_tree() {
+    let tree = cargo_tree(&["-e", "normal,build", "--all-features"]);
     assert!(
         tree.lines().any(|l| l.starts_with("partner-domain ")),
         "unexpected output: {tree}"
@@ -48,27 +51,7 @@ fn no_io_crates_in_the_dependency_tree() {
 /// is drawn from the injected `Random`), so `rand` is not in its tree.
 #[test]
 fn no_server_only_features() {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let out = std::process::Command::new(cargo)
-        .args([
-            "tree",
-            "-p",
-            "partner-domain",
-            "-e",
-            "normal,build,features",
-            "--prefix",
-            "none",
-            "--offline",
-        ])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("cargo tree runs");
-    assert!(
-        out.status.success(),
-        "cargo tree failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let tree = String::from_utf8_lossy(&out.stdout);
+    let tree = cargo_tree(&["-e", "normal,build,features"]);
     assert!(
         tree.lines()
             .any(|l| l.starts_with("uuid feature \"serde\"")),
