@@ -13,7 +13,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use time::OffsetDateTime;
 
-use crate::helpers::{TestApp, assert_error, body, eventually, lead_body};
+use crate::helpers::{Seeded, TestApp, assert_error, body, eventually, lead_body};
 use crate::receiver::Receiver;
 
 const ENDPOINTS: &str = "/api/v1/webhook-endpoints";
@@ -509,6 +509,37 @@ async fn the_claim_follows_each_endpoints_due_marker_through_leases_retries_and_
     assert!(marker(&app, &ep).await.is_some());
 }
 
+/// An app whose endpoint (at `url`, which hangs) has one attempt in flight and one more delivery
+/// claimed and waiting for the endpoint's only slot: one attempt at a time, a 3 s timeout, and
+/// retries an hour away (a retry of the hung attempt would otherwise reach a new URL too).
+async fn two_claimed_behind_a_hung_attempt(rx: &Receiver, url: &str) -> (TestApp, Seeded, String) {
+    let app = rx
+        .app(|c| {
+            c.webhook_endpoint_concurrency = 1;
+            c.webhook_timeout = Duration::from_secs(3);
+            c.webhook_retry_schedule = vec![Duration::from_secs(3600)];
+        })
+        .await;
+    let s = app.seed("acme", false).await;
+    let id = app
+        .create_webhook_endpoint(
+            &s.token,
+            &json!({ "url": url, "events": ["lead.created"], "secret": true }),
+        )
+        .await["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    for _ in 0..2 {
+        app.ingest_lead(&lead_body("acme", json!({}))).await;
+    }
+    eventually("both deliveries claimed", || async {
+        (claimed(&app, "acme").await == 2).then_some(())
+    })
+    .await;
+    (app, s, id)
+}
+
 /// Issue 23, N1: a delivery claimed before its endpoint changed is not sent with what the claim
 /// read. Here the first delivery hangs in flight on the old URL (one slot per endpoint) while the
 /// second waits in its lane, claimed; then the partner moves the endpoint to a working receiver
@@ -518,32 +549,7 @@ async fn the_claim_follows_each_endpoints_due_marker_through_leases_retries_and_
 async fn a_delivery_claimed_before_its_endpoint_changed_is_sent_as_the_endpoint_is_now() {
     let rx = Receiver::start().await;
     let (hang, _hold) = hanging_endpoint().await;
-    let app = rx
-        .app(|c| {
-            c.webhook_endpoint_concurrency = 1;
-            c.webhook_timeout = Duration::from_secs(3);
-            // A retry of the hung attempt would also reach the new URL: keep it out of the way.
-            c.webhook_retry_schedule = vec![Duration::from_secs(3600)];
-        })
-        .await;
-    let s = app.seed("acme", false).await;
-    let id = app
-        .create_webhook_endpoint(
-            &s.token,
-            &json!({ "url": hang, "events": ["lead.created"], "secret": true }),
-        )
-        .await["id"]
-        .as_str()
-        .expect("id")
-        .to_owned();
-    for _ in 0..2 {
-        app.ingest_lead(&lead_body("acme", json!({}))).await;
-    }
-    // Both claimed: one in flight to the hanging URL, one waiting for the endpoint's slot.
-    eventually("both deliveries claimed", || async {
-        (claimed(&app, "acme").await == 2).then_some(())
-    })
-    .await;
+    let (app, s, id) = two_claimed_behind_a_hung_attempt(&rx, &hang).await;
 
     let res = app
         .api(Method::PATCH, &format!("{ENDPOINTS}/{id}"), &s.token)
@@ -643,30 +649,7 @@ async fn n9_after_a_lost_listener_a_claimed_delivery_is_not_sent_with_the_endpoi
     }
     let rx = Receiver::start().await;
     let (old, old_hits, _hold) = counting_hanging_endpoint().await;
-    let app = rx
-        .app(|c| {
-            c.webhook_endpoint_concurrency = 1;
-            c.webhook_timeout = Duration::from_secs(3);
-            c.webhook_retry_schedule = vec![Duration::from_secs(3600)];
-        })
-        .await;
-    let s = app.seed("acme", false).await;
-    let id = app
-        .create_webhook_endpoint(
-            &s.token,
-            &json!({ "url": old, "events": ["lead.created"], "secret": true }),
-        )
-        .await["id"]
-        .as_str()
-        .expect("id")
-        .to_owned();
-    for _ in 0..2 {
-        app.ingest_lead(&lead_body("acme", json!({}))).await;
-    }
-    eventually("both deliveries claimed", || async {
-        (claimed(&app, "acme").await == 2).then_some(())
-    })
-    .await;
+    let (app, s, id) = two_claimed_behind_a_hung_attempt(&rx, &old).await;
     let mut conn = AsyncPgConnection::establish(&app.config.database_url)
         .await
         .expect("connect");
