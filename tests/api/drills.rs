@@ -489,6 +489,23 @@ async fn sigterm_answers_the_request_in_flight_records_the_delivery_in_flight_an
         .timeout(Duration::from_millis(500))
         .build()
         .expect("client");
+    // The readiness gauge turns 0 at the signal by itself, before anything calls `/readyz`
+    // (a scrape during the drain must not show the stopping process as ready).
+    eventually_within(Duration::from_millis(800), "partner_ready 0", || async {
+        let scraped = probe
+            .get(format!("{}/metrics", server.metrics_address))
+            .send()
+            .await
+            .ok()?
+            .text()
+            .await
+            .ok()?;
+        scraped
+            .lines()
+            .any(|l| l == "partner_ready 0")
+            .then_some(())
+    })
+    .await;
     let unready = eventually_within(Duration::from_millis(1800), "/readyz 503", || async {
         let res = probe
             .get(format!("{}/readyz", server.address))

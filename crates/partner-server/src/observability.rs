@@ -84,7 +84,7 @@ fn describe() {
     );
     describe_gauge!(
         READY,
-        "1 when this process's database answers (as `/readyz`), else 0; refreshed every 15 s and on each `/readyz`"
+        "1 when this process's database answers (as `/readyz`), else 0, and 0 from SIGTERM on (the drain); refreshed every 15 s and on each `/readyz`"
     );
     describe_counter!(
         "rate_limit_rejections_total",
@@ -140,18 +140,25 @@ pub async fn refresh_gauges(
     store: PgStore,
     clock: std::sync::Arc<dyn Clock>,
     handle: PrometheusHandle,
+    stopping: std::sync::Arc<std::sync::atomic::AtomicBool>,
 ) {
     let mut tick = tokio::time::interval(REFRESH_EVERY);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
-        refresh_once(&store, clock.as_ref()).await;
+        refresh_once(&store, clock.as_ref(), &stopping).await;
         handle.run_upkeep();
     }
 }
 
-/// One refresh of the database gauges.
-pub async fn refresh_once(store: &PgStore, clock: &dyn Clock) {
+/// One refresh of the database gauges. Once the process is stopping, readiness stays 0
+/// whatever the database says, as `/readyz` answers 503: a scrape during the drain must not
+/// show a stopping process as ready.
+pub async fn refresh_once(
+    store: &PgStore,
+    clock: &dyn Clock,
+    stopping: &std::sync::atomic::AtomicBool,
+) {
     let p = store.pool_state();
     for (state, n) in [
         ("idle", p.idle),
@@ -162,7 +169,8 @@ pub async fn refresh_once(store: &PgStore, clock: &dyn Clock) {
         metrics::gauge!("db_pool_connections", "state" => state).set(n as f64);
     }
     let backlog = store.webhook_backlog().await;
-    metrics::gauge!(READY).set(if backlog.is_ok() { 1.0 } else { 0.0 });
+    let ready = backlog.is_ok() && !stopping.load(std::sync::atomic::Ordering::Relaxed);
+    metrics::gauge!(READY).set(if ready { 1.0 } else { 0.0 });
     match backlog {
         Ok(b) => {
             metrics::gauge!("webhook_deliveries_pending").set(b.pending as f64);

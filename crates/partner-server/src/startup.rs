@@ -305,11 +305,12 @@ impl Application {
                 let server = crate::observability::serve(listener, handle.clone())?;
                 let server_handle = server.handle();
                 tokio::spawn(server);
-                crate::observability::refresh_once(&store, gauge_clock.as_ref()).await;
+                crate::observability::refresh_once(&store, gauge_clock.as_ref(), &stopping).await;
                 tokio::spawn(crate::observability::refresh_gauges(
                     (*store).clone(),
                     gauge_clock,
                     handle,
+                    stopping.clone(),
                 ));
                 (Some(port), Some(server_handle))
             }
@@ -423,6 +424,8 @@ impl Application {
             }
         };
         self.stopping.store(true, Ordering::Relaxed);
+        // A scrape during the drain must see what `/readyz` answers, not the last refresh.
+        metrics::gauge!(crate::observability::READY).set(0.0);
         if let Some(w) = &self.worker {
             w.listener.abort();
             // `notify_one` keeps a permit, so the worker stops even if it is not waiting yet.
