@@ -3,6 +3,7 @@
 //! asserted; the only timings are generous upper bounds.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use partner_domain::webhook::ports::DeliveryRepo;
@@ -513,11 +514,21 @@ async fn the_claim_follows_each_endpoints_due_marker_through_leases_retries_and_
 /// claimed and waiting for the endpoint's only slot: one attempt at a time, a 3 s timeout, and
 /// retries an hour away (a retry of the hung attempt would otherwise reach a new URL too).
 async fn two_claimed_behind_a_hung_attempt(rx: &Receiver, url: &str) -> (TestApp, Seeded, String) {
+    two_claimed_behind_a_hung_attempt_with(rx, url, |_| {}).await
+}
+
+/// [`two_claimed_behind_a_hung_attempt`] on a server whose settings `tweak` changes after that.
+async fn two_claimed_behind_a_hung_attempt_with(
+    rx: &Receiver,
+    url: &str,
+    tweak: impl FnOnce(&mut partner_server::Config),
+) -> (TestApp, Seeded, String) {
     let app = rx
         .app(|c| {
             c.webhook_endpoint_concurrency = 1;
             c.webhook_timeout = Duration::from_secs(3);
             c.webhook_retry_schedule = vec![Duration::from_secs(3600)];
+            tweak(c);
         })
         .await;
     let s = app.seed("acme", false).await;
@@ -694,6 +705,163 @@ async fn n9_after_a_lost_listener_a_claimed_delivery_is_not_sent_with_the_endpoi
         std::sync::atomic::AtomicUsize::load(&old_hits, std::sync::atomic::Ordering::SeqCst),
         1,
         "after the PATCH answered, a delivery went to the old URL"
+    );
+    let got = rx.wait_for(1).await.remove(0);
+    let sig = got.header("x-partner-signature").expect("signed");
+    assert_eq!(
+        crate::helpers::verify_signature(
+            sig,
+            &got.body,
+            &new_secret,
+            OffsetDateTime::now_utc().unix_timestamp()
+        ),
+        Ok(()),
+        "signed with the secret of the endpoint as it is now"
+    );
+}
+
+/// A TCP relay in front of the test's PostgreSQL that can make the connections that `LISTEN`
+/// silently dead: they stay open, but nothing more is forwarded either way (no FIN, no RST), as
+/// when a NAT or a firewall drops the flow. Connections made after that are relayed as usual.
+struct SilentRelay {
+    /// `host:port` of the relay.
+    addr: String,
+    /// Every relayed connection: whether it has sent a `LISTEN`, and whether it is frozen.
+    conns: Arc<std::sync::Mutex<Vec<(Arc<AtomicBool>, Arc<AtomicBool>)>>>,
+}
+
+impl SilentRelay {
+    /// Starts the relay on a thread and runtime of its own: the server may wait for a
+    /// connection synchronously on the test's runtime.
+    fn start(upstream: String) -> Self {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        listener.set_nonblocking(true).expect("nonblocking");
+        let addr = listener.local_addr().expect("addr").to_string();
+        let conns: Arc<std::sync::Mutex<Vec<_>>> = Arc::default();
+        let all = conns.clone();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .expect("runtime");
+            rt.block_on(async move {
+                let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
+                while let Ok((client, _)) = listener.accept().await {
+                    let Ok(server) = tokio::net::TcpStream::connect(&upstream).await else {
+                        continue;
+                    };
+                    let listens = Arc::new(AtomicBool::new(false));
+                    let frozen = Arc::new(AtomicBool::new(false));
+                    all.lock()
+                        .expect("lock")
+                        .push((listens.clone(), frozen.clone()));
+                    let (cr, cw) = client.into_split();
+                    let (sr, sw) = server.into_split();
+                    tokio::spawn(Self::pump(cr, sw, Some(listens), frozen.clone()));
+                    tokio::spawn(Self::pump(sr, cw, None, frozen));
+                }
+            });
+        });
+        Self { addr, conns }
+    }
+
+    /// Copies `from` to `to` until either closes; once `frozen`, forwards nothing more and holds
+    /// both ends open. `listens` is set when a `LISTEN` passes.
+    async fn pump(
+        mut from: tokio::net::tcp::OwnedReadHalf,
+        mut to: tokio::net::tcp::OwnedWriteHalf,
+        listens: Option<Arc<AtomicBool>>,
+        frozen: Arc<AtomicBool>,
+    ) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut buf = vec![0_u8; 64 * 1024];
+        loop {
+            let n = match from.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => n,
+            };
+            if frozen.load(Ordering::SeqCst) {
+                // Swallowed, and the sockets held open (no FIN, no RST) until the test ends.
+                std::future::pending::<()>().await;
+            }
+            if let Some(l) = &listens
+                && buf[..n].windows(6).any(|w| w == b"LISTEN")
+            {
+                l.store(true, Ordering::SeqCst);
+            }
+            if to.write_all(&buf[..n]).await.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// Makes every connection that has listened so far silently dead; returns how many.
+    fn freeze_listeners(&self) -> usize {
+        let conns = self.conns.lock().expect("lock");
+        let mut n = 0;
+        for (listens, frozen) in conns.iter() {
+            if listens.load(Ordering::SeqCst) {
+                frozen.store(true, Ordering::SeqCst);
+                n += 1;
+            }
+        }
+        n
+    }
+}
+
+/// N9b of issue 23's re-try: the worker's `LISTEN` connection dies silently (no FIN, no RST:
+/// the stream never ends) just before the endpoint changes, so the change's announcement never
+/// arrives and nothing says so. A delivery claimed before the change (waiting behind an attempt
+/// hung on the old URL) used to go out as claimed: to the old URL, signed only with the secret
+/// the `PATCH {secret, expirePrevious}` had just erased. Now the listener's probes go unechoed,
+/// it counts itself deaf within 1.5 s, and the claim is sent only if the endpoint's row is
+/// still the version it read: it is given back and goes to the new URL with the new secret.
+#[tokio::test]
+async fn n9b_after_the_listener_dies_silently_a_claimed_delivery_is_not_sent_with_the_endpoint_as_it_was()
+ {
+    let rx = Receiver::start().await;
+    let (old, old_hits, _hold) = counting_hanging_endpoint().await;
+    let server = crate::database::server_url();
+    let upstream = server
+        .rsplit_once('@')
+        .map_or(server.as_str(), |(_, h)| h)
+        .trim_start_matches("postgres://")
+        .to_owned();
+    let relay = SilentRelay::start(upstream.clone());
+    let through = relay.addr.clone();
+    let (app, s, id) = two_claimed_behind_a_hung_attempt_with(&rx, &old, move |c| {
+        c.database_url = c.database_url.replacen(&upstream, &through, 1);
+        // The waiting delivery's turn comes when the hung attempt times out: late enough that
+        // the listener has found itself deaf by then, however loaded the machine.
+        c.webhook_timeout = Duration::from_secs(6);
+    })
+    .await;
+    assert!(app.config.database_url.contains(&relay.addr), "relayed");
+    assert_eq!(relay.freeze_listeners(), 1, "one listening connection");
+    let res = app
+        .api(Method::PATCH, &format!("{ENDPOINTS}/{id}"), &s.token)
+        .json(&json!({ "url": rx.url, "secret": true, "expirePrevious": true }))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(res.status(), StatusCode::OK);
+    let new_secret = body(res).await["data"]["secret"]
+        .as_str()
+        .expect("new secret")
+        .to_owned();
+    crate::helpers::eventually_within(
+        Duration::from_secs(30),
+        "the waiting delivery sent (to either URL)",
+        || async {
+            (old_hits.load(Ordering::SeqCst) >= 2 || !rx.received().is_empty()).then_some(())
+        },
+    )
+    .await;
+    assert_eq!(
+        old_hits.load(Ordering::SeqCst),
+        1,
+        "after the PATCH answered, a delivery went to the old URL (with the erased secret)"
     );
     let got = rx.wait_for(1).await.remove(0);
     let sig = got.header("x-partner-signature").expect("signed");

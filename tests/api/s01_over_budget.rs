@@ -353,3 +353,88 @@ async fn n8_a_burst_on_an_instance_that_never_saw_the_token_reads_only_for_what_
     )
     .await;
 }
+
+/// N11 of issue 23's re-try: a 403 decided by who the caller is reads no partner data, even for
+/// a token the process has seen (so its budget is charged before the read): a portal session
+/// calling partner reads outside its scope (leads, orders, the events feed, whose requirement is
+/// "not a portal session"), and a token whose account may not use DNA links. Every partner table
+/// is renamed away, so a request that reached partner data fails instead of answering 403.
+/// Before the fix each of them did a full read, answered 403 and got its unit back: unlimited
+/// full reads. The 403s cost no budget (rulings.md: 403 comes before the rate limit), so
+/// however many there are, none is a 429.
+#[tokio::test]
+async fn n11_a_403_decided_by_the_caller_reads_no_partner_data_for_a_token_already_seen() {
+    let clock = mid_hour_clock();
+    let app = TestApp::spawn_full(
+        |c| {
+            c.rate_limit = partner_http::Quota {
+                limit: LIMIT,
+                window_secs: 60,
+            };
+        },
+        clock.clone(),
+    )
+    .await;
+    let acme = app.seed("acme", false).await;
+    let (code, _) = crate::portal::mint(&app, &acme.token).await;
+    let (portal, _) = crate::portal::session(&app, &code).await;
+    // Both tokens authenticate once in this process, within what they may call.
+    let endpoints = "/api/v1/webhook-endpoints";
+    let res = app
+        .api(Method::GET, endpoints, &portal)
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(res.status(), StatusCode::OK, "the portal's own call");
+    let beta = app.seed("beta", false).await;
+    let mut no_dna = partner_body(true);
+    no_dna["dnaAccess"] = serde_json::json!(false);
+    assert!(app.put_partner("beta", &no_dna).await.status().is_success());
+    let res = app
+        .api(Method::GET, "/api/v1/leads", &beta.token)
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(res.status(), StatusCode::OK, "beta's leads");
+
+    assert!(hide_partner_data(&app, true).await >= 10, "partner tables");
+    let refused = [
+        (portal.as_str(), "/api/v1/leads?includeTest=true&limit=200"),
+        (portal.as_str(), "/api/v1/orders?limit=200"),
+        (portal.as_str(), "/api/v1/events?limit=200"),
+        (beta.token.as_str(), "/api/v1/dna-links"),
+    ];
+    let mut read = Vec::new();
+    for (token, p) in refused {
+        for _ in 0..3 * LIMIT {
+            let res = app.api(Method::GET, p, token).send().await.expect("send");
+            let status = res.status();
+            let limited = res.headers().contains_key("x-ratelimit-limit");
+            let text = res.text().await.expect("body");
+            if status != StatusCode::FORBIDDEN || !text.contains("forbidden") {
+                read.push(format!("GET {p}: {status} {text}"));
+            }
+            assert!(!limited, "GET {p}: a 403 comes before the rate limit");
+        }
+    }
+    hide_partner_data(&app, false).await;
+    assert!(
+        read.is_empty(),
+        "a 403 decided by the caller read partner data (each such read fails here), or was \
+         refused otherwise:\n{}",
+        read.join("\n")
+    );
+    // None of them cost budget: the links group of beta is whole, and so is its DNA path's.
+    let res = app
+        .api(Method::GET, "/api/v1/medical-intake-links", &beta.token)
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(res.status(), StatusCode::OK);
+    assert_eq!(
+        res.headers()["x-ratelimit-remaining"],
+        (LIMIT - 1).to_string().as_str(),
+        "the {} refused DNA-link calls cost no unit of the links budget",
+        3 * LIMIT
+    );
+}

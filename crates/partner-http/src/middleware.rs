@@ -319,14 +319,24 @@ fn screen(
     requirement: Option<Requirement>,
     authed: &Authenticated,
 ) -> Option<ApiError> {
+    screen_principal(group, requirement, &authed.principal)
+}
+
+/// [`screen`] of a principal: that of this request, or the one its token last authenticated as
+/// ([`partner_domain::account::auth::Seen::then`]).
+fn screen_principal(
+    group: Group,
+    requirement: Option<Requirement>,
+    principal: &Principal,
+) -> Option<ApiError> {
     if let Some(r) = requirement
-        && !(r.holds)(&authed.principal)
+        && !(r.holds)(principal)
     {
         return Some(ApiError::forbidden(r.message));
     }
     // A portal session reaches only the webhook and endpoint calls (extensions §10), all of
     // them in the *webhook endpoints* group; anything else is 403 with the account checks.
-    if authed.principal.portal() && group != Group::WebhookEndpoints {
+    if principal.portal() && group != Group::WebhookEndpoints {
         return Some(ApiError::forbidden(PORTAL_SCOPE));
     }
     None
@@ -369,11 +379,14 @@ fn rate_limit_headers(h: &mut header::HeaderMap, decision: &Decision) {
 /// earlier in this process ([`AuthService::seen`]), so of any number of concurrent requests only
 /// those the budget admits read (issue 23, N8: a burst at a window's turn used to pass a peek
 /// together and read before being refused). A refused request gets the token check alone
-/// ([`AuthService::lookup`]), answered 401/403/429 from it. When the read's own token check
-/// fails after all (the token was revoked, the partner deactivated since), or the endpoint's
-/// requirement does, the unit is given back ([`crate::RateLimitStore::refund`]): authentication
-/// failures cost no budget. A token not seen yet in this process is checked alone first, then
-/// charged, then read: two round trips, once per token and process.
+/// ([`AuthService::lookup`]), answered 401/403/429 from it. A 403 (a portal session outside its
+/// scope, the endpoint's requirement) is decided before any read and charges nothing: from the
+/// principal the token last authenticated as, confirmed by the token check alone (issue 23,
+/// N11). When the read's own token check fails after all (the token was revoked, the partner
+/// deactivated since), or the endpoint's requirement does (the account changed since the token
+/// was last seen), the unit is given back ([`crate::RateLimitStore::refund`]): authentication
+/// failures and 403s cost no budget. A token not seen yet in this process is checked alone
+/// first, then charged, then read: two round trips, once per token and process.
 ///
 /// [`AuthService::seen`]: partner_domain::account::auth::AuthService::seen
 /// [`AuthService::lookup`]: partner_domain::account::auth::AuthService::lookup
@@ -398,9 +411,19 @@ where
         Ok(p) => p,
         Err(e) => return ApiError::from(e).error_response(),
     };
-    let Some(token) = st.auth.seen(&presented) else {
+    let Some(seen) = st.auth.seen(&presented) else {
         return checked_first(&st, group, requirement, presented, read, respond).await;
     };
+    // A 403 the token's last authentication already gives (a portal session outside its scope,
+    // an endpoint the account may not use) is decided from the token check alone, before any
+    // read and without a charge, as for a token not seen yet (issue 23, N11: it used to be
+    // decided after a full read whose charge was then refunded, so a portal session could read
+    // without end). Should the account have changed since (the requirement holds now), that
+    // check admits it and reads: two round trips, once per change.
+    if screen_principal(group, requirement, seen.then()).is_some() {
+        return checked_first(&st, group, requirement, presented, read, respond).await;
+    }
+    let token = seen.token_id();
     let now = st.clock.now().unix_timestamp();
     let decision = if cfg!(feature = "bench-no-limits") {
         unlimited(now)
@@ -426,6 +449,9 @@ where
         }
     };
     if let Some(e) = screen(group, requirement, &authed) {
+        // The account changed between the token's last authentication and this read (the
+        // requirement held then): the read ran, once per change; the 403 costs no budget, as
+        // the order of checks says (rulings.md: 403 comes before the rate limit).
         st.limiter.refund(token, group, now).await;
         return e.error_response();
     }

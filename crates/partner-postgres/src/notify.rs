@@ -15,6 +15,8 @@ const LISTEN_SQL: &str = "LISTEN webhook_deliveries; LISTEN webhook_endpoints";
 const ENDPOINTS_CHANNEL: &str = "webhook_endpoints";
 /// Tells every worker that endpoint `$1` changed (sent when the writing transaction commits).
 const ENDPOINT_CHANGED_SQL: &str = "SELECT pg_notify('webhook_endpoints', $1)";
+/// A listener's probe: `$2` on its own channel `$1` ([`listen_for_deliveries`]).
+const PROBE_SQL: &str = "SELECT pg_notify($1, $2)";
 /// The pause before the announcer's or the listener's connection is opened again. Short, so the
 /// wake-ups are back well within a second of the database's return (extensions §11): with 1 s,
 /// the events of the first second after a restart waited for it (p50 about 200 ms, measured by
@@ -77,6 +79,16 @@ pub async fn announce_deliveries(
     }
 }
 
+/// How often the listener proves that it still hears (issue 23, N9b): a connection that dies
+/// silently (a NAT or firewall dropping the flow, a partition, a paused VM or pooler: no FIN, no
+/// RST) ends no stream, and TCP notices it only after minutes (or hours, with the system's
+/// keepalive defaults), while its announcements are lost.
+const PROBE_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
+/// How long the echo of a probe may take before the listener counts itself deaf. A live
+/// connection echoes within milliseconds; a false alarm costs a reconnect and one endpoint
+/// lookup per delivery claimed before it, nothing more.
+const PROBE_WITHIN: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Keeps a connection that `LISTEN`s for new deliveries and changed endpoints: calls `wake` on
 /// each new-deliveries notification and `changed(Some(id))` on each changed endpoint
 /// (`changed(None)` for a payload that names none). `listening(true)` once it listens (after
@@ -85,43 +97,156 @@ pub async fn announce_deliveries(
 /// until the next `listening(true)` a change may commit unannounced, so the worker checks what it
 /// claimed before sending it (issue 23, N9). Runs until the process ends; a lost connection is
 /// re-established after a short pause.
+///
+/// A connection can also die without ending its stream (no FIN, no RST). So every
+/// [`PROBE_EVERY`] a probe is `NOTIFY`d, through a connection of its own, on a channel only this
+/// listener listens on; a notification is delivered after every one committed before it, so its
+/// echo proves that every change committed before the probe was heard. An echo missing after
+/// [`PROBE_WITHIN`] (or a probe that could not be sent) makes the listener deaf: `listening(false)`
+/// and a new connection (issue 23, N9b). A silently dead connection is found within
+/// `PROBE_EVERY + PROBE_WITHIN` (1.5 s).
 pub async fn listen_for_deliveries(
     database_url: String,
     wake: impl Fn() + Send + Sync,
     changed: impl Fn(Option<partner_domain::kernel::ids::EndpointId>) + Send + Sync,
     listening: impl Fn(bool) + Send + Sync,
 ) {
+    let probes = probe_channel();
+    let (probe, sent) = tokio::sync::watch::channel(0_u64);
+    futures_util::future::join(
+        send_probes(database_url.clone(), probes.clone(), sent),
+        listen(database_url, &probes, &probe, wake, changed, listening),
+    )
+    .await;
+}
+
+/// A channel name no other listener uses (on this host or another): the process id, the
+/// instant, a counter of this process.
+fn probe_channel() -> String {
+    static LISTENERS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = LISTENERS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("webhook_probe_{}_{nanos}_{n}", std::process::id())
+}
+
+async fn listen(
+    database_url: String,
+    probes: &str,
+    probe: &tokio::sync::watch::Sender<u64>,
+    wake: impl Fn() + Send + Sync,
+    changed: impl Fn(Option<partner_domain::kernel::ids::EndpointId>) + Send + Sync,
+    listening: impl Fn(bool) + Send + Sync,
+) {
     use diesel_async::{AsyncConnection, SimpleAsyncConnection};
     use futures_util::StreamExt;
+    let mut sequence = 0_u64;
     loop {
         match <diesel_async::AsyncPgConnection as AsyncConnection>::establish(&database_url).await {
             Ok(mut conn) => {
-                // Two statements: the simple protocol (`batch_execute`), not a prepared one.
-                if let Err(e) = conn.batch_execute(LISTEN_SQL).await {
+                // Three statements: the simple protocol (`batch_execute`), not a prepared one.
+                if let Err(e) = conn
+                    .batch_execute(&format!("{LISTEN_SQL}; LISTEN {probes}"))
+                    .await
+                {
                     tracing::warn!(error = %e, "LISTEN webhook_deliveries failed");
                 } else {
                     listening(true);
                     wake();
                     let mut stream = std::pin::pin!(conn.notifications_stream());
-                    while let Some(n) = stream.next().await {
-                        let Ok(n) = n else { break };
-                        if n.channel == ENDPOINTS_CHANNEL {
-                            match n.payload.parse::<uuid::Uuid>() {
-                                Ok(id) => changed(Some(
-                                    partner_domain::kernel::ids::EndpointId::from_uuid(id),
-                                )),
-                                Err(_) => changed(None),
+                    let mut ticks = tokio::time::interval(PROBE_EVERY);
+                    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                    // The probe awaiting its echo, and when it is overdue.
+                    let mut awaited: Option<(u64, tokio::time::Instant)> = None;
+                    loop {
+                        tokio::select! {
+                            n = stream.next() => {
+                                let Some(Ok(n)) = n else {
+                                    tracing::warn!("the webhook notification connection closed; reconnecting");
+                                    break;
+                                };
+                                if n.channel == probes {
+                                    if awaited.is_some_and(|(s, _)| n.payload == s.to_string()) {
+                                        awaited = None;
+                                    }
+                                } else if n.channel == ENDPOINTS_CHANNEL {
+                                    match n.payload.parse::<uuid::Uuid>() {
+                                        Ok(id) => changed(Some(
+                                            partner_domain::kernel::ids::EndpointId::from_uuid(id),
+                                        )),
+                                        Err(_) => changed(None),
+                                    }
+                                } else {
+                                    wake();
+                                }
                             }
-                        } else {
-                            wake();
+                            _ = ticks.tick() => {
+                                match awaited {
+                                    Some((_, overdue)) if tokio::time::Instant::now() >= overdue => {
+                                        tracing::warn!("the webhook notification connection echoes no probe; reconnecting");
+                                        break;
+                                    }
+                                    Some(_) => {}
+                                    None => {
+                                        sequence += 1;
+                                        awaited = Some((sequence, tokio::time::Instant::now() + PROBE_WITHIN));
+                                        probe.send_replace(sequence);
+                                    }
+                                }
+                            }
                         }
                     }
                     listening(false);
-                    tracing::warn!("the webhook notification connection closed; reconnecting");
                 }
             }
             Err(e) => tracing::warn!(error = %e, "cannot open the webhook notification connection"),
         }
         tokio::time::sleep(RECONNECT_AFTER).await;
+    }
+}
+
+/// Sends each probe the listener asks for (`NOTIFY <probes>, '<sequence>'`) on a connection of
+/// its own, reconnecting when a probe fails or hangs (the listener then counts itself deaf, its
+/// echo missing). Returns when the listener is gone.
+async fn send_probes(
+    database_url: String,
+    probes: String,
+    mut asked: tokio::sync::watch::Receiver<u64>,
+) {
+    use diesel_async::AsyncConnection;
+    let mut conn: Option<diesel_async::AsyncPgConnection> = None;
+    while asked.changed().await.is_ok() {
+        let sequence = *asked.borrow_and_update();
+        let sent = tokio::time::timeout(PROBE_WITHIN, async {
+            if conn.is_none() {
+                conn = Some(
+                    <diesel_async::AsyncPgConnection as AsyncConnection>::establish(&database_url)
+                        .await?,
+                );
+            }
+            let Some(c) = conn.as_mut() else {
+                return Ok(());
+            };
+            diesel::sql_query(PROBE_SQL)
+                .bind::<diesel::sql_types::Text, _>(&probes)
+                .bind::<diesel::sql_types::Text, _>(sequence.to_string())
+                .execute(c)
+                .await
+                .map(|_| ())
+                .map_err(diesel::ConnectionError::CouldntSetupConfiguration)
+        })
+        .await;
+        match sent {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "the webhook listener's probe failed");
+                conn = None;
+            }
+            Err(_) => {
+                tracing::warn!("the webhook listener's probe hung");
+                conn = None;
+            }
+        }
     }
 }

@@ -206,25 +206,48 @@ pub struct AuthService {
     seen: Arc<SeenTokens>,
 }
 
-/// The token id each keyed hash authenticated as in this process, so the rate limit can be
-/// asked about a presented token before the token is looked up ([`AuthService::seen`]). Bounded:
-/// emptied when it would hold more than [`SEEN_TOKENS_MAX`] (only tokens that authenticated get
-/// in, so its size is that of the live tokens in use).
+/// What each keyed hash last authenticated as in this process, so the rate limit can be asked
+/// about a presented token, and the 403s its principal already gives can be decided, before the
+/// token is looked up ([`AuthService::seen`]). Bounded: emptied when it would hold more than
+/// [`SEEN_TOKENS_MAX`] (only tokens that authenticated get in, so its size is that of the live
+/// tokens in use).
 #[derive(Default)]
-struct SeenTokens(RwLock<HashMap<[u8; 32], TokenId>>);
+struct SeenTokens(RwLock<HashMap<[u8; 32], Principal>>);
 
-/// At most this many hashes are remembered by [`SeenTokens`] (about 5 MB).
+/// At most this many hashes are remembered by [`SeenTokens`] (about 16 MB: a principal and its
+/// partner id, about 160 bytes an entry).
 pub(crate) const SEEN_TOKENS_MAX: usize = 100_000;
 
+/// What a presented token authenticated as the last time it did in this process
+/// ([`AuthService::seen`]): a hint, never a caller (the token may have been revoked, or its
+/// account changed, since; the token check that follows decides).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Seen(Principal);
+
+impl Seen {
+    /// The token id: the key of the token's rate-limit budget.
+    #[must_use]
+    pub fn token_id(&self) -> TokenId {
+        self.0.token_id
+    }
+
+    /// The principal of that authentication: who the caller was then. Its portal flag never
+    /// changes for a token; its account flags (DNA access) may have since.
+    #[must_use]
+    pub fn then(&self) -> &Principal {
+        &self.0
+    }
+}
+
 impl SeenTokens {
-    fn read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<[u8; 32], TokenId>> {
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<[u8; 32], Principal>> {
         match self.0.read() {
             Ok(m) => m,
             Err(poisoned) => poisoned.into_inner(),
         }
     }
 
-    fn write(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<[u8; 32], TokenId>> {
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<[u8; 32], Principal>> {
         match self.0.write() {
             Ok(m) => m,
             Err(poisoned) => poisoned.into_inner(),
@@ -256,29 +279,31 @@ impl AuthService {
         }
     }
 
-    /// The token `presented` authenticated as earlier in this process, if it did: the key of
+    /// What the token `presented` last authenticated as in this process, if it did: the key of
     /// its rate-limit budget, known before any lookup (extensions §12: a request over budget is
     /// answered from the token check alone, so a read that folds the lookup into its own
-    /// statement is charged with this id before it runs). A hint, never a caller: the token may
-    /// have been revoked since, which the token check that follows decides (and a charge made
-    /// for it is refunded).
-    pub fn seen(&self, presented: &Presented) -> Option<TokenId> {
+    /// statement is charged with this id before it runs), and the principal of then, so a 403
+    /// it already gives (a portal session outside its scope, an endpoint the account may not
+    /// use) is decided from the token check alone, before any read (issue 23, N11). A hint,
+    /// never a caller: the token may have been revoked since, which the token check that
+    /// follows decides (and a charge made for it is refunded).
+    pub fn seen(&self, presented: &Presented) -> Option<Seen> {
         let hash: [u8; 32] = presented.hash.as_bytes().try_into().ok()?;
-        self.seen.read().get(&hash).copied()
+        self.seen.read().get(&hash).cloned().map(Seen)
     }
 
-    fn remember(&self, presented: &Presented, token_id: TokenId) {
+    fn remember(&self, presented: &Presented, principal: &Principal) {
         let Ok(hash) = <[u8; 32]>::try_from(presented.hash.as_bytes()) else {
             return;
         };
-        if self.seen.read().get(&hash) == Some(&token_id) {
+        if self.seen.read().get(&hash) == Some(principal) {
             return;
         }
         let mut map = self.seen.write();
         if map.len() >= SEEN_TOKENS_MAX {
             map.clear();
         }
-        map.insert(hash, token_id);
+        map.insert(hash, principal.clone());
     }
 
     /// Authenticates the raw `Authorization` header value (absent: `None`). A token of the
@@ -352,7 +377,6 @@ impl AuthService {
         if !rec.partner_active {
             return Err(AuthError::Forbidden);
         }
-        self.remember(presented, rec.token_id);
         let authenticated = Authenticated {
             touch_due: touch_due(rec.last_used_at, now),
             principal: Principal {
@@ -364,6 +388,7 @@ impl AuthService {
                 portal: rec.portal,
             },
         };
+        self.remember(presented, &authenticated.principal);
         Ok((authenticated, content))
     }
 
@@ -637,11 +662,31 @@ mod tests {
         assert_eq!(svc.seen(&presented), None, "a failed check teaches nothing");
         svc.open(&presented, Sealed::new(Some(live.clone()), ()))
             .expect("live");
-        assert_eq!(svc.seen(&presented), Some(live.token_id));
+        let seen = svc.seen(&presented).expect("seen");
+        assert_eq!(seen.token_id(), live.token_id);
+        assert!(seen.then().may_use_dna_links() && !seen.then().portal());
         assert_eq!(
-            svc.clone().seen(&presented),
+            svc.clone().seen(&presented).map(|s| s.token_id()),
             Some(live.token_id),
             "clones share what they saw"
+        );
+        // What it authenticates as next replaces what it did (the account changed since).
+        svc.open(
+            &presented,
+            Sealed::new(
+                Some(TokenRecord {
+                    partner_dna_access: false,
+                    ..live.clone()
+                }),
+                (),
+            ),
+        )
+        .expect("live");
+        assert!(
+            !svc.seen(&presented)
+                .expect("seen")
+                .then()
+                .may_use_dna_links()
         );
     }
 
