@@ -720,14 +720,17 @@ async fn n9_after_a_lost_listener_a_claimed_delivery_is_not_sent_with_the_endpoi
     );
 }
 
+/// One relayed connection: whether it has sent a `LISTEN`, and whether it is frozen.
+type RelayedConn = (Arc<AtomicBool>, Arc<AtomicBool>);
+
 /// A TCP relay in front of the test's PostgreSQL that can make the connections that `LISTEN`
 /// silently dead: they stay open, but nothing more is forwarded either way (no FIN, no RST), as
 /// when a NAT or a firewall drops the flow. Connections made after that are relayed as usual.
 struct SilentRelay {
     /// `host:port` of the relay.
     addr: String,
-    /// Every relayed connection: whether it has sent a `LISTEN`, and whether it is frozen.
-    conns: Arc<std::sync::Mutex<Vec<(Arc<AtomicBool>, Arc<AtomicBool>)>>>,
+    /// Every relayed connection.
+    conns: Arc<std::sync::Mutex<Vec<RelayedConn>>>,
 }
 
 impl SilentRelay {
