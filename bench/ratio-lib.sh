@@ -11,7 +11,9 @@ run_wrk() { # key url
   if echo "$out" | grep -q 'Non-2xx'; then echo "$out" >&2; echo "wrk saw errors" >&2; exit 1; fi
   RPS[$1]="${RPS[$1]:-} $(echo "$out" | awk '/Requests\/sec/ {print $2}')"
   P99[$1]="${P99[$1]:-} $(echo "$out" | awk '$1 == "99%" {print $2}')"
-  printf '  wrk     %-6s %10s req/s   p99 %8s\n' "$1" "$(echo "$out" | awk '/Requests\/sec/ {print $2}')" "$(echo "$out" | awk '$1 == "99%" {print $2}')"
+  # The answer's size: bytes read over requests ("79589 requests in 8.05s, 29.98MB read").
+  printf '  wrk     %-6s %10s req/s   p99 %8s   %s B/answer\n' "$1" "$(echo "$out" | awk '/Requests\/sec/ {print $2}')" "$(echo "$out" | awk '$1 == "99%" {print $2}')" \
+    "$(echo "$out" | awk '/requests in/ {n = $1; b = $5; u = b; sub(/[0-9.]+/, "", u); sub(/read/, "", u); m = (u ~ /^KB/) ? 1024 : (u ~ /^MB/) ? 1048576 : (u ~ /^GB/) ? 1073741824 : 1; printf "%.0f", b * m / n}')"
 }
 run_pgbench() { # key file
   local t p log
