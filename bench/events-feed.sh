@@ -6,8 +6,10 @@
 # then its records: two round trips), each against pgbench at 64 clients running the same SQL the
 # server sends for it (the token lookup and the page statement, plus the records' query for (b)).
 # Prints the server/pgbench ratios and p99. Rounds interleave wrk and pgbench (BENCH_ROUNDS,
-# default 3; medians). Target (issue 25): ratio >= 0.8, p99 <= 25 ms. Loopback only; stops by
-# itself.
+# default 3; medians). Target (issue 25): ratio >= 0.8, p99 <= 25 ms; beside the server's p99 the
+# script prints pgbench's own p99 of the same SQL in the same round, the reference on a noisy
+# machine. BENCH_COMPARE=/path/to/an/older/partner-server measures that binary too, in the same
+# rounds (its own port, the same database and token). Loopback only; stops by itself.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -56,11 +58,17 @@ for batch in $(seq 0 99); do
 done
 psql -q "$DB" -c 'DROP TABLE bench_order' -c 'VACUUM (ANALYZE)' -c 'CHECKPOINT'
 
-SERVER=
+SERVER=; OLD=
 "$BIN" serve --no-migrate --role api &
 SERVER=$!
-trap 'kill $SERVER 2>/dev/null || true; wait $SERVER 2>/dev/null || true' EXIT
+trap 'kill $SERVER $OLD 2>/dev/null || true; wait $SERVER $OLD 2>/dev/null || true' EXIT
 for _ in $(seq 1 50); do curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null && break; sleep 0.2; done
+OLD_PORT=$((PORT + 1))
+if [ -n "${BENCH_COMPARE:-}" ]; then
+  PARTNER_BIND="127.0.0.1:$OLD_PORT" "$BENCH_COMPARE" serve --no-migrate --role api &
+  OLD=$!
+  for _ in $(seq 1 50); do curl -sf "http://127.0.0.1:$OLD_PORT/healthz" >/dev/null && break; sleep 0.2; done
+fi
 
 I="Authorization: Bearer $PARTNER_INTERNAL_TOKEN"
 USER_ID=$(curl -sf -X POST "http://127.0.0.1:$PORT/internal/v1/users" -H "$I" \
@@ -104,18 +112,23 @@ IDS=$(psql -Atq "$DB" -c "SELECT string_agg(subject, ',') FROM (SELECT subject F
 echo "== machine: $(nproc) cores; PostgreSQL $(psql -Atqc 'show server_version' postgres); $CONNS connections, $DURATION each, $ROUNDS rounds"
 wrk -t2 -c$CONNS -d3s -H "$A" "http://127.0.0.1:$PORT/api/v1/events?cursor=$END_CURSOR" >/dev/null
 wrk -t2 -c$CONNS -d3s -H "$A" "http://127.0.0.1:$PORT/api/v1/events?cursor=$MID_CURSOR" >/dev/null
+[ -z "$OLD" ] || wrk -t2 -c$CONNS -d3s -H "$A" "http://127.0.0.1:$OLD_PORT/api/v1/events?cursor=$MID_CURSOR" >/dev/null
+echo "== load average before the rounds: $(cut -d' ' -f1-3 /proc/loadavg)"
 for r in $(seq 1 "$ROUNDS"); do
-  echo "round $r"
+  echo "round $r (load average $(cut -d' ' -f1-3 /proc/loadavg))"
   run_wrk end "http://127.0.0.1:$PORT/api/v1/events?cursor=$END_CURSOR"
+  [ -z "$OLD" ] || run_wrk end-old "http://127.0.0.1:$OLD_PORT/api/v1/events?cursor=$END_CURSOR"
   run_pgbench end /tmp/bench-feed-end.sql
   run_wrk mid "http://127.0.0.1:$PORT/api/v1/events?cursor=$MID_CURSOR"
+  [ -z "$OLD" ] || run_wrk mid-old "http://127.0.0.1:$OLD_PORT/api/v1/events?cursor=$MID_CURSOR"
   run_pgbench mid /tmp/bench-feed-mid.sql
 done
-echo "== medians"
-for k in end mid; do
-  rps=$(echo "${RPS[$k]}" | median); tps=$(echo "${TPS[$k]}" | median); p99=$(echo "${P99[$k]}" | median)
-  printf '%-4s server %10s req/s   pgbench %10s tps   ratio %s   p99 %s\n' "$k" "$rps" "$tps" \
-    "$(awk -v a="$rps" -v b="$tps" 'BEGIN {printf "%.2f", a / b}')" "$p99"
+echo "== medians (load average $(cut -d' ' -f1-3 /proc/loadavg))"
+for k in end ${OLD:+end-old} mid ${OLD:+mid-old}; do
+  rps=$(echo "${RPS[$k]}" | median); p99=$(echo "${P99[$k]}" | median)
+  tps=$(echo "${TPS[${k%-old}]}" | median); pgp99=$(echo "${PGP99[${k%-old}]}" | median)
+  printf '%-7s server %10s req/s   pgbench %10s tps   ratio %s   p99 %s (pgbench p99 %sms)\n' "$k" "$rps" "$tps" \
+    "$(awk -v a="$rps" -v b="$tps" 'BEGIN {printf "%.2f", a / b}')" "$p99" "$pgp99"
 done
-kill $SERVER; wait $SERVER 2>/dev/null || true; SERVER=
+kill $SERVER $OLD 2>/dev/null; wait $SERVER $OLD 2>/dev/null || true; SERVER=; OLD=
 psql -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" postgres

@@ -372,7 +372,13 @@ async fn a_cursor_expires_only_when_retention_removed_events_after_it() {
     // Retention removes the event (it has no delivery).
     let repo = PgStore::new(&app.config.database_url, 1).expect("pool");
     let later = OffsetDateTime::now_utc() + Duration::from_secs(1);
-    assert_eq!(repo.prune(later, later, 500).await.expect("prune"), 1);
+    assert_eq!(
+        repo.prune_events(later, None, 500)
+            .await
+            .expect("prune")
+            .deleted,
+        1
+    );
 
     // The cursor before it lost an event: 410. The cursor after it, and a quiet partner's
     // cursor, lost nothing: 200, an empty page, the same cursor.

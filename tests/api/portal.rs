@@ -263,6 +263,57 @@ async fn codes_and_sessions_expire_after_their_configured_lifetimes() {
     assert_error(res, 401, "invalid_token").await;
 }
 
+/// Issue 22: expired portal sessions were never deleted (one `api_tokens` row per exchange,
+/// forever). A mint deletes those expired for a day, oldest first, as it does spent codes.
+#[tokio::test]
+async fn expired_portal_sessions_are_pruned_a_day_after_their_expiry() {
+    use diesel::sql_types::BigInt;
+    use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+
+    let clock = Arc::new(FixedClock::new(OffsetDateTime::now_utc()));
+    let app = TestApp::spawn_full(
+        |c| c.portal_session_ttl = std::time::Duration::from_secs(3600),
+        clock.clone(),
+    )
+    .await;
+    let acme = app.seed("acme", false).await;
+    let mut conn = AsyncPgConnection::establish(&app.config.database_url)
+        .await
+        .expect("connect");
+    let mut sessions = async || -> i64 {
+        diesel::select(diesel::dsl::sql::<BigInt>(
+            "(SELECT count(*) FROM api_tokens WHERE portal_of IS NOT NULL)",
+        ))
+        .get_result(&mut conn)
+        .await
+        .expect("count")
+    };
+    let (code, _) = mint(&app, &acme.token).await;
+    session(&app, &code).await;
+    clock.advance(time::Duration::minutes(30));
+    let (code, _) = mint(&app, &acme.token).await;
+    let (live, _) = session(&app, &code).await;
+    assert_eq!(sessions().await, 2);
+
+    // The first session expired a day ago less a second: kept.
+    clock.advance(time::Duration::minutes(30) + time::Duration::DAY - time::Duration::seconds(1));
+    mint(&app, &acme.token).await;
+    assert_eq!(sessions().await, 2);
+    // A second later the next mint deletes it, and only it.
+    clock.advance(time::Duration::seconds(2));
+    mint(&app, &acme.token).await;
+    assert_eq!(sessions().await, 1);
+    assert_error(
+        app.api(Method::GET, "/api/v1/webhook-endpoints", &live)
+            .send()
+            .await
+            .expect("send"),
+        401,
+        "invalid_token",
+    )
+    .await;
+}
+
 #[tokio::test]
 async fn revoking_or_rotating_the_partner_token_ends_its_portal_sessions_and_codes() {
     let app = TestApp::spawn().await;

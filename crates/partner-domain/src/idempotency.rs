@@ -269,8 +269,15 @@ pub trait IdempotencyStore: Send + Sync {
     /// Drops the claim of `ticket` (its answer is not kept), so the key may run again; nothing
     /// if the key is no longer that claim's.
     async fn release(&self, ticket: &Ticket) -> Result<(), RepoError>;
-    /// Deletes up to `batch` keys whose answers expired before `now`; how many.
-    async fn prune(&self, now: OffsetDateTime, batch: u32) -> Result<u64, RepoError>;
+    /// Deletes up to `batch` keys whose answers expired at or before `now`, the earliest expiry
+    /// first, from `from` on (the expiry the previous step of the same walk returned; `None`:
+    /// the earliest), walking only the keys it deletes: how many, and the latest expiry deleted.
+    async fn prune(
+        &self,
+        now: OffsetDateTime,
+        from: Option<OffsetDateTime>,
+        batch: u32,
+    ) -> Result<(u64, Option<OffsetDateTime>), RepoError>;
 }
 
 crate::kernel::debug_port!(IdempotencyStore);
@@ -329,16 +336,19 @@ impl IdempotencyService {
         }
     }
 
-    /// Deletes expired keys in batches of `batch`, at most `rounds` statements; how many.
+    /// Deletes expired keys in batches of `batch`, at most `rounds` statements, each starting
+    /// where the previous one stopped; how many.
     pub async fn prune(&self, batch: u32, rounds: u32) -> Result<u64, RepoError> {
         let now = self.clock.now();
         let mut total = 0;
+        let mut from = None;
         for _ in 0..rounds {
-            let n = self.store.prune(now, batch).await?;
+            let (n, last) = self.store.prune(now, from, batch).await?;
             total += n;
             if n < u64::from(batch) {
                 break;
             }
+            from = last;
         }
         Ok(total)
     }

@@ -1,4 +1,4 @@
-//! The events feed (extensions.md §8.1) over the outbox, and its retention.
+//! The events feed (extensions.md §8.1) over the outbox (its retention: [`crate::retention`]).
 //!
 //! An event's place is `(txid, seq)`: the writing transaction's id (the column's default,
 //! `pg_current_xact_id()`, so no writer names it) and an identity number. A page holds only events
@@ -9,7 +9,7 @@
 use std::sync::LazyLock;
 
 use diesel::QueryableByName;
-use diesel::sql_types::{Array, BigInt, Integer, Nullable, Text, Timestamptz};
+use diesel::sql_types::{Array, BigInt, Nullable, Text, Timestamptz};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use partner_domain::RepoError;
 use partner_domain::account::auth::{Sealed, TokenKey};
@@ -57,46 +57,6 @@ FROM h LEFT JOIN domain_events e \
         TokenPartner::sql(1, 2)
     )
 });
-
-/// Deletes at most `$2` events created before `$1` that no delivery refers to, and moves each
-/// partner's pruned position to the last feed position deleted (never backwards). Raw: CTEs that
-/// write.
-const PRUNE_SQL: &str = "\
-WITH gone AS ( \
-  DELETE FROM domain_events WHERE id IN ( \
-    SELECT e.id FROM domain_events e \
-    WHERE e.created_at < $1 \
-      AND NOT EXISTS (SELECT 1 FROM webhook_deliveries w WHERE w.event_id = e.id) \
-    LIMIT $2) \
-  RETURNING partner_id, kind, txid, seq), \
-last AS ( \
-  SELECT DISTINCT ON (partner_id) partner_id, txid, seq FROM gone WHERE kind <> 'ping' \
-  ORDER BY partner_id, txid DESC, seq DESC), \
-mark AS ( \
-  INSERT INTO event_feed_pruned (partner_id, txid, seq) SELECT partner_id, txid, seq FROM last \
-  ON CONFLICT (partner_id) DO UPDATE SET txid = EXCLUDED.txid, seq = EXCLUDED.seq \
-  WHERE (EXCLUDED.txid, EXCLUDED.seq) > (event_feed_pruned.txid, event_feed_pruned.seq)) \
-SELECT count(*)::int4 AS n FROM gone";
-
-#[derive(QueryableByName)]
-struct Pruned {
-    #[diesel(sql_type = Integer)]
-    n: i32,
-}
-
-/// See [`PRUNE_SQL`]. Returns how many events were deleted.
-pub(crate) async fn prune_events(
-    conn: &mut AsyncPgConnection,
-    before: OffsetDateTime,
-    batch: i64,
-) -> Result<usize, diesel::result::Error> {
-    let r: Pruned = diesel::sql_query(PRUNE_SQL)
-        .bind::<Timestamptz, _>(before)
-        .bind::<BigInt, _>(batch)
-        .get_result(conn)
-        .await?;
-    Ok(usize::try_from(r.n).unwrap_or(0))
-}
 
 /// A row of [`PAGE_SQL`] or [`ONE_SQL`]: the horizon and pruned position on every row, an event
 /// on each (none when the page is empty: one row of NULLs).

@@ -48,9 +48,22 @@ WHERE caller = $1 AND key = $2 AND status IS NULL AND fingerprint = $6 AND creat
 const RELEASE_SQL: &str = "DELETE FROM idempotency_keys \
 WHERE caller = $1 AND key = $2 AND status IS NULL AND fingerprint = $3 AND created_at = $4";
 
-/// Expired keys, a batch at a time (`idempotency_keys_expires_idx`).
-const PRUNE_SQL: &str = "DELETE FROM idempotency_keys WHERE ctid = ANY(ARRAY( \
-SELECT ctid FROM idempotency_keys WHERE expires_at <= $1 LIMIT $2))";
+/// Expired keys, a batch at a time, walking `idempotency_keys_expires_idx` from the previous
+/// batch's latest expiry (`$2`), so no batch reads again the keys earlier ones deleted (issue 22).
+const PRUNE_SQL: &str = "WITH gone AS ( \
+  DELETE FROM idempotency_keys WHERE ctid = ANY(ARRAY( \
+    SELECT ctid FROM idempotency_keys WHERE expires_at <= $1 AND expires_at >= $2 \
+    ORDER BY expires_at LIMIT $3)) \
+  AND expires_at <= $1 RETURNING expires_at) \
+SELECT count(*) AS n, max(expires_at) AS last FROM gone";
+
+#[derive(QueryableByName)]
+struct PrunedKeys {
+    #[diesel(sql_type = BigInt)]
+    n: i64,
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    last: Option<OffsetDateTime>,
+}
 
 #[derive(QueryableByName)]
 struct ClaimRow {
@@ -151,14 +164,20 @@ impl IdempotencyStore for PgStore {
         Ok(())
     }
 
-    async fn prune(&self, now: OffsetDateTime, batch: u32) -> Result<u64, RepoError> {
+    async fn prune(
+        &self,
+        now: OffsetDateTime,
+        from: Option<OffsetDateTime>,
+        batch: u32,
+    ) -> Result<(u64, Option<OffsetDateTime>), RepoError> {
         let mut conn = self.conn().await?;
-        let n = diesel::sql_query(PRUNE_SQL)
+        let r: PrunedKeys = diesel::sql_query(PRUNE_SQL)
             .bind::<Timestamptz, _>(now)
+            .bind::<Timestamptz, _>(from.unwrap_or(time::macros::datetime!(0001-01-01 0:00 UTC)))
             .bind::<BigInt, _>(i64::from(batch))
-            .execute(&mut conn)
+            .get_result(&mut conn)
             .await
             .map_err(db)?;
-        Ok(u64::try_from(n).unwrap_or(0))
+        Ok((u64::try_from(r.n).unwrap_or(0), r.last))
     }
 }

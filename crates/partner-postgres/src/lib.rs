@@ -29,6 +29,7 @@ mod orders;
 mod outbox;
 mod payouts;
 mod portal;
+mod retention;
 mod schema;
 mod schema_extra;
 mod sub_accounts;

@@ -14,12 +14,33 @@ use crate::{PgStore, db};
 /// Spent or expired codes are kept this long after their expiry, then deleted by the next mint.
 const CODE_KEEP: Duration = Duration::DAY;
 
+/// Portal sessions expired for a day ([`CODE_KEEP`]) are deleted too, at most this many at each
+/// mint, oldest first (`api_tokens_portal_expires_idx`): a mint opens at most one session, so
+/// this keeps up while reading only what it deletes. A session's id is referred to by nothing
+/// (a session cannot mint a link, so no code or session names it as `portal_of`).
+const SESSIONS_PER_MINT: i64 = 100;
+
 #[async_trait::async_trait]
 impl PortalRepo for PgStore {
     async fn insert_code(&self, code: &NewPortalCode) -> Result<(), RepoError> {
         let mut conn = self.conn().await?;
         diesel::delete(portal_codes::table)
             .filter(portal_codes::expires_at.lt(code.created_at - CODE_KEEP))
+            .execute(&mut conn)
+            .await
+            .map_err(db)?;
+        let t = diesel::alias!(api_tokens as t);
+        let expired = t
+            .filter(t.field(api_tokens::portal_of).is_not_null())
+            .filter(
+                t.field(api_tokens::expires_at)
+                    .lt(code.created_at - CODE_KEEP),
+            )
+            .order(t.field(api_tokens::expires_at))
+            .select(t.field(api_tokens::id))
+            .limit(SESSIONS_PER_MINT);
+        diesel::delete(api_tokens::table)
+            .filter(api_tokens::id.eq_any(expired))
             .execute(&mut conn)
             .await
             .map_err(db)?;

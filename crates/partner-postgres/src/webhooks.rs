@@ -12,7 +12,9 @@ use partner_domain::account::auth::{Sealed, TokenKey};
 use partner_domain::kernel::ids::{DeliveryId, EndpointId, LeadId, PayoutId};
 use partner_domain::kernel::values::PartnerId;
 use partner_domain::webhook::hourly::StatusCount;
-use partner_domain::webhook::ports::{DeliveryRepo, InsertEndpoint, WebhookRepo};
+use partner_domain::webhook::ports::{
+    DeliveryRepo, InsertEndpoint, PruneMark, PruneStep, WebhookRepo,
+};
 use partner_domain::webhook::{
     AttemptOutcome, Attempted, ClaimBatch, ClaimRequest, DeliveryDetail, DeliveryFilter,
     DeliveryInfo, DeliveryStatus, ENDPOINT_DISABLED, EndpointHealth, HealthChange, NextStep,
@@ -698,33 +700,28 @@ impl DeliveryRepo for PgStore {
         Ok(u64::try_from(n).unwrap_or(0))
     }
 
-    async fn prune(
+    async fn prune_deliveries(
         &self,
-        deliveries_before: OffsetDateTime,
-        events_before: OffsetDateTime,
+        before: OffsetDateTime,
+        from: Option<PruneMark>,
         batch: u32,
-    ) -> Result<u64, RepoError> {
+    ) -> Result<PruneStep, RepoError> {
         let mut conn = self.conn().await?;
-        let batch = i64::from(batch);
-        // Small batches, each its own statement, so pruning never holds many locks for long.
-        let d = diesel::alias!(webhook_deliveries as d);
-        let finished = d
-            .filter(fixed::<Bool>("d.status <> 'pending'"))
-            .filter(
-                d.field(webhook_deliveries::created_at)
-                    .lt(deliveries_before),
-            )
-            .select(d.field(webhook_deliveries::id))
-            .limit(batch);
-        let deliveries = diesel::delete(webhook_deliveries::table)
-            .filter(webhook_deliveries::id.eq_any(finished))
-            .execute(&mut conn)
+        crate::retention::prune_deliveries(&mut conn, before, from, batch)
             .await
-            .map_err(db)?;
-        let events = crate::feed::prune_events(&mut conn, events_before, batch)
+            .map_err(db)
+    }
+
+    async fn prune_events(
+        &self,
+        before: OffsetDateTime,
+        from: Option<PruneMark>,
+        batch: u32,
+    ) -> Result<PruneStep, RepoError> {
+        let mut conn = self.conn().await?;
+        crate::retention::prune_events(&mut conn, before, from, batch)
             .await
-            .map_err(db)?;
-        Ok(u64::try_from(deliveries + events).unwrap_or(0))
+            .map_err(db)
     }
 }
 

@@ -3,22 +3,25 @@
 //! disabled`: one written by a request racing the disable would otherwise wait forever), and
 //! delivered or failed deliveries past the retention, then events past the events feed's retention
 //! that no delivery refers to, are pruned in small batches, so pruning never holds locks the claim
-//! needs for long.
+//! needs for long; each batch walks on from where the previous one stopped, oldest first, so a
+//! round costs what it deletes (and one look at each event a delivery still keeps).
 
 use std::sync::Arc;
 
 use partner_domain::kernel::clock::Clock;
-use partner_domain::webhook::ports::DeliveryRepo;
+use partner_domain::webhook::ports::{DeliveryRepo, PruneStep};
 use partner_domain::webhook::{ENDPOINT_DISABLED, attempt_budget};
 
 use crate::WorkerConfig;
 
 /// The `lastError` of a delivery whose last budgeted attempt never reported back.
 const INTERRUPTED: &str = "interrupted";
-/// Deliveries (then events) deleted per statement.
+/// Deliveries (then events) looked at per statement: each statement walks only its own batch, by
+/// index, from where the previous one stopped (`partner-postgres`'s `retention`).
 const PRUNE_BATCH: u32 = 500;
-/// Prune statements per round at most (a round never runs unbounded).
-const PRUNE_ROUNDS: u32 = 1000;
+/// Statements per walk and round at most (a round never runs unbounded; the next round starts
+/// the walks again from the oldest rows).
+const PRUNE_STEPS: u32 = 1000;
 
 /// Runs [`round`] every interval, forever (the worker aborts it at shutdown).
 pub(crate) async fn run(repo: Arc<dyn DeliveryRepo>, clock: Arc<dyn Clock>, config: WorkerConfig) {
@@ -58,16 +61,34 @@ pub(crate) async fn round(repo: &dyn DeliveryRepo, clock: &dyn Clock, c: &Worker
     let (Some(deliveries), Some(events)) = (before(c.retention), before(c.event_retention)) else {
         return;
     };
-    for _ in 0..PRUNE_ROUNDS {
-        match repo.prune(deliveries, events, PRUNE_BATCH).await {
-            Ok(0) => break,
-            Ok(_) => tokio::task::yield_now().await,
-            Err(e) => {
-                tracing::warn!(error = %e, "pruning webhook deliveries failed");
-                break;
+    // The deliveries first, to the end of their walk: the events walk after them then finds the
+    // events whose last delivery this round removed.
+    for (what, before) in [(Pruned::Deliveries, deliveries), (Pruned::Events, events)] {
+        let mut from = None;
+        for _ in 0..PRUNE_STEPS {
+            let step = match what {
+                Pruned::Deliveries => repo.prune_deliveries(before, from, PRUNE_BATCH).await,
+                Pruned::Events => repo.prune_events(before, from, PRUNE_BATCH).await,
+            };
+            match step {
+                Ok(PruneStep { next: None, .. }) => break,
+                Ok(PruneStep { next, .. }) => {
+                    from = next;
+                    tokio::task::yield_now().await;
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "pruning webhook deliveries and events failed");
+                    return;
+                }
             }
         }
     }
+}
+
+#[derive(Clone, Copy)]
+enum Pruned {
+    Deliveries,
+    Events,
 }
 
 #[cfg(test)]
@@ -77,7 +98,7 @@ mod tests {
 
     use partner_domain::kernel::clock::FixedClock;
     use partner_domain::kernel::error::RepoError;
-    use partner_domain::webhook::ports::MockDeliveryRepo;
+    use partner_domain::webhook::ports::{MockDeliveryRepo, PruneMark};
     use time::macros::datetime;
 
     use super::*;
@@ -112,25 +133,42 @@ mod tests {
             .withf(|error| error == "endpoint disabled")
             .times(1)
             .returning(|_| Ok(1));
+        let mark = |n: u128| PruneMark {
+            created_at: datetime!(2026-01-01 0:00 UTC),
+            id: uuid::Uuid::from_u128(n),
+        };
+        // Deliveries: two full steps, each starting where the previous one stopped, then the end.
         let calls = Arc::new(AtomicU32::new(0));
         let seen = calls.clone();
-        repo.expect_prune()
-            .withf(|deliveries, events, batch| {
-                *deliveries == datetime!(2026-03-03 12:00 UTC)
-                    && *events == datetime!(2026-02-08 12:00 UTC)
-                    && *batch == 500
-            })
+        repo.expect_prune_deliveries()
+            .withf(|before, _, batch| *before == datetime!(2026-03-03 12:00 UTC) && *batch == 500)
             .times(3)
-            .returning(move |_, _, _| {
-                // Two full batches, then nothing left.
-                Ok(if seen.fetch_add(1, Ordering::SeqCst) < 2 {
-                    500
-                } else {
-                    0
+            .returning(move |_, from, _| {
+                let n = seen.fetch_add(1, Ordering::SeqCst);
+                assert_eq!(from, n.checked_sub(1).map(|k| mark(u128::from(k))));
+                Ok(PruneStep {
+                    deleted: if n < 2 { 500 } else { 7 },
+                    next: (n < 2).then(|| mark(u128::from(n))),
+                })
+            });
+        // Events after the deliveries: a step that deleted nothing (every event still referred
+        // to) does not end the walk; one that reached the end does.
+        let events = Arc::new(AtomicU32::new(0));
+        let seen = events.clone();
+        repo.expect_prune_events()
+            .withf(|before, _, batch| *before == datetime!(2026-02-08 12:00 UTC) && *batch == 500)
+            .times(2)
+            .returning(move |_, from, _| {
+                let n = seen.fetch_add(1, Ordering::SeqCst);
+                assert_eq!(from, (n == 1).then(|| mark(9)));
+                Ok(PruneStep {
+                    deleted: 0,
+                    next: (n == 0).then(|| mark(9)),
                 })
             });
         round(&repo, &clock, &config()).await;
         assert_eq!(calls.load(Ordering::SeqCst), 3);
+        assert_eq!(events.load(Ordering::SeqCst), 2);
     }
 
     #[tokio::test]
@@ -143,9 +181,10 @@ mod tests {
         repo.expect_fail_disabled()
             .times(1)
             .returning(|_| Err(RepoError::new("down")));
-        repo.expect_prune()
+        repo.expect_prune_deliveries()
             .times(1)
             .returning(|_, _, _| Err(RepoError::new("down")));
+        repo.expect_prune_events().never();
         round(&repo, &clock, &config()).await;
     }
 }

@@ -174,16 +174,46 @@ pub trait DeliveryRepo: Send + Sync {
     /// changed since. One cheap read by primary key, for a worker that could not hear the
     /// store's change announcements since the claim (issue 23, N9).
     async fn endpoint_unchanged(&self, id: EndpointId, version: i64) -> Result<bool, RepoError>;
-    /// Deletes at most `batch` delivered or failed deliveries created before `deliveries_before`,
-    /// then at most `batch` events created before `events_before` that no delivery refers to,
-    /// and records for each partner the last feed position removed (a cursor before it answers
-    /// `cursor_expired`). Returns the rows deleted.
-    async fn prune(
+    /// One bounded step of the delivery log's retention: deletes the next `batch` (at most)
+    /// delivered or failed deliveries created before `before`, oldest first, starting at `from`
+    /// (the [`PruneStep::next`] of the previous step of the same walk; `None`: the oldest).
+    /// Each step walks only the rows it deletes, by index, never those earlier steps removed.
+    async fn prune_deliveries(
         &self,
-        deliveries_before: OffsetDateTime,
-        events_before: OffsetDateTime,
+        before: OffsetDateTime,
+        from: Option<PruneMark>,
         batch: u32,
-    ) -> Result<u64, RepoError>;
+    ) -> Result<PruneStep, RepoError>;
+    /// One bounded step of the events' retention: looks at the next `batch` events (at most)
+    /// created before `before`, oldest first, after `from`, deletes those no delivery refers to,
+    /// and records for each partner the last feed position removed (a cursor before it answers
+    /// `cursor_expired`). An event kept because a delivery still refers to it is walked past, not
+    /// looked at again by later steps of the walk (the next walk, a round later, sees it again).
+    async fn prune_events(
+        &self,
+        before: OffsetDateTime,
+        from: Option<PruneMark>,
+        batch: u32,
+    ) -> Result<PruneStep, RepoError>;
+}
+
+/// Where a retention walk stands: the creation time and id of the last row it looked at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PruneMark {
+    /// The last row's creation time.
+    pub created_at: OffsetDateTime,
+    /// The last row's id (ties of `created_at` are walked in id order).
+    pub id: uuid::Uuid,
+}
+
+/// What one step of a retention walk did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PruneStep {
+    /// Rows deleted.
+    pub deleted: u64,
+    /// Where the next step starts; `None` when this step reached the end of what is past the
+    /// retention (it looked at fewer rows than its batch).
+    pub next: Option<PruneMark>,
 }
 
 /// How a delivery's `data` is written on the wire: with the API's own answer types (the HTTP

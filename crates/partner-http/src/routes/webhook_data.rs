@@ -14,7 +14,7 @@ use super::payouts::PayoutOut;
 /// The contract's webhook payloads, by kind of event.
 #[derive(Serialize)]
 #[serde(untagged, rename_all_fields = "camelCase")]
-enum DataOut<'a> {
+pub(crate) enum DataOut<'a> {
     LeadCreated {
         lead: LeadOut<'a>,
     },

@@ -1,0 +1,1 @@
+DROP INDEX api_tokens_portal_expires_idx;
