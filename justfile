@@ -74,6 +74,13 @@ dataset:
 bench-reads:
     BENCH_DATASET=${BENCH_DATASET:-pp_dataset} bash bench/reads.sh
 
+# A partner with 1,000,000 coupons among 2,000 (the coupon part of the dataset, into pp_coupons),
+# then its listing against pgbench and its whole CSV export.
+bench-coupons-scale:
+    bash bench/coupons-dataset.sh
+    BENCH_DATASET=pp_coupons BENCH_CASES="coupons-json-first coupons-json-p1000 coupons-csv-first coupons-csv-p201 coupons-redeemed-p100" bash bench/reads.sh
+    BENCH_DATASET=pp_coupons bash bench/coupons.sh
+
 # Webhook delivery to 10 endpoints among the dataset's 20,000.
 bench-webhooks-dataset:
     BENCH_DATASET=${BENCH_DATASET:-pp_dataset} bash bench/webhooks-dataset.sh

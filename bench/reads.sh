@@ -10,6 +10,9 @@
 #   deliveries-first, deliveries-p1000   GET /api/v1/webhook-deliveries, the same
 #   coupons-json-first              GET /api/v1/care-services-coupons (100)
 #   coupons-csv-first               the same as CSV (500)
+#   coupons-json-p1000              the same, page 1,000 (offset 100,000)
+#   coupons-csv-p201                CSV (500) at offset 100,000
+#   coupons-redeemed-p100           `status=redeemed`, page 100 (offset 10,000): a filtered page
 #   events-first                    GET /api/v1/events: the oldest page of the feed (50)
 #   events-end                      the poll at the end of the feed (an empty page)
 # Answers that are not 2xx are counted and printed under the case. BENCH_CASES picks some ("leads-first deliveries-first"). The server runs `--role api` with
@@ -24,7 +27,7 @@ PORT=${BENCH_PORT:-18094}
 DURATION=${BENCH_DURATION:-8s}
 ROUNDS=${BENCH_ROUNDS:-2}
 CONNS=${BENCH_CONNS:-64}
-CASES=${BENCH_CASES:-leads-first leads-p1000 deliveries-first deliveries-p1000 coupons-json-first coupons-csv-first events-first events-end}
+CASES=${BENCH_CASES:-leads-first leads-p1000 deliveries-first deliveries-p1000 coupons-json-first coupons-json-p1000 coupons-csv-first coupons-csv-p201 coupons-redeemed-p100 events-first events-end}
 PGLOG=${BENCH_PGLOG:-/var/log/postgresql/postgresql-15-main.log}
 export DATABASE_URL="postgres://postgres@127.0.0.1:5432/$DB"
 export PARTNER_BIND="127.0.0.1:$PORT" PARTNER_TOKEN_PEPPER=bench-pepper
@@ -66,6 +69,9 @@ URL[leads-first]="/api/v1/leads"
 URL[deliveries-first]="/api/v1/webhook-deliveries"
 URL[coupons-json-first]="/api/v1/care-services-coupons?limit=100"
 URL[coupons-csv-first]="/api/v1/care-services-coupons?format=csv&limit=500"
+URL[coupons-json-p1000]="/api/v1/care-services-coupons?limit=100&offset=100000"
+URL[coupons-csv-p201]="/api/v1/care-services-coupons?format=csv&limit=500&offset=100000"
+URL[coupons-redeemed-p100]="/api/v1/care-services-coupons?status=redeemed&limit=100&offset=10000"
 URL[events-first]="/api/v1/events"
 for c in $CASES; do
   case $c in
@@ -86,34 +92,7 @@ for c in $CASES; do
   code=$(curl -s -o "$WORK/$c.body" -w '%{http_code}' "$BASE${URL[$c]}" -H "$A")
   [ "$code" = 200 ] || { echo "$c: HTTP $code" >&2; head -c 300 "$WORK/$c.body" >&2; exit 1; }
   sleep 0.3
-  tail -n +"$((lines + 1))" "$PGLOG" | python3 -c '
-import re, sys
-db = sys.argv[1]
-head = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+ \w+ \[(\d+)\] (?:(\S*)@(\S*) )?([A-Z]+):  (.*)$")
-entries = []
-for line in sys.stdin.read().split("\n"):
-    m = head.match(line)
-    if m:
-        entries.append([m.group(3), m.group(4), m.group(5)])
-    elif entries and line:
-        entries[-1][2] += "\n" + line
-out, last = [], None
-for dbname, kind, text in entries:
-    if dbname != db:
-        continue
-    if kind == "LOG":
-        m = re.match(r"(?:execute [^:]+|statement): (.*)$", text, re.S)
-        if m:
-            last = m.group(1); out.append([last, {}])
-    elif kind == "DETAIL" and out and text.startswith("parameters:"):
-        for n, v in re.findall(r"\$(\d+) = (NULL|\x27(?:[^\x27]|\x27\x27)*\x27)", text):
-            out[-1][1][n] = v
-for sql, params in out:
-    if re.match(r"SET (TIME ZONE|CLIENT_ENCODING|application_name)", sql):
-        continue  # the setup of a new pool connection, not the request
-    sql = re.sub(r"\$(\d+)\b", lambda m: params.get(m.group(1), m.group(0)), sql)
-    print(sql.rstrip().rstrip(";") + ";")
-' "$DB" >"$WORK/$c.sql"
+  tail -n +"$((lines + 1))" "$PGLOG" | python3 bench/logged_sql.py "$DB" >"$WORK/$c.sql"
   [ -s "$WORK/$c.sql" ] || { echo "$c: no statement found in $PGLOG" >&2; exit 1; }
 done
 stop_server

@@ -11,6 +11,7 @@ mod bad_receivers;
 mod browser;
 mod by_id;
 mod contract;
+mod coupon_pages;
 mod coupons;
 mod delivery_engine;
 mod drills;

@@ -16,7 +16,7 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use crate::models::coupons::Row;
-use crate::schema::coupons;
+use crate::schema::{coupon_blocks, coupons};
 use crate::tokens::{self, TokenPartner, TokenScope};
 use crate::{PgStore, db, is_violation};
 
@@ -301,29 +301,139 @@ async fn find_for_token(
     row.map(Row::into_domain).transpose()
 }
 
+/// Whether `q` selects every coupon of its partner: no product, and no status or all four.
+fn unfiltered(q: &CouponFilter) -> bool {
+    q.product_slug.is_none()
+        && (q.statuses.is_empty()
+            || [
+                CouponStatus::Active,
+                CouponStatus::Expired,
+                CouponStatus::Redeemed,
+                CouponStatus::Void,
+            ]
+            .iter()
+            .all(|s| q.statuses.contains(s)))
+}
+
 /// [`CouponRepo::list`]'s two statements with the partner derived from the token in SQL
-/// ([`TokenScope`]), pipelined with each other and the token lookup.
+/// ([`TokenScope`]), pipelined with each other and the token lookup. Every coupon of the
+/// partner (the export's case): the total and the page's start from `coupon_blocks`, whatever
+/// the offset ([`BlockPage`]). Filtered: counted over the covering index `coupons_page_idx`, and
+/// the offset skipped in it before the page's rows are read ([`filtered_page`]).
 async fn list_for_token(
     mut conn: &AsyncPgConnection,
     key: TokenKey,
     q: &CouponFilter,
 ) -> Result<(Vec<Coupon>, u64), RepoError> {
     let scope = TokenScope::of(key, q.requested.as_ref());
-    let total = matching_for_token(&scope, q)
-        .count()
-        .get_result::<i64>(&mut conn);
-    let rows = matching_for_token(&scope, q)
-        .select(Row::as_select())
-        .order((coupons::created_at.desc(), coupons::code.asc()))
-        .limit(i64::from(q.limit))
-        .offset(i64::try_from(q.offset).unwrap_or(i64::MAX))
+    let limit = i64::from(q.limit);
+    let offset = i64::try_from(q.offset).unwrap_or(i64::MAX);
+    let (total, rows) = if unfiltered(q) {
+        let total = coupon_blocks::table
+            .filter(coupon_blocks::partner_id.eq(scope.clone()))
+            .order(coupon_blocks::created_at.desc())
+            .select(coupon_blocks::older + coupon_blocks::n)
+            .first::<i64>(&mut conn);
+        let rows = BlockPage {
+            scope,
+            columns: <Row as Selectable<Pg>>::construct_selection(),
+            offset,
+            limit,
+        }
         .load::<Row>(&mut conn);
-    let (total, rows) = futures_util::future::try_join(total, rows)
-        .await
-        .map_err(db)?;
+        let (total, rows) = futures_util::future::try_join(async { total.await.optional() }, rows)
+            .await
+            .map_err(db)?;
+        (total.unwrap_or(0), rows)
+    } else {
+        let total = matching_for_token(&scope, q)
+            .count()
+            .get_result::<i64>(&mut conn);
+        let rows = filtered_page(&scope, q, limit, offset).load::<Row>(&mut conn);
+        futures_util::future::try_join(total, rows)
+            .await
+            .map_err(db)?
+    };
     let items = rows
         .into_iter()
         .map(Row::into_domain)
         .collect::<Result<_, _>>()?;
     Ok((items, u64::try_from(total).unwrap_or(0)))
+}
+
+/// A filtered page: the codes of the page found in `coupons_page_idx` (its columns carry the
+/// filters, so skipping `offset` rows reads the index, not the heap, once vacuum has marked the
+/// pages all-visible), then those rows.
+fn filtered_page<'a>(
+    scope: &TokenScope,
+    q: &'a CouponFilter,
+    limit: i64,
+    offset: i64,
+) -> coupons::BoxedQuery<'a, Pg, <diesel::dsl::AsSelect<Row, Pg> as Expression>::SqlType> {
+    let codes = matching_for_token(scope, q)
+        .select(coupons::code)
+        .order((coupons::created_at.desc(), coupons::code.asc()))
+        .limit(limit)
+        .offset(offset);
+    coupons::table
+        .filter(coupons::code.eq_any(codes))
+        .select(Row::as_select())
+        .order((coupons::created_at.desc(), coupons::code.asc()))
+        .into_boxed()
+}
+
+/// The page of an unfiltered listing at any offset, in one probe of `coupon_blocks` (migration
+/// 000019): with T the partner's coupons (the newest block's `older + n`), the row at offset N
+/// is in the block with the largest `older <= T - 1 - N`, `older + n - T + N` rows into it; the
+/// page starts there in `coupons_page_idx` and skips only within that one bulk order. Raw
+/// because the DSL cannot write `CROSS JOIN LATERAL` with an `OFFSET` taken from the row it
+/// joins. An offset at or past the end finds no block: an empty page.
+struct BlockPage {
+    scope: TokenScope,
+    /// The columns of [`Row`], as its `SELECT` renders them.
+    columns: <Row as Selectable<Pg>>::SelectExpression,
+    offset: i64,
+    limit: i64,
+}
+
+impl diesel::query_builder::QueryId for BlockPage {
+    type QueryId = ();
+    const HAS_STATIC_QUERY_ID: bool = false;
+}
+
+impl diesel::query_builder::Query for BlockPage {
+    type SqlType = <diesel::dsl::AsSelect<Row, Pg> as Expression>::SqlType;
+}
+
+impl diesel::query_builder::QueryFragment<Pg> for BlockPage {
+    fn walk_ast<'b>(
+        &'b self,
+        mut out: diesel::query_builder::AstPass<'_, 'b, Pg>,
+    ) -> QueryResult<()> {
+        out.push_sql("WITH p AS MATERIALIZED (SELECT ");
+        self.scope.walk_ast(out.reborrow())?;
+        out.push_sql(
+            " AS id), \
+             t AS (SELECT b.older + b.n AS total FROM coupon_blocks b \
+               WHERE b.partner_id = (SELECT id FROM p) ORDER BY b.created_at DESC LIMIT 1) \
+             SELECT ",
+        );
+        self.columns.walk_ast(out.reborrow())?;
+        out.push_sql(" FROM t CROSS JOIN LATERAL (SELECT b.created_at, b.older + b.n - t.total + ");
+        out.push_bind_param::<BigInt, _>(&self.offset)?;
+        out.push_sql(
+            " AS skip FROM coupon_blocks b WHERE b.partner_id = (SELECT id FROM p) \
+               AND b.older <= t.total - 1 - ",
+        );
+        out.push_bind_param::<BigInt, _>(&self.offset)?;
+        out.push_sql(
+            " ORDER BY b.older DESC LIMIT 1) s \
+             CROSS JOIN LATERAL (SELECT * FROM coupons \
+               WHERE coupons.partner_id = (SELECT id FROM p) AND coupons.created_at <= s.created_at \
+               ORDER BY coupons.created_at DESC, coupons.code OFFSET s.skip LIMIT ",
+        );
+        out.push_bind_param::<BigInt, _>(&self.limit)?;
+        out.push_sql(") coupons ORDER BY coupons.created_at DESC, coupons.code");
+        Ok(())
+    }
 }

@@ -47,6 +47,15 @@ diesel::table! {
 }
 
 diesel::table! {
+    coupon_blocks (partner_id, created_at) {
+        partner_id -> Text,
+        created_at -> Timestamptz,
+        n -> Int8,
+        older -> Int8,
+    }
+}
+
+diesel::table! {
     coupons (id) {
         id -> Uuid,
         code -> Text,
@@ -296,6 +305,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     api_tokens,
     care_service_flags,
     catalog_products,
+    coupon_blocks,
     coupons,
     domain_events,
     event_feed_pruned,
