@@ -4,7 +4,7 @@
 //! [`LEASE_MAX`] units of a token's budget in a group for the current window, and spends it in
 //! memory, one unit per request; it asks again when the lease is spent. What it asks for is the
 //! demand it saw since its previous request to Redis (the requests of that token and group that
-//! arrived meanwhile, at least 1), and the script grants at most an eighth ([`LEASE_SHARE`]) of
+//! arrived meanwhile, at least 1; when requests queue for it, twice the previous lease), and the script grants at most an eighth ([`LEASE_SHARE`]) of
 //! what is left of the budget (at least 1): a client that calls one request at a time leases one
 //! unit per request (as before: every instance sees every unit go), a client with 64 requests in
 //! flight leases 32 at a time (one Redis round trip per 32 requests).
@@ -62,8 +62,10 @@ pub(crate) struct Lease {
     shared: u32,
     /// Redis had nothing left to lease in this window.
     spent: bool,
-    /// Charges since this instance last asked Redis: the size of the next lease.
+    /// Charges since this instance last asked Redis.
     demand: u32,
+    /// The units of this instance's last grant (kept across windows).
+    last_grant: u32,
     /// When the last request to Redis for this slot failed (a wave waiting behind it does not
     /// wait for Redis again: it is decided in-process at once).
     failed_at: Option<Instant>,
@@ -129,6 +131,8 @@ impl Slot {
         if l.start != start {
             *l = Lease {
                 start,
+                demand: l.demand,
+                last_grant: l.last_grant,
                 ..Lease::default()
             };
         }
@@ -149,16 +153,23 @@ impl Slot {
     }
 
     /// Whether a request to Redis for this slot failed after `since` (the caller then decides
-    /// in-process without asking again); otherwise the units to ask for: the demand (the
-    /// charges since the last request to Redis, or the requests waiting now if more), 1 to
-    /// [`LEASE_MAX`]; the demand then starts again from 0.
+    /// in-process without asking again); otherwise the units to ask for, 1 to [`LEASE_MAX`]:
+    /// the demand (the charges since the last request to Redis); when more came than the last
+    /// grant held, or others wait beside the caller (requests queue: the lease runs out faster
+    /// than Redis answers), twice the last grant if more, so a busy budget's lease doubles up to
+    /// the most in a few round trips. A caller with one request at a time asks for 1. The
+    /// demand then starts again from 0.
     pub(crate) fn want(&self, since: Instant) -> Option<u32> {
         let mut l = self.lease();
         if l.failed_at.is_some_and(|t| t >= since) {
             return None;
         }
         let waiting = self.waiting.load(Ordering::Relaxed);
-        let want = l.demand.max(waiting).clamp(1, LEASE_MAX);
+        let mut want = l.demand.max(waiting);
+        if l.demand > l.last_grant || waiting > 1 {
+            want = want.max(l.last_grant.saturating_mul(2));
+        }
+        let want = want.clamp(1, LEASE_MAX);
         l.demand = 0;
         Some(want)
     }
@@ -182,6 +193,7 @@ impl Slot {
             return decision(granted > 0, limit, shared, 0, reset);
         }
         l.shared = l.shared.max(shared);
+        l.last_grant = granted;
         if granted == 0 {
             l.spent = true;
             return decision(false, limit, l.shared, 0, reset);

@@ -109,6 +109,28 @@ async fn two_flooded_instances_admit_the_budget_at_most_and_at_most_one_lease_le
     }
 }
 
+/// The server's pattern: 64 connections, each sending its next request once the last is
+/// answered. Leases grow to the most while requests queue for them: one round trip serves many.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_steady_flow_of_64_connections_leases_many_units_a_round_trip() {
+    let (a, _) = two(1_000_000_000);
+    let mut set = tokio::task::JoinSet::new();
+    for _ in 0..64 {
+        let a = a.clone();
+        set.spawn(async move {
+            for _ in 0..50 {
+                assert!(charge(&a).await.allowed);
+                // The read the request makes once admitted.
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        });
+    }
+    set.join_all().await;
+    let trips = a.leases();
+    eprintln!("3,200 requests in {trips} round trips");
+    assert!(trips <= 3_200 / 16, "{trips} round trips for 3,200 requests");
+}
+
 /// Units an idle instance holds are refused to the other, at most one lease of them, and are
 /// not lost: the instance that holds them spends them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
