@@ -9,6 +9,8 @@
 # The budget is the in-process one unless BENCH_REDIS_URL is set (then Redis's: give it a
 # database of its own, e.g. redis://127.0.0.1:6379/13; the keys name the bench's token only). The partner's budget is never spent (PARTNER_RATE_LIMIT huge): the check runs
 # and admits, as for a client within its limit. Loopback only.
+# BENCH_BASELINE=/path/to/partner-server uses a `bench-no-limits` build made earlier (skipping
+# its build and the rebuild after it).
 # BENCH_COMPARE=/path/to/partner-server adds a third binary to every round (e.g. an older build
 # with the same settings: "before"), its median and ratio printed beside A's.
 # Each run also prints the CPU time per request of the server and of redis-server (when the
@@ -39,10 +41,15 @@ BINS=$TARGET/bench-limiter
 mkdir -p "$BINS"
 cargo build --release -q -p partner-server
 cp "$TARGET/release/partner-server" "$BINS/with-limits"
-cargo build --release -q -p partner-server --features bench-no-limits
-cp "$TARGET/release/partner-server" "$BINS/baseline"
-# Leave the ordinary build in place for whoever runs target/release/partner-server next.
-cargo build --release -q -p partner-server
+if [ -n "${BENCH_BASELINE:-}" ]; then
+  # A baseline built earlier from a tree whose limits path is the same (saves two builds).
+  cp "$BENCH_BASELINE" "$BINS/baseline.new" && mv "$BINS/baseline.new" "$BINS/baseline"
+else
+  cargo build --release -q -p partner-server --features bench-no-limits
+  cp "$TARGET/release/partner-server" "$BINS/baseline"
+  # Leave the ordinary build in place for whoever runs target/release/partner-server next.
+  cargo build --release -q -p partner-server
+fi
 BUILDS="with-limits baseline"
 if [ -n "${BENCH_COMPARE:-}" ]; then
   cp "$BENCH_COMPARE" "$BINS/before"
@@ -53,6 +60,13 @@ if [ -n "${BENCH_REDIS_URL:-}" ]; then
   REDIS_PID=$(redis-cli -u "$BENCH_REDIS_URL" info server | tr -d '\r' | awk -F: '$1 == "process_id" { print $2 }')
   [ -r "/proc/$REDIS_PID/stat" ] || REDIS_PID=""
 fi
+# Scripts (EVAL and EVALSHA) Redis has run so far, every client's (other users of that Redis
+# count too: a run's figure is an upper bound of the server's).
+scripts() {
+  [ -n "$REDIS_PID" ] || { echo 0; return; }
+  redis-cli -u "$BENCH_REDIS_URL" info commandstats | tr -d '\r' \
+    | awk -F'[:=,]' '/^cmdstat_(evalsha|eval):/ { s += $3 } END { print s + 0 }'
+}
 # CPU seconds (user + system) of a process so far.
 cpu() { [ -n "$1" ] && awk -v hz="$(getconf CLK_TCK)" '{ printf "%.3f", ($14 + $15) / hz }' "/proc/$1/stat" || echo 0; }
 
@@ -100,10 +114,10 @@ run() {
   start "$build"
   # Warm-up: the token is seen, connections pooled, pages cached.
   wrk -t"$THREADS" -c"$CONNS" -d3s -H "Authorization: Bearer $TOKEN" "$LEADS" >/dev/null
-  local s0 r0 s1 r1
-  s0=$(cpu "$SERVER"); r0=$(cpu "$REDIS_PID")
+  local s0 r0 s1 r1 e0 e1
+  s0=$(cpu "$SERVER"); r0=$(cpu "$REDIS_PID"); e0=$(scripts)
   out=$(wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" --latency -H "Authorization: Bearer $TOKEN" "$LEADS")
-  s1=$(cpu "$SERVER"); r1=$(cpu "$REDIS_PID")
+  s1=$(cpu "$SERVER"); r1=$(cpu "$REDIS_PID"); e1=$(scripts)
   stop
   local rps non2xx p reqs
   rps=$(grep Requests/sec <<<"$out" | awk '{print $2}')
@@ -113,9 +127,11 @@ run() {
   local us_server us_redis
   us_server=$(awk -v a="$s0" -v b="$s1" -v n="$reqs" 'BEGIN { printf "%.0f", (b - a) * 1e6 / n }')
   us_redis=$(awk -v a="$r0" -v b="$r1" -v n="$reqs" 'BEGIN { printf "%.1f", (b - a) * 1e6 / n }')
-  echo "$build $rps $p ${non2xx:-0} $us_server $us_redis" >>"$RESULTS"
-  printf '%-12s %10s req/s  p99 %7s ms  non-2xx %s  CPU/request: server %s us, redis-server %s us  (load %s)\n' \
-    "$build" "$rps" "$p" "${non2xx:-0}" "$us_server" "$us_redis" "$(cut -d' ' -f1 /proc/loadavg)"
+  local per_script
+  per_script=$(awk -v e="$((e1 - e0))" -v n="$reqs" 'BEGIN { printf "%.3f", e / n }')
+  echo "$build $rps $p ${non2xx:-0} $us_server $us_redis $per_script" >>"$RESULTS"
+  printf '%-12s %10s req/s  p99 %7s ms  non-2xx %s  CPU/request: server %s us, redis-server %s us; Redis scripts/request %s  (load %s)\n' \
+    "$build" "$rps" "$p" "${non2xx:-0}" "$us_server" "$us_redis" "$per_script" "$(cut -d' ' -f1 /proc/loadavg)"
 }
 
 echo "== GET /api/v1/leads, wrk -t$THREADS -c$CONNS -d$DURATION, $PAIRS pairs" \
