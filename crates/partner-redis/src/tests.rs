@@ -128,7 +128,10 @@ async fn a_steady_flow_of_64_connections_leases_many_units_a_round_trip() {
     set.join_all().await;
     let trips = a.leases();
     eprintln!("3,200 requests in {trips} round trips");
-    assert!(trips <= 3_200 / 16, "{trips} round trips for 3,200 requests");
+    assert!(
+        trips <= 3_200 / 16,
+        "{trips} round trips for 3,200 requests"
+    );
 }
 
 /// Units an idle instance holds are refused to the other, at most one lease of them, and are
