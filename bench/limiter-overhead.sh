@@ -9,6 +9,12 @@
 # The budget is the in-process one unless BENCH_REDIS_URL is set (then Redis's: give it a
 # database of its own, e.g. redis://127.0.0.1:6379/13; the keys name the bench's token only). The partner's budget is never spent (PARTNER_RATE_LIMIT huge): the check runs
 # and admits, as for a client within its limit. Loopback only.
+# BENCH_BASELINE=/path/to/partner-server uses a `bench-no-limits` build made earlier (skipping
+# its build and the rebuild after it).
+# BENCH_COMPARE=/path/to/partner-server adds a third binary to every round (e.g. an older build
+# with the same settings: "before"), its median and ratio printed beside A's.
+# Each run also prints the CPU time per request of the server and of redis-server (when the
+# budget is Redis's and redis-server runs on this machine): where a cost goes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,10 +41,34 @@ BINS=$TARGET/bench-limiter
 mkdir -p "$BINS"
 cargo build --release -q -p partner-server
 cp "$TARGET/release/partner-server" "$BINS/with-limits"
-cargo build --release -q -p partner-server --features bench-no-limits
-cp "$TARGET/release/partner-server" "$BINS/baseline"
-# Leave the ordinary build in place for whoever runs target/release/partner-server next.
-cargo build --release -q -p partner-server
+if [ -n "${BENCH_BASELINE:-}" ]; then
+  # A baseline built earlier from a tree whose limits path is the same (saves two builds).
+  cp "$BENCH_BASELINE" "$BINS/baseline.new" && mv "$BINS/baseline.new" "$BINS/baseline"
+else
+  cargo build --release -q -p partner-server --features bench-no-limits
+  cp "$TARGET/release/partner-server" "$BINS/baseline"
+  # Leave the ordinary build in place for whoever runs target/release/partner-server next.
+  cargo build --release -q -p partner-server
+fi
+BUILDS="with-limits baseline"
+if [ -n "${BENCH_COMPARE:-}" ]; then
+  cp "$BENCH_COMPARE" "$BINS/before"
+  BUILDS="with-limits baseline before"
+fi
+REDIS_PID=""
+if [ -n "${BENCH_REDIS_URL:-}" ]; then
+  REDIS_PID=$(redis-cli -u "$BENCH_REDIS_URL" info server | tr -d '\r' | awk -F: '$1 == "process_id" { print $2 }')
+  [ -r "/proc/$REDIS_PID/stat" ] || REDIS_PID=""
+fi
+# Scripts (EVAL and EVALSHA) Redis has run so far, every client's (other users of that Redis
+# count too: a run's figure is an upper bound of the server's).
+scripts() {
+  [ -n "$REDIS_PID" ] || { echo 0; return; }
+  redis-cli -u "$BENCH_REDIS_URL" info commandstats | tr -d '\r' \
+    | awk -F'[:=,]' '/^cmdstat_(evalsha|eval):/ { s += $3 } END { print s + 0 }'
+}
+# CPU seconds (user + system) of a process so far.
+cpu() { [ -n "$1" ] && awk -v hz="$(getconf CLK_TCK)" '{ printf "%.3f", ($14 + $15) / hz }' "/proc/$1/stat" || echo 0; }
 
 psql -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" postgres
 "$BINS/with-limits" migrate
@@ -84,20 +114,33 @@ run() {
   start "$build"
   # Warm-up: the token is seen, connections pooled, pages cached.
   wrk -t"$THREADS" -c"$CONNS" -d3s -H "Authorization: Bearer $TOKEN" "$LEADS" >/dev/null
+  local s0 r0 s1 r1 e0 e1
+  s0=$(cpu "$SERVER"); r0=$(cpu "$REDIS_PID"); e0=$(scripts)
   out=$(wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" --latency -H "Authorization: Bearer $TOKEN" "$LEADS")
+  s1=$(cpu "$SERVER"); r1=$(cpu "$REDIS_PID"); e1=$(scripts)
   stop
-  local rps non2xx p
+  local rps non2xx p reqs
   rps=$(grep Requests/sec <<<"$out" | awk '{print $2}')
+  reqs=$(awk '/requests in/ { print $1 }' <<<"$out")
   non2xx=$(grep -E 'Non-2xx' <<<"$out" | awk '{print $NF}' || true)
   p=$(p99 <<<"$out")
-  echo "$build $rps $p ${non2xx:-0}" >>"$RESULTS"
-  printf '%-12s %10s req/s  p99 %7s ms  non-2xx %s\n' "$build" "$rps" "$p" "${non2xx:-0}"
+  local us_server us_redis
+  us_server=$(awk -v a="$s0" -v b="$s1" -v n="$reqs" 'BEGIN { printf "%.0f", (b - a) * 1e6 / n }')
+  us_redis=$(awk -v a="$r0" -v b="$r1" -v n="$reqs" 'BEGIN { printf "%.1f", (b - a) * 1e6 / n }')
+  local per_script
+  per_script=$(awk -v e="$((e1 - e0))" -v n="$reqs" 'BEGIN { printf "%.3f", e / n }')
+  echo "$build $rps $p ${non2xx:-0} $us_server $us_redis $per_script" >>"$RESULTS"
+  printf '%-12s %10s req/s  p99 %7s ms  non-2xx %s  CPU/request: server %s us, redis-server %s us; Redis scripts/request %s  (load %s)\n' \
+    "$build" "$rps" "$p" "${non2xx:-0}" "$us_server" "$us_redis" "$per_script" "$(cut -d' ' -f1 /proc/loadavg)"
 }
 
 echo "== GET /api/v1/leads, wrk -t$THREADS -c$CONNS -d$DURATION, $PAIRS pairs" \
   "(budget: ${BENCH_REDIS_URL:+Redis}${BENCH_REDIS_URL:-in-process}); load: $(uptime | sed 's/.*load average: //')"
 for i in $(seq 1 "$PAIRS"); do
-  if [ $((i % 2)) = 1 ]; then run with-limits; run baseline; else run baseline; run with-limits; fi
+  # Rotated each round (A B C, B C A, C A B, …), so a drift of the machine weighs on every build.
+  set -- $BUILDS
+  for _ in $(seq 2 "$i"); do first=$1; shift; set -- "$@" "$first"; done
+  for b in "$@"; do run "$b"; done
 done
 echo "load after: $(uptime | sed 's/.*load average: //')"
 awk '
@@ -105,12 +148,18 @@ awk '
     for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
     return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
   }
-  $1 == "with-limits" { a[++na] = $2; ap[na] = $3 }
-  $1 == "baseline" { b[++nb] = $2; bp[nb] = $3 }
+  $1 == "with-limits" { a[++na] = $2; ap[na] = $3; as[na] = $5; ar[na] = $6 }
+  $1 == "baseline" { b[++nb] = $2; bp[nb] = $3; bs[nb] = $5; br[nb] = $6 }
+  $1 == "before" { c[++nc] = $2; cp[nc] = $3; cs[nc] = $5; cr[nc] = $6 }
   END {
     ma = median(a, na); mb = median(b, nb); pa = median(ap, na); pb = median(bp, nb)
-    printf "median with limits: %.0f req/s, p99 %.2f ms\n", ma, pa
-    printf "median baseline:    %.0f req/s, p99 %.2f ms\n", mb, pb
+    printf "median with limits: %.0f req/s, p99 %.2f ms, CPU/request server %.0f us, redis-server %.1f us\n", ma, pa, median(as, na), median(ar, na)
+    printf "median baseline:    %.0f req/s, p99 %.2f ms, CPU/request server %.0f us, redis-server %.1f us\n", mb, pb, median(bs, nb), median(br, nb)
     printf "ratio A/B throughput: %.3f (cost of the limits: %.1f %%; the target: at most 5 %%)\n", ma / mb, (1 - ma / mb) * 100
+    if (nc > 0) {
+      mc = median(c, nc)
+      printf "median before:      %.0f req/s, p99 %.2f ms, CPU/request server %.0f us, redis-server %.1f us\n", mc, median(cp, nc), median(cs, nc), median(cr, nc)
+      printf "ratio before/B throughput: %.3f (cost: %.1f %%)\n", mc / mb, (1 - mc / mb) * 100
+    }
   }' "$RESULTS"
 rm -f "$RESULTS"

@@ -1,18 +1,23 @@
 //! Redis adapter of the rate-limit port ([`RateLimitStore`]): every server instance charges
 //! the same budgets, so a token gets one budget per window behind any number of instances.
 //!
-//! One decision is one atomic script (`INCR` while the budget lasts, and `PEXPIRE` on the
-//! window's first call) on a key named after the token, the group and the start of the aligned
-//! window, so `X-RateLimit-Reset` is the same as with the in-process limiter. A refused request
-//! adds nothing to the count, so a refund (`DECR`, for a charged request whose authentication
-//! then failed) gives the unit back even after refusals.
+//! The budget of a token in a group for an aligned window is one count in Redis, on a key named
+//! after the token, the group and the window's start (so `X-RateLimit-Reset` is the same as with
+//! the in-process limiter). An instance takes units of it by *leases* ([`lease`]): one atomic
+//! script grants up to [`LEASE_MAX`] units, never beyond the budget, and the instance spends
+//! them in memory, one per admitted request. A client calling one request at a time leases one
+//! unit per request; a busy one, a batch per Redis round trip. No window admits more than the
+//! budget; units leased by one instance are spent only by it (the bound: [`lease`]). A refund
+//! (a charged request whose authentication then failed) gives the unit back to the lease.
 //!
 //! When Redis cannot be reached (refused, reset, or no answer within the decision timeout) the
 //! request is decided by this process's in-process budgets instead: requests are served (fail
 //! open) — the local count never exceeds what the shared count would have been, so nothing
 //! Redis would have allowed is refused. Each such decision is counted (`rate_limiter_errors_total`,
 //! [`RedisRateLimiter::errors`]) and logged at most once per [`LOG_INTERVAL`]. A lost
-//! connection is re-established on a later request, at most once per [`RECONNECT_AFTER`].
+//! connection is re-established on a later request, at most once per [`RECONNECT_AFTER`]. The
+//! requests waiting for one lease while Redis fails are decided in-process together, without
+//! asking Redis again one after another.
 //!
 //! The same limiter holds the public surfaces' budgets per client address ([`PublicLimitStore`],
 //! extensions.md §12): the domain's rule ([`partner_domain::rate_limit::gcra`]) run in one
@@ -21,8 +26,9 @@
 
 #![cfg_attr(test, allow(clippy::expect_used, clippy::indexing_slicing))]
 
-use std::sync::Mutex;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -35,6 +41,13 @@ use redis::AsyncConnectionConfig;
 use redis::aio::MultiplexedConnection;
 use std::net::IpAddr;
 
+pub mod lease;
+use lease::Slot;
+pub use lease::{LEASE_MAX, LEASE_SHARE};
+
+/// Slots kept before those of past windows are dropped.
+const PRUNE_ABOVE: usize = 100_000;
+
 /// Errors are logged at most this often (the count is always kept).
 pub const LOG_INTERVAL: Duration = Duration::from_secs(10);
 /// After a failed connection attempt, the next is tried no sooner than this. Short enough that
@@ -42,23 +55,6 @@ pub const LOG_INTERVAL: Duration = Duration::from_secs(10);
 /// issue 24 measures it), long enough that a Redis that is down costs at most four connection
 /// attempts a second per process.
 pub const RECONNECT_AFTER: Duration = Duration::from_millis(250);
-
-/// Charges one unit unless the budget (`ARGV[2]`) is spent; returns the count with this request
-/// (above the limit when refused: the refusal is not stored).
-const SCRIPT: &str = r"
-local n = tonumber(redis.call('GET', KEYS[1]) or '0')
-if n >= tonumber(ARGV[2]) then return n + 1 end
-n = redis.call('INCR', KEYS[1])
-if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
-return n
-";
-
-/// Gives one charged unit back (the key keeps its expiry).
-const REFUND_SCRIPT: &str = r"
-local n = tonumber(redis.call('GET', KEYS[1]) or '0')
-if n > 0 then return redis.call('DECR', KEYS[1]) end
-return 0
-";
 
 /// The GCRA of [`partner_domain::rate_limit::gcra`] on the client's stored arrival time
 /// (microseconds; `string.format` keeps every digit, which `tostring` would not). Returns 0 when
@@ -88,7 +84,8 @@ pub struct RedisRateLimiter {
     prefix: String,
     timeout: Duration,
     script: redis::Script,
-    refund_script: redis::Script,
+    slots: Mutex<HashMap<(TokenId, Group), Arc<Slot>>>,
+    leases: AtomicU64,
     fallback: RateLimiter,
     public_script: redis::Script,
     public_fallback: PublicLimiter,
@@ -128,8 +125,9 @@ impl RedisRateLimiter {
             quota,
             prefix: prefix.to_owned(),
             timeout,
-            script: redis::Script::new(SCRIPT),
-            refund_script: redis::Script::new(REFUND_SCRIPT),
+            script: redis::Script::new(lease::LEASE_SCRIPT),
+            slots: Mutex::new(HashMap::new()),
+            leases: AtomicU64::new(0),
             fallback: RateLimiter::new(quota),
             public_script: redis::Script::new(PUBLIC_SCRIPT),
             public_fallback: PublicLimiter::new(PublicQuota::default()),
@@ -162,6 +160,25 @@ impl RedisRateLimiter {
     /// Decisions so far that could not use Redis.
     pub fn errors(&self) -> u64 {
         self.errors.load(Ordering::Relaxed)
+    }
+
+    /// Leases Redis answered so far (grants and refusals): the partner API's round trips to
+    /// Redis.
+    pub fn leases(&self) -> u64 {
+        self.leases.load(Ordering::Relaxed)
+    }
+
+    /// The slot of `token`'s budget in `group` (created empty), dropping those of past windows
+    /// now and then.
+    fn slot_of(&self, token: TokenId, group: Group, start: i64) -> Arc<Slot> {
+        let mut slots = match self.slots.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        if slots.len() > PRUNE_ABOVE {
+            slots.retain(|_, s| Arc::strong_count(s) > 1 || s.current(start));
+        }
+        slots.entry((token, group)).or_default().clone()
     }
 
     fn slot(&self) -> std::sync::MutexGuard<'_, Option<MultiplexedConnection>> {
@@ -202,10 +219,19 @@ impl RedisRateLimiter {
         Ok(conn)
     }
 
-    async fn shared(&self, key: String, ttl_ms: i64) -> Result<i64, String> {
+    /// Asks Redis for a lease of `want` units: `(count after the grant, units granted)`.
+    async fn lease(&self, key: String, ttl_ms: i64, want: u32) -> Result<(i64, i64), String> {
         let mut call = self.script.key(key);
-        call.arg(ttl_ms).arg(self.quota.limit);
-        self.invoke(call).await
+        call.arg(ttl_ms)
+            .arg(self.quota.limit)
+            .arg(want)
+            .arg(LEASE_SHARE);
+        let mut conn = self.connection().await?;
+        let answer =
+            tokio::time::timeout(self.timeout, call.invoke_async::<(i64, i64)>(&mut conn)).await;
+        let answer = self.answered(answer)?;
+        self.leases.fetch_add(1, Ordering::Relaxed);
+        Ok(answer)
     }
 
     async fn invoke(&self, call: redis::ScriptInvocation<'_>) -> Result<i64, String> {
@@ -288,37 +314,48 @@ impl PublicLimitStore for RedisRateLimiter {
 
 #[async_trait]
 impl RateLimitStore for RedisRateLimiter {
+    /// A unit of this instance's lease; when it has none, a new lease from Redis (one request
+    /// at a time per token and group: the others wait for its answer and spend what it brings).
     async fn charge(&self, token: TokenId, group: Group, now_unix: i64) -> Decision {
         let (start, reset) = window(self.quota, now_unix);
+        let limit = self.quota.limit;
+        let slot = self.slot_of(token, group, start);
+        if let Some(d) = slot.take(start, limit, reset, true) {
+            return d;
+        }
+        let since = Instant::now();
+        let _waiting = slot.wait();
+        let _asking = slot.fetch.lock().await;
+        if let Some(d) = slot.take(start, limit, reset, false) {
+            return d;
+        }
+        let Some(want) = slot.want(since) else {
+            // Redis failed the request this one waited behind: decided in-process at once.
+            self.failed("Redis unavailable (failed for the request ahead)");
+            return self.fallback.charge(token, group, now_unix);
+        };
         let key = self.key(token, group, start);
         // Outlives the window by a second, whatever the clocks of the instances.
         let ttl_ms = (reset - now_unix + 1).max(1).saturating_mul(1000);
-        match self.shared(key, ttl_ms).await {
-            Ok(n) => {
-                let limit = self.quota.limit;
-                let used = u32::try_from(n.max(0)).unwrap_or(u32::MAX);
-                Decision {
-                    allowed: used <= limit,
-                    limit,
-                    remaining: limit.saturating_sub(used),
-                    reset,
-                }
-            }
+        match self.lease(key, ttl_ms, want).await {
+            Ok((count, granted)) => slot.granted(start, limit, reset, count, granted),
             Err(reason) => {
+                slot.failed();
                 self.failed(&reason);
                 self.fallback.charge(token, group, now_unix)
             }
         }
     }
 
-    /// A `DECR` of the window's count, when it is above 0. When Redis cannot be reached the
-    /// in-process budgets, which then decided the charge, get the refund.
+    /// The unit goes back to this instance's lease of the window (no Redis round trip), or to
+    /// the in-process budgets when the charge was decided there (no lease in this window).
     async fn refund(&self, token: TokenId, group: Group, now_unix: i64) {
         let (start, _) = window(self.quota, now_unix);
-        let call = self.refund_script.key(self.key(token, group, start));
-        if let Err(reason) = self.invoke(call).await {
-            self.failed(&reason);
+        if !self.slot_of(token, group, start).refund(start) {
             self.fallback.refund(token, group, now_unix);
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
