@@ -24,6 +24,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use time::OffsetDateTime;
 
+use crate::kernel::ambient::Ambient;
 use crate::kernel::clock::Clock;
 use crate::kernel::error::RepoError;
 use crate::kernel::values::{PartnerId, ValueError};
@@ -269,6 +270,18 @@ pub trait IdempotencyStore: Send + Sync {
     /// Drops the claim of `ticket` (its answer is not kept), so the key may run again; nothing
     /// if the key is no longer that claim's.
     async fn release(&self, ticket: &Ticket) -> Result<(), RepoError>;
+    /// Ends the claim of `ticket` inside the transaction the store holds open in `ambient`
+    /// (the request's units of work, committed there: [`crate::kernel::ambient`]), and commits
+    /// it: keeps `answer`, or releases the key when `None`, together with the request's writes.
+    /// `Ok(false)` when it holds none (the request committed nothing in it); the caller then
+    /// ends the claim with [`Self::keep`] or [`Self::release`]. `Err`: the transaction did not
+    /// commit, so the request's writes are not stored.
+    async fn finish_held(
+        &self,
+        ambient: &Ambient,
+        ticket: &Ticket,
+        answer: Option<&KeptAnswer>,
+    ) -> Result<bool, RepoError>;
     /// Deletes up to `batch` keys whose answers expired before `now`; how many.
     async fn prune(&self, now: OffsetDateTime, batch: u32) -> Result<u64, RepoError>;
 }
@@ -326,6 +339,29 @@ impl IdempotencyService {
         match answer {
             Some(a) if keeps(a.status) => self.store.keep(ticket, a).await,
             _ => self.store.release(ticket).await,
+        }
+    }
+
+    /// Ends the claim of a request that ran in `ambient` ([`Ambient::scope`]): when the store
+    /// held the request's writes open there, its answer is kept (or the key released) in their
+    /// transaction, which then commits; else as [`Self::finish`]. `Err`: the request's writes
+    /// are not stored (its answer must not be sent) and the key is released.
+    pub async fn finish_within(
+        &self,
+        ambient: &Ambient,
+        ticket: &Ticket,
+        answer: Option<&KeptAnswer>,
+    ) -> Result<(), RepoError> {
+        let kept = answer.filter(|a| keeps(a.status));
+        match self.store.finish_held(ambient, ticket, kept).await {
+            Ok(true) => Ok(()),
+            Ok(false) => self.finish(ticket, answer).await,
+            Err(e) => {
+                // Should the release fail too, the claim holds until its lease ends: the error
+                // answered is the commit's.
+                let _released = self.store.release(ticket).await;
+                Err(e)
+            }
         }
     }
 
