@@ -276,11 +276,11 @@ pub trait IdempotencyStore: Send + Sync {
     /// `Ok(false)` when it holds none (the request committed nothing in it); the caller then
     /// ends the claim with [`Self::keep`] or [`Self::release`]. `Err`: the transaction did not
     /// commit, so the request's writes are not stored.
-    async fn finish_held(
+    async fn finish_held<'a>(
         &self,
         ambient: &Ambient,
         ticket: &Ticket,
-        answer: Option<&KeptAnswer>,
+        answer: Option<&'a KeptAnswer>,
     ) -> Result<bool, RepoError>;
     /// Deletes up to `batch` keys whose answers expired before `now`; how many.
     async fn prune(&self, now: OffsetDateTime, batch: u32) -> Result<u64, RepoError>;
@@ -543,5 +543,41 @@ mod tests {
             .now_or_never()
             .expect("ready")
             .expect("keep");
+    }
+
+    #[test]
+    fn finish_within_keeps_in_the_held_transaction_else_alone_and_releases_when_it_fails() {
+        let ticket = Ticket {
+            caller: "operator".into(),
+            key: "k".into(),
+            fingerprint: Fingerprint::of("POST", "/x", b"{}"),
+            claimed_at: datetime!(2026-11-27 03:00 UTC),
+        };
+        let run = |held: Result<bool, &'static str>, keeps_alone: usize, releases: usize| {
+            let mut store = MockIdempotencyStore::new();
+            store
+                .expect_finish_held()
+                .withf(|_, _, a| a.is_some_and(|a| a.status == 201))
+                .times(1)
+                .returning(move |_, _, _| held.map_err(RepoError::new));
+            store
+                .expect_keep()
+                .times(keeps_alone)
+                .returning(|_, _| Ok(()));
+            store.expect_release().times(releases).returning(|_| Ok(()));
+            let svc = IdempotencyService::new(
+                Arc::new(store),
+                Arc::new(FixedClock::new(ticket.claimed_at)),
+            );
+            svc.finish_within(&Ambient::default(), &ticket, Some(&answer()))
+                .now_or_never()
+                .expect("ready")
+        };
+        // Kept with the writes: nothing more.
+        assert!(run(Ok(true), 0, 0).is_ok());
+        // Nothing held (nothing written): kept on its own.
+        assert!(run(Ok(false), 1, 0).is_ok());
+        // The held transaction did not commit: the key is released, the error answered.
+        assert!(run(Err("commit failed"), 0, 1).is_err());
     }
 }

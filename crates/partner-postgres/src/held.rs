@@ -21,6 +21,10 @@ use diesel_async::pooled_connection::deadpool::Object;
 use partner_domain::kernel::ambient::Ambient;
 
 /// What a held transaction's connection is doing.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "a pooled connection is moved as it is everywhere; boxing would allocate per statement"
+)]
 enum Slot {
     /// No unit of work committed into it yet.
     Empty,
@@ -42,6 +46,7 @@ pub(crate) struct HeldTx {
 }
 
 /// What [`HeldTx::take`] found.
+#[allow(clippy::large_enum_variant, reason = "as `Slot`")]
 pub(crate) enum Took {
     /// The parked connection, now taken.
     Conn(Conn),
@@ -81,6 +86,10 @@ impl HeldTx {
 
     /// Parks `conn`, in its open transaction, unless a connection is parked or taken already
     /// (then `conn` comes back, to be committed by its owner).
+    #[allow(
+        clippy::result_large_err,
+        reason = "as `Slot`: the connection comes back by value"
+    )]
     pub(crate) fn park(&self, mut conn: Conn) -> Result<(), Conn> {
         let mut slot = self.slot.lock().unwrap_or_else(PoisonError::into_inner);
         if !matches!(*slot, Slot::Empty) || conn.home.is_some() {

@@ -167,11 +167,11 @@ impl IdempotencyStore for PgStore {
         release(&mut conn, ticket).await
     }
 
-    async fn finish_held(
+    async fn finish_held<'a>(
         &self,
         ambient: &Ambient,
         ticket: &Ticket,
-        answer: Option<&KeptAnswer>,
+        answer: Option<&'a KeptAnswer>,
     ) -> Result<bool, RepoError> {
         let Some(held) = ambient.held::<HeldTx>() else {
             return Ok(false);
