@@ -4,8 +4,11 @@
 #   plain:  no key (the ingest of bench/ingest.sh);
 #   keyed:  a new key on every request (claim + the ingest + keep: two extra statements);
 #   replay: one key for every request after the first (claim only, the kept answer replayed).
-# BENCH_COMPARE=/path/to/an/older/partner-server measures "plain" on that binary too.
-# Loopback only; stops by itself.
+# BENCH_ROUNDS (default 3) alternating rounds of plain and keyed; the cost is the median of the
+# rounds' ratios. BENCH_COMPARE=/path/to/an/older/partner-server measures "keyed" on that binary
+# too, in the same rounds. BENCH_SQL=1 adds pgbench of the statements alone, alternating: the
+# ingest transaction, and the keyed sequences before (claim; ingest; keep, three transactions)
+# and now (claim; ingest + keep, two). Loopback only; stops by itself.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PGHOST=127.0.0.1 PGPORT=5432 PGUSER=postgres
@@ -17,6 +20,7 @@ export DATABASE_URL="postgres://postgres@127.0.0.1:5432/$DB"
 export PARTNER_BIND="127.0.0.1:$PORT" PARTNER_TOKEN_PEPPER=bench-pepper
 export PARTNER_INTERNAL_TOKEN=bench-internal-token-0123456789abcdef RUST_LOG=warn
 export PARTNER_RATE_LIMIT=1000000000/1s PARTNER_DB_POOL_SIZE=${BENCH_POOL:-32}
+[ "$CONNS" -ge 2 ] || { echo "BENCH_CONNS must be at least 2 (wrk -t2)" >&2; exit 1; }
 command -v wrk >/dev/null || { apt-get install -y wrk >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y wrk >/dev/null; }; }
 [ -n "${BENCH_BIN:-}" ] || cargo build --release -q -p partner-server
 BIN=${BENCH_BIN:-${CARGO_TARGET_DIR:-target}/release/partner-server}
@@ -73,10 +77,44 @@ measure() { # label binary mode
     "$(echo "$out" | awk '$1 == "50%" {print $2}')" "$(echo "$out" | awk '$1 == "99%" {print $2}')" "${non2xx:-0}"
   stop_server
 }
+median() { tr ' ' '\n' | grep -v '^$' | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
 # Alternated, so load on a shared machine falls on both.
-measure plain "$BIN" plain
-measure keyed "$BIN" keyed
+RATIOS= CRATIOS=
+for round in $(seq 1 "${BENCH_ROUNDS:-3}"); do
+  echo "-- round $round, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+  measure plain "$BIN" plain
+  measure keyed "$BIN" keyed
+  RATIOS="$RATIOS $(ratio "${RATE[plain]}" "${RATE[keyed]}")"
+  if [ -n "${BENCH_COMPARE:-}" ]; then
+    measure "keyed (compare)" "$BENCH_COMPARE" keyed
+    CRATIOS="$CRATIOS $(ratio "${RATE[plain]}" "${RATE[keyed (compare)]}")"
+  fi
+done
 measure replay "$BIN" replay
-[ -z "${BENCH_COMPARE:-}" ] || measure "plain (compare)" "$BENCH_COMPARE" plain
 echo "keyed rows kept: $(psql -qAt "$DB" -c 'SELECT count(*) FROM idempotency_keys')"
-echo "cost of a key (plain / keyed req/s): $(awk -v a="${RATE[plain]}" -v b="${RATE[keyed]}" 'BEGIN {printf "%.2f", a / b}') (target <= 1.3)"
+echo "cost of a key (plain / keyed req/s), rounds:$RATIOS; median $(echo "$RATIOS" | median) (target <= 1.3); load average $(cut -d' ' -f1-3 /proc/loadavg)"
+[ -z "$CRATIOS" ] || echo "the same with BENCH_COMPARE's keyed, rounds:$CRATIOS; median $(echo "$CRATIOS" | median)"
+
+[ -n "${BENCH_SQL:-}" ] || exit 0
+# The statements alone (as the server sends them, literals for parameters; the answer a 420-byte
+# body): what the database spends, without the server.
+ING=$(sed -n '/^INSERT INTO leads/p; /^WITH ev AS/p' bench/ingest.sh)
+H='\set k random(1, 1000000000000)'
+KEYV=":client_id || '-' || :k"
+CLAIM="WITH claimed AS ( INSERT INTO idempotency_keys AS k (caller, key, fingerprint, created_at, lease_until, expires_at) VALUES ('operator', $KEYV, sha256('x'), now(), now() + interval '60 s', now() + interval '24 h') ON CONFLICT (caller, key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, created_at = EXCLUDED.created_at, lease_until = EXCLUDED.lease_until, expires_at = EXCLUDED.expires_at, status = NULL, content_type = NULL, body = NULL WHERE k.expires_at <= EXCLUDED.created_at OR (k.status IS NULL AND k.lease_until <= EXCLUDED.created_at) RETURNING 1 ) SELECT set_config('synchronous_commit', 'off', true) IS NOT NULL AS async_commit, EXISTS (SELECT 1 FROM claimed) AS claimed, k.fingerprint, k.status, k.content_type, k.body FROM (SELECT 1) AS one LEFT JOIN idempotency_keys k ON k.caller = 'operator' AND k.key = $KEYV AND NOT EXISTS (SELECT 1 FROM claimed);"
+KEEP="UPDATE idempotency_keys SET status = 201, content_type = 'application/json', body = convert_to(repeat('x', 420), 'UTF8') WHERE caller = 'operator' AND key = $KEYV AND status IS NULL;"
+printf '%s\nBEGIN;\n%s\nCOMMIT;\n' "$H" "$ING" > "$work/plain.sql"
+printf '%s\n%s\nBEGIN;\n%s\nCOMMIT;\n%s\n' "$H" "$CLAIM" "$ING" "$KEEP" > "$work/before.sql"
+printf '%s\n%s\nBEGIN;\n%s\n%s\nCOMMIT;\n' "$H" "$CLAIM" "$ING" "$KEEP" > "$work/now.sql"
+declare -A TPS
+for round in $(seq 1 "${BENCH_ROUNDS:-3}"); do
+  line="pgbench round $round (load $(cut -d' ' -f1 /proc/loadavg)):"
+  for f in plain before now; do
+    t=$(pgbench -n -M prepared -c "$CONNS" -j 2 -T "${DURATION%s}" -f "$work/$f.sql" "$DB" 2>/dev/null | awk '/^tps/ {print $3}')
+    TPS[$f]="${TPS[$f]:-} $t"; line="$line $f $t"
+  done
+  echo "$line tps"
+done
+p=$(echo "${TPS[plain]}" | median); b=$(echo "${TPS[before]}" | median); n=$(echo "${TPS[now]}" | median)
+echo "pgbench medians: plain $p, before $b ($(ratio "$p" "$b") x), now $n ($(ratio "$p" "$n") x) tps"

@@ -704,3 +704,69 @@ async fn n10_a_kept_answer_with_a_secret_is_replayed_only_to_the_token_that_aske
         }
     }
 }
+
+#[derive(diesel::QueryableByName)]
+struct Xmins {
+    #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Text>)]
+    lead: Option<String>,
+    #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Text>)]
+    kept: Option<String>,
+}
+
+/// Issue 25: a keyed write and its kept answer commit in one transaction (the lead's row and
+/// the key's row carry the same `xmin`), and the deliveries it wrote are announced once it has
+/// committed (delivered with the fallback poll a minute away).
+#[tokio::test]
+async fn issue25_a_keyed_write_and_its_kept_answer_commit_in_one_transaction() {
+    let rx = crate::receiver::Receiver::start().await;
+    let app = rx
+        .app(|c| c.webhook_poll_interval = std::time::Duration::from_secs(60))
+        .await;
+    let acme = app.seed("acme", false).await;
+    app.create_webhook_endpoint(
+        &acme.token,
+        &json!({ "url": rx.url, "events": ["lead.created"] }),
+    )
+    .await;
+    let res = app
+        .internal(Method::POST, "/leads")
+        .header(KEY, "one-commit")
+        .json(&lead_body("acme", json!({})))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(res.status(), StatusCode::CREATED);
+    let id = body(res).await["data"]["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let mut conn = connect(&app).await;
+    let x: Xmins = diesel::sql_query(
+        "SELECT (SELECT xmin::text FROM leads WHERE id = $1::uuid) AS lead, \
+         (SELECT xmin::text FROM idempotency_keys WHERE key = 'one-commit' AND status = 201) AS kept",
+    )
+    .bind::<diesel::sql_types::Text, _>(&id)
+    .get_result(&mut conn)
+    .await
+    .expect("xmins");
+    assert!(
+        x.lead.is_some() && x.kept.is_some(),
+        "{:?} {:?}",
+        x.lead,
+        x.kept
+    );
+    assert_eq!(
+        x.lead, x.kept,
+        "the lead and its kept answer: one transaction"
+    );
+    let got = crate::helpers::eventually_within(
+        std::time::Duration::from_secs(5),
+        "the delivery, woken by the commit",
+        || async {
+            let got = rx.received();
+            (!got.is_empty()).then_some(got)
+        },
+    )
+    .await;
+    assert_eq!(got[0].header("x-partner-event"), Some("lead.created"));
+}

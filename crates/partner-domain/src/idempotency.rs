@@ -24,6 +24,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use time::OffsetDateTime;
 
+use crate::kernel::ambient::Ambient;
 use crate::kernel::clock::Clock;
 use crate::kernel::error::RepoError;
 use crate::kernel::values::{PartnerId, ValueError};
@@ -269,6 +270,18 @@ pub trait IdempotencyStore: Send + Sync {
     /// Drops the claim of `ticket` (its answer is not kept), so the key may run again; nothing
     /// if the key is no longer that claim's.
     async fn release(&self, ticket: &Ticket) -> Result<(), RepoError>;
+    /// Ends the claim of `ticket` inside the transaction the store holds open in `ambient`
+    /// (the request's units of work, committed there: [`crate::kernel::ambient`]), and commits
+    /// it: keeps `answer`, or releases the key when `None`, together with the request's writes.
+    /// `Ok(false)` when it holds none (the request committed nothing in it); the caller then
+    /// ends the claim with [`Self::keep`] or [`Self::release`]. `Err`: the transaction did not
+    /// commit, so the request's writes are not stored.
+    async fn finish_held<'a>(
+        &self,
+        ambient: &Ambient,
+        ticket: &Ticket,
+        answer: Option<&'a KeptAnswer>,
+    ) -> Result<bool, RepoError>;
     /// Deletes up to `batch` keys whose answers expired at or before `now`, the earliest expiry
     /// first, from `from` on (the expiry the previous step of the same walk returned; `None`:
     /// the earliest), walking only the keys it deletes: how many, and the latest expiry deleted.
@@ -333,6 +346,29 @@ impl IdempotencyService {
         match answer {
             Some(a) if keeps(a.status) => self.store.keep(ticket, a).await,
             _ => self.store.release(ticket).await,
+        }
+    }
+
+    /// Ends the claim of a request that ran in `ambient` ([`Ambient::scope`]): when the store
+    /// held the request's writes open there, its answer is kept (or the key released) in their
+    /// transaction, which then commits; else as [`Self::finish`]. `Err`: the request's writes
+    /// are not stored (its answer must not be sent) and the key is released.
+    pub async fn finish_within(
+        &self,
+        ambient: &Ambient,
+        ticket: &Ticket,
+        answer: Option<&KeptAnswer>,
+    ) -> Result<(), RepoError> {
+        let kept = answer.filter(|a| keeps(a.status));
+        match self.store.finish_held(ambient, ticket, kept).await {
+            Ok(true) => Ok(()),
+            Ok(false) => self.finish(ticket, answer).await,
+            Err(e) => {
+                // Should the release fail too, the claim holds until its lease ends: the error
+                // answered is the commit's.
+                let _released = self.store.release(ticket).await;
+                Err(e)
+            }
         }
     }
 
@@ -517,5 +553,41 @@ mod tests {
             .now_or_never()
             .expect("ready")
             .expect("keep");
+    }
+
+    #[test]
+    fn finish_within_keeps_in_the_held_transaction_else_alone_and_releases_when_it_fails() {
+        let ticket = Ticket {
+            caller: "operator".into(),
+            key: "k".into(),
+            fingerprint: Fingerprint::of("POST", "/x", b"{}"),
+            claimed_at: datetime!(2026-11-27 03:00 UTC),
+        };
+        let run = |held: Result<bool, &'static str>, keeps_alone: usize, releases: usize| {
+            let mut store = MockIdempotencyStore::new();
+            store
+                .expect_finish_held()
+                .withf(|_, _, a| a.is_some_and(|a| a.status == 201))
+                .times(1)
+                .returning(move |_, _, _| held.map_err(RepoError::new));
+            store
+                .expect_keep()
+                .times(keeps_alone)
+                .returning(|_, _| Ok(()));
+            store.expect_release().times(releases).returning(|_| Ok(()));
+            let svc = IdempotencyService::new(
+                Arc::new(store),
+                Arc::new(FixedClock::new(ticket.claimed_at)),
+            );
+            svc.finish_within(&Ambient::default(), &ticket, Some(&answer()))
+                .now_or_never()
+                .expect("ready")
+        };
+        // Kept with the writes: nothing more.
+        assert!(run(Ok(true), 0, 0).is_ok());
+        // Nothing held (nothing written): kept on its own.
+        assert!(run(Ok(false), 1, 0).is_ok());
+        // The held transaction did not commit: the key is released, the error answered.
+        assert!(run(Err("commit failed"), 0, 1).is_err());
     }
 }

@@ -8,6 +8,7 @@
 //! replayed; another token of the same partner, with the same key and request, gets 422
 //! `idempotency_key_reused`, and the stored row holds no secret in clear.
 
+use actix_web::ResponseError;
 use actix_web::body::BoxBody;
 use actix_web::dev::{Payload, ServiceRequest, ServiceResponse};
 use actix_web::http::header::{self, HeaderName, HeaderValue};
@@ -18,6 +19,7 @@ use actix_web::{Error, HttpResponse, web};
 use partner_domain::idempotency::{
     AnswerKey, Caller, Claim, Fingerprint, IdempotencyKey, KeptAnswer,
 };
+use partner_domain::kernel::ambient::Ambient;
 
 use crate::AppState;
 use crate::error::ApiError;
@@ -109,14 +111,20 @@ pub(crate) async fn run(
     let sealing = answer_key(&req);
     req.set_payload(payload(body));
     // The request runs to its end, and its answer is kept, even if the client goes away
-    // meanwhile: the answer must describe the write it made.
+    // meanwhile: the answer must describe the write it made. It runs in an ambient where the
+    // store holds its writes' transaction open, so the answer is kept in that transaction and
+    // commits with the writes (docs/decisions.md, "Idempotency keys: the answer commits with
+    // the write"); dropped without that commit, the writes roll back.
     let service = st.idempotency.clone();
     let release = (service.clone(), ticket.clone());
     let task = actix_web::rt::spawn(async move {
-        let res = match next.call(req).await {
+        let ambient = Ambient::new();
+        let res = match ambient.scope(next.call(req)).await {
             Ok(res) => res,
             Err(e) => {
-                // An `Err` is rendered by actix later; it is not a kept answer.
+                // An `Err` is rendered by actix later; it is not a kept answer, and the writes
+                // held for it roll back.
+                drop(ambient);
                 if let Err(e) = service.finish(&ticket, None).await {
                     tracing::warn!(error = %e, "could not release an idempotency key");
                 }
@@ -128,6 +136,7 @@ pub(crate) async fn run(
         let bytes = match actix_web::body::to_bytes(body).await {
             Ok(b) => b,
             Err(_) => {
+                drop(ambient);
                 if let Err(e) = service.finish(&ticket, None).await {
                     tracing::warn!(error = %e, "could not release an idempotency key");
                 }
@@ -149,16 +158,24 @@ pub(crate) async fn run(
         } else {
             Some(answer)
         };
-        if let Err(e) = service.finish(&ticket, answer.as_ref()).await {
-            // The write stands; the key stays claimed until its lease ends (docs/decisions.md).
-            tracing::warn!(error = %e, "could not keep an idempotent answer");
+        if let Err(e) = service
+            .finish_within(&ambient, &ticket, answer.as_ref())
+            .await
+        {
+            // The writes the answer describes did not commit: it must not be sent.
+            tracing::warn!(error = %e, "could not commit an idempotent request");
+            return Ok(ServiceResponse::new(
+                req,
+                ApiError::from(e).error_response(),
+            ));
         }
         Ok(ServiceResponse::new(req, res.set_body(BoxBody::new(bytes))))
     });
     match task.await {
         Ok(res) => res,
         Err(_) => {
-            // The handler panicked: nothing to keep, the key may run again.
+            // The handler panicked: nothing to keep (its held writes rolled back), the key may
+            // run again.
             let (service, ticket) = release;
             actix_web::rt::spawn(async move {
                 if let Err(e) = service.finish(&ticket, None).await {

@@ -2,11 +2,13 @@
 
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Bool, Bytea, Nullable, SmallInt, Text, Timestamptz};
-use diesel_async::RunQueryDsl;
+use diesel_async::{AnsiTransactionManager, AsyncPgConnection, RunQueryDsl, TransactionManager};
 use partner_domain::RepoError;
 use partner_domain::idempotency::{Existing, Fingerprint, IdempotencyStore, KeptAnswer, Ticket};
+use partner_domain::kernel::ambient::Ambient;
 use time::OffsetDateTime;
 
+use crate::held::HeldTx;
 use crate::{PgStore, Prepared, corrupt, db};
 
 /// Claims the key (a new row, or one whose answer expired or whose claim's lease ran out) and,
@@ -105,6 +107,42 @@ impl ClaimRow {
     }
 }
 
+/// Keeps `answer` for the claim of `ticket` ([`KEEP_SQL`]) on `conn`.
+async fn keep(
+    conn: &mut AsyncPgConnection,
+    ticket: &Ticket,
+    answer: &KeptAnswer,
+) -> Result<(), RepoError> {
+    let status = i16::try_from(answer.status).map_err(|_| corrupt("kept status"))?;
+    Prepared(
+        diesel::sql_query(KEEP_SQL)
+            .bind::<Text, _>(&ticket.caller)
+            .bind::<Text, _>(&ticket.key)
+            .bind::<SmallInt, _>(status)
+            .bind::<Nullable<Text>, _>(answer.content_type.as_deref())
+            .bind::<Bytea, _>(answer.body.as_slice())
+            .bind::<Bytea, _>(ticket.fingerprint.as_bytes().as_slice())
+            .bind::<Timestamptz, _>(ticket.claimed_at),
+    )
+    .execute(conn)
+    .await
+    .map_err(db)?;
+    Ok(())
+}
+
+/// Releases the claim of `ticket` ([`RELEASE_SQL`]) on `conn`.
+async fn release(conn: &mut AsyncPgConnection, ticket: &Ticket) -> Result<(), RepoError> {
+    diesel::sql_query(RELEASE_SQL)
+        .bind::<Text, _>(&ticket.caller)
+        .bind::<Text, _>(&ticket.key)
+        .bind::<Bytea, _>(ticket.fingerprint.as_bytes().as_slice())
+        .bind::<Timestamptz, _>(ticket.claimed_at)
+        .execute(conn)
+        .await
+        .map_err(db)?;
+    Ok(())
+}
+
 #[async_trait::async_trait]
 impl IdempotencyStore for PgStore {
     async fn claim(
@@ -116,7 +154,7 @@ impl IdempotencyStore for PgStore {
         lease_until: OffsetDateTime,
         expires_at: OffsetDateTime,
     ) -> Result<Option<Existing>, RepoError> {
-        let mut conn = self.conn().await?;
+        let mut conn = self.pooled().await?;
         let row: ClaimRow = Prepared(
             diesel::sql_query(CLAIM_SQL)
                 .bind::<Text, _>(caller)
@@ -133,35 +171,37 @@ impl IdempotencyStore for PgStore {
     }
 
     async fn keep(&self, ticket: &Ticket, answer: &KeptAnswer) -> Result<(), RepoError> {
-        let mut conn = self.conn().await?;
-        let status = i16::try_from(answer.status).map_err(|_| corrupt("kept status"))?;
-        Prepared(
-            diesel::sql_query(KEEP_SQL)
-                .bind::<Text, _>(&ticket.caller)
-                .bind::<Text, _>(&ticket.key)
-                .bind::<SmallInt, _>(status)
-                .bind::<Nullable<Text>, _>(answer.content_type.as_deref())
-                .bind::<Bytea, _>(answer.body.as_slice())
-                .bind::<Bytea, _>(ticket.fingerprint.as_bytes().as_slice())
-                .bind::<Timestamptz, _>(ticket.claimed_at),
-        )
-        .execute(&mut conn)
-        .await
-        .map_err(db)?;
-        Ok(())
+        let mut conn = self.pooled().await?;
+        keep(&mut conn, ticket, answer).await
     }
 
     async fn release(&self, ticket: &Ticket) -> Result<(), RepoError> {
-        let mut conn = self.conn().await?;
-        diesel::sql_query(RELEASE_SQL)
-            .bind::<Text, _>(&ticket.caller)
-            .bind::<Text, _>(&ticket.key)
-            .bind::<Bytea, _>(ticket.fingerprint.as_bytes().as_slice())
-            .bind::<Timestamptz, _>(ticket.claimed_at)
-            .execute(&mut conn)
+        let mut conn = self.pooled().await?;
+        release(&mut conn, ticket).await
+    }
+
+    async fn finish_held<'a>(
+        &self,
+        ambient: &Ambient,
+        ticket: &Ticket,
+        answer: Option<&'a KeptAnswer>,
+    ) -> Result<bool, RepoError> {
+        let Some(held) = ambient.held::<HeldTx>() else {
+            return Ok(false);
+        };
+        let Some(mut conn) = held.finish().await else {
+            return Ok(false);
+        };
+        match answer {
+            Some(a) => keep(&mut conn, ticket, a).await?,
+            None => release(&mut conn, ticket).await?,
+        }
+        AnsiTransactionManager::commit_transaction(&mut *conn)
             .await
             .map_err(db)?;
-        Ok(())
+        drop(conn);
+        self.deliveries_committed(held.deliveries());
+        Ok(true)
     }
 
     async fn prune(
@@ -170,7 +210,7 @@ impl IdempotencyStore for PgStore {
         from: Option<OffsetDateTime>,
         batch: u32,
     ) -> Result<(u64, Option<OffsetDateTime>), RepoError> {
-        let mut conn = self.conn().await?;
+        let mut conn = self.pooled().await?;
         let r: PrunedKeys = diesel::sql_query(PRUNE_SQL)
             .bind::<Timestamptz, _>(now)
             .bind::<Timestamptz, _>(from.unwrap_or(time::macros::datetime!(0001-01-01 0:00 UTC)))

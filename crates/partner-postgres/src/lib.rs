@@ -19,6 +19,7 @@ mod delivery_hours;
 mod dsl;
 mod endpoint_writes;
 mod feed;
+mod held;
 mod idempotency;
 mod leads;
 mod links;
@@ -363,9 +364,20 @@ impl PgStore {
         }
     }
 
-    /// A pooled connection. Every failure to get one (refused, timed out, pool closed) means
-    /// the database cannot be reached now: [`RepoError::unavailable`].
-    async fn conn(&self) -> Result<Object<AsyncPgConnection>, RepoError> {
+    /// A connection: the request's held transaction's when it has one free ([`held`]), else a
+    /// pooled one. Every failure to get one (refused, timed out, pool closed) means the database
+    /// cannot be reached now: [`RepoError::unavailable`].
+    async fn conn(&self) -> Result<held::Conn, RepoError> {
+        if let Some(h) = held::HeldTx::current(self.workers.id)
+            && let held::Took::Conn(conn) = h.take()
+        {
+            return Ok(conn);
+        }
+        self.pooled().await.map(held::Conn::pooled)
+    }
+
+    /// A pooled connection ([`PgStore::conn`]).
+    async fn pooled(&self) -> Result<Object<AsyncPgConnection>, RepoError> {
         self.pool().get().await.map_err(RepoError::unavailable)
     }
 }

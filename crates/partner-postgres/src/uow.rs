@@ -2,7 +2,8 @@
 //! One transaction type implements every aggregate's writes and the outbox; the store begins it
 //! as each aggregate's transaction (`UnitOfWork<dyn LeadTransaction>`, …).
 
-use diesel_async::pooled_connection::deadpool::Object;
+use std::sync::Arc;
+
 use diesel_async::{AnsiTransactionManager, AsyncPgConnection, TransactionManager};
 use partner_domain::RepoError;
 use partner_domain::events::{DomainEvent, Outbox, Requeue, Requeued};
@@ -22,14 +23,21 @@ use partner_domain::webhook::ports::{
 };
 use time::OffsetDateTime;
 
+use crate::held::{Conn, HeldTx, Took};
 use crate::{PgStore, action_budget, db, endpoint_writes, leads, orders, outbox, payouts};
 
 /// An open transaction. `conn` is `None` once committed.
+///
+/// In a keyed request ([`crate::held`]) the first one parks its connection, transaction open,
+/// at `commit` (`park`), for the idempotency layer to commit with the request's answer; later
+/// ones are savepoints in it, on its connection.
 struct PgTransaction {
-    conn: Option<Object<AsyncPgConnection>>,
+    conn: Option<Conn>,
     store: PgStore,
     /// Deliveries written so far, announced to the workers after the commit.
     deliveries: usize,
+    /// Where `commit` parks the connection instead of committing.
+    park: Option<Arc<HeldTx>>,
 }
 
 impl PgTransaction {
@@ -42,7 +50,12 @@ impl PgTransaction {
 
 impl PgStore {
     async fn begin_transaction(&self) -> Result<PgTransaction, RepoError> {
-        let mut conn = self.conn().await?;
+        let (mut conn, park) = match HeldTx::current(self.workers.id).map(|h| h.take()) {
+            // A savepoint in the request's held transaction.
+            Some(Took::Conn(conn)) => (conn, None),
+            Some(Took::Empty(held)) => (Conn::pooled(self.pooled().await?), Some(held)),
+            Some(Took::Busy) | None => (Conn::pooled(self.pooled().await?), None),
+        };
         AnsiTransactionManager::begin_transaction(&mut *conn)
             .await
             .map_err(db)?;
@@ -50,6 +63,7 @@ impl PgStore {
             conn: Some(conn),
             store: self.clone(),
             deliveries: 0,
+            park,
         })
     }
 }
@@ -206,11 +220,25 @@ impl Commit for PgTransaction {
             .conn
             .take()
             .ok_or_else(|| RepoError::new("the transaction has ended"))?;
+        if let Some(held) = self.park.take() {
+            match held.park(conn) {
+                Ok(()) => {
+                    held.add_deliveries(self.deliveries);
+                    return Ok(());
+                }
+                // Another unit of work of the request parked first: this one commits.
+                Err(back) => conn = back,
+            }
+        }
+        // A savepoint's release when the connection is a held transaction's.
         AnsiTransactionManager::commit_transaction(&mut *conn)
             .await
             .map_err(db)?;
+        match conn.held() {
+            Some(held) => held.add_deliveries(self.deliveries),
+            None => self.store.deliveries_committed(self.deliveries),
+        }
         drop(conn);
-        self.store.deliveries_committed(self.deliveries);
         Ok(())
     }
 }

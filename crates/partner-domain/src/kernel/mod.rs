@@ -15,6 +15,7 @@
 //! # Ok::<(), partner_domain::kernel::values::ValueError>(())
 //! ```
 
+pub mod ambient;
 pub mod clock;
 pub mod compare;
 pub mod csv_cell;
