@@ -151,6 +151,7 @@ pub(crate) async fn claim_rows(
         .iter()
         .map(|(id, n)| (id.as_uuid(), clamp(*n)))
         .unzip();
+    let started = std::time::Instant::now();
     let picked: Vec<Picked> = diesel::sql_query(PICK_SQL)
         .bind::<Timestamptz, _>(req.now)
         .bind::<Array<diesel::sql_types::Uuid>, _>(&busy_ids)
@@ -163,6 +164,7 @@ pub(crate) async fn claim_rows(
     if picked.is_empty() {
         return Ok(Vec::new());
     }
+    let pick_us = started.elapsed().as_micros();
     let (ep_ids, ep_room): (Vec<Uuid>, Vec<i32>) = picked.iter().map(|p| (p.id, p.room)).unzip();
     let rows: Vec<ClaimRow> = diesel::sql_query(CLAIM_SQL)
         .bind::<Timestamptz, _>(req.now)
@@ -174,9 +176,18 @@ pub(crate) async fn claim_rows(
         .load(conn)
         .await
         .map_err(db)?;
-    advance(conn, &stale(&picked, &rows, req.limit))
-        .await
-        .map_err(db)?;
+    let claim_us = started.elapsed().as_micros() - pick_us;
+    let stale = stale(&picked, &rows, req.limit);
+    advance(conn, &stale).await.map_err(db)?;
+    tracing::debug!(
+        endpoints = picked.len(),
+        rows = rows.len(),
+        advanced = stale.len(),
+        pick_us,
+        claim_us,
+        advance_us = started.elapsed().as_micros() - pick_us - claim_us,
+        "webhook claim statements"
+    );
     Ok(rows)
 }
 
