@@ -518,9 +518,13 @@ impl WebhookRepo for PgStore {
 #[async_trait::async_trait]
 impl DeliveryRepo for PgStore {
     async fn claim(&self, req: &ClaimRequest) -> Result<ClaimBatch, RepoError> {
+        // The previous claim's markers first (see below).
+        drop(self.advancing.lock().await);
         let mut conn = self.conn().await?;
-        let rows = crate::claim::claim_rows(&mut conn, req).await?;
+        let crate::claim::Claimed { rows, stale } =
+            crate::claim::claim_rows(&mut conn, req).await?;
         if rows.is_empty() {
+            self.advance_later(conn, stale).await;
             return Ok(ClaimBatch::default());
         }
         // An expired previous secret signs nothing more: erased at the first delivery after its
@@ -544,6 +548,7 @@ impl DeliveryRepo for PgStore {
                 .await
                 .map_err(db)?;
         }
+        self.advance_later(conn, stale).await;
         // Each row is read on its own: one that cannot be read fails alone.
         let mut batch = ClaimBatch::default();
         for row in rows {
@@ -782,4 +787,39 @@ pub(crate) async fn subjects(
             payouts: payouts.1.into_iter().map(PayoutId::from_uuid).collect(),
         },
     })
+}
+
+impl PgStore {
+    /// Advances the markers a claim may have left stale (`claim::advance`) after the claim
+    /// returns, on its connection, in a transaction of their own: the deliveries go out
+    /// meanwhile. The next claim of this store waits for it; an advance that fails leaves the
+    /// markers early (safe: a later claim advances them again), so it is only logged.
+    async fn advance_later(
+        &self,
+        mut conn: diesel_async::pooled_connection::deadpool::Object<AsyncPgConnection>,
+        stale: Vec<Uuid>,
+    ) {
+        if stale.is_empty() {
+            return;
+        }
+        let gate = self.advancing.clone().lock_owned().await;
+        tokio::spawn(async move {
+            let started = std::time::Instant::now();
+            match crate::claim::advance(&mut conn, &stale).await {
+                Ok(()) => tracing::debug!(
+                    endpoints = stale.len(),
+                    advance_us = started.elapsed().as_micros(),
+                    "webhook markers advanced"
+                ),
+                Err(e) => tracing::warn!(error = %e, "advancing webhook endpoint markers failed"),
+            }
+            drop(gate);
+        });
+    }
+
+    /// Waits until the markers of this store's latest claim are advanced (they are advanced
+    /// after the claim returns, see `DeliveryRepo::claim`): for tests that read the markers.
+    pub async fn claims_settled(&self) {
+        drop(self.advancing.lock().await);
+    }
 }
