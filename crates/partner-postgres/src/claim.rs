@@ -12,8 +12,8 @@ use partner_domain::RepoError;
 use partner_domain::webhook::ClaimRequest;
 use uuid::Uuid;
 
-use crate::db;
 use crate::models::webhook_deliveries::ClaimRow;
+use crate::{PgStore, db};
 
 /// The endpoints a claim visits: those whose marker in `webhook_endpoint_queue` is due at `$1`
 /// (read from `webhook_endpoint_queue_due_idx`, so the cost grows with the endpoints that may have
@@ -209,6 +209,41 @@ pub(crate) async fn claim_rows(
         "webhook claim statements"
     );
     Ok(Claimed { rows, stale })
+}
+
+impl PgStore {
+    /// Advances the markers a claim may have left stale (`claim::advance`) after the claim
+    /// returns, on its connection, in a transaction of their own: the deliveries go out
+    /// meanwhile. The next claim of this store waits for it; an advance that fails leaves the
+    /// markers early (safe: a later claim advances them again), so it is only logged.
+    pub(crate) async fn advance_later(
+        &self,
+        mut conn: diesel_async::pooled_connection::deadpool::Object<AsyncPgConnection>,
+        stale: Vec<Uuid>,
+    ) {
+        if stale.is_empty() {
+            return;
+        }
+        let gate = self.advancing.clone().lock_owned().await;
+        tokio::spawn(async move {
+            let started = std::time::Instant::now();
+            match advance(&mut conn, &stale).await {
+                Ok(()) => tracing::debug!(
+                    endpoints = stale.len(),
+                    advance_us = started.elapsed().as_micros(),
+                    "webhook markers advanced"
+                ),
+                Err(e) => tracing::warn!(error = %e, "advancing webhook endpoint markers failed"),
+            }
+            drop(gate);
+        });
+    }
+
+    /// Waits until the markers of this store's latest claim are advanced (they are advanced
+    /// after the claim returns, see `DeliveryRepo::claim`): for tests that read the markers.
+    pub async fn claims_settled(&self) {
+        drop(self.advancing.lock().await);
+    }
 }
 
 /// Whether endpoint `$1` is enabled and its row still the version `$2` a claim read (`xmin`, the

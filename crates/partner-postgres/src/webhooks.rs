@@ -788,38 +788,3 @@ pub(crate) async fn subjects(
         },
     })
 }
-
-impl PgStore {
-    /// Advances the markers a claim may have left stale (`claim::advance`) after the claim
-    /// returns, on its connection, in a transaction of their own: the deliveries go out
-    /// meanwhile. The next claim of this store waits for it; an advance that fails leaves the
-    /// markers early (safe: a later claim advances them again), so it is only logged.
-    async fn advance_later(
-        &self,
-        mut conn: diesel_async::pooled_connection::deadpool::Object<AsyncPgConnection>,
-        stale: Vec<Uuid>,
-    ) {
-        if stale.is_empty() {
-            return;
-        }
-        let gate = self.advancing.clone().lock_owned().await;
-        tokio::spawn(async move {
-            let started = std::time::Instant::now();
-            match crate::claim::advance(&mut conn, &stale).await {
-                Ok(()) => tracing::debug!(
-                    endpoints = stale.len(),
-                    advance_us = started.elapsed().as_micros(),
-                    "webhook markers advanced"
-                ),
-                Err(e) => tracing::warn!(error = %e, "advancing webhook endpoint markers failed"),
-            }
-            drop(gate);
-        });
-    }
-
-    /// Waits until the markers of this store's latest claim are advanced (they are advanced
-    /// after the claim returns, see `DeliveryRepo::claim`): for tests that read the markers.
-    pub async fn claims_settled(&self) {
-        drop(self.advancing.lock().await);
-    }
-}
