@@ -1,14 +1,28 @@
 #!/usr/bin/env bash
-# Paced-latency A/B of two server binaries (issue 22): 200 events/s for 15 s to 10 endpoints,
+# Same-run A/B of two server binaries' delivery latency and one-endpoint throughput (issue 22),
 # each binary on a database of its own (their migrations may differ), alternating ROUNDS times, so
 # both see the same machine. Usage:
 #   bash bench/webhooks-ab.sh /path/to/old/partner-server /path/to/new/partner-server
-# Loopback only; bounded; stops by itself (the receiver is bench/webhooks-lib.sh's nginx).
+# BENCH_AB_CASES picks the cases (default: all, in this order):
+#   prefill1   20,000 deliveries pre-filled for 1 endpoint, drained: deliveries/s
+#   prefill10  the same for 10 endpoints
+#   live1      pgbench (16 clients) writes events for 1 endpoint while the worker runs:
+#              event→delivery p50/p99 and deliveries/s
+#   paced1     200 events/s for 15 s to 1 endpoint (pgbench, each event followed by its NOTIFY, as
+#              the server's announcer sends it): event→delivery p50/p99
+#   paced10    the same spread over 10 endpoints
+#   api1       200 leads/s for 15 s through the server's own ingest (`--role all`, so the
+#              announcer is the server's): event→delivery p50/p99
+# Every line carries the load average at its end. Loopback only; bounded; stops by itself (the
+# receiver is bench/webhooks-lib.sh's nginx, on its own port).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 A=${1:?usage: webhooks-ab.sh BIN_A BIN_B}
 B=${2:?usage: webhooks-ab.sh BIN_A BIN_B}
 ROUNDS=${BENCH_ROUNDS:-2}
+CASES=${BENCH_AB_CASES:-prefill1 prefill10 live1 paced1 paced10 api1}
+N=${BENCH_EVENTS:-20000}
+load() { cut -d' ' -f1 /proc/loadavg; }
 run() { # $1 label $2 binary $3 database
   (
     export BENCH_DB=$3
@@ -19,17 +33,71 @@ run() { # $1 label $2 binary $3 database
     wh_start_receiver
     wh_start_hanging
     wh_prepare_db >/dev/null 2>&1
-    wh_endpoints 10
-    { echo '\set p random(1, 10)'; wh_event_sql; } > "$WH_WORK/event.sql"
-    wh_notify_sql > "$WH_WORK/notify.sql"
-    wh_rotate_log
-    wh_start_server worker
-    cat "$WH_WORK/event.sql" "$WH_WORK/notify.sql" > "$WH_WORK/paced.sql"
-    pgbench -n -c 2 -j 2 -R 200 -T 15 -f "$WH_WORK/paced.sql" "$WH_DB" >"$WH_WORK/pgbench.log" 2>&1
-    wh_wait_done true 60
-    read -r count _ p50 p99 _ <<<"$(wh_arrivals)"
-    echo "$1 paced 200/s: $count delivered; event→delivery p50 ${p50} ms, p99 ${p99} ms"
-    wh_stop_server
+    for case in $CASES; do
+      case $case in
+        prefill1 | prefill10)
+          n=${case#prefill}
+          wh_endpoints "$n"
+          wh_prefill $((N / n)) "$n"
+          wh_rotate_log
+          wh_start_server worker
+          wh_wait_done true 300
+          wh_stop_server
+          read -r count rate _ _ _ <<<"$(wh_arrivals)"
+          echo "$1 pre-filled, $n endpoint(s): $count delivered, $rate deliveries/s (load $(load))"
+          ;;
+        live1)
+          wh_endpoints 1
+          { echo '\set p 1'; wh_event_sql; } > "$WH_WORK/event.sql"
+          wh_notify_sql > "$WH_WORK/notify.sql"
+          wh_rotate_log
+          wh_start_server worker
+          pgbench -n -c 16 -j 2 -t $((N * 9 / 8 / 16)) -f "$WH_WORK/event.sql@8" -f "$WH_WORK/notify.sql@1" \
+            "$WH_DB" >"$WH_WORK/pgbench.log" 2>&1
+          wh_wait_done true 300
+          wh_stop_server
+          read -r count _ p50 p99 live <<<"$(wh_arrivals)"
+          echo "$1 live (pgbench, 16 clients), 1 endpoint: $count delivered, $live deliveries/s; event→delivery p50 ${p50} ms, p99 ${p99} ms (load $(load))"
+          ;;
+        paced1 | paced10)
+          n=${case#paced}
+          wh_endpoints "$n"
+          { echo "\\set p random(1, $n)"; wh_event_sql; wh_notify_sql; } > "$WH_WORK/paced.sql"
+          wh_rotate_log
+          wh_start_server worker
+          pgbench -n -c 2 -j 2 -R 200 -T 15 -f "$WH_WORK/paced.sql" "$WH_DB" >"$WH_WORK/pgbench.log" 2>&1
+          wh_wait_done true 60
+          wh_stop_server
+          read -r count _ p50 p99 _ <<<"$(wh_arrivals)"
+          echo "$1 paced 200/s, $n endpoint(s): $count delivered; event→delivery p50 ${p50} ms, p99 ${p99} ms (load $(load))"
+          ;;
+        api1)
+          wh_endpoints 1
+          wh_rotate_log
+          wh_start_server all
+          python3 - "$WH_PORT" "$PARTNER_INTERNAL_TOKEN" <<'PY'
+import http.client, sys, time
+conn = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]))
+body = ('{"partnerId":"wh-1","firstName":"Ann","lastName":"Lee","email":"ann@example.com",'
+        '"emailConsent":true,"phone":"+1 555 0100","smsConsent":true,"origin":"managed-website",'
+        '"location":"Austin, TX"}')
+headers = {"Authorization": "Bearer " + sys.argv[2], "Content-Type": "application/json"}
+start = time.monotonic()
+for i in range(3000):  # 200/s for 15 s
+    wait = start + i / 200 - time.monotonic()
+    if wait > 0:
+        time.sleep(wait)
+    conn.request("POST", "/internal/v1/leads", body, headers)
+    conn.getresponse().read()
+PY
+          wh_wait_done true 60
+          wh_stop_server
+          read -r count _ p50 p99 _ <<<"$(wh_arrivals)"
+          echo "$1 paced 200/s through the API, 1 endpoint: $count delivered; event→delivery p50 ${p50} ms, p99 ${p99} ms (load $(load))"
+          ;;
+        *) echo "unknown case $case" >&2; exit 2 ;;
+      esac
+    done
   )
 }
 for _ in $(seq 1 "$ROUNDS"); do

@@ -447,7 +447,9 @@ async fn the_claim_follows_each_endpoints_due_marker_through_leases_retries_and_
     let lease = Duration::from_secs(60);
     let first = repo.claim(&claim_at(t0, lease)).await.expect("claim").ready;
     assert_eq!(first.len(), 1);
-    // Nothing else is due: the marker moves to the end of the lease.
+    // Nothing else is due: the marker moves to the end of the lease (once the claim's advance,
+    // which runs after the claim returns, is done).
+    repo.claims_settled().await;
     assert_eq!(marker(&app, &ep).await, Some(micros(t0 + lease)));
     assert!(
         repo.claim(&claim_at(t0, lease))
@@ -475,6 +477,7 @@ async fn the_claim_follows_each_endpoints_due_marker_through_leases_retries_and_
         .await
         .expect("record");
     assert_eq!(recorded, 1);
+    repo.claims_settled().await;
     assert_eq!(marker(&app, &ep).await, Some(micros(retry_at)));
     assert!(
         repo.claim(&claim_at(t0 + Duration::from_secs(5), lease))
@@ -501,6 +504,7 @@ async fn the_claim_follows_each_endpoints_due_marker_through_leases_retries_and_
             .ready
             .is_empty()
     );
+    repo.claims_settled().await;
     assert_eq!(marker(&app, &ep).await, None);
     // A new delivery marks the endpoint again.
     app.ingest_lead(&lead_body("acme", json!({}))).await;

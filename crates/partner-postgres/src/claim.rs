@@ -12,9 +12,8 @@ use partner_domain::RepoError;
 use partner_domain::webhook::ClaimRequest;
 use uuid::Uuid;
 
-use crate::db;
 use crate::models::webhook_deliveries::ClaimRow;
-use crate::schema::webhook_endpoint_queue;
+use crate::{PgStore, db};
 
 /// The endpoints a claim visits: those whose marker in `webhook_endpoint_queue` is due at `$1`
 /// (read from `webhook_endpoint_queue_due_idx`, so the cost grows with the endpoints that may have
@@ -55,7 +54,7 @@ picked AS ( \
 claimed AS ( \
   UPDATE webhook_deliveries d \
   SET attempts = d.attempts + 1, next_attempt_at = $2, lease_token = gen_random_uuid() \
-  FROM picked WHERE d.id = picked.id \
+  FROM picked WHERE d.id = picked.id AND set_config('synchronous_commit', 'off', true) IS NOT NULL \
   RETURNING d.id, d.endpoint_id, d.lease_token, d.attempts - d.attempt_base AS attempts, d.kind, d.event_id) \
 SELECT c.id, c.endpoint_id, c.lease_token, c.attempts, c.kind, c.event_id, ev.created_at AS event_created_at, \
   ev.subject, ev.extra::text AS extra, w.url, w.secret, \
@@ -87,9 +86,24 @@ struct Picked {
     room: i32,
 }
 
+/// Locks the markers of `$1` that no writer holds (`FOR UPDATE SKIP LOCKED`), for
+/// [`ADVANCE_SQL`], and commits the advance without waiting for the WAL flush (`synchronous_commit`
+/// off for this transaction only): a marker is a lower bound, and a crash that loses an advance
+/// leaves the markers as they were, early, which is safe (the next claim advances them again).
+/// Raw: the DSL cannot put `set_config` beside a locking clause.
+const LOCK_MARKERS_SQL: &str = "\
+SELECT endpoint_id, set_config('synchronous_commit', 'off', true) IS NOT NULL AS async_commit \
+FROM webhook_endpoint_queue WHERE endpoint_id = ANY($1::uuid[]) FOR UPDATE SKIP LOCKED";
+
+#[derive(QueryableByName)]
+struct Locked {
+    #[diesel(sql_type = diesel::sql_types::Uuid)]
+    endpoint_id: Uuid,
+}
+
 /// Raises or removes the markers of `endpoints` that are stale (nothing pending, or nothing
 /// pending before a later time), in a transaction of its own: the markers are locked first
-/// (`FOR UPDATE SKIP LOCKED`: one a writer holds until its commit is skipped and stays as it is,
+/// ([`LOCK_MARKERS_SQL`]: one a writer holds until its commit is skipped and stays as it is,
 /// early, which is safe), then [`ADVANCE_SQL`] reads the deliveries with a snapshot taken after
 /// the locks, so it cannot miss a delivery whose writer marked the endpoint before.
 pub(crate) async fn advance(conn: &mut AsyncPgConnection, endpoints: &[Uuid]) -> QueryResult<()> {
@@ -97,13 +111,13 @@ pub(crate) async fn advance(conn: &mut AsyncPgConnection, endpoints: &[Uuid]) ->
         return Ok(());
     }
     conn.transaction(async |conn| {
-        let locked: Vec<Uuid> = webhook_endpoint_queue::table
-            .filter(webhook_endpoint_queue::endpoint_id.eq_any(endpoints))
-            .select(webhook_endpoint_queue::endpoint_id)
-            .for_update()
-            .skip_locked()
-            .load(conn)
-            .await?;
+        let locked: Vec<Uuid> = diesel::sql_query(LOCK_MARKERS_SQL)
+            .bind::<Array<diesel::sql_types::Uuid>, _>(endpoints)
+            .load::<Locked>(conn)
+            .await?
+            .into_iter()
+            .map(|l| l.endpoint_id)
+            .collect();
         if !locked.is_empty() {
             diesel::sql_query(ADVANCE_SQL)
                 .bind::<Array<diesel::sql_types::Uuid>, _>(&locked)
@@ -139,18 +153,25 @@ fn stale(picked: &[Picked], rows: &[ClaimRow], limit: u32) -> Vec<Uuid> {
         .collect()
 }
 
-/// Picks the endpoints with due work and claims their rows (two statements), then advances the
-/// markers the claim may have left stale (a transaction of its own). Empty when nothing is due.
+/// What a claim took, and the endpoints whose markers it may have left stale (for [`advance`]).
+pub(crate) struct Claimed {
+    pub(crate) rows: Vec<ClaimRow>,
+    pub(crate) stale: Vec<Uuid>,
+}
+
+/// Picks the endpoints with due work and claims their rows (two statements). Empty when nothing
+/// is due. The caller advances the markers of `stale` afterwards, off the delivery's path.
 pub(crate) async fn claim_rows(
     conn: &mut AsyncPgConnection,
     req: &ClaimRequest,
-) -> Result<Vec<ClaimRow>, RepoError> {
+) -> Result<Claimed, RepoError> {
     let clamp = |n: u32| i32::try_from(n).unwrap_or(i32::MAX);
     let (busy_ids, busy_room): (Vec<Uuid>, Vec<i32>) = req
         .room
         .iter()
         .map(|(id, n)| (id.as_uuid(), clamp(*n)))
         .unzip();
+    let started = std::time::Instant::now();
     let picked: Vec<Picked> = diesel::sql_query(PICK_SQL)
         .bind::<Timestamptz, _>(req.now)
         .bind::<Array<diesel::sql_types::Uuid>, _>(&busy_ids)
@@ -161,8 +182,12 @@ pub(crate) async fn claim_rows(
         .await
         .map_err(db)?;
     if picked.is_empty() {
-        return Ok(Vec::new());
+        return Ok(Claimed {
+            rows: Vec::new(),
+            stale: Vec::new(),
+        });
     }
+    let pick_us = started.elapsed().as_micros();
     let (ep_ids, ep_room): (Vec<Uuid>, Vec<i32>) = picked.iter().map(|p| (p.id, p.room)).unzip();
     let rows: Vec<ClaimRow> = diesel::sql_query(CLAIM_SQL)
         .bind::<Timestamptz, _>(req.now)
@@ -174,10 +199,51 @@ pub(crate) async fn claim_rows(
         .load(conn)
         .await
         .map_err(db)?;
-    advance(conn, &stale(&picked, &rows, req.limit))
-        .await
-        .map_err(db)?;
-    Ok(rows)
+    let stale = stale(&picked, &rows, req.limit);
+    tracing::debug!(
+        endpoints = picked.len(),
+        rows = rows.len(),
+        stale = stale.len(),
+        pick_us,
+        claim_us = started.elapsed().as_micros() - pick_us,
+        "webhook claim statements"
+    );
+    Ok(Claimed { rows, stale })
+}
+
+impl PgStore {
+    /// Advances the markers a claim may have left stale (`claim::advance`) after the claim
+    /// returns, on its connection, in a transaction of their own: the deliveries go out
+    /// meanwhile. The next claim of this store waits for it; an advance that fails leaves the
+    /// markers early (safe: a later claim advances them again), so it is only logged.
+    pub(crate) async fn advance_later(
+        &self,
+        mut conn: diesel_async::pooled_connection::deadpool::Object<AsyncPgConnection>,
+        stale: Vec<Uuid>,
+    ) {
+        if stale.is_empty() {
+            return;
+        }
+        let gate = self.advancing.clone().lock_owned().await;
+        tokio::spawn(async move {
+            let started = std::time::Instant::now();
+            match advance(&mut conn, &stale).await {
+                Ok(()) => tracing::debug!(
+                    endpoints = stale.len(),
+                    advance_us = started.elapsed().as_micros(),
+                    "webhook markers advanced"
+                ),
+                Err(e) => tracing::warn!(error = %e, "advancing webhook endpoint markers failed"),
+            }
+            drop(gate);
+        });
+    }
+
+    /// Waits until the markers of this store's latest claim are advanced (they are advanced
+    /// after the claim returns, see `DeliveryRepo::claim`): for tests that read the markers.
+    pub async fn claims_settled(&self) {
+        drop(self.advancing.lock().await);
+    }
 }
 
 /// Whether endpoint `$1` is enabled and its row still the version `$2` a claim read (`xmin`, the

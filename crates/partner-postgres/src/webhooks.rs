@@ -520,9 +520,14 @@ impl WebhookRepo for PgStore {
 #[async_trait::async_trait]
 impl DeliveryRepo for PgStore {
     async fn claim(&self, req: &ClaimRequest) -> Result<ClaimBatch, RepoError> {
-        let mut conn = self.conn().await?;
-        let rows = crate::claim::claim_rows(&mut conn, req).await?;
+        // The previous claim's markers first (see below).
+        drop(self.advancing.lock().await);
+        // The worker's own connection, never a request's held one: the advance keeps it.
+        let mut conn = self.pooled().await?;
+        let crate::claim::Claimed { rows, stale } =
+            crate::claim::claim_rows(&mut conn, req).await?;
         if rows.is_empty() {
+            self.advance_later(conn, stale).await;
             return Ok(ClaimBatch::default());
         }
         // An expired previous secret signs nothing more: erased at the first delivery after its
@@ -546,6 +551,7 @@ impl DeliveryRepo for PgStore {
                 .await
                 .map_err(db)?;
         }
+        self.advance_later(conn, stale).await;
         // Each row is read on its own: one that cannot be read fails alone.
         let mut batch = ClaimBatch::default();
         for row in rows {

@@ -26,6 +26,28 @@ use crate::{WorkerConfig, WorkerError, maintenance, recorder};
 /// Deliveries claimed in one statement at most.
 const CLAIM_BATCH: usize = 512;
 
+/// Wall-clock microseconds since the epoch, for the `debug` timings of a delivery's path (which
+/// are compared with the event's `created_at` and the receiver's log, so not the injected clock).
+fn unix_us() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
+}
+
+/// When each stage of a claim round began or ended (`unix_us`), logged at `debug` with each
+/// attempt: where the time between an event's commit and its arrival goes.
+#[derive(Debug, Clone, Copy, Default)]
+struct Stamps {
+    /// The worker woke (a notification, a finished attempt, or the poll).
+    woke: i64,
+    /// The claim was sent to the store.
+    claim: i64,
+    /// The claim's rows came back.
+    claimed: i64,
+    /// The payloads were built (the subjects read).
+    built: i64,
+}
+
 struct Inner {
     repo: Arc<dyn DeliveryRepo>,
     clock: Arc<dyn Clock>,
@@ -156,7 +178,7 @@ impl Worker {
                 () = self.inner.wake.notified() => {}
                 () = tokio::time::sleep(self.inner.config.poll_interval) => {}
             }
-            self.claim_round(&tx).await;
+            self.claim_round(&tx, unix_us()).await;
         }
         maintenance.abort();
         let deadline = self.inner.config.timeout + Duration::from_secs(1);
@@ -179,7 +201,7 @@ impl Worker {
     }
 
     /// Claims while there is room and the store has due deliveries.
-    async fn claim_round(&self, tx: &mpsc::UnboundedSender<AttemptOutcome>) {
+    async fn claim_round(&self, tx: &mpsc::UnboundedSender<AttemptOutcome>, woke: i64) {
         let c = &self.inner.config;
         let per_endpoint = Lanes::fresh_endpoint_room(c);
         let ceiling = c.concurrency.saturating_mul(2);
@@ -208,6 +230,7 @@ impl Worker {
                 room,
                 max_attempts: attempt_budget(&c.retry_schedule),
             };
+            let claim = unix_us();
             let batch = match self.inner.repo.claim(&req).await {
                 Ok(c) => c,
                 Err(e) => {
@@ -219,6 +242,12 @@ impl Worker {
             if n == 0 {
                 return;
             }
+            let stamps = Stamps {
+                woke,
+                claim,
+                claimed: unix_us(),
+                built: 0,
+            };
             // A delivery whose event cannot be read fails alone, at once: no request can be built.
             for u in batch.unreadable {
                 let _ = tx.send(AttemptOutcome {
@@ -241,10 +270,13 @@ impl Worker {
             self.inner
                 .lanes()
                 .hold(c, claimed.iter().map(|d| d.endpoint_id));
-            tokio::spawn(
-                self.clone()
-                    .dispatch(claimed, lease_until, claimed_at, tx.clone()),
-            );
+            tokio::spawn(self.clone().dispatch(
+                claimed,
+                lease_until,
+                claimed_at,
+                stamps,
+                tx.clone(),
+            ));
             if n < limit {
                 return;
             }
@@ -257,6 +289,7 @@ impl Worker {
         batch: Vec<ClaimedDelivery>,
         lease_until: time::OffsetDateTime,
         claimed_at: Instant,
+        mut stamps: Stamps,
         tx: mpsc::UnboundedSender<AttemptOutcome>,
     ) {
         let wanted = SubjectIds::of(batch.iter().map(|d| &d.event));
@@ -271,6 +304,7 @@ impl Worker {
                 return;
             }
         };
+        stamps.built = unix_us();
         for d in batch {
             let Some(data) = Payload::of(&d.event, &subjects).map(|p| self.inner.format.data(&p))
             else {
@@ -295,7 +329,10 @@ impl Worker {
             let body = delivery_body(d.id, d.event.kind(), d.event_created_at, data);
             let me = self.clone();
             let tx = tx.clone();
-            tokio::spawn(async move { me.attempt(d, body, lease_until, claimed_at, tx).await });
+            tokio::spawn(async move {
+                me.attempt(d, body, lease_until, claimed_at, stamps, tx)
+                    .await;
+            });
         }
     }
 
@@ -306,6 +343,7 @@ impl Worker {
         body: Vec<u8>,
         lease_until: time::OffsetDateTime,
         claimed_at: Instant,
+        stamps: Stamps,
         tx: mpsc::UnboundedSender<AttemptOutcome>,
     ) {
         let Some(lane) = self.inner.lanes().slots(d.endpoint_id) else {
@@ -351,8 +389,19 @@ impl Worker {
             return;
         }
         let started = Instant::now();
+        let send = unix_us();
         let sent = self.inner.client.send(&d, body).await;
         let took = started.elapsed();
+        tracing::debug!(
+            delivery = %d.id,
+            woke = stamps.woke,
+            claim = stamps.claim,
+            claimed = stamps.claimed,
+            built = stamps.built,
+            send,
+            answered = unix_us(),
+            "webhook attempt timings (unix µs)"
+        );
         let at = self.inner.clock.now();
         let c = &self.inner.config;
         let (status_code, error, next) = match sent {
