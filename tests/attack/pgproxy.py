@@ -2,7 +2,8 @@
 """A TCP proxy in front of PostgreSQL that can silently blackhole chosen connections (no FIN, no
 RST: what a NAT/firewall that forgot the flow, a paused VM or a partition looks like to both
 ends). Connections whose upstream local port (pg_stat_activity.client_port) is listed in the
-freeze file stop forwarding in both directions and stay open. Usage: pgproxy.py LISTEN_PORT FREEZE_FILE"""
+freeze file stop forwarding in both directions and stay open; `PORT:up` freezes only what the
+client sends, `PORT:down` only what the server sends. Usage: pgproxy.py LISTEN_PORT FREEZE_FILE"""
 import socket, sys, threading, time
 LPORT, FREEZE = int(sys.argv[1]), sys.argv[2]
 frozen = set()
@@ -11,24 +12,26 @@ frozen = set()
 def watch():
     while True:
         try:
-            frozen.update(int(x) for x in open(FREEZE).read().split())
+            for x in open(FREEZE).read().split():
+                port, _, way = x.partition(":")
+                frozen.update((int(port), w) for w in ((way,) if way else ("up", "down")))
         except (OSError, ValueError):
             pass
         time.sleep(0.05)
 
 
-def pipe(src, dst, port):
+def pipe(src, dst, port, way):
     try:
         while True:
             data = src.recv(65536)
             if not data:
                 break
-            while port in frozen:
+            while (port, way) in frozen:
                 time.sleep(0.1)
             dst.sendall(data)
     except OSError:
         pass
-    if port not in frozen:
+    if (port, way) not in frozen:
         for s in (src, dst):
             try:
                 s.shutdown(socket.SHUT_RDWR)
@@ -43,8 +46,8 @@ def serve():
         c, _ = ls.accept()
         u = socket.create_connection(("127.0.0.1", 5432))
         port = u.getsockname()[1]
-        threading.Thread(target=pipe, args=(c, u, port), daemon=True).start()
-        threading.Thread(target=pipe, args=(u, c, port), daemon=True).start()
+        threading.Thread(target=pipe, args=(c, u, port, "up"), daemon=True).start()
+        threading.Thread(target=pipe, args=(u, c, port, "down"), daemon=True).start()
 
 
 threading.Thread(target=watch, daemon=True).start()

@@ -24,13 +24,17 @@ def kill_listener():
     its NOTIFY is lost; the worker must treat what it claimed before the reconnect as stale.
     KILL_TWICE=1: end it, wait KILL_GAP s (it reconnects meanwhile), end it again.
     BLACKHOLE=FILE: instead silently blackhole it through pgproxy.py (no FIN/RST: the worker is
-    not told), its client port written to FILE; a fresh LISTEN connection is blackholed each time."""
+    not told), its client port written to FILE; a fresh LISTEN connection is blackholed each time.
+    BLACKHOLE_WAY=up|down: freeze one direction only; BLACKHOLE_LEAD: seconds between the freeze
+    and the PATCH (default 0.2)."""
     if os.environ.get("BLACKHOLE"):
         ports = listener_sql("client_port")
         with open(os.environ["BLACKHOLE"], "a") as f:
-            f.write(" ".join(ports) + "\n")
-        time.sleep(0.2)
-        print(f"    (blackholed LISTEN connection(s) on client port(s) {ports})")
+            way = os.environ.get("BLACKHOLE_WAY", "")
+            f.write(" ".join(p + (":" + way if way else "") for p in ports) + "\n")
+        frozen_at = time.time()
+        time.sleep(float(os.environ.get("BLACKHOLE_LEAD", "0.2")))
+        print(f"    (blackholed LISTEN connection(s) on client port(s) {ports} at {time.strftime('%H:%M:%S', time.gmtime(frozen_at))}.{int(frozen_at * 1000) % 1000:03d} UTC)")
         return
     if os.environ.get("KILL_LISTENER"):
         out = listener_sql("pg_terminate_backend(pid)")
