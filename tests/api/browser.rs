@@ -221,7 +221,8 @@ fn host_snippet(app: &TestApp, query: &str) -> String {
 }
 
 /// A partner's page on another origin (`localhost`, another port) that frames the view with the
-/// documented snippet and records every height message it receives in `window.heights`.
+/// documented snippet and records every height message it receives in `window.heights` (and
+/// when the last one came in `window.heightAt`, `performance.now()`'s milliseconds).
 fn host_page(snippet: String) -> String {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
@@ -233,7 +234,8 @@ fn host_page(snippet: String) -> String {
          <title>Acme Health</title><link rel=\"icon\" href=\"data:,\"></head>\
          <body style=\"margin:0;font-family:sans-serif\"><header style=\"padding:16px\">Acme Health</header>\
          <script>window.heights = []; window.addEventListener(\"message\", function (e) {{\
-         if (e.data && e.data.type === \"partner-api-docs-height\") window.heights.push(e.data.height); }});</script>\
+         if (e.data && e.data.type === \"partner-api-docs-height\") {{ window.heights.push(e.data.height); \
+         window.heightAt = performance.now(); }} }});</script>\
          {snippet}<footer style=\"padding:16px\">Footer</footer></body></html>"
     );
     let server = HttpServer::new(move || {
@@ -332,6 +334,34 @@ async fn the_embedded_view_in_a_real_browser() {
     }
 }
 
+/// Waits until the frame has the last height the view posted, no new height has come for a
+/// second (the view has finished laying out: a height taken while it still moved could be one
+/// the next step never passes), and `check` (a JS expression of `h`, that height) holds;
+/// returns the height. On a timeout, says what the heights were.
+async fn frame_settles(c: &Client, what: &str, check: &str) -> f64 {
+    let script = format!(
+        "var h = window.heights.length ? window.heights[window.heights.length - 1] : 0; \
+         var frame = document.getElementById('care-services').getBoundingClientRect().height; \
+         var quiet = window.heightAt === undefined ? 0 : performance.now() - window.heightAt; \
+         return [h > 0 && frame === h && quiet >= 1000 && ({check}), h, frame, quiet, \
+         window.heights.slice(-12), innerWidth];"
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let v = js(c, &script).await;
+        if v[0] == json!(true) {
+            return v[1].as_f64().expect("height");
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out after 30 s waiting for {what}: last posted height, frame height, ms since \
+             the last post, the last posted heights, window width: {v}"
+        );
+        // The polling interval, not a wait for anything.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 async fn run(app: &TestApp, c: &Client) {
     let embed = |q: &str| app.url(&format!("/embed/care-services?partner_id=acme{q}"));
 
@@ -339,38 +369,23 @@ async fn run(app: &TestApp, c: &Client) {
     let host = host_page(host_snippet(app, "acme&amp;m=12"));
     viewport(c, 1200, 900).await;
     c.goto(&host).await.expect("host page");
-    let frame_height = "document.getElementById('care-services').getBoundingClientRect().height";
-    let settled = format!(
-        "window.heights.length > 0 && {frame_height} === window.heights[window.heights.length - 1] \
-         && window.heights[window.heights.length - 1]"
-    );
-    let wide = until(c, "the frame to take the posted height", &settled)
-        .await
-        .as_f64()
-        .expect("height");
+    let wide = frame_settles(c, "the frame to take the posted height", "true").await;
     assert!(wide > 300.0, "a real height: {wide}");
     let posts = js(c, "return window.heights.length;").await;
 
     // The window narrows: the cards stack, the page grows, and the frame follows.
     viewport(c, 390, 900).await;
-    let narrow = until(
-        c,
-        "the frame to grow at 390 px",
-        &format!("{settled} > {wide} && window.heights[window.heights.length - 1]"),
-    )
-    .await
-    .as_f64()
-    .expect("height");
+    let narrow = frame_settles(c, "the frame to grow at 390 px", &format!("h > {wide}")).await;
     assert!(
         js(c, "return window.heights.length;").await.as_u64() > posts.as_u64(),
         "a new message after the resize"
     );
     // And back: it shrinks again (the height is the content's, not the frame's).
     viewport(c, 1200, 900).await;
-    until(
+    frame_settles(
         c,
         "the frame to shrink at 1200 px",
-        &format!("{settled} < {narrow}"),
+        &format!("h < {narrow}"),
     )
     .await;
 

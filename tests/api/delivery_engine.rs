@@ -606,6 +606,18 @@ async fn counting_hanging_endpoint() -> (
     Arc<std::sync::atomic::AtomicUsize>,
     tokio::task::JoinHandle<()>,
 ) {
+    let (url, hits, _release, task) = releasable_hanging_endpoint().await;
+    (url, hits, task)
+}
+
+/// [`counting_hanging_endpoint`] whose held connections are closed when `release` is notified
+/// (the attempts hung on them then fail at once); later connections are held again.
+async fn releasable_hanging_endpoint() -> (
+    String,
+    Arc<std::sync::atomic::AtomicUsize>,
+    Arc<tokio::sync::Notify>,
+    tokio::task::JoinHandle<()>,
+) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
@@ -615,14 +627,22 @@ async fn counting_hanging_endpoint() -> (
     );
     let hits = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let counted = hits.clone();
+    let release = Arc::new(tokio::sync::Notify::new());
+    let released = release.clone();
     let task = tokio::spawn(async move {
         let mut held = Vec::new();
-        while let Ok((s, _)) = listener.accept().await {
-            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            held.push(s);
+        loop {
+            tokio::select! {
+                accepted = listener.accept() => {
+                    let Ok((s, _)) = accepted else { return };
+                    counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    held.push(s);
+                }
+                () = released.notified() => held.clear(),
+            }
         }
     });
-    (url, hits, task)
+    (url, hits, release, task)
 }
 
 /// Lets connections to the test's database be made (`true`) or refused (`false`, superusers
@@ -819,7 +839,7 @@ impl SilentRelay {
 /// arrives and nothing says so. A delivery claimed before the change (waiting behind an attempt
 /// hung on the old URL) used to go out as claimed: to the old URL, signed only with the secret
 /// the `PATCH {secret, expirePrevious}` had just erased. Now the listener's probes go unechoed,
-/// it counts itself deaf within 1.5 s, and the claim is sent only if the endpoint's row is
+/// it counts itself deaf within 2 s, and the claim is sent only if the endpoint's row is
 /// still the version it read: it is given back and goes to the new URL with the new secret.
 #[tokio::test]
 async fn n9b_after_the_listener_dies_silently_a_claimed_delivery_is_not_sent_with_the_endpoint_as_it_was()
@@ -854,6 +874,77 @@ async fn n9b_after_the_listener_dies_silently_a_claimed_delivery_is_not_sent_wit
         .as_str()
         .expect("new secret")
         .to_owned();
+    crate::helpers::eventually_within(
+        Duration::from_secs(30),
+        "the waiting delivery sent (to either URL)",
+        || async {
+            (old_hits.load(Ordering::SeqCst) >= 2 || !rx.received().is_empty()).then_some(())
+        },
+    )
+    .await;
+    assert_eq!(
+        old_hits.load(Ordering::SeqCst),
+        1,
+        "after the PATCH answered, a delivery went to the old URL (with the erased secret)"
+    );
+    let got = rx.wait_for(1).await.remove(0);
+    let sig = got.header("x-partner-signature").expect("signed");
+    assert_eq!(
+        crate::helpers::verify_signature(
+            sig,
+            &got.body,
+            &new_secret,
+            OffsetDateTime::now_utc().unix_timestamp()
+        ),
+        Ok(()),
+        "signed with the secret of the endpoint as it is now"
+    );
+}
+
+/// N9b' of issue 23's re-try: the worker's `LISTEN` connection dies silently 0.3 s before the
+/// endpoint changes, and the delivery claimed before the change gets its turn 1 s after the
+/// death: before the listener can have found itself deaf (1-2 s), so the claim used to go out
+/// as claimed, to the old URL and signed only with the erased secret. Now a claim is sent
+/// unchecked only while the listener's latest probe echo holds (750 ms from the probe's asking,
+/// all of it before the death): past that, the endpoint's row is checked first, so the
+/// delivery is given back and goes to the new URL with the new secret.
+#[tokio::test]
+async fn n9b_prime_a_claim_sent_before_a_silent_death_is_found_is_not_sent_with_the_endpoint_as_it_was()
+ {
+    let rx = Receiver::start().await;
+    let (old, old_hits, release, _hold) = releasable_hanging_endpoint().await;
+    let server = crate::database::server_url();
+    let upstream = server
+        .rsplit_once('@')
+        .map_or(server.as_str(), |(_, h)| h)
+        .trim_start_matches("postgres://")
+        .to_owned();
+    let relay = SilentRelay::start(upstream.clone());
+    let through = relay.addr.clone();
+    let (app, s, id) = two_claimed_behind_a_hung_attempt_with(&rx, &old, move |c| {
+        c.database_url = c.database_url.replacen(&upstream, &through, 1);
+        // The hung attempt ends when the test releases it, not by its timeout.
+        c.webhook_timeout = Duration::from_secs(6);
+    })
+    .await;
+    assert!(app.config.database_url.contains(&relay.addr), "relayed");
+    let died = std::time::Instant::now();
+    assert_eq!(relay.freeze_listeners(), 1, "one listening connection");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let res = app
+        .api(Method::PATCH, &format!("{ENDPOINTS}/{id}"), &s.token)
+        .json(&json!({ "url": rx.url, "secret": true, "expirePrevious": true }))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(res.status(), StatusCode::OK);
+    let new_secret = body(res).await["data"]["secret"]
+        .as_str()
+        .expect("new secret")
+        .to_owned();
+    // The waiting delivery's turn: 1 s after the death (past the last echo's 750 ms).
+    tokio::time::sleep(Duration::from_secs(1).saturating_sub(died.elapsed())).await;
+    release.notify_one();
     crate::helpers::eventually_within(
         Duration::from_secs(30),
         "the waiting delivery sent (to either URL)",

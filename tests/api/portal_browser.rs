@@ -127,13 +127,24 @@ async fn the_portal_in_a_real_browser() {
     }
 }
 
+/// Clicks the element `css` finds. The portal redraws its lists (an answer, a poll): an element
+/// found just before a redraw is stale by the click, which then did not happen, so it is found
+/// again (a full run under load failed on that: "stale element reference").
 async fn click(c: &Client, css: &str) {
-    c.find(Locator::Css(css))
-        .await
-        .unwrap_or_else(|e| panic!("{css}: {e}"))
-        .click()
-        .await
-        .unwrap_or_else(|e| panic!("click {css}: {e}"));
+    for _ in 0..5 {
+        let clicked = c
+            .find(Locator::Css(css))
+            .await
+            .unwrap_or_else(|e| panic!("{css}: {e}"))
+            .click()
+            .await;
+        match clicked {
+            Ok(()) => return,
+            Err(e) if e.is_stale_element_reference() => {}
+            Err(e) => panic!("click {css}: {e}"),
+        }
+    }
+    panic!("click {css}: the element went stale 5 times in a row");
 }
 
 async fn run(app: &TestApp, c: &Client) {

@@ -438,3 +438,78 @@ async fn n11_a_403_decided_by_the_caller_reads_no_partner_data_for_a_token_alrea
         3 * LIMIT
     );
 }
+
+/// N11b of issue 23's re-try: a token this process has seen, that stops authenticating (revoked
+/// or rotated, or its partner deactivated), used to stay seen: each of its requests was charged,
+/// ran its full read, failed the token check and was refunded, an unbudgeted loop of reads. Now
+/// the first request after the change (which still reads, as the token was seen) forgets it, and
+/// every request after that takes the token check alone: with every partner table renamed away,
+/// the 2nd..Nth requests on every partner read still answer 401 / 403, never a failed read.
+#[tokio::test]
+async fn n11b_a_seen_token_that_stopped_authenticating_reads_no_partner_data_after_its_first_failure()
+ {
+    let app = TestApp::spawn_full(|_| {}, mid_hour_clock()).await;
+    let (acme, delivery) = populate(&app, "acme", "acme").await;
+    let beta = app.seed("beta", false).await;
+    let leads = "/api/v1/leads";
+    for token in [&acme.token, &beta.token] {
+        let res = app
+            .api(Method::GET, leads, token)
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(res.status(), StatusCode::OK, "seen once");
+    }
+    // acme's token is revoked, beta is deactivated; the first request of each still reads.
+    let res = app
+        .internal(Method::DELETE, &format!("/tokens/{}", acme.token_id))
+        .send()
+        .await
+        .expect("send");
+    assert!(res.status().is_success(), "revoke: {}", res.status());
+    let res = app.put_partner("beta", &partner_body(false)).await;
+    assert!(res.status().is_success(), "deactivate: {}", res.status());
+    let res = app
+        .api(Method::GET, leads, &acme.token)
+        .send()
+        .await
+        .expect("send");
+    assert_error(res, 401, "invalid_token").await;
+    let res = app
+        .api(Method::GET, leads, &beta.token)
+        .send()
+        .await
+        .expect("send");
+    assert_error(res, 403, "forbidden").await;
+
+    assert!(hide_partner_data(&app, true).await >= 10, "partner tables");
+    let cases = [
+        (
+            acme.token.as_str(),
+            StatusCode::UNAUTHORIZED,
+            "invalid_token",
+        ),
+        (beta.token.as_str(), StatusCode::FORBIDDEN, "forbidden"),
+    ];
+    let mut read = Vec::new();
+    for (token, expected, code) in cases {
+        for r in READS {
+            let p = path(r, &delivery);
+            for _ in 0..2 {
+                let res = app.api(Method::GET, &p, token).send().await.expect("send");
+                let status = res.status();
+                let text = res.text().await.expect("body");
+                if status != expected || !text.contains(code) {
+                    read.push(format!("GET {p}: {status} {text}"));
+                }
+            }
+        }
+    }
+    hide_partner_data(&app, false).await;
+    assert!(
+        read.is_empty(),
+        "a token that stopped authenticating read partner data after its first failure (each \
+         such read fails here):\n{}",
+        read.join("\n")
+    );
+}

@@ -385,8 +385,10 @@ fn rate_limit_headers(h: &mut header::HeaderMap, decision: &Decision) {
 /// N11). When the read's own token check fails after all (the token was revoked, the partner
 /// deactivated since), or the endpoint's requirement does (the account changed since the token
 /// was last seen), the unit is given back ([`crate::RateLimitStore::refund`]): authentication
-/// failures and 403s cost no budget. A token not seen yet in this process is checked alone
-/// first, then charged, then read: two round trips, once per token and process.
+/// failures and 403s cost no budget. A token whose check failed is no longer seen, so its next
+/// request takes the token check alone (issue 23, N11b: a revoked token, or one of a deactivated
+/// partner, used to run a full read on every request). A token not seen yet in this process is
+/// checked alone first, then charged, then read: two round trips, once per token and process.
 ///
 /// [`AuthService::seen`]: partner_domain::account::auth::AuthService::seen
 /// [`AuthService::lookup`]: partner_domain::account::auth::AuthService::lookup

@@ -94,6 +94,13 @@ const PROBE_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
 /// connection echoes within milliseconds; a false alarm costs a reconnect and one endpoint
 /// lookup per delivery claimed before it, nothing more.
 const PROBE_WITHIN: std::time::Duration = std::time::Duration::from_secs(1);
+/// How long a probe's echo proves that the listener heard every change (issue 23, N9b'): from
+/// the probe's asking, one [`PROBE_EVERY`] until the next probe is asked, and 250 ms for its echo
+/// to come back. Past it the worker checks a claim's endpoint before sending it, so a change
+/// committed after a silent death goes out as claimed only within this bound, not until the
+/// death is found (up to 2 s). A live connection echoes within milliseconds: the hot path
+/// never checks.
+const PROVEN_FOR: std::time::Duration = std::time::Duration::from_millis(750);
 
 /// Keeps a connection that `LISTEN`s for new deliveries and changed endpoints: calls `wake` on
 /// each new-deliveries notification and `changed(Some(id))` on each changed endpoint
@@ -107,21 +114,33 @@ const PROBE_WITHIN: std::time::Duration = std::time::Duration::from_secs(1);
 /// A connection can also die without ending its stream (no FIN, no RST). So every
 /// [`PROBE_EVERY`] a probe is `NOTIFY`d, through a connection of its own, on a channel only this
 /// listener listens on; a notification is delivered after every one committed before it, so its
-/// echo proves that every change committed before the probe was heard. An echo missing after
-/// [`PROBE_WITHIN`] (or a probe that could not be sent) makes the listener deaf: `listening(false)`
-/// and a new connection (issue 23, N9b). A silently dead connection is found within
-/// `PROBE_EVERY + PROBE_WITHIN` (1.5 s).
+/// echo proves that every change committed before the probe was heard: `heard_until(t)` on each
+/// echo (and on each `listening(true)`), `t` being [`PROVEN_FOR`] after the probe was asked; past
+/// `t` the worker checks what it claimed as while not listening (issue 23, N9b'). An echo missing
+/// after [`PROBE_WITHIN`] (or a probe that could not be sent) makes the listener deaf:
+/// `listening(false)` and a new connection (issue 23, N9b). The overdue echo is noticed on the
+/// next [`PROBE_EVERY`] tick, so a silently dead connection is found within 2 s
+/// (`2 × PROBE_EVERY + PROBE_WITHIN`; measured 1.03-2.03 s).
 pub async fn listen_for_deliveries(
     database_url: String,
     wake: impl Fn() + Send + Sync,
     changed: impl Fn(Option<partner_domain::kernel::ids::EndpointId>) + Send + Sync,
     listening: impl Fn(bool) + Send + Sync,
+    heard_until: impl Fn(std::time::Instant) + Send + Sync,
 ) {
     let probes = probe_channel();
     let (probe, sent) = tokio::sync::watch::channel(0_u64);
     futures_util::future::join(
         send_probes(database_url.clone(), probes.clone(), sent),
-        listen(database_url, &probes, &probe, wake, changed, listening),
+        listen(
+            database_url,
+            &probes,
+            &probe,
+            wake,
+            changed,
+            listening,
+            heard_until,
+        ),
     )
     .await;
 }
@@ -144,6 +163,7 @@ async fn listen(
     wake: impl Fn() + Send + Sync,
     changed: impl Fn(Option<partner_domain::kernel::ids::EndpointId>) + Send + Sync,
     listening: impl Fn(bool) + Send + Sync,
+    heard_until: impl Fn(std::time::Instant) + Send + Sync,
 ) {
     use diesel_async::{AsyncConnection, SimpleAsyncConnection};
     use futures_util::StreamExt;
@@ -159,12 +179,13 @@ async fn listen(
                     tracing::warn!(error = %e, "LISTEN webhook_deliveries failed");
                 } else {
                     listening(true);
+                    heard_until(std::time::Instant::now() + PROVEN_FOR);
                     wake();
                     let mut stream = std::pin::pin!(conn.notifications_stream());
                     let mut ticks = tokio::time::interval(PROBE_EVERY);
                     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-                    // The probe awaiting its echo, and when it is overdue.
-                    let mut awaited: Option<(u64, tokio::time::Instant)> = None;
+                    // The probe awaiting its echo, when it was asked, and when it is overdue.
+                    let mut awaited: Option<(u64, std::time::Instant, tokio::time::Instant)> = None;
                     loop {
                         tokio::select! {
                             n = stream.next() => {
@@ -173,8 +194,11 @@ async fn listen(
                                     break;
                                 };
                                 if n.channel == probes {
-                                    if awaited.is_some_and(|(s, _)| n.payload == s.to_string()) {
+                                    if let Some((s, asked, _)) = awaited
+                                        && n.payload == s.to_string()
+                                    {
                                         awaited = None;
+                                        heard_until(asked + PROVEN_FOR);
                                     }
                                 } else if n.channel == ENDPOINTS_CHANNEL {
                                     match n.payload.parse::<uuid::Uuid>() {
@@ -189,14 +213,15 @@ async fn listen(
                             }
                             _ = ticks.tick() => {
                                 match awaited {
-                                    Some((_, overdue)) if tokio::time::Instant::now() >= overdue => {
+                                    Some((_, _, overdue)) if tokio::time::Instant::now() >= overdue => {
                                         tracing::warn!("the webhook notification connection echoes no probe; reconnecting");
                                         break;
                                     }
                                     Some(_) => {}
                                     None => {
                                         sequence += 1;
-                                        awaited = Some((sequence, tokio::time::Instant::now() + PROBE_WITHIN));
+                                        let asked = tokio::time::Instant::now();
+                                        awaited = Some((sequence, asked.into_std(), asked + PROBE_WITHIN));
                                         probe.send_replace(sequence);
                                     }
                                 }

@@ -277,6 +277,7 @@ impl Application {
                 });
                 let changes = worker.clone();
                 let heard = worker.clone();
+                let proven = worker.clone();
                 // Until the listener listens, no claim is proven fresh by its announcements.
                 worker.listening(false);
                 let listener = tokio::spawn(partner_postgres::listen_for_deliveries(
@@ -284,6 +285,7 @@ impl Application {
                     move || waker.notify_one(),
                     move |endpoint| changes.endpoint_changed(endpoint),
                     move |on| heard.listening(on),
+                    move |until| proven.heard_until(until),
                 ));
                 let stop = Arc::new(tokio::sync::Notify::new());
                 let stopped = stop.clone();

@@ -9,6 +9,12 @@
 //! before the listener's latest (re)start, or while it is down, is [`Freshness::Unsure`]: the
 //! worker asks the store whether the endpoint's row is still the version the claim read before
 //! sending (issue 23, N9).
+//!
+//! A connection can also die silently (no FIN, no RST), and the listener finds that out only
+//! when a probe's echo is overdue (up to 2 s later). So the listener also says until when what it
+//! heard is proven ([`Changes::heard_until`]: each echo proves every change committed before its
+//! probe was heard, and holds for a probe interval and a margin); a claim sent after that is
+//! [`Freshness::Unsure`] too (issue 23, N9b').
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -34,6 +40,9 @@ pub(crate) struct Changes {
     /// down. Until a listener says otherwise, from the start (a worker without a listener
     /// trusts its claims, as before: nothing announces anything to it).
     heard_since: Option<Instant>,
+    /// Until when the listener's latest probe echo proves that every change was heard; `None`
+    /// while no listener proves anything (a worker without a listener, as before).
+    proven_until: Option<Instant>,
     endpoints: HashMap<EndpointId, Instant>,
     /// A change older than this concerns no claim still held (a claim's lease is shorter).
     horizon: Duration,
@@ -44,6 +53,7 @@ impl Changes {
         Self {
             any: None,
             heard_since: Some(Instant::now()),
+            proven_until: None,
             endpoints: HashMap::new(),
             horizon,
         }
@@ -67,11 +77,25 @@ impl Changes {
         self.heard_since = at;
     }
 
-    /// What the announcements say of a delivery of `endpoint` claimed at `claimed_at`.
-    pub(crate) fn freshness(&self, endpoint: EndpointId, claimed_at: Instant) -> Freshness {
+    /// What the listener heard is proven until `until` (a probe's echo); a later proof that
+    /// came back sooner never shortens it.
+    pub(crate) fn heard_until(&mut self, until: Instant) {
+        self.proven_until = Some(self.proven_until.map_or(until, |t| t.max(until)));
+    }
+
+    /// What the announcements say, at `now`, of a delivery of `endpoint` claimed at
+    /// `claimed_at`.
+    pub(crate) fn freshness(
+        &self,
+        endpoint: EndpointId,
+        claimed_at: Instant,
+        now: Instant,
+    ) -> Freshness {
         if self.stale(endpoint, claimed_at) {
             Freshness::Stale
-        } else if self.heard_since.is_some_and(|t| t <= claimed_at) {
+        } else if self.heard_since.is_some_and(|t| t <= claimed_at)
+            && self.proven_until.is_none_or(|t| now <= t)
+        {
             Freshness::Fresh
         } else {
             Freshness::Unsure
@@ -125,29 +149,57 @@ mod tests {
         let mut c = Changes::new(Duration::from_secs(30));
         let s = Duration::from_secs;
         assert_eq!(
-            c.freshness(id(1), t0 + s(1)),
+            c.freshness(id(1), t0 + s(1), t0 + s(1)),
             Freshness::Fresh,
             "no listener"
         );
         // The listener's connection is lost: nothing claimed is sure any more.
         c.heard_since(None);
-        assert_eq!(c.freshness(id(1), t0 + s(1)), Freshness::Unsure);
+        assert_eq!(c.freshness(id(1), t0 + s(1), t0 + s(1)), Freshness::Unsure);
         assert_eq!(
-            c.freshness(id(1), t0 + s(3)),
+            c.freshness(id(1), t0 + s(3), t0 + s(3)),
             Freshness::Unsure,
             "claimed while deaf"
         );
         // Listening again at t0+5: a claim from before is still unsure, one after is fresh.
         c.heard_since(Some(t0 + s(5)));
-        assert_eq!(c.freshness(id(1), t0 + s(3)), Freshness::Unsure);
-        assert_eq!(c.freshness(id(1), t0 + s(6)), Freshness::Fresh);
+        assert_eq!(c.freshness(id(1), t0 + s(3), t0 + s(3)), Freshness::Unsure);
+        assert_eq!(c.freshness(id(1), t0 + s(6), t0 + s(8)), Freshness::Fresh);
         c.changed(Some(id(1)), t0 + s(7));
         assert_eq!(
-            c.freshness(id(1), t0 + s(6)),
+            c.freshness(id(1), t0 + s(6), t0 + s(8)),
             Freshness::Stale,
             "an announced change"
         );
-        assert_eq!(c.freshness(id(2), t0 + s(6)), Freshness::Fresh);
+        assert_eq!(c.freshness(id(2), t0 + s(6), t0 + s(8)), Freshness::Fresh);
+    }
+
+    /// N9b': once a listener proves what it heard (probe echoes), a claim is fresh only while
+    /// the latest proof holds: a connection that died silently since is not trusted for longer.
+    #[test]
+    fn a_claim_is_fresh_only_while_the_listeners_latest_echo_holds() {
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        let mut c = Changes::new(Duration::from_secs(30));
+        c.heard_since(Some(t0));
+        c.heard_until(t0 + ms(750));
+        let claimed = t0 + ms(100);
+        assert_eq!(c.freshness(id(1), claimed, t0 + ms(700)), Freshness::Fresh);
+        assert_eq!(
+            c.freshness(id(1), claimed, t0 + ms(800)),
+            Freshness::Unsure,
+            "no echo proves the last 50 ms"
+        );
+        c.heard_until(t0 + ms(1250));
+        assert_eq!(c.freshness(id(1), claimed, t0 + ms(800)), Freshness::Fresh);
+        c.heard_until(t0 + ms(900));
+        assert_eq!(
+            c.freshness(id(1), claimed, t0 + ms(1200)),
+            Freshness::Fresh,
+            "an older proof never shortens a newer one"
+        );
+        c.changed(Some(id(1)), t0 + ms(1000));
+        assert_eq!(c.freshness(id(1), claimed, t0 + ms(1200)), Freshness::Stale);
     }
 
     #[test]

@@ -155,6 +155,15 @@ impl Worker {
         self.inner.changes().heard_since(on.then(Instant::now));
     }
 
+    /// What the listening connection heard is proven until `until` (the echo of a probe: every
+    /// change committed before it was sent was heard). Once a listener says this, a delivery is
+    /// sent as claimed only until the latest such instant; after it (a connection that died
+    /// silently echoes nothing more), it is sent only once the store says its endpoint's row is
+    /// still the version the claim read, as while not listening (issue 23, N9b').
+    pub fn heard_until(&self, until: Instant) {
+        self.inner.changes().heard_until(until);
+    }
+
     /// Runs until `shutdown` completes; then stops claiming, lets in-flight attempts finish within
     /// the attempt timeout, records their outcomes, and returns. What is still unfinished then is
     /// abandoned to its lease and attempted again later.
@@ -367,7 +376,10 @@ impl Worker {
         // The endpoint changed since the claim read it: give the delivery back, due now, so the
         // next claim sends it with the endpoint as it is (or not at all, when it went). When the
         // announcements could not be heard since the claim, the store is asked first.
-        let freshness = self.inner.changes().freshness(d.endpoint_id, claimed_at);
+        let freshness = self
+            .inner
+            .changes()
+            .freshness(d.endpoint_id, claimed_at, Instant::now());
         let stale = match freshness {
             Freshness::Fresh => false,
             Freshness::Stale => true,

@@ -306,6 +306,17 @@ impl AuthService {
         map.insert(hash, principal.clone());
     }
 
+    /// Forgets what `presented` authenticated as: it failed since. The write lock is taken only
+    /// when there is something to forget (an unknown token fails on every request).
+    fn forget(&self, presented: &Presented) {
+        let Ok(hash) = <[u8; 32]>::try_from(presented.hash.as_bytes()) else {
+            return;
+        };
+        if self.seen.read().contains_key(&hash) {
+            self.seen.write().remove(&hash);
+        }
+    }
+
     /// Authenticates the raw `Authorization` header value (absent: `None`). A token of the
     /// wrong shape is rejected without touching storage; a well-formed one costs one lookup.
     pub async fn authenticate(
@@ -356,12 +367,34 @@ impl AuthService {
     /// Decides authentication from the token record read with `sealed`, and only when it passed
     /// hands out what was read with it. Errors in the contract's order: 401 `invalid_token`
     /// (unknown, revoked, expired), 401 for a deleted user, 403 for an inactive partner.
+    ///
+    /// A token that fails is no longer [`Self::seen`] (issue 23, N11b): a revoked or rotated
+    /// token, or one of a deactivated partner, then takes the token check alone on its next
+    /// request, as a token never seen does, instead of a charged full read refunded after it.
     pub fn open<T>(
         &self,
         presented: &Presented,
         sealed: Sealed<T>,
     ) -> Result<(Authenticated, T), AuthError> {
         let Sealed { token, content } = sealed;
+        match self.decide(presented, token) {
+            Ok(authenticated) => {
+                self.remember(presented, &authenticated.principal);
+                Ok((authenticated, content))
+            }
+            Err(e) => {
+                self.forget(presented);
+                Err(e)
+            }
+        }
+    }
+
+    /// [`Self::open`]'s decision from the token record alone.
+    fn decide(
+        &self,
+        presented: &Presented,
+        token: Option<TokenRecord>,
+    ) -> Result<Authenticated, AuthError> {
         let rec = token.ok_or(AuthError::InvalidToken)?;
         let now = self.clock.now();
         // The index found it by hash; the constant-time check keeps a faulty adapter honest.
@@ -377,7 +410,7 @@ impl AuthService {
         if !rec.partner_active {
             return Err(AuthError::Forbidden);
         }
-        let authenticated = Authenticated {
+        Ok(Authenticated {
             touch_due: touch_due(rec.last_used_at, now),
             principal: Principal {
                 token_id: rec.token_id,
@@ -387,9 +420,7 @@ impl AuthService {
                 dna_access: rec.partner_dna_access,
                 portal: rec.portal,
             },
-        };
-        self.remember(presented, &authenticated.principal);
-        Ok((authenticated, content))
+        })
     }
 
     /// Records that the token was used now (throttled in storage as well).
@@ -688,6 +719,33 @@ mod tests {
                 .then()
                 .may_use_dna_links()
         );
+        // Issue 23, N11b: a seen token that fails (revoked, rotated, its partner deactivated,
+        // its user deleted) is forgotten, so its next request takes the token check alone.
+        let failing = [
+            TokenRecord {
+                revoked_at: Some(NOW),
+                ..live.clone()
+            },
+            TokenRecord {
+                partner_active: false,
+                ..live.clone()
+            },
+            TokenRecord {
+                user_deleted: true,
+                ..live.clone()
+            },
+        ];
+        for rec in failing {
+            svc.open(&presented, Sealed::new(Some(live.clone()), ()))
+                .expect("live");
+            assert!(svc.seen(&presented).is_some());
+            assert!(svc.open(&presented, Sealed::new(Some(rec), ())).is_err());
+            assert_eq!(svc.seen(&presented), None, "forgotten once it failed");
+        }
+        svc.open(&presented, Sealed::new(Some(live.clone()), ()))
+            .expect("live");
+        assert!(svc.open(&presented, Sealed::new(None, ())).is_err());
+        assert_eq!(svc.seen(&presented), None, "no record: forgotten too");
     }
 
     #[test]
