@@ -3,10 +3,13 @@
 RST: what a NAT/firewall that forgot the flow, a paused VM or a partition looks like to both
 ends). Connections whose upstream local port (pg_stat_activity.client_port) is listed in the
 freeze file stop forwarding in both directions and stay open; `PORT:up` freezes only what the
-client sends, `PORT:down` only what the server sends. Usage: pgproxy.py LISTEN_PORT FREEZE_FILE"""
+client sends, `PORT:down` only what the server sends; `PORT:delay0.4` does not freeze but holds
+each chunk the server sends 0.4 s before forwarding it (a slow, not dead, flow).
+Usage: pgproxy.py LISTEN_PORT FREEZE_FILE"""
 import socket, sys, threading, time
 LPORT, FREEZE = int(sys.argv[1]), sys.argv[2]
 frozen = set()
+delayed = {}
 
 
 def watch():
@@ -14,6 +17,9 @@ def watch():
         try:
             for x in open(FREEZE).read().split():
                 port, _, way = x.partition(":")
+                if way.startswith("delay"):
+                    delayed[int(port)] = float(way[5:])
+                    continue
                 frozen.update((int(port), w) for w in ((way,) if way else ("up", "down")))
         except (OSError, ValueError):
             pass
@@ -28,6 +34,8 @@ def pipe(src, dst, port, way):
                 break
             while (port, way) in frozen:
                 time.sleep(0.1)
+            if way == "down" and port in delayed:
+                time.sleep(delayed[port])
             dst.sendall(data)
     except OSError:
         pass

@@ -11,6 +11,11 @@ import subprocess
 
 
 DB = os.environ.get("DB", "attack_s05i")
+FROZEN = [None]  # when the latest freeze was applied (BLACKHOLE), for "+s after the freeze"
+
+
+def since_freeze(t):
+    return f" (+{t - FROZEN[0]:.2f}s after the freeze)" if FROZEN[0] else ""
 
 
 def listener_sql(what):
@@ -33,6 +38,7 @@ def kill_listener():
             way = os.environ.get("BLACKHOLE_WAY", "")
             f.write(" ".join(p + (":" + way if way else "") for p in ports) + "\n")
         frozen_at = time.time()
+        FROZEN[0] = frozen_at
         time.sleep(float(os.environ.get("BLACKHOLE_LEAD", "0.2")))
         print(f"    (blackholed LISTEN connection(s) on client port(s) {ports} at {time.strftime('%H:%M:%S', time.gmtime(frozen_at))}.{int(frozen_at * 1000) % 1000:03d} UTC)")
         return
@@ -60,6 +66,8 @@ def run(expire):
     kill_listener()
     st, j = s05.api("PATCH", f"/api/v1/webhook-endpoints/{ep}", body)
     answered = time.time()
+    if FROZEN[0]:
+        print(f"    (PATCH answered +{answered - FROZEN[0]:.2f}s after the freeze)")
     s1 = j["data"]["secret"]
     time.sleep(9)
     open(RECV_MODE, "w").write("200")
@@ -72,9 +80,11 @@ def run(expire):
             after += 1
             if not s05.signs(rec, s1)[0]:
                 without_new += 1
-                print(f"    +{rec['t'] - answered:.2f}s after the answer: not signed with the returned secret ({s05.signs(rec, s0)[1]} for the old)")
+                print(f"    +{rec['t'] - answered:.2f}s after the answer{since_freeze(rec['t'])}: not signed with the returned secret ({s05.signs(rec, s0)[1]} for the old)")
             if s05.signs(rec, s0)[0]:
                 with_old += 1
+                if expire:
+                    print(f"    +{rec['t'] - answered:.2f}s after the answer{since_freeze(rec['t'])}: signed with the erased secret")
     print(f"expirePrevious={expire}: {after} deliveries arrived after the rotation was answered; "
           f"{without_new} not signed with the returned secret; {with_old} signed with the old secret")
     s05.api("DELETE", f"/api/v1/webhook-endpoints/{ep}")
@@ -97,6 +107,8 @@ def after_change(kind):
     kill_listener()
     st, j = s05.api("PATCH", f"/api/v1/webhook-endpoints/{ep}", body)
     answered = time.time()
+    if FROZEN[0]:
+        print(f"    (PATCH answered +{answered - FROZEN[0]:.2f}s after the freeze)")
     time.sleep(9)
     open(RECV_MODE, "w").write("200")
     late = []
@@ -105,6 +117,7 @@ def after_change(kind):
             rec = json.loads(line)
             if f"/old-{kind}" in rec["path"] and rec["t"] >= answered + float(os.environ.get("SLACK", "0.05")):
                 late.append(round(rec["t"] - answered, 2))
+                print(f"    +{rec['t'] - answered:.2f}s after the answer{since_freeze(rec['t'])}: to the old URL / disabled endpoint")
     print(f"PATCH {body} answered {st}: {len(late)} deliveries still reached the old URL / the disabled endpoint afterwards, at +{late}s")
     s05.api("DELETE", f"/api/v1/webhook-endpoints/{ep}")
 
