@@ -563,30 +563,9 @@ async fn a_delivery_claimed_before_its_endpoint_changed_is_sent_as_the_endpoint_
     let (hang, _hold) = hanging_endpoint().await;
     let (app, s, id) = two_claimed_behind_a_hung_attempt(&rx, &hang).await;
 
-    let res = app
-        .api(Method::PATCH, &format!("{ENDPOINTS}/{id}"), &s.token)
-        .json(&json!({ "url": rx.url, "secret": true, "expirePrevious": true }))
-        .send()
-        .await
-        .expect("send");
-    assert_eq!(res.status(), StatusCode::OK);
-    let new_secret = body(res).await["data"]["secret"]
-        .as_str()
-        .expect("new secret")
-        .to_owned();
+    let new_secret = move_to_and_rotate(&app, &s, &id, &rx.url).await;
 
-    let got = rx.wait_for(1).await.remove(0);
-    let sig = got.header("x-partner-signature").expect("signed");
-    assert_eq!(
-        crate::helpers::verify_signature(
-            sig,
-            &got.body,
-            &new_secret,
-            OffsetDateTime::now_utc().unix_timestamp()
-        ),
-        Ok(()),
-        "signed with the secret of the endpoint as it is now"
-    );
+    let got = signed_with(&rx, &new_secret).await;
     let sent = eventually("the delivery recorded as delivered", || async {
         log(&app, "acme")
             .await
@@ -727,18 +706,67 @@ async fn n9_after_a_lost_listener_a_claimed_delivery_is_not_sent_with_the_endpoi
         1,
         "after the PATCH answered, a delivery went to the old URL"
     );
+    signed_with(&rx, &new_secret).await;
+}
+
+/// `PATCH {url, secret: true, expirePrevious: true}` of endpoint `id`, answered 200: the new
+/// secret.
+async fn move_to_and_rotate(app: &TestApp, s: &Seeded, id: &str, url: &str) -> String {
+    let res = app
+        .api(Method::PATCH, &format!("{ENDPOINTS}/{id}"), &s.token)
+        .json(&json!({ "url": url, "secret": true, "expirePrevious": true }))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(res.status(), StatusCode::OK);
+    body(res).await["data"]["secret"]
+        .as_str()
+        .expect("new secret")
+        .to_owned()
+}
+
+/// The first delivery `rx` receives, signed with `secret`.
+async fn signed_with(rx: &Receiver, secret: &str) -> crate::receiver::Received {
     let got = rx.wait_for(1).await.remove(0);
     let sig = got.header("x-partner-signature").expect("signed");
     assert_eq!(
         crate::helpers::verify_signature(
             sig,
             &got.body,
-            &new_secret,
+            secret,
             OffsetDateTime::now_utc().unix_timestamp()
         ),
         Ok(()),
         "signed with the secret of the endpoint as it is now"
     );
+    got
+}
+
+/// Once the waiting delivery is sent (to either URL), the old URL has had only the hung attempt.
+async fn went_to_the_old_url_once(old_hits: &std::sync::atomic::AtomicUsize, rx: &Receiver) {
+    crate::helpers::eventually_within(
+        Duration::from_secs(30),
+        "the waiting delivery sent (to either URL)",
+        || async {
+            (old_hits.load(Ordering::SeqCst) >= 2 || !rx.received().is_empty()).then_some(())
+        },
+    )
+    .await;
+    assert_eq!(
+        old_hits.load(Ordering::SeqCst),
+        1,
+        "after the PATCH answered, a delivery went to the old URL (with the erased secret)"
+    );
+}
+
+/// `host:port` of the test's PostgreSQL, for a relay in front of it.
+fn database_host_port() -> String {
+    let server = crate::database::server_url();
+    server
+        .rsplit_once('@')
+        .map_or(server.as_str(), |(_, h)| h)
+        .trim_start_matches("postgres://")
+        .to_owned()
 }
 
 /// One relayed connection: whether it has sent a `LISTEN`, and whether it is frozen.
@@ -846,12 +874,7 @@ async fn n9b_after_the_listener_dies_silently_a_claimed_delivery_is_not_sent_wit
  {
     let rx = Receiver::start().await;
     let (old, old_hits, _hold) = counting_hanging_endpoint().await;
-    let server = crate::database::server_url();
-    let upstream = server
-        .rsplit_once('@')
-        .map_or(server.as_str(), |(_, h)| h)
-        .trim_start_matches("postgres://")
-        .to_owned();
+    let upstream = database_host_port();
     let relay = SilentRelay::start(upstream.clone());
     let through = relay.addr.clone();
     let (app, s, id) = two_claimed_behind_a_hung_attempt_with(&rx, &old, move |c| {
@@ -863,42 +886,9 @@ async fn n9b_after_the_listener_dies_silently_a_claimed_delivery_is_not_sent_wit
     .await;
     assert!(app.config.database_url.contains(&relay.addr), "relayed");
     assert_eq!(relay.freeze_listeners(), 1, "one listening connection");
-    let res = app
-        .api(Method::PATCH, &format!("{ENDPOINTS}/{id}"), &s.token)
-        .json(&json!({ "url": rx.url, "secret": true, "expirePrevious": true }))
-        .send()
-        .await
-        .expect("send");
-    assert_eq!(res.status(), StatusCode::OK);
-    let new_secret = body(res).await["data"]["secret"]
-        .as_str()
-        .expect("new secret")
-        .to_owned();
-    crate::helpers::eventually_within(
-        Duration::from_secs(30),
-        "the waiting delivery sent (to either URL)",
-        || async {
-            (old_hits.load(Ordering::SeqCst) >= 2 || !rx.received().is_empty()).then_some(())
-        },
-    )
-    .await;
-    assert_eq!(
-        old_hits.load(Ordering::SeqCst),
-        1,
-        "after the PATCH answered, a delivery went to the old URL (with the erased secret)"
-    );
-    let got = rx.wait_for(1).await.remove(0);
-    let sig = got.header("x-partner-signature").expect("signed");
-    assert_eq!(
-        crate::helpers::verify_signature(
-            sig,
-            &got.body,
-            &new_secret,
-            OffsetDateTime::now_utc().unix_timestamp()
-        ),
-        Ok(()),
-        "signed with the secret of the endpoint as it is now"
-    );
+    let new_secret = move_to_and_rotate(&app, &s, &id, &rx.url).await;
+    went_to_the_old_url_once(&old_hits, &rx).await;
+    signed_with(&rx, &new_secret).await;
 }
 
 /// N9b' of issue 23's re-try: the worker's `LISTEN` connection dies silently 0.3 s before the
@@ -913,12 +903,7 @@ async fn n9b_prime_a_claim_sent_before_a_silent_death_is_found_is_not_sent_with_
  {
     let rx = Receiver::start().await;
     let (old, old_hits, release, _hold) = releasable_hanging_endpoint().await;
-    let server = crate::database::server_url();
-    let upstream = server
-        .rsplit_once('@')
-        .map_or(server.as_str(), |(_, h)| h)
-        .trim_start_matches("postgres://")
-        .to_owned();
+    let upstream = database_host_port();
     let relay = SilentRelay::start(upstream.clone());
     let through = relay.addr.clone();
     let (app, s, id) = two_claimed_behind_a_hung_attempt_with(&rx, &old, move |c| {
@@ -931,43 +916,10 @@ async fn n9b_prime_a_claim_sent_before_a_silent_death_is_found_is_not_sent_with_
     let died = std::time::Instant::now();
     assert_eq!(relay.freeze_listeners(), 1, "one listening connection");
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let res = app
-        .api(Method::PATCH, &format!("{ENDPOINTS}/{id}"), &s.token)
-        .json(&json!({ "url": rx.url, "secret": true, "expirePrevious": true }))
-        .send()
-        .await
-        .expect("send");
-    assert_eq!(res.status(), StatusCode::OK);
-    let new_secret = body(res).await["data"]["secret"]
-        .as_str()
-        .expect("new secret")
-        .to_owned();
+    let new_secret = move_to_and_rotate(&app, &s, &id, &rx.url).await;
     // The waiting delivery's turn: 1 s after the death (past the last echo's 750 ms).
     tokio::time::sleep(Duration::from_secs(1).saturating_sub(died.elapsed())).await;
     release.notify_one();
-    crate::helpers::eventually_within(
-        Duration::from_secs(30),
-        "the waiting delivery sent (to either URL)",
-        || async {
-            (old_hits.load(Ordering::SeqCst) >= 2 || !rx.received().is_empty()).then_some(())
-        },
-    )
-    .await;
-    assert_eq!(
-        old_hits.load(Ordering::SeqCst),
-        1,
-        "after the PATCH answered, a delivery went to the old URL (with the erased secret)"
-    );
-    let got = rx.wait_for(1).await.remove(0);
-    let sig = got.header("x-partner-signature").expect("signed");
-    assert_eq!(
-        crate::helpers::verify_signature(
-            sig,
-            &got.body,
-            &new_secret,
-            OffsetDateTime::now_utc().unix_timestamp()
-        ),
-        Ok(()),
-        "signed with the secret of the endpoint as it is now"
-    );
+    went_to_the_old_url_once(&old_hits, &rx).await;
+    signed_with(&rx, &new_secret).await;
 }
