@@ -321,6 +321,15 @@ async fn a_burst_at_the_turn_reads_only_for_what_the_budget_admits(
     );
 }
 
+/// The budget in the shared Redis, under a prefix of this test's own.
+fn redis_budget() -> impl FnOnce(&mut partner_server::Config) {
+    let prefix = format!("test:{}:", uuid::Uuid::new_v4().simple());
+    move |c| {
+        c.redis_url = Some(REDIS_URL.into());
+        c.redis_key_prefix = prefix;
+    }
+}
+
 #[tokio::test]
 async fn n8_a_burst_at_the_windows_turn_reads_only_for_what_the_budget_admits() {
     a_burst_at_the_turn_reads_only_for_what_the_budget_admits(|_| {}, false).await;
@@ -328,30 +337,14 @@ async fn n8_a_burst_at_the_windows_turn_reads_only_for_what_the_budget_admits() 
 
 #[tokio::test]
 async fn n8_a_burst_at_the_windows_turn_reads_only_for_what_the_budget_admits_with_redis() {
-    let prefix = format!("test:{}:", uuid::Uuid::new_v4().simple());
-    a_burst_at_the_turn_reads_only_for_what_the_budget_admits(
-        |c| {
-            c.redis_url = Some(REDIS_URL.into());
-            c.redis_key_prefix = prefix;
-        },
-        false,
-    )
-    .await;
+    a_burst_at_the_turn_reads_only_for_what_the_budget_admits(redis_budget(), false).await;
 }
 
 /// N8 on an instance that never saw the token: it checks the token alone, charges, then reads.
 #[tokio::test]
 async fn n8_a_burst_on_an_instance_that_never_saw_the_token_reads_only_for_what_the_budget_admits()
 {
-    let prefix = format!("test:{}:", uuid::Uuid::new_v4().simple());
-    a_burst_at_the_turn_reads_only_for_what_the_budget_admits(
-        |c| {
-            c.redis_url = Some(REDIS_URL.into());
-            c.redis_key_prefix = prefix;
-        },
-        true,
-    )
-    .await;
+    a_burst_at_the_turn_reads_only_for_what_the_budget_admits(redis_budget(), true).await;
 }
 
 /// N11 of issue 23's re-try: a 403 decided by who the caller is reads no partner data, even for
