@@ -448,13 +448,15 @@ impl diesel::query_builder::QueryFragment<Pg> for FilteredTotal<'_> {
 /// A filtered page at any offset (migration 000021): the partner's listing groups (a
 /// `created_at`, shared by a bulk order's codes) with matching coupons, newest first, each with
 /// its matching count `m` from `coupon_counts` and the matching coupons of the newer groups
-/// `before`; the page starts in the group where `before <= offset < before + m`, `offset - before`
-/// matching rows into it, and takes the following groups' matching rows until it is full. Each
-/// group's rows are read from `coupons_page_idx` (its columns carry the filters: index-only once
-/// vacuum has marked the pages all-visible), so a page reads the counts of the groups before its
-/// offset and the index entries of at most the groups it shows (plus one): never the partner's
-/// other coupons. The executor stops at the page's end (`LIMIT` over an incremental sort by group,
-/// then code). Then the page's rows by code.
+/// `before`; a group shows its rows `[before, before + m)` of the listing, so the page
+/// `[offset, offset + limit)` takes from each group it meets `take` rows after skipping `skip`.
+/// The walk stops `limit` groups after the first the page meets (no more can meet it; the
+/// groups past the page take 0 rows and read nothing), so a page reads a count row per group
+/// before its offset and the index entries of the groups it shows: never the partner's other
+/// coupons. Each group's rows come from `coupons_page_idx` (its columns carry the filters:
+/// index-only once vacuum has marked the pages all-visible); then the page's rows by code. (A
+/// `LIMIT` over the groups' rows sorted by group and code instead let the planner sort every
+/// group's rows past the offset: 380 ms for a page of 1,000,000 coupons.)
 struct FilteredPage<'a> {
     scope: TokenScope,
     narrowing: &'a Narrowing,
@@ -489,25 +491,32 @@ impl diesel::query_builder::QueryFragment<Pg> for FilteredPage<'_> {
         out.push_sql(
             " GROUP BY c.created_at ORDER BY c.created_at DESC), \
              w AS (SELECT g.created_at, g.m, (sum(g.m) OVER (ORDER BY g.created_at DESC \
-               ROWS UNBOUNDED PRECEDING))::bigint - g.m AS before FROM g) \
-             SELECT ",
+               ROWS UNBOUNDED PRECEDING))::bigint - g.m AS before FROM g), \
+             s AS (SELECT w.created_at, greatest(",
         );
+        out.push_bind_param::<BigInt, _>(&self.offset)?;
+        out.push_sql(" - w.before, 0) AS skip, least(w.before + w.m, ");
+        out.push_bind_param::<BigInt, _>(&self.offset)?;
+        out.push_sql(" + ");
+        out.push_bind_param::<BigInt, _>(&self.limit)?;
+        out.push_sql(") - greatest(w.before, ");
+        out.push_bind_param::<BigInt, _>(&self.offset)?;
+        out.push_sql(") AS take FROM w WHERE w.before + w.m > ");
+        out.push_bind_param::<BigInt, _>(&self.offset)?;
+        out.push_sql(" ORDER BY w.created_at DESC LIMIT ");
+        out.push_bind_param::<BigInt, _>(&self.limit)?;
+        out.push_sql(") SELECT ");
         self.columns.walk_ast(out.reborrow())?;
         out.push_sql(
-            " FROM coupons WHERE coupons.code IN (SELECT k.code FROM w CROSS JOIN LATERAL \
+            " FROM coupons WHERE coupons.code IN (SELECT k.code FROM s CROSS JOIN LATERAL \
                (SELECT i.code FROM coupons i WHERE i.partner_id = (SELECT id FROM p) \
-                 AND i.created_at = w.created_at",
+                 AND i.created_at = s.created_at",
         );
         self.narrowing.walk_ast("i", false, out.reborrow())?;
-        out.push_sql(" ORDER BY i.code OFFSET greatest(");
-        out.push_bind_param::<BigInt, _>(&self.offset)?;
-        out.push_sql(" - w.before, 0) LIMIT ");
-        out.push_bind_param::<BigInt, _>(&self.limit)?;
-        out.push_sql(") k WHERE w.before + w.m > ");
-        out.push_bind_param::<BigInt, _>(&self.offset)?;
-        out.push_sql(" ORDER BY w.created_at DESC, k.code LIMIT ");
-        out.push_bind_param::<BigInt, _>(&self.limit)?;
-        out.push_sql(") ORDER BY coupons.created_at DESC, coupons.code");
+        out.push_sql(
+            " ORDER BY i.code OFFSET s.skip LIMIT greatest(s.take, 0)) k) \
+             ORDER BY coupons.created_at DESC, coupons.code",
+        );
         Ok(())
     }
 }
