@@ -5,9 +5,10 @@
 # (default 1,000,000) and PARTNERS - 1 small ones (default 1,999) of COUPONS_SMALL each (default
 # 400). Schema from the server's own `migrate`; indexes dropped for the load and rebuilt; the
 # load runs with session_replication_role = replica (no trigger), so `coupon_blocks` is then
-# filled the way migration 000019 fills it. A portal user of `ds-big` and its token (pepper
-# bench-pepper) are kept in `dataset_info`, as bench/dataset.sh keeps them, so bench/reads.sh
-# and bench/coupons.sh run on it with BENCH_DATASET=<database>.
+# filled the way migration 000019 fills it, and `coupon_counts`/`coupon_totals` as 000021 does.
+# A portal user of `ds-big` and its token (pepper bench-pepper) are kept in `dataset_info`, as
+# bench/dataset.sh keeps them, so bench/reads.sh and bench/coupons.sh run on it with
+# BENCH_DATASET=<database>.
 # Usage: bash bench/coupons-dataset.sh   (COUPONS_DB=pp_coupons, COUPONS_BIG, COUPONS_SMALL,
 #        PARTNERS, DATASET_T0, BENCH_BIN=path/to/partner-server to skip the build)
 set -euo pipefail
@@ -72,8 +73,18 @@ INSERT INTO coupon_blocks (partner_id, created_at, n, older)
 SELECT partner_id, created_at, n, coalesce(sum(n) OVER (PARTITION BY partner_id ORDER BY created_at
     ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)
 FROM (SELECT partner_id, created_at, count(*) AS n FROM coupons GROUP BY partner_id, created_at) g;
+-- And what those of migration 000021 would have (when the binary has it).
+SELECT 'TRUNCATE coupon_counts, coupon_totals' WHERE to_regclass('coupon_counts') IS NOT NULL \gexec
+SELECT 'INSERT INTO coupon_counts (partner_id, created_at, product_slug, status, expires_at, n)
+  SELECT partner_id, created_at, product_slug, status, coupon_count_expiry(status, expires_at), count(*)
+  FROM coupons GROUP BY 1, 2, 3, 4, 5' WHERE to_regclass('coupon_counts') IS NOT NULL \gexec
+SELECT 'INSERT INTO coupon_totals (partner_id, status, product_slug, expires_at, n)
+  SELECT partner_id, status, product_slug, expires_at, sum(n)::bigint FROM coupon_counts GROUP BY 1, 2, 3, 4'
+  WHERE to_regclass('coupon_totals') IS NOT NULL \gexec
 SQL
 psql -q "$DB" -c 'VACUUM (ANALYZE) coupons' -c 'VACUUM (ANALYZE) coupon_blocks' -c 'VACUUM (ANALYZE) partners' -c CHECKPOINT
+[ "$(psql -Atq "$DB" -c "SELECT to_regclass('coupon_counts') IS NOT NULL")" != t ] ||
+  psql -q "$DB" -c 'VACUUM (ANALYZE) coupon_counts' -c 'VACUUM (ANALYZE) coupon_totals' 
 $BIN serve --no-migrate --role api >/dev/null 2>&1 &
 SERVER=$!
 trap 'kill $SERVER 2>/dev/null || true' EXIT

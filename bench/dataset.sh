@@ -213,6 +213,15 @@ if [ "$(q -At -c "SELECT to_regclass('coupon_blocks') IS NOT NULL")" = t ]; then
     -c "VACUUM (ANALYZE) coupon_blocks"
   phase "coupon blocks"
 fi
+# And their counts (migration 000021).
+if [ "$(q -At -c "SELECT to_regclass('coupon_counts') IS NOT NULL")" = t ]; then
+  q -c "TRUNCATE coupon_counts, coupon_totals" -c "INSERT INTO coupon_counts (partner_id, created_at, product_slug, status, expires_at, n)
+    SELECT partner_id, created_at, product_slug, status, coupon_count_expiry(status, expires_at), count(*) FROM coupons GROUP BY 1, 2, 3, 4, 5" \
+    -c "INSERT INTO coupon_totals (partner_id, status, product_slug, expires_at, n)
+    SELECT partner_id, status, product_slug, expires_at, sum(n)::bigint FROM coupon_counts GROUP BY 1, 2, 3, 4" \
+    -c "VACUUM (ANALYZE) coupon_counts" -c "VACUUM (ANALYZE) coupon_totals"
+  phase "coupon counts"
+fi
 
 # The events of the last 30 days, one transaction per day (oldest first, so the feed's order is
 # the order of time), each: leads, orders and payouts whose age falls in that day.

@@ -69,6 +69,7 @@ READS=(
   "/api/v1/care-service-links?sub=7"
   /api/v1/care-services-coupons
   "/api/v1/care-services-coupons?format=csv"
+  "/api/v1/care-services-coupons?status=active,redeemed&product_slug=primary&offset=1"
   /api/v1/webhook-endpoints
   /api/v1/webhook-deliveries
   "/api/v1/webhook-deliveries/$DELIVERY"

@@ -12,7 +12,7 @@ use time::OffsetDateTime;
 use crate::helpers::{Seeded, TestApp, assert_error, body, lead_body, partner_body};
 
 /// Each partner read, with the rate-limit group it charges (checked through its headers).
-pub(crate) const READS: [&str; 21] = [
+pub(crate) const READS: [&str; 22] = [
     "/api/v1/sub-accounts",
     "/api/v1/sub-accounts/{sub}",
     "/api/v1/leads",
@@ -27,6 +27,7 @@ pub(crate) const READS: [&str; 21] = [
     "/api/v1/care-service-links?sub=7",
     "/api/v1/embed",
     "/api/v1/care-services-coupons",
+    "/api/v1/care-services-coupons?status=active,redeemed&product_slug=primary",
     "/api/v1/care-services-coupons/{coupon}",
     "/api/v1/webhook-endpoints",
     "/api/v1/webhook-deliveries",

@@ -56,6 +56,27 @@ diesel::table! {
 }
 
 diesel::table! {
+    coupon_counts (partner_id, created_at, product_slug, status, expires_at) {
+        partner_id -> Text,
+        created_at -> Timestamptz,
+        product_slug -> Text,
+        status -> Text,
+        expires_at -> Timestamptz,
+        n -> Int8,
+    }
+}
+
+diesel::table! {
+    coupon_totals (partner_id, status, product_slug, expires_at) {
+        partner_id -> Text,
+        status -> Text,
+        product_slug -> Text,
+        expires_at -> Timestamptz,
+        n -> Int8,
+    }
+}
+
+diesel::table! {
     coupons (id) {
         id -> Uuid,
         code -> Text,
@@ -306,6 +327,8 @@ diesel::allow_tables_to_appear_in_same_query!(
     care_service_flags,
     catalog_products,
     coupon_blocks,
+    coupon_counts,
+    coupon_totals,
     coupons,
     domain_events,
     event_feed_pruned,

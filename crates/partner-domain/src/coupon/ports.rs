@@ -13,7 +13,7 @@ use async_trait::async_trait;
 use time::OffsetDateTime;
 
 use crate::account::auth::{Sealed, TokenKey};
-use crate::coupon::{Coupon, CouponCode, CouponFilter, CouponQuery, ProductSlug, Redemption};
+use crate::coupon::{Coupon, CouponCode, CouponFilter, ProductSlug, Redemption};
 use crate::kernel::error::RepoError;
 use crate::kernel::ids::CouponId;
 
@@ -50,14 +50,8 @@ pub trait CouponRepo: Send + Sync {
         id: CouponId,
         now: OffsetDateTime,
     ) -> Result<Result<Coupon, Option<Coupon>>, RepoError>;
-    /// A page of the partner's coupons matching the query at `now` (effective statuses), newest
-    /// first, and the count of all that match.
-    async fn list(
-        &self,
-        q: &CouponQuery,
-        now: OffsetDateTime,
-    ) -> Result<(Vec<Coupon>, u64), RepoError>;
-    /// In ONE round trip: the token of `key` and [`CouponRepo::list`] at `key.now` for the
+    /// In ONE round trip: the token of `key` and a page of the coupons matching `filter` at
+    /// `key.now` (effective statuses), newest first, with the count of all that match, for the
     /// partner the statements derive from the token by [`crate::coupon::listing_scope`]'s rule
     /// (nothing when the token is not live or the scope is refused).
     async fn list_for_token(
