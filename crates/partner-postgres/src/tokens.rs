@@ -29,17 +29,20 @@ impl TokenRepo for PgStore {
         let token_id = token_id.as_uuid();
         let mut conn = self.conn().await?;
         let stale = now - LAST_USED_RESOLUTION;
-        diesel::update(api_tokens::table)
-            .filter(api_tokens::id.eq(token_id))
-            .filter(
-                api_tokens::last_used_at
-                    .is_null()
-                    .or(api_tokens::last_used_at.le(stale)),
-            )
-            .set(api_tokens::last_used_at.eq(now))
-            .execute(&mut conn)
-            .await
-            .map_err(db)?;
+        // SKIP LOCKED: a touch whose row another instance is writing (and whose commit may be
+        // waiting on the WAL) leaves it to that one instead of queueing behind it with a pooled
+        // connection held; both record the same use to within the resolution.
+        diesel::sql_query(
+            "UPDATE api_tokens SET last_used_at = $2 WHERE id = (SELECT id FROM api_tokens \
+             WHERE id = $1 AND (last_used_at IS NULL OR last_used_at <= $3) \
+             FOR UPDATE SKIP LOCKED)",
+        )
+        .bind::<diesel::sql_types::Uuid, _>(token_id)
+        .bind::<diesel::sql_types::Timestamptz, _>(now)
+        .bind::<diesel::sql_types::Timestamptz, _>(stale)
+        .execute(&mut conn)
+        .await
+        .map_err(db)?;
         Ok(())
     }
 }

@@ -10,8 +10,8 @@
 //! assert_eq!(bearer(None), None);
 //! ```
 
-use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, RwLock};
 
 use time::{Duration, OffsetDateTime};
 
@@ -204,6 +204,32 @@ pub struct AuthService {
     pepper: Option<TokenPepper>,
     clock: Arc<dyn Clock>,
     seen: Arc<SeenTokens>,
+    touching: Arc<Touching>,
+}
+
+/// The tokens whose `lastUsedAt` write is in flight in this process: when a token's touch falls
+/// due, every request of it in flight would otherwise send the same `UPDATE`, each holding a
+/// pooled connection while they queue on the token's row behind one slow commit, until the pool
+/// runs out (found by the soak of issue 22: 56 answers 503 in one stalled second).
+#[derive(Debug, Default)]
+struct Touching(Mutex<HashSet<TokenId>>);
+
+impl Touching {
+    fn set(&self) -> std::sync::MutexGuard<'_, HashSet<TokenId>> {
+        // A panic while holding this lock leaves a set that is still sound.
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// Takes a token out of [`Touching`] when its write ends, however it ends (even cancelled).
+struct TouchInFlight<'a>(&'a Touching, TokenId);
+
+impl Drop for TouchInFlight<'_> {
+    fn drop(&mut self) {
+        self.0.set().remove(&self.1);
+    }
 }
 
 /// What each keyed hash last authenticated as in this process, so the rate limit can be asked
@@ -276,6 +302,7 @@ impl AuthService {
             pepper,
             clock,
             seen: Arc::default(),
+            touching: Arc::default(),
         }
     }
 
@@ -423,8 +450,14 @@ impl AuthService {
         })
     }
 
-    /// Records that the token was used now (throttled in storage as well).
+    /// Records that the token was used now (throttled in storage as well). At most one write per
+    /// token is in flight in this process: a call while one is returns at once, as that write
+    /// records the same use to within [`LAST_USED_RESOLUTION`].
     pub async fn touch(&self, token_id: TokenId) -> Result<(), RepoError> {
+        if !self.touching.set().insert(token_id) {
+            return Ok(());
+        }
+        let _in_flight = TouchInFlight(&self.touching, token_id);
         self.tokens
             .touch_last_used(token_id, self.clock.now())
             .await
@@ -500,6 +533,28 @@ mod tests {
         svc.authenticate(header.as_deref().map(str::as_bytes))
             .now_or_never()
             .expect("ready")
+    }
+
+    #[test]
+    fn a_touch_while_one_of_the_same_token_is_in_flight_writes_nothing() {
+        let token = TokenId::from_uuid(Uuid::from_u128(1));
+        let other = TokenId::from_uuid(Uuid::from_u128(3));
+        let mut repo = MockTokenRepo::new();
+        // Only the other token's touch and the one after the first ended reach the store.
+        repo.expect_touch_last_used()
+            .times(2)
+            .returning(|_, _| Ok(()));
+        let svc = AuthService::new(Arc::new(repo), None, Arc::new(FixedClock::new(NOW)));
+        svc.touching.set().insert(token);
+        svc.touch(token).now_or_never().expect("ready").expect("ok");
+        svc.touch(other).now_or_never().expect("ready").expect("ok");
+        assert!(
+            !svc.touching.set().contains(&other),
+            "a finished touch leaves the set"
+        );
+        svc.touching.set().remove(&token);
+        svc.touch(token).now_or_never().expect("ready").expect("ok");
+        assert!(svc.touching.set().is_empty());
     }
 
     fn known() -> TokenText {
