@@ -3,7 +3,7 @@
 //! asserted; the only timings are generous upper bounds.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use partner_domain::webhook::ports::DeliveryRepo;
@@ -727,7 +727,12 @@ async fn move_to_and_rotate(app: &TestApp, s: &Seeded, id: &str, url: &str) -> S
 
 /// The first delivery `rx` receives, signed with `secret`.
 async fn signed_with(rx: &Receiver, secret: &str) -> crate::receiver::Received {
-    let got = rx.wait_for(1).await.remove(0);
+    nth_signed_with(rx, 0, secret).await
+}
+
+/// The delivery `rx` receives after its first `n`, signed with `secret`.
+async fn nth_signed_with(rx: &Receiver, n: usize, secret: &str) -> crate::receiver::Received {
+    let got = rx.wait_for(n + 1).await.swap_remove(n);
     let sig = got.header("x-partner-signature").expect("signed");
     assert_eq!(
         crate::helpers::verify_signature(
@@ -769,17 +774,29 @@ fn database_host_port() -> String {
         .to_owned()
 }
 
-/// One relayed connection: whether it has sent a `LISTEN`, and whether it is frozen.
-type RelayedConn = (Arc<AtomicBool>, Arc<AtomicBool>);
+/// One relayed connection.
+#[derive(Default)]
+struct RelayedConn {
+    /// It has sent a `LISTEN`.
+    listens: AtomicBool,
+    /// Nothing more is forwarded.
+    frozen: AtomicBool,
+    /// Frozen once a chunk from the server that carries a probe's echo has been forwarded.
+    frozen_after_an_echo: AtomicBool,
+    /// How long what the server sends is held (milliseconds).
+    delay: AtomicU64,
+}
 
 /// A TCP relay in front of the test's PostgreSQL that can make the connections that `LISTEN`
 /// silently dead: they stay open, but nothing more is forwarded either way (no FIN, no RST), as
-/// when a NAT or a firewall drops the flow. Connections made after that are relayed as usual.
+/// when a NAT or a firewall drops the flow; or slow: what the server sends them is held a while
+/// (in order), as by a congested or delaying proxy. Connections made after that are relayed as
+/// usual.
 struct SilentRelay {
     /// `host:port` of the relay.
     addr: String,
     /// Every relayed connection.
-    conns: Arc<std::sync::Mutex<Vec<RelayedConn>>>,
+    conns: Arc<std::sync::Mutex<Vec<Arc<RelayedConn>>>>,
 }
 
 impl SilentRelay {
@@ -803,46 +820,63 @@ impl SilentRelay {
                     let Ok(server) = tokio::net::TcpStream::connect(&upstream).await else {
                         continue;
                     };
-                    let listens = Arc::new(AtomicBool::new(false));
-                    let frozen = Arc::new(AtomicBool::new(false));
-                    all.lock()
-                        .expect("lock")
-                        .push((listens.clone(), frozen.clone()));
+                    let conn = Arc::new(RelayedConn::default());
+                    all.lock().expect("lock").push(conn.clone());
                     let (cr, cw) = client.into_split();
                     let (sr, sw) = server.into_split();
-                    tokio::spawn(Self::pump(cr, sw, Some(listens), frozen.clone()));
-                    tokio::spawn(Self::pump(sr, cw, None, frozen));
+                    tokio::spawn(Self::pump(cr, sw, conn.clone(), true));
+                    tokio::spawn(Self::pump(sr, cw, conn, false));
                 }
             });
         });
         Self { addr, conns }
     }
 
-    /// Copies `from` to `to` until either closes; once `frozen`, forwards nothing more and holds
-    /// both ends open. `listens` is set when a `LISTEN` passes.
+    /// Copies `from` to `to` until either closes; what the server sends (`!to_server`) is held
+    /// `conn.delay` from its reading (in order). Once `conn` is frozen, forwards nothing more
+    /// and holds both ends open. Marks `conn` as listening when a `LISTEN` passes to the server.
     async fn pump(
         mut from: tokio::net::tcp::OwnedReadHalf,
         mut to: tokio::net::tcp::OwnedWriteHalf,
-        listens: Option<Arc<AtomicBool>>,
-        frozen: Arc<AtomicBool>,
+        conn: Arc<RelayedConn>,
+        to_server: bool,
     ) {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let (held, mut due) =
+            tokio::sync::mpsc::unbounded_channel::<(tokio::time::Instant, Vec<u8>)>();
+        tokio::spawn(async move {
+            while let Some((at, chunk)) = due.recv().await {
+                tokio::time::sleep_until(at).await;
+                if to.write_all(&chunk).await.is_err() {
+                    return;
+                }
+            }
+        });
         let mut buf = vec![0_u8; 64 * 1024];
         loop {
             let n = match from.read(&mut buf).await {
                 Ok(0) | Err(_) => return,
                 Ok(n) => n,
             };
-            if frozen.load(Ordering::SeqCst) {
+            if conn.frozen.load(Ordering::SeqCst) {
                 // Swallowed, and the sockets held open (no FIN, no RST) until the test ends.
                 std::future::pending::<()>().await;
             }
-            if let Some(l) = &listens
-                && buf[..n].windows(6).any(|w| w == b"LISTEN")
-            {
-                l.store(true, Ordering::SeqCst);
-            }
-            if to.write_all(&buf[..n]).await.is_err() {
+            let chunk = &buf[..n];
+            let has = |word: &[u8]| chunk.windows(word.len()).any(|w| w == word);
+            let hold = if to_server {
+                if has(b"LISTEN") {
+                    conn.listens.store(true, Ordering::SeqCst);
+                }
+                0
+            } else {
+                if conn.frozen_after_an_echo.load(Ordering::SeqCst) && has(b"webhook_probe") {
+                    conn.frozen.store(true, Ordering::SeqCst);
+                }
+                conn.delay.load(Ordering::SeqCst)
+            };
+            let at = tokio::time::Instant::now() + Duration::from_millis(hold);
+            if held.send((at, chunk.to_vec())).is_err() {
                 return;
             }
         }
@@ -850,13 +884,40 @@ impl SilentRelay {
 
     /// Makes every connection that has listened so far silently dead; returns how many.
     fn freeze_listeners(&self) -> usize {
+        self.listeners(|c| c.frozen.store(true, Ordering::SeqCst))
+    }
+
+    /// Makes every connection that has listened so far silently dead right after it hears its
+    /// next probe echo (when it has the longest trust it can have); returns once that happened.
+    async fn freeze_listeners_after_an_echo(&self) {
+        assert_eq!(
+            self.listeners(|c| c.frozen_after_an_echo.store(true, Ordering::SeqCst)),
+            1,
+            "one listening connection"
+        );
+        eventually("the listener frozen after an echo", || async {
+            let conns = self.conns.lock().expect("lock");
+            conns
+                .iter()
+                .any(|c| c.frozen.load(Ordering::SeqCst))
+                .then_some(())
+        })
+        .await
+    }
+
+    /// Holds what the server sends every connection that has listened so far `delay` (they stay
+    /// alive, only late); returns how many.
+    fn slow_listeners(&self, delay: Duration) -> usize {
+        let ms = u64::try_from(delay.as_millis()).expect("a delay in milliseconds");
+        self.listeners(|c| c.delay.store(ms, Ordering::SeqCst))
+    }
+
+    fn listeners(&self, mut f: impl FnMut(&RelayedConn)) -> usize {
         let conns = self.conns.lock().expect("lock");
         let mut n = 0;
-        for (listens, frozen) in conns.iter() {
-            if listens.load(Ordering::SeqCst) {
-                frozen.store(true, Ordering::SeqCst);
-                n += 1;
-            }
+        for c in conns.iter().filter(|c| c.listens.load(Ordering::SeqCst)) {
+            f(c);
+            n += 1;
         }
         n
     }
@@ -922,4 +983,111 @@ async fn n9b_prime_a_claim_sent_before_a_silent_death_is_found_is_not_sent_with_
     release.notify_one();
     went_to_the_old_url_once(&old_hits, &rx).await;
     signed_with(&rx, &new_secret).await;
+}
+
+/// N9b' residual of issue 23's re-try: the worker's `LISTEN` connection dies silently right
+/// after a probe's echo, 0.2 s before the endpoint changes, and the delivery claimed before the change gets its turn at once
+/// after the `PATCH` is answered: while the listener's last probe echo still vouches for it (it
+/// holds 750 ms from its asking), so it used to go out as claimed, to the old URL and signed
+/// only with the erased secret (16 of 20 changes in the re-try). Now every attempt is sent only
+/// once a read of the endpoint's row, begun when the attempt was ready, finds it unchanged: the
+/// delivery is given back and goes to the new URL with the new secret.
+#[tokio::test]
+async fn n9b_prime_residual_a_claim_sent_right_after_a_silent_death_and_a_change_is_not_sent_as_it_was()
+ {
+    let rx = Receiver::start().await;
+    let (old, old_hits, release, _hold) = releasable_hanging_endpoint().await;
+    let upstream = database_host_port();
+    let relay = SilentRelay::start(upstream.clone());
+    let through = relay.addr.clone();
+    let (app, s, id) = two_claimed_behind_a_hung_attempt_with(&rx, &old, move |c| {
+        c.database_url = c.database_url.replacen(&upstream, &through, 1);
+        // The hung attempt ends when the test releases it, not by its timeout.
+        c.webhook_timeout = Duration::from_secs(6);
+    })
+    .await;
+    assert!(app.config.database_url.contains(&relay.addr), "relayed");
+    relay.freeze_listeners_after_an_echo().await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let new_secret = move_to_and_rotate(&app, &s, &id, &rx.url).await;
+    // The waiting delivery's turn: now, well within the last echo's 750 ms.
+    release.notify_one();
+    went_to_the_old_url_once(&old_hits, &rx).await;
+    signed_with(&rx, &new_secret).await;
+}
+
+/// N9b'' of issue 23's re-try: the worker's `LISTEN` connection is slow, not dead: what the
+/// server sends it arrives 0.3 s late. Its probes' echoes come back within the 1 s they are
+/// allowed, so it is never found deaf, and it vouched for every claim while each change's
+/// announcement was still on its way: a delivery claimed before a change and sent within the
+/// delay after the change's answer went out as claimed (7 of 8 changes leaked in the re-try).
+/// Here, change after change, the endpoint is moved from a hanging URL (one attempt hung there,
+/// one more claimed behind it) to the receiver with a rotated secret (`expirePrevious`), and the
+/// hung attempt is ended as soon as the `PATCH` answers, so the waiting delivery's turn comes
+/// within the delay: each time it goes to the new URL, signed with the secret just returned.
+#[tokio::test]
+async fn n9b_second_prime_a_slow_listener_connection_never_leaks_an_old_secret() {
+    const CHANGES: usize = 6;
+    let rx = Receiver::start().await;
+    let (old, old_hits, release, _hold) = releasable_hanging_endpoint().await;
+    let upstream = database_host_port();
+    let relay = SilentRelay::start(upstream.clone());
+    let through = relay.addr.clone();
+    let (app, s, id) = two_claimed_behind_a_hung_attempt_with(&rx, &old, move |c| {
+        c.database_url = c.database_url.replacen(&upstream, &through, 1);
+        // The hung attempts end when the test releases them, not by their timeout.
+        c.webhook_timeout = Duration::from_secs(6);
+    })
+    .await;
+    assert!(app.config.database_url.contains(&relay.addr), "relayed");
+    assert_eq!(
+        relay.slow_listeners(Duration::from_millis(300)),
+        1,
+        "one listening connection"
+    );
+    for change in 0..CHANGES {
+        if change > 0 {
+            // Back to the hanging URL (the secret unchanged), its announcement heard (late)
+            // before the next two deliveries are claimed.
+            let res = app
+                .api(Method::PATCH, &format!("{ENDPOINTS}/{id}"), &s.token)
+                .json(&json!({ "url": old }))
+                .send()
+                .await
+                .expect("send");
+            assert_eq!(res.status(), StatusCode::OK);
+            tokio::time::sleep(Duration::from_millis(600)).await;
+            for _ in 0..2 {
+                app.ingest_lead(&lead_body("acme", json!({}))).await;
+            }
+        }
+        eventually(
+            "one attempt hung at the old URL, one claimed behind it",
+            || async {
+                (claimed(&app, "acme").await == 2 && old_hits.load(Ordering::SeqCst) == change + 1)
+                    .then_some(())
+            },
+        )
+        .await;
+        let new_secret = move_to_and_rotate(&app, &s, &id, &rx.url).await;
+        // The waiting delivery's turn: now, while the change's announcement is on its way.
+        release.notify_one();
+        crate::helpers::eventually_within(
+            Duration::from_secs(30),
+            "the waiting delivery sent (to either URL)",
+            || async {
+                (old_hits.load(Ordering::SeqCst) > change + 1 || rx.received().len() > change)
+                    .then_some(())
+            },
+        )
+        .await;
+        assert_eq!(
+            old_hits.load(Ordering::SeqCst),
+            change + 1,
+            "change {change}: after the PATCH answered, a delivery went to the old URL"
+        );
+        nth_signed_with(&rx, change, &new_secret).await;
+    }
+    // Slow all along, never found deaf: the listener is the one first relayed.
+    assert_eq!(relay.slow_listeners(Duration::from_millis(300)), 1);
 }

@@ -91,15 +91,13 @@ pub async fn announce_deliveries(
 /// keepalive defaults), while its announcements are lost.
 const PROBE_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
 /// How long the echo of a probe may take before the listener counts itself deaf. A live
-/// connection echoes within milliseconds; a false alarm costs a reconnect and one endpoint
-/// lookup per delivery claimed before it, nothing more.
+/// connection echoes within milliseconds; a false alarm costs a reconnect, nothing more.
 const PROBE_WITHIN: std::time::Duration = std::time::Duration::from_secs(1);
 /// How long a probe's echo proves that the listener heard every change (issue 23, N9b'): from
 /// the probe's asking, one [`PROBE_EVERY`] until the next probe is asked, and 250 ms for its echo
-/// to come back. Past it the worker checks a claim's endpoint before sending it, so a change
-/// committed after a silent death goes out as claimed only within this bound, not until the
-/// death is found (up to 2 s). A live connection echoes within milliseconds: the hot path
-/// never checks.
+/// to come back. The worker no longer sends on this proof (it checks every attempt's endpoint
+/// row, issue 23, N9b''); it only tells whether a change the row shows and no announcement did
+/// was to be expected (past the proof) or is worth a log line (within it).
 const PROVEN_FOR: std::time::Duration = std::time::Duration::from_millis(750);
 
 /// Keeps a connection that `LISTEN`s for new deliveries and changed endpoints: calls `wake` on
@@ -116,7 +114,8 @@ const PROVEN_FOR: std::time::Duration = std::time::Duration::from_millis(750);
 /// listener listens on; a notification is delivered after every one committed before it, so its
 /// echo proves that every change committed before the probe was heard: `heard_until(t)` on each
 /// echo (and on each `listening(true)`), `t` being [`PROVEN_FOR`] after the probe was asked; past
-/// `t` the worker checks what it claimed as while not listening (issue 23, N9b'). An echo missing
+/// `t` the announcements are not trusted, as while not listening (issue 23, N9b'; the worker
+/// checks every attempt's endpoint row whatever they say, N9b''). An echo missing
 /// after [`PROBE_WITHIN`] (or a probe that could not be sent) makes the listener deaf:
 /// `listening(false)` and a new connection (issue 23, N9b). The overdue echo is noticed on the
 /// next [`PROBE_EVERY`] tick, so a silently dead connection is found within 2 s

@@ -4,17 +4,15 @@
 //! on commit), the deliveries claimed before the change are given back instead of sent with what
 //! was read (issue 23, N1). Pure bookkeeping over `Instant`s.
 //!
-//! The announcements prove a claim fresh only while they are heard: from the moment the listening
-//! connection is lost until it listens again, a change may commit unannounced. A claim made
-//! before the listener's latest (re)start, or while it is down, is [`Freshness::Unsure`]: the
-//! worker asks the store whether the endpoint's row is still the version the claim read before
-//! sending (issue 23, N9).
-//!
-//! A connection can also die silently (no FIN, no RST), and the listener finds that out only
-//! when a probe's echo is overdue (up to 2 s later). So the listener also says until when what it
-//! heard is proven ([`Changes::heard_until`]: each echo proves every change committed before its
-//! probe was heard, and holds for a probe interval and a margin); a claim sent after that is
-//! [`Freshness::Unsure`] too (issue 23, N9b').
+//! The announcements are the fast path only: every attempt the announcements do not already
+//! report stale is also checked against the endpoint's row before it is sent (`checks`; issue 23,
+//! N9b''), because an announcement can be late (a slow `LISTEN` connection) or lost. What they
+//! say beyond that tells how far they could be trusted, which the worker logs when the row
+//! disagrees: a claim made before the listener's latest (re)start, or while it is down, is
+//! [`Freshness::Unsure`] (issue 23, N9), and so is one sent after the listener's latest probe echo
+//! stopped proving what it heard ([`Changes::heard_until`]: each echo proves every change
+//! committed before its probe was heard, and holds for a probe interval and a margin; issue 23,
+//! N9b').
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -24,11 +22,11 @@ use partner_domain::kernel::ids::EndpointId;
 /// What the announcements say of a claim.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Freshness {
-    /// Heard without a break since the claim, and no change of its endpoint: send it.
+    /// Heard without a break since the claim, and no change of its endpoint announced.
     Fresh,
     /// Its endpoint changed after the claim: give it back.
     Stale,
-    /// The announcements were not heard all along since the claim: check the endpoint first.
+    /// The announcements were not heard all along since the claim.
     Unsure,
 }
 

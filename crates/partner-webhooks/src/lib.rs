@@ -30,6 +30,7 @@
 use std::time::Duration;
 
 mod changes;
+mod checks;
 mod client;
 mod lanes;
 mod maintenance;

@@ -19,6 +19,7 @@ use partner_domain::webhook::{
 use tokio::sync::{Notify, Semaphore, mpsc};
 
 use crate::changes::{Changes, Freshness};
+use crate::checks::Checks;
 use crate::client::{Client, Sent};
 use crate::lanes::{Heard, Lanes};
 use crate::{WorkerConfig, WorkerError, maintenance, recorder};
@@ -63,6 +64,8 @@ struct Inner {
     idle: Notify,
     /// Endpoint changes announced by the store: claims made before one are given back.
     changes: Mutex<Changes>,
+    /// The endpoint-row check before every attempt, shared by attempts ready together.
+    checks: Checks,
 }
 
 impl Inner {
@@ -111,6 +114,7 @@ impl Worker {
         let concurrency = config.concurrency.max(1);
         Ok(Self {
             inner: Arc::new(Inner {
+                checks: Checks::new(repo.clone()),
                 repo,
                 clock,
                 rng,
@@ -147,19 +151,20 @@ impl Worker {
     }
 
     /// The store's change announcements are heard again from now (`true`: the listening
-    /// connection listens), or no longer (`false`: it was lost, or is not up yet). A delivery
-    /// claimed before the latest `true`, or while not listening, is sent only once the store
-    /// says its endpoint's row is still the version the claim read (issue 23, N9); call it with
-    /// `false` before the worker runs when a listener will be attached.
+    /// connection listens), or no longer (`false`: it was lost, or is not up yet); call it with
+    /// `false` before the worker runs when a listener will be attached. Every delivery is sent
+    /// only once the store says its endpoint's row is still the version the claim read (issue
+    /// 23, N9b''), heard or not; this tells the worker when a change the row shows but no
+    /// announcement did is to be expected (issue 23, N9) rather than logged.
     pub fn listening(&self, on: bool) {
         self.inner.changes().heard_since(on.then(Instant::now));
     }
 
     /// What the listening connection heard is proven until `until` (the echo of a probe: every
-    /// change committed before it was sent was heard). Once a listener says this, a delivery is
-    /// sent as claimed only until the latest such instant; after it (a connection that died
-    /// silently echoes nothing more), it is sent only once the store says its endpoint's row is
-    /// still the version the claim read, as while not listening (issue 23, N9b').
+    /// change committed before it was sent was heard). After the latest such instant (a
+    /// connection that died silently echoes nothing more) the announcements are not trusted,
+    /// as while not listening (issue 23, N9b'): a change only the row shows is then expected,
+    /// not logged. Sending never depends on it (issue 23, N9b'').
     pub fn heard_until(&self, until: Instant) {
         self.inner.changes().heard_until(until);
     }
@@ -374,22 +379,35 @@ impl Worker {
             return;
         }
         // The endpoint changed since the claim read it: give the delivery back, due now, so the
-        // next claim sends it with the endpoint as it is (or not at all, when it went). When the
-        // announcements could not be heard since the claim, the store is asked first.
-        let freshness = self
-            .inner
-            .changes()
-            .freshness(d.endpoint_id, claimed_at, Instant::now());
-        let stale = match freshness {
-            Freshness::Fresh => false,
-            Freshness::Stale => true,
-            Freshness::Unsure => !matches!(
-                self.inner
-                    .repo
-                    .endpoint_unchanged(d.endpoint_id, d.endpoint_version)
-                    .await,
-                Ok(true)
-            ),
+        // next claim sends it with the endpoint as it is (or not at all, when it went). A change
+        // the store announced is known without a read; otherwise the endpoint's row is read, by
+        // a read begun now, that the attempt is ready: a change answered before it is seen
+        // however late its announcement comes (a slow or silently dead listener: issue 23,
+        // N9b''), and a failed read sends nothing.
+        let announced = || {
+            self.inner
+                .changes()
+                .freshness(d.endpoint_id, claimed_at, Instant::now())
+        };
+        let heard = announced();
+        let stale = heard == Freshness::Stale || {
+            let row = self
+                .inner
+                .checks
+                .unchanged(d.endpoint_id, d.endpoint_version)
+                .await;
+            // Announced while the row was read: known as well, for free.
+            let announced_since = announced() == Freshness::Stale;
+            if row == Some(false) && !announced_since && heard == Freshness::Fresh {
+                // Only the row says so: the announcement is late or was lost (or the change
+                // committed within milliseconds of the read).
+                tracing::info!(
+                    endpoint = %d.endpoint_id,
+                    delivery = %d.id,
+                    "a claimed delivery's endpoint changed unannounced; given back"
+                );
+            }
+            row != Some(true) || announced_since
         };
         if stale {
             if let Err(e) = self.inner.repo.release(&[(d.id, d.lease)], start).await {
@@ -635,6 +653,8 @@ mod tests {
             });
         repo.expect_subjects()
             .returning(|_| Ok(Subjects::default()));
+        repo.expect_endpoint_unchanged()
+            .returning(|_, version| Ok(version == 1));
         let (seen_tx, mut seen_rx) = mpsc::unbounded_channel();
         repo.expect_record().returning(move |batch, _| {
             for o in batch {
@@ -694,5 +714,70 @@ mod tests {
             NextStep::RetryAt(datetime!(2026-03-10 12:00:54 UTC)),
             "60 s less the full jitter of 10 %"
         );
+    }
+
+    /// Issue 23, N9b'': a delivery is sent only once its endpoint's row is read at the version
+    /// its claim read, whatever the announcements say (here a worker without a listener: they
+    /// say nothing); when the row changed, or cannot be read, it is given back unattempted.
+    #[tokio::test]
+    async fn a_delivery_whose_endpoint_row_changed_or_cannot_be_read_is_given_back() {
+        let endpoint = EndpointId::from_uuid(Uuid::from_u128(1));
+        for read in [Ok(false), Err(())] {
+            let mut repo = MockDeliveryRepo::new();
+            let handed = AtomicBool::new(false);
+            let delivery = claimed(Event::Ping { endpoint });
+            repo.expect_claim().returning(move |_| {
+                Ok(if handed.swap(true, Ordering::SeqCst) {
+                    ClaimBatch::default()
+                } else {
+                    ClaimBatch {
+                        ready: vec![delivery.clone()],
+                        unreadable: vec![],
+                    }
+                })
+            });
+            repo.expect_subjects()
+                .returning(|_| Ok(Subjects::default()));
+            repo.expect_endpoint_unchanged()
+                .withf(move |id, version| *id == endpoint && *version == 1)
+                .returning(move |_, _| {
+                    read.map_err(|()| {
+                        partner_domain::kernel::error::RepoError::unavailable("refused")
+                    })
+                });
+            let (given_tx, mut given_rx) = mpsc::unbounded_channel();
+            repo.expect_release().returning(move |claims, _| {
+                let _ = given_tx.send(claims.to_vec());
+                Ok(1)
+            });
+            // Nothing recorded: no attempt was made (`record` is not expected).
+            let worker = Worker::new(
+                Arc::new(repo),
+                Arc::new(FixedClock::new(datetime!(2026-03-10 12:00 UTC))),
+                Arc::new(Zeros),
+                Arc::new(Names),
+                config(),
+            )
+            .expect("worker");
+            let stop = Arc::new(Notify::new());
+            let run = tokio::spawn(worker.run({
+                let stop = stop.clone();
+                async move { stop.notified().await }
+            }));
+            let given = tokio::time::timeout(Duration::from_secs(10), given_rx.recv())
+                .await
+                .expect("given back within 10 s")
+                .expect("given back");
+            assert_eq!(
+                given,
+                vec![(
+                    DeliveryId::from_uuid(Uuid::from_u128(7)),
+                    Uuid::from_u128(99)
+                )],
+                "{read:?}"
+            );
+            stop.notify_one();
+            run.await.expect("the worker stops");
+        }
     }
 }

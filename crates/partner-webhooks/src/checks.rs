@@ -1,0 +1,228 @@
+//! The endpoint-row check before every attempt (issue 23, N9b''): a claimed delivery is sent only
+//! once a read of its endpoint's row, begun after the attempt was ready to send, finds the
+//! endpoint enabled and at the version the claim read. The store's change announcements stay the
+//! fast path (a claim they report stale is given back without a read, and they wake the
+//! claimer), but a late or lost announcement (a slow or silently dead `LISTEN` connection) can no
+//! longer let a delivery go out with the URL, secrets or header of an endpoint whose change was
+//! answered before the read began.
+//!
+//! The reads are shared: attempts of one endpoint (and claimed version) that are ready while no
+//! read of it has begun since share one read (single flight). At most one read per endpoint and
+//! version runs at a time; an attempt ready while one runs (begun before it was ready, so it
+//! cannot vouch for it) waits for the next, which begins as soon as the running one ends and is
+//! shared by every attempt that became ready meanwhile. Against a read per attempt begun at
+//! once, this made half as many reads in the benchmark's drains (0.55 per delivery), with no
+//! difference in throughput the noisy machine could show (docs/performance-history.md).
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use partner_domain::kernel::error::RepoError;
+use partner_domain::kernel::ids::EndpointId;
+use partner_domain::webhook::ports::DeliveryRepo;
+use tokio::sync::watch;
+
+/// An endpoint and the version of its row a claim read.
+type Key = (EndpointId, i64);
+
+/// One read's answer, once it has one: whether the endpoint is unchanged (`None`: the read
+/// failed).
+type Flight = watch::Receiver<Option<Option<bool>>>;
+
+/// The reads of one endpoint and version.
+#[derive(Debug, Default)]
+struct Flights {
+    /// Reads under way (one at most, but for a task that died mid-read).
+    running: usize,
+    /// The read begun last.
+    last: Option<Flight>,
+    /// The next read, not begun yet: attempts ready now join it.
+    queued: Option<Flight>,
+}
+
+type Table = Arc<Mutex<HashMap<Key, Flights>>>;
+
+fn lock(table: &Table) -> MutexGuard<'_, HashMap<Key, Flights>> {
+    table
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// One read of an endpoint's row ([`DeliveryRepo::endpoint_unchanged`]).
+type Read =
+    Arc<dyn Fn(Key) -> Pin<Box<dyn Future<Output = Result<bool, RepoError>> + Send>> + Send + Sync>;
+
+/// The checks of a worker.
+pub(crate) struct Checks {
+    read: Read,
+    flights: Table,
+}
+
+impl std::fmt::Debug for Checks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Checks")
+            .field("flights", &lock(&self.flights).len())
+            .finish()
+    }
+}
+
+impl Checks {
+    pub(crate) fn new(repo: Arc<dyn DeliveryRepo>) -> Self {
+        Self::reading(Arc::new(move |(id, version)| {
+            let repo = repo.clone();
+            Box::pin(async move { repo.endpoint_unchanged(id, version).await })
+        }))
+    }
+
+    fn reading(read: Read) -> Self {
+        Self {
+            read,
+            flights: Table::default(),
+        }
+    }
+
+    /// Whether `endpoint` is still enabled and at `version`, by a read of its row begun after
+    /// this call; `None` when the read failed (logged; the delivery is given back, not sent).
+    pub(crate) async fn unchanged(&self, endpoint: EndpointId, version: i64) -> Option<bool> {
+        let mut flight = self.join((endpoint, version));
+        flight
+            .wait_for(Option::is_some)
+            .await
+            .ok()
+            .and_then(|answer| answer.flatten())
+    }
+
+    /// The read this caller waits for: the next one, not begun yet (a new one when there is
+    /// none). It begins in a task of its own, once the read begun before it ended; attempts
+    /// ready until then join it.
+    fn join(&self, key: Key) -> Flight {
+        let mut table = lock(&self.flights);
+        let flights = table.entry(key).or_default();
+        if let Some(queued) = &flights.queued {
+            return queued.clone();
+        }
+        let (tx, rx) = watch::channel(None);
+        flights.queued = Some(rx.clone());
+        let behind = flights.last.clone().filter(|_| flights.running > 0);
+        drop(table);
+        let read = self.read.clone();
+        let table = self.flights.clone();
+        // A task of its own: the read and its answer do not depend on any one waiter.
+        tokio::spawn(async move {
+            if let Some(mut running) = behind {
+                // Ends with an answer, or without one when its task died: either way it is over.
+                let _ = running.wait_for(Option::is_some).await;
+            }
+            if let Some(f) = lock(&table).get_mut(&key) {
+                // Begun: from now on, attempts ready join the next read.
+                f.last = f.queued.take();
+                f.running += 1;
+            }
+            let unchanged = match read(key).await {
+                Ok(unchanged) => Some(unchanged),
+                Err(e) => {
+                    // Not sent: given back, due now, and checked again when claimed again.
+                    tracing::warn!(error = %e, endpoint = %key.0, "checking a webhook endpoint's row failed");
+                    None
+                }
+            };
+            {
+                let mut table = lock(&table);
+                if let Some(f) = table.get_mut(&key) {
+                    f.running = f.running.saturating_sub(1);
+                    if f.running == 0 && f.queued.is_none() {
+                        table.remove(&key);
+                    }
+                }
+            }
+            let _ = tx.send(Some(unchanged));
+        });
+        rx
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    use tokio::sync::Semaphore;
+
+    use super::*;
+
+    fn id(n: u128) -> EndpointId {
+        EndpointId::from_uuid(uuid::Uuid::from_u128(n))
+    }
+
+    /// Checks whose reads each wait for a permit of `gate` and count themselves; an endpoint is
+    /// unchanged at version 1 only.
+    fn gated(gate: Arc<Semaphore>, reads: Arc<AtomicUsize>) -> Checks {
+        Checks::reading(Arc::new(move |(_, version)| {
+            reads.fetch_add(1, Ordering::SeqCst);
+            let gate = gate.clone();
+            Box::pin(async move {
+                gate.acquire().await.expect("gate").forget();
+                Ok(version == 1)
+            })
+        }))
+    }
+
+    async fn settle() {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    /// Attempts ready while a read runs do not share it (it began before they were ready): they
+    /// share the next one, which begins once it ends.
+    #[tokio::test]
+    async fn attempts_share_a_read_only_if_it_began_after_they_were_ready() {
+        let gate = Arc::new(Semaphore::new(0));
+        let reads = Arc::new(AtomicUsize::new(0));
+        let checks = Arc::new(gated(gate.clone(), reads.clone()));
+        let check = |endpoint, version| {
+            let c = checks.clone();
+            tokio::spawn(async move { c.unchanged(endpoint, version).await })
+        };
+        let first = check(id(1), 1);
+        settle().await;
+        assert_eq!(reads.load(Ordering::SeqCst), 1, "the first read began");
+        let later: Vec<_> = (0..3).map(|_| check(id(1), 1)).collect();
+        settle().await;
+        assert_eq!(reads.load(Ordering::SeqCst), 1, "the next read waits");
+        gate.add_permits(1);
+        assert_eq!(first.await.expect("first"), Some(true));
+        settle().await;
+        assert_eq!(reads.load(Ordering::SeqCst), 2, "one read for the three");
+        let last = check(id(1), 1);
+        settle().await;
+        assert_eq!(reads.load(Ordering::SeqCst), 2, "queued behind the second");
+        gate.add_permits(1);
+        for l in later {
+            assert_eq!(l.await.expect("later"), Some(true));
+        }
+        gate.add_permits(1);
+        assert_eq!(last.await.expect("last"), Some(true));
+        assert_eq!(reads.load(Ordering::SeqCst), 3);
+        assert!(lock(&checks.flights).is_empty(), "nothing left behind");
+        // Another version, another endpoint: reads of their own.
+        gate.add_permits(2);
+        assert_eq!(
+            checks.unchanged(id(1), 2).await,
+            Some(false),
+            "changed since version 2 was read"
+        );
+        assert_eq!(checks.unchanged(id(2), 1).await, Some(true));
+        assert_eq!(reads.load(Ordering::SeqCst), 5);
+    }
+
+    /// A read that fails vouches for nothing (the worker gives the delivery back).
+    #[tokio::test]
+    async fn a_failed_read_is_a_changed_endpoint() {
+        let checks = Checks::reading(Arc::new(|_| {
+            Box::pin(async { Err(RepoError::unavailable("connection refused")) })
+        }));
+        assert_eq!(checks.unchanged(id(1), 1).await, None);
+        assert!(lock(&checks.flights).is_empty());
+    }
+}
