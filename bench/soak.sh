@@ -18,7 +18,10 @@
 # Per minute: req/s, p50, p99 and non-2xx per group (wrk); server RSS (summed over processes) and
 # pool connections in use (max of 5 s samples, /metrics); CPU busy % of the machine; delivery lag
 # (event → arrival at nginx) p50/p99 for the 8 healthy endpoints, the failing one and the slow one;
-# deliveries arrived; sizes (heap + indexes) and dead rows of the hot tables; load average.
+# deliveries arrived; sizes (heap + indexes) and dead rows of the hot tables; load average; the
+# server's anonymous/file RSS, threads and PostgreSQL connections, and the cluster's checkpoints,
+# buffers written and WAL in the minute ("server:"); with SOAK_WAITS=on, the server's sessions'
+# most frequent wait events ("waits:"); each vacuum of the stand-in below with its times.
 # At the end: load stops, pending deliveries are waited for (120 s), then every lead ingested has
 # its 10 deliveries delivered, duplicates received (the same delivery id arriving twice with a
 # 200), and per healthy endpoint the count and lag p99 (fairness).
@@ -52,12 +55,16 @@ unset PARTNER_BIND
 PIDS=()
 SLOW=
 VACPID=
+WAITPID=
 cleanup() {
   [ -z "$VACPID" ] || kill "$VACPID" 2>/dev/null || true
+  [ -z "$WAITPID" ] || kill "$WAITPID" 2>/dev/null || true
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
   for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
   [ -z "$SLOW" ] || kill "$SLOW" 2>/dev/null || true
   jobs -p | xargs -r kill 2>/dev/null || true
+  # SOAK_KEEP=<dir>: keep the servers' logs (e.g. MIMALLOC_SHOW_STATS=1's statistics at exit).
+  [ -z "${SOAK_KEEP:-}" ] || cp "$WH_WORK"/server-*.log "$SOAK_KEEP"/ 2>/dev/null || true
   wh_cleanup
 }
 trap cleanup EXIT
@@ -137,6 +144,36 @@ rss_mib() { local t=0 p; for p in "${PIDS[@]}"; do t=$((t + $(awk '/VmRSS/ {prin
 pool_in_use() { local t=0 i v; for i in "${!PIDS[@]}"; do
     v=$(curl -sf "http://127.0.0.1:$((BASEPORT + 100 + (${#APIS[@]} == 1 && ${APIS[0]} == 0 ? 0 : i + 1)))/metrics" 2>/dev/null | awk '/^db_pool_connections\{state="in_use"\}/ {print $2}' || true)
     t=$(awk -v a="$t" -v b="${v:-0}" 'BEGIN {print a + b}'); done; echo "$t"; }
+# Per minute, "server:" the processes' RSS split into anonymous and file-backed memory, their
+# threads and PostgreSQL connections, and what the whole cluster did in the minute: checkpoints
+# (timed / requested), buffers written by them and by backends, WAL written (pg_stat_wal: every
+# database of the server, the other sessions' included).
+proc_mem() { local a=0 f=0 th=0 p; for p in "${PIDS[@]}"; do
+    read -r x y z <<<"$(awk '/^RssAnon/ {a = $2} /^RssFile/ {f = $2} /^Threads/ {t = $2} END {print a, f, t}' "/proc/$p/status")"
+    a=$((a + x)); f=$((f + y)); th=$((th + z)); done; echo "anon $((a / 1024)) MB file $((f / 1024)) MB threads $th"; }
+cluster_delta() { # "checkpoints timed+req, buffers checkpoint/backend, WAL MB" since the previous call
+  local now prev; prev=$(cat "$WH_WORK/cluster.prev" 2>/dev/null || true); now=$(psql -Atq -F' ' "$DB" -c "SELECT b.checkpoints_timed, b.checkpoints_req, b.buffers_checkpoint, b.buffers_backend, w.wal_bytes, w.wal_fpi
+    FROM pg_stat_bgwriter b, pg_stat_wal w")
+  [ -z "$prev" ] || awk -v a="$prev" -v b="$now" 'BEGIN {split(a, p, " "); split(b, n, " ");
+    printf "checkpoints %d timed + %d requested, buffers written by checkpoints %d, by backends %d, WAL %d MB (%d full-page images)",
+      n[1] - p[1], n[2] - p[2], n[3] - p[3], n[4] - p[4], (n[5] - p[5]) / 1048576, n[6] - p[6]}'
+  echo "$now" >"$WH_WORK/cluster.prev"
+}
+server_conns() { psql -Atq "$DB" -c "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND backend_type = 'client backend' AND application_name <> 'psql'"; }
+# SOAK_WAITS=on: the server's sessions sampled 4 times a second (pg_stat_activity: active, not
+# psql), printed per minute as the most frequent "wait event @ statement" pairs ("-" = on CPU).
+waits_start() {
+  printf '%s\n\\watch 0.25\n' "SELECT clock_timestamp()::time(1), COALESCE(wait_event_type || ':' || wait_event, '-'), left(regexp_replace(query, '\s+', ' ', 'g'), 28)
+    FROM pg_stat_activity WHERE datname = current_database() AND state = 'active' AND backend_type = 'client backend'
+    AND application_name <> 'psql' AND pid <> pg_backend_pid()" | psql -Atq -F'|' "$DB" -o "$WH_WORK/waits.log" >/dev/null 2>&1 &
+  WAITPID=$!
+}
+waits_minute() { # the samples since the previous call (psql keeps its file open: read on from a line count)
+  local n seen; n=$(wc -l <"$WH_WORK/waits.log"); seen=$(cat "$WH_WORK/waits.seen" 2>/dev/null || echo 0)
+  tail -n +"$((seen + 1))" "$WH_WORK/waits.log" | head -n "$((n - seen))" |
+    awk -F'|' '{n[$2 " @ " $3]++} END {for (k in n) printf "%d %s\n", n[k], k}' | sort -rn | head -6 | paste -sd';' | sed 's/;/; /g'
+  echo "$n" >"$WH_WORK/waits.seen"
+}
 HOT="'webhook_deliveries','webhook_attempts','domain_events','leads','webhook_endpoint_queue'"
 sizes() {
   psql -Atq "$DB" -c "SELECT string_agg(format('%s %s+%s MB dead %s%s', replace(replace(c.relname, 'webhook_', 'w_'), 'domain_', 'd_'),
@@ -164,9 +201,14 @@ lag() {
 # The shared benchmark server may run with autovacuum = off (it does on the machine of
 # docs/performance.md). Then this script applies autovacuum's rule itself, once a minute as the
 # launcher would: a hot table whose dead rows exceed its threshold + scale factor × rows (its
-# reloptions, else the server's settings) is vacuumed and analyzed with autovacuum's cost limits,
-# and the run is logged. SOAK_VACUUM=off disables the stand-in.
+# reloptions, else the server's settings) is vacuumed and analyzed as an autovacuum worker would:
+# the cost delay and limit in effect for that table (its autovacuum_vacuum_cost_delay/_limit
+# reloptions, else the server's autovacuum_vacuum_cost_delay/_limit, -1 meaning vacuum_cost_*),
+# and no parallel index vacuuming (a manual VACUUM vacuums a table's indexes with up to
+# max_parallel_maintenance_workers extra processes; an autovacuum worker never does). Each run is
+# logged with the cost settings it used. SOAK_VACUUM=off disables the stand-in.
 AV=$(psql -Atq "$DB" -c "SHOW autovacuum")
+VOPTS=${SOAK_VACUUM_OPTIONS:-ANALYZE, PARALLEL 0} # SOAK_VACUUM_OPTIONS=ANALYZE: the stand-in before 2026-11-27 07:30 (parallel index vacuuming)
 vacuum_standin() {
   while sleep 60; do
     for t in $(psql -Atq "$DB" -c "
@@ -175,10 +217,17 @@ vacuum_standin() {
           WHERE option_name = 'autovacuum_vacuum_threshold'), current_setting('autovacuum_vacuum_threshold')::float8)
         + COALESCE((SELECT option_value::float8 FROM pg_options_to_table(c.reloptions) WHERE option_name = 'autovacuum_vacuum_scale_factor'),
           current_setting('autovacuum_vacuum_scale_factor')::float8) * c.reltuples"); do
-      local t0 dead; t0=$(date +%s.%N)
-      dead=$(psql -Atq "$DB" -c "SELECT n_dead_tup FROM pg_stat_user_tables WHERE relname = '$t'")
-      psql -q "$DB" -c "SET vacuum_cost_delay = '2ms'" -c "SET vacuum_cost_limit = 200" -c "VACUUM (ANALYZE) $t" 2>>"$WH_WORK/vacuum.log" || true
-      echo "$(date -u +%T) VACUUM (ANALYZE) $t: $dead dead rows, $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}') s" >>"$WH_WORK/vacuum.log"
+      local t0 dead delay limit; t0=$(date +%s.%N)
+      read -r dead delay limit <<<"$(psql -Atq -F' ' "$DB" -c "
+        WITH o AS (SELECT option_name, option_value FROM pg_class c, pg_options_to_table(c.reloptions) WHERE c.relname = '$t')
+        SELECT (SELECT n_dead_tup FROM pg_stat_user_tables WHERE relname = '$t'),
+          COALESCE((SELECT option_value FROM o WHERE option_name = 'autovacuum_vacuum_cost_delay')::float8,
+            NULLIF((SELECT setting::float8 FROM pg_settings WHERE name = 'autovacuum_vacuum_cost_delay'), -1),
+            (SELECT setting::float8 FROM pg_settings WHERE name = 'vacuum_cost_delay')),
+          COALESCE((SELECT option_value FROM o WHERE option_name = 'autovacuum_vacuum_cost_limit')::int,
+            NULLIF(current_setting('autovacuum_vacuum_cost_limit')::int, -1), current_setting('vacuum_cost_limit')::int)")"
+      psql -q -v ON_ERROR_STOP=1 "$DB" -c "SET vacuum_cost_delay = '${delay}ms'" -c "SET vacuum_cost_limit = $limit" -c "VACUUM ($VOPTS) $t" 2>>"$WH_WORK/vacuum.log" || true
+      echo "$(date -u -d "@${t0%.*}" +%T)-$(date -u +%T) VACUUM ($VOPTS) $t (cost delay ${delay} ms, limit $limit): $dead dead rows, $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}') s" >>"$WH_WORK/vacuum.log"
     done
   done
 }
@@ -188,6 +237,8 @@ echo "== soak on $DB: $MINUTES min; autovacuum $AV$([ "$AV" = off ] && [ "${SOAK
 echo "== target rates: leads $LEADS_RPS/s, delivery log $LOG_RPS/s, orders $ORDERS_RPS/s, ingest $INGEST_RPS leads/s (x10 deliveries); machine $(nproc) cores; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "== sizes at the start: $(sizes)"
 START=$(psql -Atq "$DB" -c "SELECT now()")
+cluster_delta >/dev/null
+[ "${SOAK_WAITS:-off}" = off ] || waits_start
 wh_rotate_log; : >"$WH_WORK/access.all"
 printf '%-3s | %-24s | %-24s | %-24s | %-24s | %4s | %6s | %4s | %5s | %-22s | %6s | %s\n' min "leads req/s p50 p99" "log req/s p50 p99" "orders req/s p50 p99" "ingest req/s p50 p99" non2 "RSS MB" pool "cpu%" "lag p50/p99 ok,fail,slow" arrived "load"
 for m in $(seq 1 "$MINUTES"); do
@@ -210,6 +261,8 @@ for m in $(seq 1 "$MINUTES"); do
   printf '%-3s | %s%4s | %6s | %4s | %5.0f | %-22s | %6s | %s\n' "$m" "$row" "$non2" "$(rss_mib)" "$poolmax" \
     "$(awk -v a="$b0" -v b="$t0" -v c="$b1" -v d="$t1" 'BEGIN {print 100 * (c - a) / (d - b)}')" "$hp50/$hp99 $fp99 $sp99" "$arrived" "$(cut -d' ' -f1-3 /proc/loadavg)"
   echo "    sizes: $(sizes)"
+  echo "    server: $(proc_mem), $(server_conns) PostgreSQL connections; cluster: $(cluster_delta)"
+  [ -z "$WAITPID" ] || echo "    waits: $(waits_minute)"
   [ ! -s "$WH_WORK/vacuum.log" ] || { sed 's/^/    vacuum: /' "$WH_WORK/vacuum.log"; : >"$WH_WORK/vacuum.log"; }
 done
 
