@@ -58,7 +58,8 @@ picked AS ( \
 claimed AS ( \
   UPDATE webhook_deliveries d \
   SET attempts = d.attempts + 1, next_attempt_at = $2, lease_token = gen_random_uuid() \
-  FROM picked WHERE d.id = picked.id AND set_config('synchronous_commit', 'off', true) IS NOT NULL \
+  FROM picked WHERE d.id = picked.id AND d.id = ANY(ARRAY(SELECT id FROM picked)) \
+    AND set_config('synchronous_commit', 'off', true) IS NOT NULL \
   RETURNING d.id, d.endpoint_id, d.lease_token, d.attempts - d.attempt_base AS attempts, d.kind, d.event_id), \
 got AS ( \
   SELECT c.endpoint_id, count(*) AS n FROM claimed c GROUP BY c.endpoint_id), \
