@@ -3,10 +3,10 @@
 //! advance of the markers it may have left stale. `DeliveryRepo::claim` in `webhooks.rs` turns
 //! the rows into the domain's batch.
 
-use std::collections::HashMap;
+use std::collections::HashSet;
 
 use diesel::prelude::*;
-use diesel::sql_types::{Array, Integer, Timestamptz};
+use diesel::sql_types::{Array, Integer, Nullable, Timestamptz};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use partner_domain::RepoError;
 use partner_domain::webhook::ClaimRequest;
@@ -15,53 +15,69 @@ use uuid::Uuid;
 use crate::models::webhook_deliveries::ClaimRow;
 use crate::{PgStore, db};
 
-/// The endpoints a claim visits: those whose marker in `webhook_endpoint_queue` is due at `$1`
-/// (read from `webhook_endpoint_queue_due_idx`, so the cost grows with the endpoints that may have
-/// due work, not with all endpoints), enabled, with room (`$4`, or the room listed in `$2`/`$3`),
-/// in random order so that no endpoint is always served first, at most `$5` of them. Raw: the
-/// DSL cannot order by `random()` beside a join with `unnest`.
-const PICK_SQL: &str = "\
-WITH busy AS ( \
-  SELECT * FROM unnest($2::uuid[], $3::int4[]) AS b(endpoint_id, room)) \
-SELECT q.endpoint_id AS id, COALESCE(b.room, $4) AS room \
-FROM webhook_endpoint_queue q JOIN webhook_endpoints e ON e.id = q.endpoint_id \
-  LEFT JOIN busy b ON b.endpoint_id = q.endpoint_id \
-WHERE q.due_at <= $1 AND COALESCE(b.room, $4) > 0 AND e.disabled_at IS NULL \
-ORDER BY random() LIMIT $5";
-
-/// The workers' claim, in one statement (raw: the DSL cannot express a LATERAL join with a
-/// locking clause, nor an `UPDATE` in a CTE). `ep`: the endpoints [`PICK_SQL`] chose, in its
-/// order, with their room (`$3`/`$4`), still enabled; `picked`: each endpoint's oldest due rows,
-/// at most its room, skipping rows another worker holds, at most `$6` in all; `claimed`: counts
-/// the attempt, leases the row until `$2` under a fresh fencing token. The budget (`$5`) counts
-/// attempts since the last resend or recover (`attempts - attempt_base`), and so does the
-/// attempt number returned. Then what sending needs, from the event and the endpoint, with the
-/// endpoint row's version (`xmin`: every update of the row writes a new one) for
-/// [`ENDPOINT_UNCHANGED_SQL`].
+/// The workers' claim, in one statement and one round trip (raw: the DSL cannot express a
+/// LATERAL join with a locking clause, nor an `UPDATE` in a CTE; prepared once per connection).
+///
+/// - `ep`: the endpoints the claim visits: those whose marker in `webhook_endpoint_queue` is due
+///   at `$1` (read from `webhook_endpoint_queue_due_idx`, so the cost grows with the endpoints
+///   that may have due work, not with all endpoints), enabled, with room (`$5`, or the room
+///   listed in `$3`/`$4` for the endpoints this worker holds deliveries of), in random order so
+///   that no endpoint is always served first, at most `$6` of them, numbered in that order;
+/// - `picked`: each endpoint's oldest due rows in that order, at most its room, skipping rows
+///   another worker holds, at most `$6` in all;
+/// - `claimed`: counts the attempt, leases the row until `$2` under a fresh fencing token, and
+///   makes the transaction's commit asynchronous (a claim lost in a crash is a delivery attempted
+///   again: at-least-once). The budget (`$7`) counts attempts since the last resend or recover
+///   (`attempts - attempt_base`), and so does the attempt number returned;
+/// - `stale`: the visited endpoints that gave fewer rows than their room, whose markers may now
+///   be early (nothing due left): [`advance`] raises or removes them afterwards. When the batch
+///   filled, the endpoints after the last one that gave a row were not visited.
+///
+/// Then one row per claimed delivery with what sending it needs, from the event and the endpoint,
+/// with the endpoint row's version (`xmin`: every update of the row writes a new one) for
+/// [`ENDPOINT_UNCHANGED_SQL`]; and one last row whose only non-null column is `stale`.
+/// (Before: the pick and the claim were two statements, each parsed and planned at every claim:
+/// four round trips.)
 const CLAIM_SQL: &str = "\
-WITH ep AS MATERIALIZED ( \
-  SELECT u.id, u.room FROM unnest($3::uuid[], $4::int4[]) WITH ORDINALITY AS u(id, room, ord) \
-  JOIN webhook_endpoints e ON e.id = u.id \
-  WHERE e.disabled_at IS NULL \
-  ORDER BY u.ord), \
+WITH busy AS ( \
+  SELECT * FROM unnest($3::uuid[], $4::int4[]) AS b(endpoint_id, room)), \
+ep AS MATERIALIZED ( \
+  SELECT s.id, s.room, row_number() OVER () AS ord FROM ( \
+    SELECT q.endpoint_id AS id, COALESCE(b.room, $5) AS room \
+    FROM webhook_endpoint_queue q JOIN webhook_endpoints e ON e.id = q.endpoint_id \
+      LEFT JOIN busy b ON b.endpoint_id = q.endpoint_id \
+    WHERE q.due_at <= $1 AND COALESCE(b.room, $5) > 0 AND e.disabled_at IS NULL \
+    ORDER BY random() LIMIT $6) s), \
 picked AS ( \
   SELECT p.id FROM ep CROSS JOIN LATERAL ( \
     SELECT d.id FROM webhook_deliveries d \
-    WHERE d.endpoint_id = ep.id AND d.status = 'pending' AND d.next_attempt_at <= $1 AND d.attempts - d.attempt_base < $5 \
+    WHERE d.endpoint_id = ep.id AND d.status = 'pending' AND d.next_attempt_at <= $1 AND d.attempts - d.attempt_base < $7 \
     ORDER BY d.next_attempt_at LIMIT ep.room \
     FOR UPDATE SKIP LOCKED) p \
   LIMIT $6), \
 claimed AS ( \
   UPDATE webhook_deliveries d \
   SET attempts = d.attempts + 1, next_attempt_at = $2, lease_token = gen_random_uuid() \
-  FROM picked WHERE d.id = picked.id AND set_config('synchronous_commit', 'off', true) IS NOT NULL \
-  RETURNING d.id, d.endpoint_id, d.lease_token, d.attempts - d.attempt_base AS attempts, d.kind, d.event_id) \
+  FROM picked WHERE d.id = picked.id AND d.id = ANY(ARRAY(SELECT id FROM picked)) \
+    AND set_config('synchronous_commit', 'off', true) IS NOT NULL \
+  RETURNING d.id, d.endpoint_id, d.lease_token, d.attempts - d.attempt_base AS attempts, d.kind, d.event_id), \
+got AS ( \
+  SELECT c.endpoint_id, count(*) AS n FROM claimed c GROUP BY c.endpoint_id), \
+visits AS ( \
+  SELECT ep.id, ep.room, ep.ord, COALESCE(got.n, 0) AS n, \
+    max(ep.ord) FILTER (WHERE got.n IS NOT NULL) OVER () AS last \
+  FROM ep LEFT JOIN got ON got.endpoint_id = ep.id) \
 SELECT c.id, c.endpoint_id, c.lease_token, c.attempts, c.kind, c.event_id, ev.created_at AS event_created_at, \
   ev.subject, ev.extra::text AS extra, w.url, w.secret, \
   CASE WHEN w.previous_secret_expires_at > $1 THEN w.previous_secret END AS previous_secret, \
   COALESCE(w.previous_secret_expires_at <= $1, false) AS previous_expired, \
-  w.custom_header_name, w.custom_header_value, w.xmin::text::int8 AS endpoint_version \
-FROM claimed c JOIN domain_events ev ON ev.id = c.event_id JOIN webhook_endpoints w ON w.id = c.endpoint_id";
+  w.custom_header_name, w.custom_header_value, w.xmin::text::int8 AS endpoint_version, NULL::uuid[] AS stale \
+FROM claimed c JOIN domain_events ev ON ev.id = c.event_id JOIN webhook_endpoints w ON w.id = c.endpoint_id \
+UNION ALL \
+SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, \
+  COALESCE(array_agg(v.id) FILTER (WHERE v.n < v.room \
+    AND ((SELECT count(*) FROM claimed) < $6 OR v.ord <= v.last)), '{}') \
+FROM visits v";
 
 /// Moves the markers of the endpoints `$1` (locked by the caller's transaction, in an earlier
 /// statement, so this one's snapshot sees every delivery committed by a writer that held the
@@ -77,13 +93,26 @@ gone AS ( \
 UPDATE webhook_endpoint_queue q SET due_at = n.due FROM n \
 WHERE q.endpoint_id = n.endpoint_id AND n.due <> q.due_at";
 
-/// An endpoint [`PICK_SQL`] chose, with its room.
-#[derive(QueryableByName)]
-struct Picked {
-    #[diesel(sql_type = diesel::sql_types::Uuid)]
-    id: Uuid,
-    #[diesel(sql_type = Integer)]
-    room: i32,
+/// A row of [`CLAIM_SQL`]: a claimed delivery, or the last row, which carries only `stale`.
+struct ClaimOrStale {
+    row: Option<ClaimRow>,
+    stale: Option<Vec<Uuid>>,
+}
+
+impl QueryableByName<diesel::pg::Pg> for ClaimOrStale {
+    fn build<'a>(
+        row: &impl diesel::row::NamedRow<'a, diesel::pg::Pg>,
+    ) -> diesel::deserialize::Result<Self> {
+        let stale = diesel::row::NamedRow::get::<Nullable<Array<diesel::sql_types::Uuid>>, _>(
+            row, "stale",
+        )?;
+        // The stale row's delivery columns are all null; a delivery row's are never.
+        let row = match stale {
+            Some(_) => None,
+            None => Some(ClaimRow::build(row)?),
+        };
+        Ok(Self { row, stale })
+    }
 }
 
 /// Locks the markers of `$1` that no writer holds (`FOR UPDATE SKIP LOCKED`), for
@@ -111,46 +140,26 @@ pub(crate) async fn advance(conn: &mut AsyncPgConnection, endpoints: &[Uuid]) ->
         return Ok(());
     }
     conn.transaction(async |conn| {
-        let locked: Vec<Uuid> = diesel::sql_query(LOCK_MARKERS_SQL)
-            .bind::<Array<diesel::sql_types::Uuid>, _>(endpoints)
-            .load::<Locked>(conn)
-            .await?
-            .into_iter()
-            .map(|l| l.endpoint_id)
-            .collect();
+        let locked: Vec<Uuid> = crate::Prepared(diesel::sql_query(LOCK_MARKERS_SQL).bind::<Array<
+            diesel::sql_types::Uuid,
+        >, _>(
+            endpoints
+        ))
+        .load::<Locked>(conn)
+        .await?
+        .into_iter()
+        .map(|l| l.endpoint_id)
+        .collect();
         if !locked.is_empty() {
-            diesel::sql_query(ADVANCE_SQL)
-                .bind::<Array<diesel::sql_types::Uuid>, _>(&locked)
-                .execute(conn)
-                .await?;
+            crate::Prepared(
+                diesel::sql_query(ADVANCE_SQL).bind::<Array<diesel::sql_types::Uuid>, _>(&locked),
+            )
+            .execute(conn)
+            .await?;
         }
         Ok(())
     })
     .await
-}
-
-/// The endpoints of a claim whose markers may be stale: those it visited that gave fewer rows
-/// than their room (they may have nothing due left). When the batch filled, the endpoints after
-/// the last one that gave a row were not visited.
-fn stale(picked: &[Picked], rows: &[ClaimRow], limit: u32) -> Vec<Uuid> {
-    let mut got: HashMap<Uuid, i32> = HashMap::new();
-    for r in rows {
-        *got.entry(r.unreadable().endpoint_id.as_uuid()).or_default() += 1;
-    }
-    let visited = if rows.len() >= usize::try_from(limit).unwrap_or(usize::MAX) {
-        picked
-            .iter()
-            .rposition(|p| got.contains_key(&p.id))
-            .map_or(0, |i| i + 1)
-    } else {
-        picked.len()
-    };
-    picked
-        .iter()
-        .take(visited)
-        .filter(|p| got.get(&p.id).copied().unwrap_or(0) < p.room)
-        .map(|p| p.id)
-        .collect()
 }
 
 /// What a claim took, and the endpoints whose markers it may have left stale (for [`advance`]).
@@ -159,8 +168,9 @@ pub(crate) struct Claimed {
     pub(crate) stale: Vec<Uuid>,
 }
 
-/// Picks the endpoints with due work and claims their rows (two statements). Empty when nothing
-/// is due. The caller advances the markers of `stale` afterwards, off the delivery's path.
+/// Picks the endpoints with due work and claims their rows ([`CLAIM_SQL`]: one statement,
+/// prepared once per connection). Empty when nothing is due. The caller advances the markers of
+/// `stale` afterwards, off the delivery's path.
 pub(crate) async fn claim_rows(
     conn: &mut AsyncPgConnection,
     req: &ClaimRequest,
@@ -172,77 +182,111 @@ pub(crate) async fn claim_rows(
         .map(|(id, n)| (id.as_uuid(), clamp(*n)))
         .unzip();
     let started = std::time::Instant::now();
-    let picked: Vec<Picked> = diesel::sql_query(PICK_SQL)
-        .bind::<Timestamptz, _>(req.now)
-        .bind::<Array<diesel::sql_types::Uuid>, _>(&busy_ids)
-        .bind::<Array<Integer>, _>(&busy_room)
-        .bind::<Integer, _>(clamp(req.per_endpoint))
-        .bind::<diesel::sql_types::BigInt, _>(i64::from(req.limit))
-        .load(conn)
-        .await
-        .map_err(db)?;
-    if picked.is_empty() {
-        return Ok(Claimed {
-            rows: Vec::new(),
-            stale: Vec::new(),
-        });
+    let out: Vec<ClaimOrStale> = crate::Prepared(
+        diesel::sql_query(CLAIM_SQL)
+            .bind::<Timestamptz, _>(req.now)
+            .bind::<Timestamptz, _>(req.lease_until)
+            .bind::<Array<diesel::sql_types::Uuid>, _>(&busy_ids)
+            .bind::<Array<Integer>, _>(&busy_room)
+            .bind::<Integer, _>(clamp(req.per_endpoint))
+            .bind::<diesel::sql_types::BigInt, _>(i64::from(req.limit))
+            .bind::<Integer, _>(clamp(req.max_attempts)),
+    )
+    .load(conn)
+    .await
+    .map_err(db)?;
+    let mut rows = Vec::with_capacity(out.len().saturating_sub(1));
+    let mut stale = Vec::new();
+    for r in out {
+        match (r.row, r.stale) {
+            (Some(row), _) => rows.push(row),
+            (None, s) => stale = s.unwrap_or_default(),
+        }
     }
-    let pick_us = started.elapsed().as_micros();
-    let (ep_ids, ep_room): (Vec<Uuid>, Vec<i32>) = picked.iter().map(|p| (p.id, p.room)).unzip();
-    let rows: Vec<ClaimRow> = diesel::sql_query(CLAIM_SQL)
-        .bind::<Timestamptz, _>(req.now)
-        .bind::<Timestamptz, _>(req.lease_until)
-        .bind::<Array<diesel::sql_types::Uuid>, _>(&ep_ids)
-        .bind::<Array<Integer>, _>(&ep_room)
-        .bind::<Integer, _>(clamp(req.max_attempts))
-        .bind::<diesel::sql_types::BigInt, _>(i64::from(req.limit))
-        .load(conn)
-        .await
-        .map_err(db)?;
-    let stale = stale(&picked, &rows, req.limit);
     tracing::debug!(
-        endpoints = picked.len(),
         rows = rows.len(),
         stale = stale.len(),
-        pick_us,
-        claim_us = started.elapsed().as_micros() - pick_us,
-        "webhook claim statements"
+        claim_us = started.elapsed().as_micros(),
+        "webhook claim statement"
     );
     Ok(Claimed { rows, stale })
 }
 
+/// The markers claims left stale and not advanced yet, and whether an advance is under way.
+#[derive(Debug, Default)]
+pub(crate) struct Advancing {
+    pending: std::sync::Mutex<(HashSet<Uuid>, bool)>,
+    /// `true` while an advance is under way ([`PgStore::claims_settled`] waits for `false`).
+    busy: tokio::sync::watch::Sender<bool>,
+}
+
+impl Advancing {
+    fn pending(&self) -> std::sync::MutexGuard<'_, (HashSet<Uuid>, bool)> {
+        self.pending
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
 impl PgStore {
     /// Advances the markers a claim may have left stale (`claim::advance`) after the claim
-    /// returns, on its connection, in a transaction of their own: the deliveries go out
-    /// meanwhile. The next claim of this store waits for it; an advance that fails leaves the
-    /// markers early (safe: a later claim advances them again), so it is only logged.
-    pub(crate) async fn advance_later(
-        &self,
-        mut conn: diesel_async::pooled_connection::deadpool::Object<AsyncPgConnection>,
-        stale: Vec<Uuid>,
-    ) {
+    /// returns, on a connection of its own, in a transaction of their own: the deliveries go
+    /// out meanwhile, and the next claim does not wait for it either (before, it did: in a
+    /// live drain, each claim waited for the previous one's advance, four more round trips).
+    /// One advance at a time: the endpoints of the claims made while one runs are advanced
+    /// together by the next. A claim made before its markers are advanced may visit an
+    /// endpoint with nothing due (one index probe; it reports the endpoint stale again). An
+    /// advance that fails leaves the markers early (safe: a later claim advances them again),
+    /// so it is only logged.
+    pub(crate) fn advance_later(&self, stale: Vec<Uuid>) {
         if stale.is_empty() {
             return;
         }
-        let gate = self.advancing.clone().lock_owned().await;
-        tokio::spawn(async move {
-            let started = std::time::Instant::now();
-            match advance(&mut conn, &stale).await {
-                Ok(()) => tracing::debug!(
-                    endpoints = stale.len(),
-                    advance_us = started.elapsed().as_micros(),
-                    "webhook markers advanced"
-                ),
-                Err(e) => tracing::warn!(error = %e, "advancing webhook endpoint markers failed"),
+        {
+            let mut p = self.advancing.pending();
+            p.0.extend(stale);
+            if p.1 {
+                return;
             }
-            drop(gate);
+            p.1 = true;
+            self.advancing.busy.send_replace(true);
+        }
+        let store = self.clone();
+        tokio::spawn(async move {
+            loop {
+                let endpoints: Vec<Uuid> = {
+                    let mut p = store.advancing.pending();
+                    if p.0.is_empty() {
+                        p.1 = false;
+                        store.advancing.busy.send_replace(false);
+                        return;
+                    }
+                    p.0.drain().collect()
+                };
+                let started = std::time::Instant::now();
+                let done = match store.pooled().await {
+                    Ok(mut conn) => advance(&mut conn, &endpoints).await.map_err(db),
+                    Err(e) => Err(e),
+                };
+                match done {
+                    Ok(()) => tracing::debug!(
+                        endpoints = endpoints.len(),
+                        advance_us = started.elapsed().as_micros(),
+                        "webhook markers advanced"
+                    ),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "advancing webhook endpoint markers failed");
+                    }
+                }
+            }
         });
     }
 
-    /// Waits until the markers of this store's latest claim are advanced (they are advanced
+    /// Waits until the markers of this store's claims so far are advanced (they are advanced
     /// after the claim returns, see `DeliveryRepo::claim`): for tests that read the markers.
     pub async fn claims_settled(&self) {
-        drop(self.advancing.lock().await);
+        let mut busy = self.advancing.busy.subscribe();
+        let _ = busy.wait_for(|b| !b).await;
     }
 }
 
@@ -286,10 +330,12 @@ pub(crate) async fn release(
     leases: Vec<Uuid>,
     now: time::OffsetDateTime,
 ) -> QueryResult<usize> {
-    diesel::sql_query(RELEASE_SQL)
-        .bind::<Array<diesel::sql_types::Uuid>, _>(ids)
-        .bind::<Array<diesel::sql_types::Uuid>, _>(leases)
-        .bind::<Timestamptz, _>(now)
-        .execute(conn)
-        .await
+    crate::Prepared(
+        diesel::sql_query(RELEASE_SQL)
+            .bind::<Array<diesel::sql_types::Uuid>, _>(ids)
+            .bind::<Array<diesel::sql_types::Uuid>, _>(leases)
+            .bind::<Timestamptz, _>(now),
+    )
+    .execute(conn)
+    .await
 }

@@ -189,10 +189,9 @@ pub struct PgStore {
     /// Counts commits that wrote deliveries; workers of this process and the announcer of
     /// [`announce_deliveries`] watch it.
     written: Arc<tokio::sync::watch::Sender<u64>>,
-    /// Held while a claim's markers are advanced, after the claim returned (`webhooks.rs`): the
-    /// next claim waits for it, so it never picks an endpoint only because its marker is not
-    /// advanced yet.
-    advancing: Arc<tokio::sync::Mutex<()>>,
+    /// The markers claims left stale, advanced after the claims returned, one advance at a time
+    /// (`claim.rs`, `PgStore::advance_later`); a claim does not wait for them.
+    advancing: Arc<claim::Advancing>,
 }
 
 /// The pools of the attached worker threads, each opened lazily on its own thread.
@@ -295,7 +294,7 @@ impl PgStore {
                 pools: thread_local::ThreadLocal::new(),
             }),
             written: Arc::new(tokio::sync::watch::Sender::new(0)),
-            advancing: Arc::new(tokio::sync::Mutex::new(())),
+            advancing: Arc::new(claim::Advancing::default()),
         })
     }
 

@@ -520,14 +520,13 @@ impl WebhookRepo for PgStore {
 #[async_trait::async_trait]
 impl DeliveryRepo for PgStore {
     async fn claim(&self, req: &ClaimRequest) -> Result<ClaimBatch, RepoError> {
-        // The previous claim's markers first (see below).
-        drop(self.advancing.lock().await);
-        // The worker's own connection, never a request's held one: the advance keeps it.
+        // The worker's own connection, never a request's held one.
         let mut conn = self.pooled().await?;
         let crate::claim::Claimed { rows, stale } =
             crate::claim::claim_rows(&mut conn, req).await?;
+        // The markers it left stale, after it returns (`PgStore::advance_later`).
+        self.advance_later(stale);
         if rows.is_empty() {
-            self.advance_later(conn, stale).await;
             return Ok(ClaimBatch::default());
         }
         // An expired previous secret signs nothing more: erased at the first delivery after its
@@ -551,7 +550,7 @@ impl DeliveryRepo for PgStore {
                 .await
                 .map_err(db)?;
         }
-        self.advance_later(conn, stale).await;
+        drop(conn);
         // Each row is read on its own: one that cannot be read fails alone.
         let mut batch = ClaimBatch::default();
         for row in rows {
@@ -612,18 +611,21 @@ impl DeliveryRepo for PgStore {
                     .collect::<String>()
             }));
         }
-        let applied = diesel::sql_query(RECORD_SQL)
-            .bind::<Array<diesel::sql_types::Uuid>, _>(&ids)
-            .bind::<Array<diesel::sql_types::Uuid>, _>(&leases)
-            .bind::<Array<Text>, _>(&next)
-            .bind::<Array<Timestamptz>, _>(&at)
-            .bind::<Array<Nullable<Timestamptz>>, _>(&retry_at)
-            .bind::<Array<Nullable<Integer>>, _>(&codes)
-            .bind::<Array<Nullable<Text>>, _>(&errors)
-            .bind::<Array<Nullable<Integer>>, _>(&durations)
-            .execute(&mut conn)
-            .await
-            .map_err(db)?;
+        // Prepared once per connection: parsed and planned at every batch before.
+        let applied = crate::Prepared(
+            diesel::sql_query(RECORD_SQL)
+                .bind::<Array<diesel::sql_types::Uuid>, _>(&ids)
+                .bind::<Array<diesel::sql_types::Uuid>, _>(&leases)
+                .bind::<Array<Text>, _>(&next)
+                .bind::<Array<Timestamptz>, _>(&at)
+                .bind::<Array<Nullable<Timestamptz>>, _>(&retry_at)
+                .bind::<Array<Nullable<Integer>>, _>(&codes)
+                .bind::<Array<Nullable<Text>>, _>(&errors)
+                .bind::<Array<Nullable<Integer>>, _>(&durations),
+        )
+        .execute(&mut conn)
+        .await
+        .map_err(db)?;
         let attempted: Vec<(Uuid, Attempted)> = outcomes
             .iter()
             .filter_map(|o| Attempted::of(o).map(|a| (o.id.as_uuid(), a)))
