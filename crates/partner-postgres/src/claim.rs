@@ -308,12 +308,15 @@ pub(crate) async fn endpoint_unchanged(
     id: Uuid,
     version: i64,
 ) -> QueryResult<bool> {
-    diesel::sql_query(ENDPOINT_UNCHANGED_SQL)
-        .bind::<diesel::sql_types::Uuid, _>(id)
-        .bind::<diesel::sql_types::BigInt, _>(version)
-        .get_result::<Unchanged>(conn)
-        .await
-        .map(|r| r.unchanged)
+    // Prepared: it runs before every attempt (issue 23, N9b'').
+    crate::Prepared(
+        diesel::sql_query(ENDPOINT_UNCHANGED_SQL)
+            .bind::<diesel::sql_types::Uuid, _>(id)
+            .bind::<diesel::sql_types::BigInt, _>(version),
+    )
+    .get_result::<Unchanged>(conn)
+    .await
+    .map(|r| r.unchanged)
 }
 
 /// Gives claims back unattempted (`DeliveryRepo::release`): only rows still pending under their
