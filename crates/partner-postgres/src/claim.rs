@@ -20,13 +20,19 @@ use crate::{PgStore, db};
 /// due work, not with all endpoints), enabled, with room (`$4`, or the room listed in `$2`/`$3`),
 /// in random order so that no endpoint is always served first, at most `$5` of them. Raw: the
 /// DSL cannot order by `random()` beside a join with `unnest`.
+///
+/// Whether the endpoint is enabled is a subquery by primary key for each due marker, not a join:
+/// the planner, which guesses thousands of due markers, hashed the join and read every endpoint
+/// at every claim (20,000 rows, 16 ms a claim on `pp_dataset` with 10 markers due; issue 22,
+/// `docs/performance.md` "Webhooks to 10 endpoints among 20,000"). A scalar subquery is never
+/// turned into a join, so the cost stays with the due markers.
 const PICK_SQL: &str = "\
 WITH busy AS ( \
   SELECT * FROM unnest($2::uuid[], $3::int4[]) AS b(endpoint_id, room)) \
 SELECT q.endpoint_id AS id, COALESCE(b.room, $4) AS room \
-FROM webhook_endpoint_queue q JOIN webhook_endpoints e ON e.id = q.endpoint_id \
-  LEFT JOIN busy b ON b.endpoint_id = q.endpoint_id \
-WHERE q.due_at <= $1 AND COALESCE(b.room, $4) > 0 AND e.disabled_at IS NULL \
+FROM webhook_endpoint_queue q LEFT JOIN busy b ON b.endpoint_id = q.endpoint_id \
+WHERE q.due_at <= $1 AND COALESCE(b.room, $4) > 0 \
+  AND (SELECT e.disabled_at IS NULL FROM webhook_endpoints e WHERE e.id = q.endpoint_id) \
 ORDER BY random() LIMIT $5";
 
 /// The workers' claim, in one statement (raw: the DSL cannot express a LATERAL join with a
