@@ -130,11 +130,20 @@ wh_endpoints() {
     FROM generate_series(1, $n) g;" -c "VACUUM ANALYZE webhook_endpoints"
 }
 
+# The id function of the outbox's events and deliveries, as the server under test writes them:
+# `uuid_v7()` where its schema has it (migration 000016: time-ordered ids), else
+# `gen_random_uuid()` (an older binary's schema, for A/B runs).
+wh_id_fn() {
+  psql -Atq "$WH_DB" -c "SELECT COALESCE(to_regprocedure('uuid_v7()')::text, 'gen_random_uuid()')"
+}
+
 # The outbox rows the server writes for a lead (lead, event, one delivery per subscribed
 # endpoint), for partner wh-P, as one statement. (pgbench runs wh_notify_sql beside it, as the
 # server's announcer does after such commits.)
 wh_event_sql() {
-  cat <<'SQL'
+  local id
+  id=$(wh_id_fn)
+  sed "s/@ID@/$id/g" <<'SQL'
 WITH l AS (
   INSERT INTO leads (id, partner_id, first_name, last_name, email, email_consent, phone, sms_consent,
     origin, location, is_test, created_at, updated_at)
@@ -143,10 +152,10 @@ WITH l AS (
   RETURNING id, partner_id, created_at),
 ev AS (
   INSERT INTO domain_events (id, partner_id, kind, subject, extra, created_at)
-  SELECT gen_random_uuid(), partner_id, 'lead.created', id::text, '{}', created_at FROM l
+  SELECT @ID@, partner_id, 'lead.created', id::text, '{}', created_at FROM l
   RETURNING id, partner_id, created_at)
 INSERT INTO webhook_deliveries (id, endpoint_id, partner_id, event_id, kind, status, attempts, next_attempt_at, created_at)
-SELECT gen_random_uuid(), w.id, w.partner_id, ev.id, 'lead.created', 'pending', 0, ev.created_at, ev.created_at
+SELECT @ID@, w.id, w.partner_id, ev.id, 'lead.created', 'pending', 0, ev.created_at, ev.created_at
 FROM ev JOIN webhook_endpoints w ON w.partner_id = ev.partner_id;
 SQL
 }
@@ -174,7 +183,8 @@ LUA
 
 # wh_prefill PER_PARTNER N_PARTNERS: events written set-based while no worker runs.
 wh_prefill() {
-  local per=$1 parts=$2
+  local per=$1 parts=$2 id
+  id=$(wh_id_fn)
   psql -q "$WH_DB" -c "
     WITH l AS (
       INSERT INTO leads (id, partner_id, first_name, last_name, email, email_consent, phone, sms_consent,
@@ -185,10 +195,10 @@ wh_prefill() {
       RETURNING id, partner_id, created_at),
     ev AS (
       INSERT INTO domain_events (id, partner_id, kind, subject, extra, created_at)
-      SELECT gen_random_uuid(), partner_id, 'lead.created', id::text, '{}', created_at FROM l
+      SELECT $id, partner_id, 'lead.created', id::text, '{}', created_at FROM l
       RETURNING id, partner_id, created_at)
     INSERT INTO webhook_deliveries (id, endpoint_id, partner_id, event_id, kind, status, attempts, next_attempt_at, created_at)
-    SELECT gen_random_uuid(), w.id, w.partner_id, ev.id, 'lead.created', 'pending', 0, ev.created_at, ev.created_at
+    SELECT $id, w.id, w.partner_id, ev.id, 'lead.created', 'pending', 0, ev.created_at, ev.created_at
     FROM ev JOIN webhook_endpoints w ON w.partner_id = ev.partner_id;" -c "VACUUM ANALYZE webhook_deliveries"
 }
 

@@ -24,10 +24,10 @@ use crate::schema::{partners, webhook_deliveries};
 const WRITE_SQL: &str = "\
 WITH ev AS ( \
   INSERT INTO domain_events (id, partner_id, kind, subject, extra, created_at) \
-  VALUES (gen_random_uuid(), $1, $2, $3, $4::jsonb, $5) RETURNING id) \
+  VALUES (uuid_v7(), $1, $2, $3, $4::jsonb, $5) RETURNING id) \
 INSERT INTO webhook_deliveries (id, endpoint_id, partner_id, event_id, kind, status, attempts, \
   next_attempt_at, created_at) \
-SELECT gen_random_uuid(), w.id, w.partner_id, ev.id, $2, 'pending', 0, \
+SELECT uuid_v7(), w.id, w.partner_id, ev.id, $2, 'pending', 0, \
   $5 + make_interval(secs => CASE WHEN $6 \
                              THEN COALESCE(w.lead_created_delay_seconds, 0) ELSE 0 END), $5 \
 FROM webhook_endpoints w, ev WHERE w.partner_id = $1 AND $2 = ANY (w.events) AND w.disabled_at IS NULL";
@@ -37,7 +37,7 @@ FROM webhook_endpoints w, ev WHERE w.partner_id = $1 AND $2 = ANY (w.events) AND
 const WRITE_TO_ENDPOINT_SQL: &str = "\
 WITH ev AS ( \
   INSERT INTO domain_events (id, partner_id, kind, subject, extra, created_at) \
-  SELECT gen_random_uuid(), w.partner_id, $2, $3, $4::jsonb, $5 \
+  SELECT uuid_v7(), w.partner_id, $2, $3, $4::jsonb, $5 \
   FROM webhook_endpoints w WHERE w.partner_id = $1 AND w.id = $6 RETURNING id) \
 INSERT INTO webhook_deliveries (id, endpoint_id, partner_id, event_id, kind, status, attempts, \
   next_attempt_at, created_at) \

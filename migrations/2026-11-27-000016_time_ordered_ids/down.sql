@@ -1,0 +1,1 @@
+DROP FUNCTION uuid_v7();
