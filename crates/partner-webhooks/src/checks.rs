@@ -54,10 +54,20 @@ fn lock(table: &Table) -> MutexGuard<'_, HashMap<Key, Flights>> {
 type Read =
     Arc<dyn Fn(Key) -> Pin<Box<dyn Future<Output = Result<bool, RepoError>> + Send>> + Send + Sync>;
 
+/// How old a check's answer may be when it arrives, counted from the moment the attempt asked
+/// for it: a later answer vouches for nothing (the delivery is given back, due now). The read's
+/// snapshot is taken somewhere between the ask and the answer, so this bounds how long before a
+/// send a change can have been answered unseen, however slow or stalled the worker's link from
+/// PostgreSQL (re-try attack5, N9d: an answer held 9 s in a relay let a delivery reach an
+/// endpoint disabled 8.9 s earlier). A quarter of a second: well above a healthy round trip
+/// (under a millisecond; tens under a loaded machine), so it gives back only under a stall.
+pub(crate) const CHECK_DEADLINE: std::time::Duration = std::time::Duration::from_millis(250);
+
 /// The checks of a worker.
 pub(crate) struct Checks {
     read: Read,
     flights: Table,
+    deadline: std::time::Duration,
 }
 
 impl std::fmt::Debug for Checks {
@@ -80,18 +90,23 @@ impl Checks {
         Self {
             read,
             flights: Table::default(),
+            deadline: CHECK_DEADLINE,
         }
     }
 
     /// Whether `endpoint` is still enabled and at `version`, by a read of its row begun after
     /// this call; `None` when the read failed (logged; the delivery is given back, not sent).
+    /// An answer later than [`CHECK_DEADLINE`] after this call is `None` as well.
     pub(crate) async fn unchanged(&self, endpoint: EndpointId, version: i64) -> Option<bool> {
         let mut flight = self.join((endpoint, version));
-        flight
-            .wait_for(Option::is_some)
-            .await
-            .ok()
-            .and_then(|answer| answer.flatten())
+        let answer = tokio::time::timeout(self.deadline, flight.wait_for(Option::is_some)).await;
+        match answer {
+            Ok(answer) => answer.ok().and_then(|answer| answer.flatten()),
+            Err(_) => {
+                tracing::warn!(endpoint = %endpoint, deadline_ms = self.deadline.as_millis(), "a webhook endpoint's row check answered too late to vouch for the send; given back");
+                None
+            }
+        }
     }
 
     /// The read this caller waits for: the next one, not begun yet (a new one when there is
@@ -159,14 +174,17 @@ mod tests {
     /// Checks whose reads each wait for a permit of `gate` and count themselves; an endpoint is
     /// unchanged at version 1 only.
     fn gated(gate: Arc<Semaphore>, reads: Arc<AtomicUsize>) -> Checks {
-        Checks::reading(Arc::new(move |(_, version)| {
+        let mut checks = Checks::reading(Arc::new(move |(_, version)| {
             reads.fetch_add(1, Ordering::SeqCst);
             let gate = gate.clone();
             Box::pin(async move {
                 gate.acquire().await.expect("gate").forget();
                 Ok(version == 1)
             })
-        }))
+        }));
+        // These tests are about sharing, not the deadline: a loaded machine must not fail them.
+        checks.deadline = Duration::from_secs(30);
+        checks
     }
 
     async fn settle() {
@@ -224,5 +242,32 @@ mod tests {
         }));
         assert_eq!(checks.unchanged(id(1), 1).await, None);
         assert!(lock(&checks.flights).is_empty());
+    }
+
+    /// An answer that arrives later than the deadline after the ask vouches for nothing: the link
+    /// from PostgreSQL may have held it while the endpoint changed (N9d).
+    #[tokio::test]
+    async fn a_late_answer_is_a_changed_endpoint() {
+        let gate = Arc::new(Semaphore::new(0));
+        let reads = Arc::new(AtomicUsize::new(0));
+        let mut checks = gated(gate.clone(), reads.clone());
+        checks.deadline = Duration::from_millis(100);
+        let checks = Arc::new(checks);
+        let c = checks.clone();
+        let late = tokio::spawn(async move { c.unchanged(id(1), 1).await });
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        gate.add_permits(1);
+        assert_eq!(
+            late.await.expect("late"),
+            None,
+            "answered 200 ms after the ask"
+        );
+        let timely = gated(gate.clone(), reads);
+        gate.add_permits(1);
+        assert_eq!(
+            timely.unchanged(id(1), 1).await,
+            Some(true),
+            "a timely answer vouches"
+        );
     }
 }
