@@ -1,7 +1,7 @@
 # Shared helpers: source from the attack scripts.
 # start_server NAME PORT   (extra settings from the caller's environment, e.g. RUST_LOG)
 #   starts target/debug/partner-server demo on 127.0.0.1:PORT, metrics on PORT+1, database
-#   attack_NAME, webhooks allowed to private addresses and trusting certs/ca.pem.
+#   ${DB_PREFIX:-attack_}NAME, webhooks allowed to private addresses and trusting certs/ca.pem.
 #   PG_PORT: the server's PostgreSQL port (default 5432; pgproxy.py's for BLACKHOLE runs).
 #   Sets PORT, BASE, TOKEN, ITOKEN, METRICS, SERVER_PID, SERVER_LOG.
 ATTACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -14,7 +14,7 @@ start_server() {
   SERVER_LOG="$ATTACK_DIR/out/$name.server.log"
   local access="$ATTACK_DIR/out/$name.access"
   rm -f "$access"
-  env DATABASE_URL="postgres://postgres@127.0.0.1:${PG_PORT:-5432}/attack_$name" \
+  env DATABASE_URL="postgres://postgres@127.0.0.1:${PG_PORT:-5432}/${DB_PREFIX:-attack_}$name" \
       PARTNER_BIND="127.0.0.1:$port" PARTNER_METRICS_BIND="127.0.0.1:$((port+1))" \
       PARTNER_WEBHOOK_ALLOW_PRIVATE=true PARTNER_WEBHOOK_CA_FILE="$ATTACK_DIR/certs/ca.pem" \
       PARTNER_DEMO_ACCESS_FILE="$access" PARTNER_LOG_FORMAT="${PARTNER_LOG_FORMAT:-json}" \

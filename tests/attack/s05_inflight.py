@@ -31,7 +31,16 @@ def kill_listener():
     BLACKHOLE=FILE: instead silently blackhole it through pgproxy.py (no FIN/RST: the worker is
     not told), its client port written to FILE; a fresh LISTEN connection is blackholed each time.
     BLACKHOLE_WAY=up|down: freeze one direction only; BLACKHOLE_LEAD: seconds between the freeze
-    and the PATCH (default 0.2)."""
+    and the PATCH (default 0.2). BEFORE_PATCH=CMD: run CMD (shell) instead, then wait the lead.
+    JITTER=S: first sleep a random 0-S s (a random phase against the receiver's cadence)."""
+    if os.environ.get("JITTER"):  # a random phase against the receiver's 1.5 s cadence
+        import random
+        time.sleep(random.uniform(0, float(os.environ["JITTER"])))
+    if os.environ.get("BEFORE_PATCH"):  # n9d_link.sh: a shell command (the relay's control)
+        subprocess.run(os.environ["BEFORE_PATCH"], shell=True)
+        FROZEN[0] = time.time()
+        time.sleep(float(os.environ.get("BLACKHOLE_LEAD", "0.2")))
+        return
     if os.environ.get("BLACKHOLE"):
         ports = listener_sql("client_port")
         with open(os.environ["BLACKHOLE"], "a") as f:
