@@ -522,6 +522,24 @@ async fn two_claimed_behind_a_hung_attempt(rx: &Receiver, url: &str) -> (TestApp
 }
 
 /// [`two_claimed_behind_a_hung_attempt`] on a server whose settings `tweak` changes after that.
+/// [`two_claimed_behind_a_hung_attempt_with`] with the app's database connections through a
+/// [`SilentRelay`] (to freeze or slow the listener) and a 6 s attempt timeout.
+async fn relayed_two_claimed_behind_a_hung_attempt(
+    rx: &Receiver,
+    old: &str,
+) -> (TestApp, Seeded, String, SilentRelay) {
+    let upstream = database_host_port();
+    let relay = SilentRelay::start(upstream.clone());
+    let through = relay.addr.clone();
+    let (app, s, id) = two_claimed_behind_a_hung_attempt_with(rx, old, move |c| {
+        c.database_url = c.database_url.replacen(&upstream, &through, 1);
+        c.webhook_timeout = Duration::from_secs(6);
+    })
+    .await;
+    assert!(app.config.database_url.contains(&relay.addr), "relayed");
+    (app, s, id, relay)
+}
+
 async fn two_claimed_behind_a_hung_attempt_with(
     rx: &Receiver,
     url: &str,
@@ -938,17 +956,9 @@ async fn n9b_after_the_listener_dies_silently_a_claimed_delivery_is_not_sent_wit
  {
     let rx = Receiver::start().await;
     let (old, old_hits, _hold) = counting_hanging_endpoint().await;
-    let upstream = database_host_port();
-    let relay = SilentRelay::start(upstream.clone());
-    let through = relay.addr.clone();
-    let (app, s, id) = two_claimed_behind_a_hung_attempt_with(&rx, &old, move |c| {
-        c.database_url = c.database_url.replacen(&upstream, &through, 1);
-        // The waiting delivery's turn comes when the hung attempt times out: late enough that
-        // the listener has found itself deaf by then, however loaded the machine.
-        c.webhook_timeout = Duration::from_secs(6);
-    })
-    .await;
-    assert!(app.config.database_url.contains(&relay.addr), "relayed");
+    // The waiting delivery's turn comes when the hung attempt times out: late enough that
+    // the listener has found itself deaf by then, however loaded the machine.
+    let (app, s, id, relay) = relayed_two_claimed_behind_a_hung_attempt(&rx, &old).await;
     assert_eq!(relay.freeze_listeners(), 1, "one listening connection");
     let new_secret = move_to_and_rotate(&app, &s, &id, &rx.url).await;
     went_to_the_old_url_once(&old_hits, &rx).await;
@@ -967,16 +977,8 @@ async fn n9b_prime_a_claim_sent_before_a_silent_death_is_found_is_not_sent_with_
  {
     let rx = Receiver::start().await;
     let (old, old_hits, release, _hold) = releasable_hanging_endpoint().await;
-    let upstream = database_host_port();
-    let relay = SilentRelay::start(upstream.clone());
-    let through = relay.addr.clone();
-    let (app, s, id) = two_claimed_behind_a_hung_attempt_with(&rx, &old, move |c| {
-        c.database_url = c.database_url.replacen(&upstream, &through, 1);
-        // The hung attempt ends when the test releases it, not by its timeout.
-        c.webhook_timeout = Duration::from_secs(6);
-    })
-    .await;
-    assert!(app.config.database_url.contains(&relay.addr), "relayed");
+    // The hung attempt ends when the test releases it, not by its timeout.
+    let (app, s, id, relay) = relayed_two_claimed_behind_a_hung_attempt(&rx, &old).await;
     let died = std::time::Instant::now();
     assert_eq!(relay.freeze_listeners(), 1, "one listening connection");
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -1000,16 +1002,8 @@ async fn n9b_prime_residual_a_claim_sent_right_after_a_silent_death_and_a_change
  {
     let rx = Receiver::start().await;
     let (old, old_hits, release, _hold) = releasable_hanging_endpoint().await;
-    let upstream = database_host_port();
-    let relay = SilentRelay::start(upstream.clone());
-    let through = relay.addr.clone();
-    let (app, s, id) = two_claimed_behind_a_hung_attempt_with(&rx, &old, move |c| {
-        c.database_url = c.database_url.replacen(&upstream, &through, 1);
-        // The hung attempt ends when the test releases it, not by its timeout.
-        c.webhook_timeout = Duration::from_secs(6);
-    })
-    .await;
-    assert!(app.config.database_url.contains(&relay.addr), "relayed");
+    // The hung attempt ends when the test releases it, not by its timeout.
+    let (app, s, id, relay) = relayed_two_claimed_behind_a_hung_attempt(&rx, &old).await;
     relay.freeze_listeners_after_an_echo().await;
     tokio::time::sleep(Duration::from_millis(200)).await;
     let new_secret = move_to_and_rotate(&app, &s, &id, &rx.url).await;
@@ -1033,16 +1027,8 @@ async fn n9b_second_prime_a_slow_listener_connection_never_leaks_an_old_secret()
     const CHANGES: usize = 6;
     let rx = Receiver::start().await;
     let (old, old_hits, release, _hold) = releasable_hanging_endpoint().await;
-    let upstream = database_host_port();
-    let relay = SilentRelay::start(upstream.clone());
-    let through = relay.addr.clone();
-    let (app, s, id) = two_claimed_behind_a_hung_attempt_with(&rx, &old, move |c| {
-        c.database_url = c.database_url.replacen(&upstream, &through, 1);
-        // The hung attempts end when the test releases them, not by their timeout.
-        c.webhook_timeout = Duration::from_secs(6);
-    })
-    .await;
-    assert!(app.config.database_url.contains(&relay.addr), "relayed");
+    // The hung attempts end when the test releases them, not by their timeout.
+    let (app, s, id, relay) = relayed_two_claimed_behind_a_hung_attempt(&rx, &old).await;
     assert_eq!(
         relay.slow_listeners(Duration::from_millis(300)),
         1,
