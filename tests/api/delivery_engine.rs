@@ -786,7 +786,7 @@ async fn went_to_the_old_url_once(old_hits: &std::sync::atomic::AtomicUsize, rx:
 }
 
 /// `host:port` of the test's PostgreSQL, for a relay in front of it.
-fn database_host_port() -> String {
+pub(crate) fn database_host_port() -> String {
     let server = crate::database::server_url();
     server
         .rsplit_once('@')
@@ -813,9 +813,9 @@ struct RelayedConn {
 /// when a NAT or a firewall drops the flow; or slow: what the server sends them is held a while
 /// (in order), as by a congested or delaying proxy. Connections made after that are relayed as
 /// usual.
-struct SilentRelay {
+pub(crate) struct SilentRelay {
     /// `host:port` of the relay.
-    addr: String,
+    pub(crate) addr: String,
     /// Every relayed connection.
     conns: Arc<std::sync::Mutex<Vec<Arc<RelayedConn>>>>,
 }
@@ -823,7 +823,7 @@ struct SilentRelay {
 impl SilentRelay {
     /// Starts the relay on a thread and runtime of its own: the server may wait for a
     /// connection synchronously on the test's runtime.
-    fn start(upstream: String) -> Self {
+    pub(crate) fn start(upstream: String) -> Self {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         listener.set_nonblocking(true).expect("nonblocking");
         let addr = listener.local_addr().expect("addr").to_string();
@@ -901,6 +901,15 @@ impl SilentRelay {
                 return;
             }
         }
+    }
+
+    /// Makes every connection relayed so far silently dead (issue 23, N12); returns how many.
+    pub(crate) fn freeze_all(&self) -> usize {
+        let conns = self.conns.lock().expect("lock");
+        for c in conns.iter() {
+            c.frozen.store(true, Ordering::SeqCst);
+        }
+        conns.len()
     }
 
     /// Makes every connection that has listened so far silently dead; returns how many.

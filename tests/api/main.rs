@@ -18,6 +18,7 @@ mod drills;
 mod embed_url;
 mod errors;
 mod events_feed;
+mod frozen_db;
 mod hostile;
 mod idempotency;
 mod leads;

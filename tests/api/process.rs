@@ -26,6 +26,16 @@ impl LoggedServer {
 
     /// [`LoggedServer::start`] with more settings (`PARTNER_*` name and value).
     pub async fn start_with(rust_log: &str, extra: &[(&str, String)]) -> Self {
+        Self::start_through(rust_log, extra, |url| url.to_owned()).await
+    }
+
+    /// [`LoggedServer::start_with`], the server given `through(url)` as its `DATABASE_URL` (a
+    /// relay in front of the database, say); [`LoggedServer::database_url`] stays the direct one.
+    pub async fn start_through(
+        rust_log: &str,
+        extra: &[(&str, String)],
+        through: impl FnOnce(&str) -> String,
+    ) -> Self {
         use std::io::BufRead;
         use std::process::{Command, Stdio};
         // The tests' HTTP clients need a TLS provider, as in `TestApp`.
@@ -36,7 +46,7 @@ impl LoggedServer {
             .args(["serve", "--no-migrate"])
             .env_clear()
             .current_dir(std::env::temp_dir())
-            .env("DATABASE_URL", &database_url)
+            .env("DATABASE_URL", through(&database_url))
             .env("PARTNER_BIND", "127.0.0.1:0")
             .env("PARTNER_TOKEN_PEPPER", crate::helpers::PEPPER)
             .env("PARTNER_INTERNAL_TOKEN", crate::helpers::INTERNAL_TOKEN)

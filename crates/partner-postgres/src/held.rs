@@ -17,7 +17,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use diesel_async::AsyncPgConnection;
-use diesel_async::pooled_connection::deadpool::Object;
+
+use crate::connect::Pooled;
 use partner_domain::kernel::ambient::Ambient;
 
 /// What a held transaction's connection is doing.
@@ -29,7 +30,7 @@ enum Slot {
     /// No unit of work committed into it yet.
     Empty,
     /// Parked, in its transaction, between two statements.
-    Parked(Object<AsyncPgConnection>),
+    Parked(Pooled),
     /// A statement of the request is using it ([`Conn`]).
     Taken,
 }
@@ -116,7 +117,7 @@ impl HeldTx {
 
     /// The parked connection, for good (waiting while a statement of the request still uses
     /// it): `None` when nothing was parked.
-    pub(crate) async fn finish(&self) -> Option<Object<AsyncPgConnection>> {
+    pub(crate) async fn finish(&self) -> Option<Pooled> {
         loop {
             {
                 let mut slot = self.slot.lock().unwrap_or_else(PoisonError::into_inner);
@@ -131,7 +132,7 @@ impl HeldTx {
         }
     }
 
-    fn put_back(&self, obj: Object<AsyncPgConnection>) {
+    fn put_back(&self, obj: Pooled) {
         let mut slot = self.slot.lock().unwrap_or_else(PoisonError::into_inner);
         *slot = Slot::Parked(obj);
         drop(slot);
@@ -162,13 +163,13 @@ impl Drop for HeldTx {
 /// A connection: pooled, or the request's held one (put back when dropped).
 pub(crate) struct Conn {
     /// `None` only while dropping.
-    obj: Option<Object<AsyncPgConnection>>,
+    obj: Option<Pooled>,
     home: Option<Arc<HeldTx>>,
 }
 
 impl Conn {
     /// A pooled connection.
-    pub(crate) fn pooled(obj: Object<AsyncPgConnection>) -> Self {
+    pub(crate) fn pooled(obj: Pooled) -> Self {
         Self {
             obj: Some(obj),
             home: None,

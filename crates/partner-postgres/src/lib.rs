@@ -14,6 +14,7 @@ mod accounts;
 mod action_budget;
 mod catalog;
 mod claim;
+mod connect;
 mod coupons;
 mod delivery_hours;
 mod dsl;
@@ -38,15 +39,15 @@ mod tokens;
 mod uow;
 mod webhooks;
 
+pub use connect::{Bound, DEFAULT_HOLD};
 pub use notify::{announce_deliveries, listen_for_deliveries};
 pub use ops::{Backlog, PoolState};
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use connect::{Pool, Pooled};
 use diesel::result::{DatabaseErrorKind, Error as DieselError};
-use diesel_async::pooled_connection::AsyncDieselConnectionManager;
-use diesel_async::pooled_connection::deadpool::{Object, Pool};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
 use partner_domain::RepoError;
@@ -101,14 +102,13 @@ pub enum SetupError {
 /// Creates the database named in `url` when it does not exist, through the server's
 /// `postgres` maintenance database.
 pub async fn ensure_database(url: &str) -> Result<(), SetupError> {
-    use diesel_async::AsyncConnection;
     let mut parsed = url::Url::parse(url).map_err(SetupError::BadUrl)?;
     let name = parsed.path().trim_start_matches('/').to_owned();
     if name.is_empty() || name == "postgres" {
         return Ok(());
     }
     parsed.set_path("/postgres");
-    let mut conn = <AsyncPgConnection as AsyncConnection>::establish(parsed.as_str()).await?;
+    let mut conn = connect::open(parsed.as_str()).await?;
     #[derive(diesel::QueryableByName)]
     struct Found {
         #[diesel(sql_type = diesel::sql_types::Bool)]
@@ -134,11 +134,10 @@ pub async fn ensure_database(url: &str) -> Result<(), SetupError> {
 /// Drops the database named in `url` (terminating its sessions). For test harnesses and
 /// operators tearing down throwaway environments.
 pub async fn drop_database(url: &str) -> Result<(), SetupError> {
-    use diesel_async::AsyncConnection;
     let mut parsed = url::Url::parse(url).map_err(SetupError::BadUrl)?;
     let name = parsed.path().trim_start_matches('/').to_owned();
     parsed.set_path("/postgres");
-    let mut conn = <AsyncPgConnection as AsyncConnection>::establish(parsed.as_str()).await?;
+    let mut conn = connect::open(parsed.as_str()).await?;
     diesel::sql_query(format!(
         "DROP DATABASE IF EXISTS {} WITH (FORCE)",
         quoted(&name)
@@ -156,7 +155,9 @@ pub async fn migrate(url: &str) -> Result<Vec<String>, SetupError> {
     tokio::task::spawn_blocking(move || {
         type Wrapper =
             diesel_async::async_connection_wrapper::AsyncConnectionWrapper<AsyncPgConnection>;
-        let mut conn = <Wrapper as diesel::Connection>::establish(&url)?;
+        // With the TCP settings of `connect`, and no bound: a migration may take long.
+        let conn = tokio::runtime::Handle::current().block_on(connect::open(&url))?;
+        let mut conn = Wrapper::from(conn);
         let lock = |sql: &str, conn: &mut Wrapper| {
             diesel::RunQueryDsl::execute(
                 diesel::sql_query(sql).bind::<diesel::sql_types::BigInt, _>(MIGRATION_LOCK),
@@ -184,7 +185,7 @@ pub async fn migrate(url: &str) -> Result<Vec<String>, SetupError> {
 /// per statement (`docs/decisions.md`, "Worker-local pools").
 #[derive(Clone)]
 pub struct PgStore {
-    pool: Pool<AsyncPgConnection>,
+    pool: Pool,
     workers: Arc<WorkerPools>,
     /// Counts commits that wrote deliveries; workers of this process and the announcer of
     /// [`announce_deliveries`] watch it.
@@ -205,7 +206,9 @@ struct WorkerPools {
     planned: usize,
     /// Worker pools that may still be attached.
     slots: std::sync::Mutex<usize>,
-    pools: thread_local::ThreadLocal<Pool<AsyncPgConnection>>,
+    pools: thread_local::ThreadLocal<Pool>,
+    /// The bound on each use of a pooled connection (`connect`).
+    bound: Bound,
 }
 
 static NEXT_STORE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -243,14 +246,12 @@ pub fn split_pool(max_size: usize, workers: usize) -> (usize, usize) {
     (per_worker, shared)
 }
 
-fn build_pool(url: &str, max_size: usize) -> Result<Pool<AsyncPgConnection>, SetupError> {
-    // `Fast` recycling: the default (`Verified`) sends `SELECT 1` on every checkout, a round
-    // trip per repository call. Connections diesel saw break are still discarded; one the
-    // server dropped silently fails its next query once (500) and is then replaced.
-    let mut manager_config = diesel_async::pooled_connection::ManagerConfig::default();
-    manager_config.recycling_method = diesel_async::pooled_connection::RecyclingMethod::Fast;
-    let manager =
-        AsyncDieselConnectionManager::<AsyncPgConnection>::new_with_config(url, manager_config);
+fn build_pool(url: &str, max_size: usize, bound: Bound) -> Result<Pool, SetupError> {
+    // Recycling sends nothing (diesel-async's `Fast`; its default, `Verified`, sends `SELECT 1`
+    // on every checkout, a round trip per repository call). Connections found broken, closed
+    // (by the server, the kernel's keepalives, or the bound's watchdog) are discarded; one the
+    // server dropped silently fails its next query once (503) and is then replaced.
+    let manager = connect::Manager::new(url, bound);
     Pool::builder(manager)
         .max_size(max_size)
         .runtime(deadpool::Runtime::Tokio1)
@@ -278,13 +279,25 @@ impl PgStore {
         max_size: usize,
         workers: usize,
     ) -> Result<Self, SetupError> {
+        Self::with_bound(url, max_size, workers, Bound::default())
+    }
+
+    /// As [`PgStore::with_worker_pools`], each use of a pooled connection bounded by `bound`
+    /// (`PARTNER_DB_HOLD_TIMEOUT`): past it the connection is closed, its statement fails as
+    /// `unavailable`, and the pool opens a fresh one (issue 23, N12; see `connect.rs`).
+    pub fn with_bound(
+        url: &str,
+        max_size: usize,
+        workers: usize,
+        bound: Bound,
+    ) -> Result<Self, SetupError> {
         let (per_worker, shared) = split_pool(max_size, workers);
         // Checked here, so attaching a worker later cannot fail.
         if workers > 0 {
-            build_pool(url, per_worker)?;
+            build_pool(url, per_worker, bound)?;
         }
         Ok(Self {
-            pool: build_pool(url, shared)?,
+            pool: build_pool(url, shared, bound)?,
             workers: Arc::new(WorkerPools {
                 id: NEXT_STORE.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
                 url: url.to_owned(),
@@ -292,6 +305,7 @@ impl PgStore {
                 planned: workers,
                 slots: std::sync::Mutex::new(workers),
                 pools: thread_local::ThreadLocal::new(),
+                bound,
             }),
             written: Arc::new(tokio::sync::watch::Sender::new(0)),
             advancing: Arc::new(claim::Advancing::default()),
@@ -326,7 +340,7 @@ impl PgStore {
         if *slots == 0 {
             return false;
         }
-        match build_pool(&w.url, w.size) {
+        match build_pool(&w.url, w.size, w.bound) {
             Ok(pool) => {
                 *slots -= 1;
                 w.pools.get_or(|| pool);
@@ -360,7 +374,7 @@ impl PgStore {
 
     /// The calling thread's pool, else the shared one. A thread that did not attach (whatever
     /// `ThreadLocal` holds under its recycled id) uses the shared pool.
-    fn pool(&self) -> &Pool<AsyncPgConnection> {
+    fn pool(&self) -> &Pool {
         let w = &self.workers;
         match w.pools.get() {
             Some(pool) if ATTACHED.with_borrow(|ids| ids.contains(&w.id)) => pool,
@@ -381,8 +395,12 @@ impl PgStore {
     }
 
     /// A pooled connection ([`PgStore::conn`]).
-    async fn pooled(&self) -> Result<Object<AsyncPgConnection>, RepoError> {
-        self.pool().get().await.map_err(RepoError::unavailable)
+    async fn pooled(&self) -> Result<Pooled, RepoError> {
+        self.pool()
+            .get()
+            .await
+            .map(Pooled::new)
+            .map_err(RepoError::unavailable)
     }
 }
 

@@ -27,6 +27,10 @@ const ANNOUNCE_GAP: std::time::Duration = std::time::Duration::from_millis(2);
 /// the events of the first second after a restart waited for it (p50 about 200 ms, measured by
 /// `bench/drills/pg-restart.sh`). An attempt on a database that is down is refused at once.
 const RECONNECT_AFTER: std::time::Duration = std::time::Duration::from_millis(250);
+/// How long the announcer's `NOTIFY` may take before its connection is taken for dead and
+/// replaced (issue 23, N12: a connection frozen without FIN or RST otherwise hangs it, and every
+/// later announcement, for good). A live one answers within milliseconds.
+const ANNOUNCE_WITHIN: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Announces, with the caller's transaction, that endpoint `id` changed or went: workers then give
 /// back the deliveries of it they claimed before, instead of sending them with what the claim read
@@ -54,9 +58,8 @@ pub async fn announce_deliveries(
     database_url: String,
     mut written: tokio::sync::watch::Receiver<u64>,
 ) {
-    use diesel_async::AsyncConnection;
     loop {
-        match <diesel_async::AsyncPgConnection as AsyncConnection>::establish(&database_url).await {
+        match crate::connect::open(&database_url).await {
             Ok(mut conn) => {
                 if let Err(e) = diesel::sql_query(ANNOUNCER_SETUP_SQL)
                     .execute(&mut conn)
@@ -71,9 +74,21 @@ pub async fn announce_deliveries(
                         if written.changed().await.is_err() {
                             return; // the store is gone
                         }
-                        if let Err(e) = diesel::sql_query(NOTIFY_SQL).execute(&mut conn).await {
-                            tracing::warn!(error = %e, "NOTIFY webhook_deliveries failed; reconnecting");
-                            break;
+                        match tokio::time::timeout(
+                            ANNOUNCE_WITHIN,
+                            diesel::sql_query(NOTIFY_SQL).execute(&mut conn),
+                        )
+                        .await
+                        {
+                            Ok(Ok(_)) => {}
+                            Ok(Err(e)) => {
+                                tracing::warn!(error = %e, "NOTIFY webhook_deliveries failed; reconnecting");
+                                break;
+                            }
+                            Err(_) => {
+                                tracing::warn!("NOTIFY webhook_deliveries hung; reconnecting");
+                                break;
+                            }
                         }
                         tokio::time::sleep(ANNOUNCE_GAP).await;
                     }
@@ -164,16 +179,24 @@ async fn listen(
     listening: impl Fn(bool) + Send + Sync,
     heard_until: impl Fn(std::time::Instant) + Send + Sync,
 ) {
-    use diesel_async::{AsyncConnection, SimpleAsyncConnection};
+    use diesel_async::SimpleAsyncConnection;
     use futures_util::StreamExt;
     let mut sequence = 0_u64;
     loop {
-        match <diesel_async::AsyncPgConnection as AsyncConnection>::establish(&database_url).await {
+        match crate::connect::open(&database_url).await {
             Ok(mut conn) => {
                 // Three statements: the simple protocol (`batch_execute`), not a prepared one.
-                if let Err(e) = conn
-                    .batch_execute(&format!("{LISTEN_SQL}; LISTEN {probes}"))
+                // Bounded: a connection frozen as it is opened would hang here for good.
+                let statements = format!("{LISTEN_SQL}; LISTEN {probes}");
+                let listen = conn.batch_execute(&statements);
+                if let Err(e) = tokio::time::timeout(PROBE_WITHIN, listen)
                     .await
+                    .unwrap_or_else(|_| {
+                        Err(diesel::result::Error::DatabaseError(
+                            diesel::result::DatabaseErrorKind::UnableToSendCommand,
+                            Box::new("no answer within 1 s".to_owned()),
+                        ))
+                    })
                 {
                     tracing::warn!(error = %e, "LISTEN webhook_deliveries failed");
                 } else {
@@ -244,16 +267,12 @@ async fn send_probes(
     probes: String,
     mut asked: tokio::sync::watch::Receiver<u64>,
 ) {
-    use diesel_async::AsyncConnection;
     let mut conn: Option<diesel_async::AsyncPgConnection> = None;
     while asked.changed().await.is_ok() {
         let sequence = *asked.borrow_and_update();
         let sent = tokio::time::timeout(PROBE_WITHIN, async {
             if conn.is_none() {
-                conn = Some(
-                    <diesel_async::AsyncPgConnection as AsyncConnection>::establish(&database_url)
-                        .await?,
-                );
+                conn = Some(crate::connect::open(&database_url).await?);
             }
             let Some(c) = conn.as_mut() else {
                 return Ok(());

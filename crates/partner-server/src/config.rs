@@ -91,6 +91,10 @@ pub struct Config {
     /// `PARTNER_SHUTDOWN_DRAIN`: after SIGTERM, how long the listeners keep accepting and serving
     /// (with `/readyz` at 503) before they stop accepting (src/shutdown.rs).
     pub shutdown_drain: Duration,
+    /// `PARTNER_DB_HOLD_TIMEOUT`: the longest one use of a pooled database connection (a
+    /// repository call, a transaction) may take; past it the connection is closed and replaced,
+    /// and the call fails as `unavailable` (issue 23, N12). `None` (`0`): unbounded.
+    pub db_hold_timeout: Option<Duration>,
 }
 
 /// How log lines are written.
@@ -165,6 +169,7 @@ impl std::fmt::Debug for Config {
             )
             .field("role", &self.role)
             .field("shutdown_drain", &self.shutdown_drain)
+            .field("db_hold_timeout", &self.db_hold_timeout)
             .finish()
     }
 }
@@ -451,6 +456,22 @@ impl Config {
                             "expected a duration such as 1s, or 0, at most 5m",
                         )
                     })?,
+            },
+            db_hold_timeout: match get("PARTNER_DB_HOLD_TIMEOUT") {
+                None => Some(partner_postgres::DEFAULT_HOLD),
+                Some(v) if v.trim() == "0" => None,
+                Some(v) => Some(
+                    parse_duration(v.trim())
+                        .filter(|d| {
+                            (Duration::from_millis(100)..=Duration::from_secs(600)).contains(d)
+                        })
+                        .ok_or_else(|| {
+                            bad(
+                                "PARTNER_DB_HOLD_TIMEOUT",
+                                "expected a duration from 100ms to 10m, such as 5s, or 0 (unbounded)",
+                            )
+                        })?,
+                ),
             },
             metrics_bind,
             database_url,

@@ -91,10 +91,11 @@ impl Application {
             Role::All | Role::Api => std::thread::available_parallelism().map_or(2, usize::from),
             Role::Worker => 0,
         };
-        let store = Arc::new(PgStore::with_worker_pools(
+        let store = Arc::new(PgStore::with_bound(
             &config.database_url,
             config.db_pool_size,
             http_workers,
+            partner_postgres::Bound(config.db_hold_timeout),
         )?);
         let rng: Arc<dyn Random> = Arc::new(SystemRandom::new());
         let pepper = config

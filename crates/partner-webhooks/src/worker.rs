@@ -192,7 +192,14 @@ impl Worker {
                 () = self.inner.wake.notified() => {}
                 () = tokio::time::sleep(self.inner.config.poll_interval) => {}
             }
-            self.claim_round(&tx, unix_us()).await;
+            // A claim round waits on the store; shutdown does not wait for it (issue 23, N12: a
+            // connection frozen under the claim held SIGTERM for good). A round cut short claimed
+            // nothing, or leases that expire: those deliveries are attempted again after them.
+            tokio::select! {
+                biased;
+                () = &mut shutdown => break,
+                () = self.claim_round(&tx, unix_us()) => {}
+            }
         }
         maintenance.abort();
         let deadline = self.inner.config.timeout + Duration::from_secs(1);
