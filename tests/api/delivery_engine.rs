@@ -1123,9 +1123,7 @@ async fn one_attempt_with_its_handshake_held(
     rx: &Receiver,
 ) -> (TestApp, Seeded, String, String, Arc<AtomicUsize>) {
     let (held, accepted) = handshake_holding_relay(&rx.url, Duration::from_secs(2)).await;
-    let app = rx
-        .app(|c| c.webhook_timeout = Duration::from_secs(6))
-        .await;
+    let app = rx.app(|c| c.webhook_timeout = Duration::from_secs(6)).await;
     let s = app.seed("acme", false).await;
     let created = app
         .create_webhook_endpoint(
@@ -1164,7 +1162,10 @@ async fn n9c_an_attempt_whose_handshake_is_held_across_a_rotation_gets_only_the_
         .as_str()
         .expect("new secret")
         .to_owned();
-    assert!(rx.received().is_empty(), "answered while the handshake was held");
+    assert!(
+        rx.received().is_empty(),
+        "answered while the handshake was held"
+    );
     let got = signed_with(&rx, &new_secret).await;
     let sig = got.header("x-partner-signature").expect("signed");
     assert!(
@@ -1192,13 +1193,14 @@ async fn n9c_an_attempt_whose_handshake_is_held_across_a_disable_sends_nothing()
         .await
         .expect("send");
     assert_eq!(res.status(), StatusCode::OK);
-    assert!(rx.received().is_empty(), "answered while the handshake was held");
+    assert!(
+        rx.received().is_empty(),
+        "answered while the handshake was held"
+    );
     // Given back (or, as before, sent and recorded): no longer claimed either way.
-    crate::helpers::eventually_within(
-        Duration::from_secs(20),
-        "the attempt ended",
-        || async { (claimed(&app, "acme").await == 0).then_some(()) },
-    )
+    crate::helpers::eventually_within(Duration::from_secs(20), "the attempt ended", || async {
+        (claimed(&app, "acme").await == 0).then_some(())
+    })
     .await;
     assert_eq!(
         rx.received().len(),

@@ -61,9 +61,9 @@ type Read =
 /// within this (and the moments from the answer to the write) before the send, however slow or
 /// stalled the worker's link from PostgreSQL (issue 23, N9d: with the link slowed 0.3 s, changes
 /// answered 0.16-0.39 s before a send went unseen; with an answer held 9 s, one answered 8.9 s
-/// before). Measured under the benchmark's drains on the shared 2-core machine, the ask-to-answer
-/// time of the shared reads was p50 ~1 ms, p99 ~10 ms, max ~30 ms (docs/performance.md): 50 ms
-/// lets nearly every answer vouch on the first read.
+/// before). A healthy read answers within a millisecond; 50 ms is a guess at a loaded machine's
+/// tail, **not measured yet** (docs/security.md, N9d: the drill of a PostgreSQL crash failed at a
+/// load average of 20-27 with it, possibly because of it).
 pub(crate) const FRESH_FOR: Duration = Duration::from_millis(50);
 
 /// How many times a late answer is asked for again (a new read, begun after the ask) before the
@@ -283,7 +283,11 @@ mod tests {
         let reads = Arc::new(AtomicUsize::new(0));
         let mut checks = delayed(&[150, 0], reads.clone());
         checks.fresh_for = Duration::from_millis(100);
-        assert_eq!(checks.unchanged(id(1), 1).await, Some(true), "the timely one");
+        assert_eq!(
+            checks.unchanged(id(1), 1).await,
+            Some(true),
+            "the timely one"
+        );
         assert_eq!(reads.load(Ordering::SeqCst), 2);
 
         // Every read answers after 250 ms: late each time, given up after the last ask.

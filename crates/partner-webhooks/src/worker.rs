@@ -527,7 +527,12 @@ impl Worker {
     /// changed (`Some(false)`: the next claim reads it as it is), or after [`GIVEN_BACK_FOR`]
     /// when the check failed or answered too late (`None`: so a slow or failing database is not
     /// asked again and again for the same delivery).
-    async fn give_back(&self, d: &ClaimedDelivery, now: time::OffsetDateTime, vouched: Option<bool>) {
+    async fn give_back(
+        &self,
+        d: &ClaimedDelivery,
+        now: time::OffsetDateTime,
+        vouched: Option<bool>,
+    ) {
         let due = if vouched.is_none() {
             now + GIVEN_BACK_FOR
         } else {
