@@ -3,7 +3,7 @@
 //! asserted; the only timings are generous upper bounds.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use partner_domain::webhook::ports::DeliveryRepo;
@@ -1088,4 +1088,133 @@ async fn n9b_second_prime_a_slow_listener_connection_never_leaks_an_old_secret()
     }
     // Slow all along, never found deaf: the listener is the one first relayed.
     assert_eq!(relay.slow_listeners(Duration::from_millis(300)), 1);
+}
+
+/// A TCP relay to the receiver at `to` that holds each connection `hold` before relaying it, so
+/// the client's TLS handshake waits that long (as the owner of an old URL can make it wait): its
+/// URL (the receiver's certificate still matches), and how many connections it accepted.
+async fn handshake_holding_relay(to: &str, hold: Duration) -> (String, Arc<AtomicUsize>) {
+    let upstream = to
+        .trim_start_matches("https://")
+        .split('/')
+        .next()
+        .expect("host:port")
+        .to_owned();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!(
+        "https://127.0.0.1:{}/held",
+        listener.local_addr().expect("addr").port()
+    );
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let counted = accepted.clone();
+    tokio::spawn(async move {
+        while let Ok((mut client, _)) = listener.accept().await {
+            counted.fetch_add(1, Ordering::SeqCst);
+            let upstream = upstream.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(hold).await;
+                let Ok(mut server) = tokio::net::TcpStream::connect(&upstream).await else {
+                    return;
+                };
+                let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+            });
+        }
+    });
+    (url, accepted)
+}
+
+/// An app whose endpoint (secret set; its URL relayed to `rx` with each TLS handshake held 2 s)
+/// has one delivery whose attempt is connecting, its handshake held: the app, the seed, the
+/// endpoint's id and secret, and the relay's count of connections.
+async fn one_attempt_with_its_handshake_held(
+    rx: &Receiver,
+) -> (TestApp, Seeded, String, String, Arc<AtomicUsize>) {
+    let (held, accepted) = handshake_holding_relay(&rx.url, Duration::from_secs(2)).await;
+    let app = rx.app(|c| c.webhook_timeout = Duration::from_secs(6)).await;
+    let s = app.seed("acme", false).await;
+    let created = app
+        .create_webhook_endpoint(
+            &s.token,
+            &json!({ "url": held, "events": ["lead.created"], "secret": true }),
+        )
+        .await;
+    let id = created["id"].as_str().expect("id").to_owned();
+    let secret = created["secret"].as_str().expect("secret").to_owned();
+    app.ingest_lead(&lead_body("acme", json!({}))).await;
+    eventually("the attempt connecting, its handshake held", || async {
+        (accepted.load(Ordering::SeqCst) == 1).then_some(())
+    })
+    .await;
+    (app, s, id, secret, accepted)
+}
+
+/// N9c of issue 23's re-try (attack5): the endpoint-row check ran before the connection was
+/// made, so the owner of the old URL could hold the TLS handshake past a change's answer and
+/// still receive the attempt, signed only with the secret the `PATCH {secret, expirePrevious}`
+/// had just erased (every change leaked, 1.8-2.0 s after its answer with a 3 s hold). Now a send
+/// that needs a new connection writes nothing until it is up and the row is read again: the
+/// delivery is given back, and the request the receiver gets is signed with the new secret only.
+#[tokio::test]
+async fn n9c_an_attempt_whose_handshake_is_held_across_a_rotation_gets_only_the_new_secret() {
+    let rx = Receiver::start().await;
+    let (app, s, id, old_secret, _) = one_attempt_with_its_handshake_held(&rx).await;
+    let res = app
+        .api(Method::PATCH, &format!("{ENDPOINTS}/{id}"), &s.token)
+        .json(&json!({ "secret": true, "expirePrevious": true }))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(res.status(), StatusCode::OK);
+    let new_secret = body(res).await["data"]["secret"]
+        .as_str()
+        .expect("new secret")
+        .to_owned();
+    assert!(
+        rx.received().is_empty(),
+        "answered while the handshake was held"
+    );
+    let got = signed_with(&rx, &new_secret).await;
+    let sig = got.header("x-partner-signature").expect("signed");
+    assert!(
+        crate::helpers::verify_signature(
+            sig,
+            &got.body,
+            &old_secret,
+            OffsetDateTime::now_utc().unix_timestamp()
+        )
+        .is_err(),
+        "after the PATCH answered, a request signed with the erased secret"
+    );
+}
+
+/// N9c, disabled: the attempt whose handshake was held when `PATCH {enabled: false}` answered
+/// is given back once its connection is up, and the disabled endpoint gets nothing.
+#[tokio::test]
+async fn n9c_an_attempt_whose_handshake_is_held_across_a_disable_sends_nothing() {
+    let rx = Receiver::start().await;
+    let (app, s, id, _, accepted) = one_attempt_with_its_handshake_held(&rx).await;
+    let res = app
+        .api(Method::PATCH, &format!("{ENDPOINTS}/{id}"), &s.token)
+        .json(&json!({ "enabled": false }))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(res.status(), StatusCode::OK);
+    assert!(
+        rx.received().is_empty(),
+        "answered while the handshake was held"
+    );
+    // Given back (or, as before, sent and recorded): no longer claimed either way.
+    crate::helpers::eventually_within(Duration::from_secs(20), "the attempt ended", || async {
+        (claimed(&app, "acme").await == 0).then_some(())
+    })
+    .await;
+    assert_eq!(
+        rx.received().len(),
+        0,
+        "after the PATCH answered, a request reached the disabled endpoint"
+    );
+    assert_eq!(accepted.load(Ordering::SeqCst), 1, "no new connection");
 }

@@ -2,6 +2,7 @@
 //! time, which defeats DNS rebinding), literal addresses are checked before the request, redirects
 //! are not followed. One send posts a signed body and names a failure by a short, URL-free reason.
 
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,6 +14,7 @@ use partner_domain::webhook::{
     standard_signature,
 };
 
+use crate::connect::{Attempt, ConnectLayer, ConnectTimedOut, is_connecting};
 use crate::{WorkerConfig, WorkerError};
 
 /// The resolver's refusal, recognised in reqwest's error chain as `address not allowed`.
@@ -90,6 +92,10 @@ pub(crate) enum Sent {
         error: &'static str,
         timed_out: bool,
     },
+    /// Nothing was written: the connection made for the send is up, and the check that was to
+    /// vouch for writing on it did not (issue 23, N9c). Its answer: `Some(false)`, the endpoint
+    /// changed; `None`, the check failed or answered too late.
+    Unsent(Option<bool>),
 }
 
 /// The worker's HTTPS client.
@@ -116,6 +122,9 @@ impl Client {
             ))
             .dns_resolver(FilteringResolver {
                 allow_private: config.allow_private,
+            })
+            .connector_layer(ConnectLayer {
+                timeout: config.timeout,
             });
         if let Some(pem) = &config.extra_roots_pem {
             let certs = reqwest::Certificate::from_pem_bundle(pem)
@@ -132,8 +141,21 @@ impl Client {
         })
     }
 
-    /// Posts `body`, signed, to the delivery's endpoint.
-    pub(crate) async fn send(&self, d: &ClaimedDelivery, body: Vec<u8>) -> Sent {
+    /// Posts `body`, signed, to the delivery's endpoint, within `timeout`. When the send needs a
+    /// new connection, nothing is written until it is up and `recheck` (the endpoint-row check,
+    /// asked then) answers `Some(true)`; otherwise the send ends [`Sent::Unsent`].
+    pub(crate) async fn send<F, Fut>(
+        &self,
+        d: &ClaimedDelivery,
+        body: Vec<u8>,
+        timeout: Duration,
+        recheck: F,
+    ) -> Sent
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Option<bool>>,
+    {
+        let started = tokio::time::Instant::now();
         let no_answer = |error| Sent::NoAnswer {
             error,
             timed_out: false,
@@ -180,7 +202,43 @@ impl Client {
         if let Some(h) = &d.custom_header {
             req = req.header(h.name(), h.value());
         }
-        match req.body(body).send().await {
+        let Ok(req) = req.body(body).timeout(timeout).build() else {
+            return no_answer("invalid request");
+        };
+        // A body of bytes clones.
+        let Some(once) = req.try_clone() else {
+            return no_answer("invalid request");
+        };
+        let attempt = Attempt::default();
+        let first = attempt.scope(self.http.execute(once)).await;
+        let answer = match first {
+            Err(e) if is_connecting(&e) => {
+                // No idle connection: one is being made, and nothing was written.
+                match tokio::time::timeout_at(started + timeout, attempt.connected()).await {
+                    Err(_) => return no_answer_timed_out(),
+                    Ok(Err(e)) => return classify_chain(&*e),
+                    Ok(Ok(())) => {}
+                }
+                match recheck().await {
+                    Some(true) => {}
+                    other => return Sent::Unsent(other),
+                }
+                let mut req = req;
+                let left = timeout.saturating_sub(started.elapsed());
+                if left.is_zero() {
+                    return no_answer_timed_out();
+                }
+                *req.timeout_mut() = Some(left);
+                match attempt.scope(self.http.execute(req)).await {
+                    // Not the connection made (or not only): give it back rather than connect
+                    // again unchecked.
+                    Err(e) if is_connecting(&e) => return Sent::Unsent(None),
+                    other => other,
+                }
+            }
+            other => other,
+        };
+        match answer {
             Ok(mut res) => {
                 let code = res.status().as_u16();
                 let retry_after = if code == 429 || code == 503 {
@@ -228,18 +286,33 @@ fn tls_reason(e: &rustls::Error) -> &'static str {
     }
 }
 
+fn no_answer_timed_out() -> Sent {
+    Sent::NoAnswer {
+        error: "timeout",
+        timed_out: true,
+    }
+}
+
 /// A short, URL-free reason for a request that got no answer.
 fn classify(e: &reqwest::Error) -> Sent {
+    if e.is_timeout() {
+        return no_answer_timed_out();
+    }
+    classify_chain(e)
+}
+
+/// [`classify`] for any error: a request's, or a connection's made apart from its send.
+fn classify_chain(e: &(dyn std::error::Error + 'static)) -> Sent {
     let no_answer = |error| Sent::NoAnswer {
         error,
         timed_out: error == "timeout",
     };
-    if e.is_timeout() {
-        return no_answer("timeout");
-    }
     // `io::Error::source` skips the error it wraps, so wrapped errors are visited explicitly.
     let mut stack: Vec<&(dyn std::error::Error + 'static)> = vec![e];
     while let Some(err) = stack.pop() {
+        if err.is::<ConnectTimedOut>() {
+            return no_answer("timeout");
+        }
         if err.is::<AddressNotAllowed>() {
             return no_answer("address not allowed");
         }
@@ -359,7 +432,7 @@ mod tests {
                 assert_eq!(error, "connection refused");
                 assert!(!timed_out);
             }
-            Sent::Answered(..) => panic!("no answer expected"),
+            Sent::Answered(..) | Sent::Unsent(_) => panic!("no answer expected"),
         }
     }
 }

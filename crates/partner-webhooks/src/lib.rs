@@ -21,6 +21,8 @@
 //! One module per stage of a delivery:
 //! - `client`: the HTTPS client and its guard (the filtering resolver, literal addresses), one
 //!   send and how its failure is named;
+//! - `connect`: the connector layer that makes a send's new connection before anything is
+//!   written, so the endpoint-row check that vouches for it comes after (issue 23, N9c);
 //! - `lanes`: each endpoint's share of the worker (in-flight slots, read-ahead, circuit breaker);
 //! - `worker`: the loop that claims, builds payloads and starts attempts;
 //! - `recorder`: outcomes written in batches under their leases;
@@ -32,6 +34,7 @@ use std::time::Duration;
 mod changes;
 mod checks;
 mod client;
+mod connect;
 mod lanes;
 mod maintenance;
 mod recorder;

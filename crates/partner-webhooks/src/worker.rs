@@ -19,13 +19,18 @@ use partner_domain::webhook::{
 use tokio::sync::{Notify, Semaphore, mpsc};
 
 use crate::changes::{Changes, Freshness};
-use crate::checks::Checks;
+use crate::checks::{Checks, FRESH_FOR};
 use crate::client::{Client, Sent};
 use crate::lanes::{Heard, Lanes};
 use crate::{WorkerConfig, WorkerError, maintenance, recorder};
 
 /// Deliveries claimed in one statement at most.
 const CLAIM_BATCH: usize = 512;
+
+/// How long a delivery given back because its endpoint's row check failed or answered too late
+/// waits before it is due again (issue 23, N9d): the check is not made again and again against a
+/// slow or failing database.
+const GIVEN_BACK_FOR: Duration = Duration::from_secs(1);
 
 /// Wall-clock microseconds since the epoch, for the `debug` timings of a delivery's path (which
 /// are compared with the event's `created_at` and the receiver's log, so not the injected clock).
@@ -391,43 +396,31 @@ impl Worker {
         // a read begun now, that the attempt is ready: a change answered before it is seen
         // however late its announcement comes (a slow or silently dead listener: issue 23,
         // N9b''), and a failed read sends nothing.
-        let announced = || {
-            self.inner
-                .changes()
-                .freshness(d.endpoint_id, claimed_at, Instant::now())
-        };
-        let heard = announced();
-        let stale = heard == Freshness::Stale || {
-            let row = self
-                .inner
-                .checks
-                .unchanged(d.endpoint_id, d.endpoint_version)
-                .await;
-            // Announced while the row was read: known as well, for free.
-            let announced_since = announced() == Freshness::Stale;
-            if row == Some(false) && !announced_since && heard == Freshness::Fresh {
-                // Only the row says so: the announcement is late or was lost (or the change
-                // committed within milliseconds of the read).
-                tracing::info!(
-                    endpoint = %d.endpoint_id,
-                    delivery = %d.id,
-                    "a claimed delivery's endpoint changed unannounced; given back"
-                );
-            }
-            row != Some(true) || announced_since
-        };
-        if stale {
-            if let Err(e) = self.inner.repo.release(&[(d.id, d.lease)], start).await {
-                // Left to its lease: claimed again, afresh, when it runs out.
-                tracing::warn!(error = %e, delivery = %d.id, "giving back a stale claim failed");
-            }
-            self.finish(d.endpoint_id, Heard::Nothing);
-            self.inner.wake.notify_one();
+        let asked = Instant::now();
+        let vouched = self.vouch(&d, claimed_at).await;
+        if vouched != Some(true) {
+            self.give_back(&d, start, vouched).await;
             return;
         }
         let started = Instant::now();
         let send = unix_us();
-        let sent = self.inner.client.send(&d, body).await;
+        // A send that needs a new connection writes only once it is up and the endpoint's row
+        // is read again, unless the answer above is still fresh (issue 23, N9c).
+        let recheck = || async {
+            if asked.elapsed() <= FRESH_FOR {
+                return Some(true);
+            }
+            self.vouch(&d, claimed_at).await
+        };
+        let sent = self
+            .inner
+            .client
+            .send(&d, body, self.inner.config.timeout, recheck)
+            .await;
+        if let Sent::Unsent(vouched) = sent {
+            self.give_back(&d, start, vouched).await;
+            return;
+        }
         let took = started.elapsed();
         tracing::debug!(
             delivery = %d.id,
@@ -462,6 +455,7 @@ impl Worker {
                 let next = after_failure(&c.retry_schedule, d.attempt, self.jitter(), at);
                 (None, Some(error.to_owned()), next)
             }
+            Sent::Unsent(_) => return,
         };
         let outcome = match (&error, status_code) {
             (None, _) => "delivered",
@@ -497,9 +491,68 @@ impl Worker {
             Sent::NoAnswer {
                 timed_out: true, ..
             } => Heard::Timeout(took),
-            Sent::NoAnswer { .. } => Heard::Nothing,
+            Sent::NoAnswer { .. } | Sent::Unsent(_) => Heard::Nothing,
         };
         self.finish(d.endpoint_id, heard);
+    }
+
+    /// Whether `d`'s endpoint is as its claim read it, now: `Some(false)` when a change was
+    /// announced since the claim or its row says so, `None` when the row's check failed or
+    /// answered too late ([`Checks::unchanged`]).
+    async fn vouch(&self, d: &ClaimedDelivery, claimed_at: Instant) -> Option<bool> {
+        let announced = || {
+            self.inner
+                .changes()
+                .freshness(d.endpoint_id, claimed_at, Instant::now())
+        };
+        let heard = announced();
+        if heard == Freshness::Stale {
+            return Some(false);
+        }
+        let row = self
+            .inner
+            .checks
+            .unchanged(d.endpoint_id, d.endpoint_version)
+            .await;
+        // Announced while the row was read: known as well, for free.
+        if announced() == Freshness::Stale {
+            return Some(false);
+        }
+        if row == Some(false) && heard == Freshness::Fresh {
+            // Only the row says so: the announcement is late or was lost (or the change
+            // committed within milliseconds of the read).
+            tracing::info!(
+                endpoint = %d.endpoint_id,
+                delivery = %d.id,
+                "a claimed delivery's endpoint changed unannounced; given back"
+            );
+        }
+        row
+    }
+
+    /// Gives `d` back unattempted (its attempt not counted): due at once when its endpoint
+    /// changed (`Some(false)`: the next claim reads it as it is), or after [`GIVEN_BACK_FOR`]
+    /// when the check failed or answered too late (`None`: so a slow or failing database is not
+    /// asked again and again for the same delivery).
+    async fn give_back(
+        &self,
+        d: &ClaimedDelivery,
+        now: time::OffsetDateTime,
+        vouched: Option<bool>,
+    ) {
+        let due = if vouched.is_none() {
+            now + GIVEN_BACK_FOR
+        } else {
+            now
+        };
+        if let Err(e) = self.inner.repo.release(&[(d.id, d.lease)], due).await {
+            // Left to its lease: claimed again, afresh, when it runs out.
+            tracing::warn!(error = %e, delivery = %d.id, "giving back a stale claim failed");
+        }
+        self.finish(d.endpoint_id, Heard::Nothing);
+        if vouched.is_some() {
+            self.inner.wake.notify_one();
+        }
     }
 
     /// A held delivery is done: frees its place in the lanes, and wakes the claimer or the
