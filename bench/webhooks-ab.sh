@@ -13,6 +13,11 @@
 #   paced10    the same spread over 10 endpoints
 #   api1       200 leads/s for 15 s through the server's own ingest (`--role all`, so the
 #              announcer is the server's): event→delivery p50/p99
+# Optional: BENCH_AB_KEEP=DIR keeps each case's server log (with RUST_LOG=partner_webhooks=debug,
+# partner_postgres=debug: the per-attempt timings) and nginx log in DIR; BENCH_AB_WAITS=1 also
+# samples pg_stat_activity of the case's database every 20 ms into DIR (its wait events, counted
+# by bench/webhooks-waits.sh). BENCH_AB_DB names the databases (default pp_bench_ab: _a, _b),
+# BENCH_PGPORT the PostgreSQL port (default 5432).
 # Every line carries the load average at its end. Loopback only; bounded; stops by itself (the
 # receiver is bench/webhooks-lib.sh's nginx, on its own port).
 set -euo pipefail
@@ -23,6 +28,30 @@ ROUNDS=${BENCH_ROUNDS:-2}
 CASES=${BENCH_AB_CASES:-prefill1 prefill10 live1 paced1 paced10 api1}
 N=${BENCH_EVENTS:-20000}
 load() { cut -d' ' -f1 /proc/loadavg; }
+KEEP=${BENCH_AB_KEEP:-}
+[ -n "$KEEP" ] && mkdir -p "$KEEP"
+SAMPLER=""
+# sample_start LABEL: pg_stat_activity of this database every 20 ms, in one psql session.
+sample_start() {
+  [ -n "$KEEP" ] && [ "${BENCH_AB_WAITS:-0}" = 1 ] || return 0
+  { echo '\pset format unaligned'; echo '\pset tuples_only on'; echo '\pset fieldsep |'
+    for _ in $(seq 1 30000); do
+      echo "SELECT extract(epoch FROM now()), pid, application_name, state, coalesce(wait_event_type, 'CPU'), coalesce(wait_event, '-'), left(regexp_replace(query, '\s+', ' ', 'g'), 60) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND state <> 'idle'; SELECT pg_sleep(0.02);"
+    done; } | psql -q "$WH_DB" 2>/dev/null | grep -v '^$' > "$KEEP/$1.waits" &
+  SAMPLER=$!
+}
+sample_stop() {
+  [ -n "$SAMPLER" ] && { kill "$SAMPLER" 2>/dev/null; wait "$SAMPLER" 2>/dev/null || true; }
+  SAMPLER=""
+}
+# keep LABEL: the case's logs, then empty ones for the next case.
+keep() {
+  sample_stop
+  [ -n "$KEEP" ] || return 0
+  cp "$WH_WORK/server.log" "$KEEP/$1.server.log" 2>/dev/null || true
+  : > "$WH_WORK/server.log"
+}
+ROUND=0
 run() { # $1 label $2 binary $3 database
   (
     export BENCH_DB=$3
@@ -41,8 +70,10 @@ run() { # $1 label $2 binary $3 database
           wh_prefill $((N / n)) "$n"
           wh_rotate_log
           wh_start_server worker
+          sample_start "$1-$case-r$ROUND"
           wh_wait_done true 300
           wh_stop_server
+          keep "$1-$case-r$ROUND"
           read -r count rate _ _ _ <<<"$(wh_arrivals)"
           echo "$1 pre-filled, $n endpoint(s): $count delivered, $rate deliveries/s (load $(load))"
           ;;
@@ -52,10 +83,12 @@ run() { # $1 label $2 binary $3 database
           wh_notify_sql > "$WH_WORK/notify.sql"
           wh_rotate_log
           wh_start_server worker
+          sample_start "$1-$case-r$ROUND"
           pgbench -n -c 16 -j 2 -t $((N * 9 / 8 / 16)) -f "$WH_WORK/event.sql@8" -f "$WH_WORK/notify.sql@1" \
             "$WH_DB" >"$WH_WORK/pgbench.log" 2>&1
           wh_wait_done true 300
           wh_stop_server
+          keep "$1-$case-r$ROUND"
           read -r count _ p50 p99 live <<<"$(wh_arrivals)"
           echo "$1 live (pgbench, 16 clients), 1 endpoint: $count delivered, $live deliveries/s; event→delivery p50 ${p50} ms, p99 ${p99} ms (load $(load))"
           ;;
@@ -65,9 +98,11 @@ run() { # $1 label $2 binary $3 database
           { echo "\\set p random(1, $n)"; wh_event_sql; wh_notify_sql; } > "$WH_WORK/paced.sql"
           wh_rotate_log
           wh_start_server worker
+          sample_start "$1-$case-r$ROUND"
           pgbench -n -c 2 -j 2 -R 200 -T 15 -f "$WH_WORK/paced.sql" "$WH_DB" >"$WH_WORK/pgbench.log" 2>&1
           wh_wait_done true 60
           wh_stop_server
+          keep "$1-$case-r$ROUND"
           read -r count _ p50 p99 _ <<<"$(wh_arrivals)"
           echo "$1 paced 200/s, $n endpoint(s): $count delivered; event→delivery p50 ${p50} ms, p99 ${p99} ms (load $(load))"
           ;;
@@ -75,6 +110,7 @@ run() { # $1 label $2 binary $3 database
           wh_endpoints 1
           wh_rotate_log
           wh_start_server all
+          sample_start "$1-$case-r$ROUND"
           python3 - "$WH_PORT" "$PARTNER_INTERNAL_TOKEN" <<'PY'
 import http.client, sys, time
 conn = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]))
@@ -92,6 +128,7 @@ for i in range(3000):  # 200/s for 15 s
 PY
           wh_wait_done true 60
           wh_stop_server
+          keep "$1-$case-r$ROUND"
           read -r count _ p50 p99 _ <<<"$(wh_arrivals)"
           echo "$1 paced 200/s through the API, 1 endpoint: $count delivered; event→delivery p50 ${p50} ms, p99 ${p99} ms (load $(load))"
           ;;
@@ -100,7 +137,7 @@ PY
     done
   )
 }
-for _ in $(seq 1 "$ROUNDS"); do
-  run A "$A" pp_bench_ab_a
-  run B "$B" pp_bench_ab_b
+for ROUND in $(seq 1 "$ROUNDS"); do
+  run A "$A" "${BENCH_AB_DB:-pp_bench_ab}_a"
+  run B "$B" "${BENCH_AB_DB:-pp_bench_ab}_b"
 done

@@ -74,6 +74,9 @@ impl Breaker {
 struct Lane {
     /// Attempts in flight.
     sending: Arc<Semaphore>,
+    /// Attempts next in line, whose endpoint-row check may run while the slots are busy (as many
+    /// as the slots: `Worker::attempt`).
+    turns: Arc<Semaphore>,
     /// Deliveries claimed and not finished (sending or ready).
     held: usize,
     breaker: Breaker,
@@ -85,6 +88,7 @@ impl Lane {
     fn new(endpoint_concurrency: usize) -> Self {
         Self {
             sending: Arc::new(Semaphore::new(endpoint_concurrency)),
+            turns: Arc::new(Semaphore::new(endpoint_concurrency)),
             held: 0,
             breaker: Breaker::default(),
             latency: None,
@@ -191,9 +195,11 @@ impl Lanes {
         }
     }
 
-    /// The endpoint's in-flight slots, while it holds something.
-    pub(crate) fn slots(&self, endpoint: EndpointId) -> Option<Arc<Semaphore>> {
-        self.by_endpoint.get(&endpoint).map(|l| l.sending.clone())
+    /// The endpoint's turns to be checked and its in-flight slots, while it holds something.
+    pub(crate) fn slots(&self, endpoint: EndpointId) -> Option<(Arc<Semaphore>, Arc<Semaphore>)> {
+        self.by_endpoint
+            .get(&endpoint)
+            .map(|l| (l.turns.clone(), l.sending.clone()))
     }
 
     /// A held delivery is done (sent, or given up by this worker): frees its place and updates

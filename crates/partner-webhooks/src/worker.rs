@@ -26,6 +26,11 @@ use crate::{WorkerConfig, WorkerError, maintenance, recorder};
 
 /// Deliveries claimed in one statement at most.
 const CLAIM_BATCH: usize = 512;
+/// How long after its endpoint-row check was asked an attempt may still be sent on its answer
+/// (the check is made while the attempt waits for its slot, see `Worker::attempt`): a change
+/// answered up to this long (plus the read's own round trip) before the send may go unseen, as a
+/// change answered during the read itself always could. Past it the row is read again.
+const CHECKED_WITHIN: Duration = Duration::from_millis(5);
 
 /// How long a delivery given back because its endpoint's row check failed or answered too late
 /// waits before it is due again (issue 23, N9d): the check is not made again and again against a
@@ -362,7 +367,8 @@ impl Worker {
         }
     }
 
-    /// Waits for a slot of the endpoint and a global one, sends, and reports the outcome.
+    /// Waits for a turn of the endpoint and checks its row, then for a slot of the endpoint and
+    /// a global one, sends, and reports the outcome.
     async fn attempt(
         self,
         d: ClaimedDelivery,
@@ -372,33 +378,66 @@ impl Worker {
         stamps: Stamps,
         tx: mpsc::UnboundedSender<AttemptOutcome>,
     ) {
-        let Some(lane) = self.inner.lanes().slots(d.endpoint_id) else {
+        let Some((turns, lane)) = self.inner.lanes().slots(d.endpoint_id) else {
             self.finish(d.endpoint_id, Heard::Nothing);
             return;
         };
-        let (Ok(_endpoint_slot), Ok(_slot)) = (
-            lane.acquire_owned().await,
-            self.inner.sending.clone().acquire_owned().await,
-        ) else {
-            self.finish(d.endpoint_id, Heard::Nothing);
-            return;
-        };
-        // Too close to the end of the lease: another worker may take it over mid-send, so leave
-        // it to that worker rather than risk two attempts at once.
-        let start = self.inner.clock.now();
-        if start + self.inner.config.timeout > lease_until {
-            self.finish(d.endpoint_id, Heard::Nothing);
-            return;
-        }
         // The endpoint changed since the claim read it: give the delivery back, due now, so the
         // next claim sends it with the endpoint as it is (or not at all, when it went). A change
         // the store announced is known without a read; otherwise the endpoint's row is read, by
-        // a read begun now, that the attempt is ready: a change answered before it is seen
-        // however late its announcement comes (a slow or silently dead listener: issue 23,
-        // N9b''), and a failed read sends nothing.
-        let asked = Instant::now();
-        let vouched = self.vouch(&d, claimed_at).await;
+        // a read begun once the attempt is ready (one of the next of its endpoint to be sent): a
+        // change answered before it is seen however late its announcement comes (a slow or
+        // silently dead listener: issue 23, N9b''), and a failed read sends nothing.
+        //
+        // The check is made while the endpoint's slots are busy with the attempts before this
+        // one, not inside a slot (a slot's time was the read and then the send, the read the
+        // longer under load: docs/performance-history.md, "The live drain's regression"). A
+        // turn is one of `endpoint_concurrency` places next in line, so the read begins when at
+        // most that many attempts of the endpoint are ahead of this one; its answer vouches for
+        // the send only when the slot comes within `CHECKED_WITHIN` of the read's asking, else
+        // the row is read again once the slot is held, as before.
+        let Ok(turn) = turns.acquire_owned().await else {
+            self.finish(d.endpoint_id, Heard::Nothing);
+            return;
+        };
+        let mut asked = Instant::now();
+        let mut vouched = self.vouch(&d, claimed_at).await;
+        let mut slots = None;
+        if vouched == Some(true) {
+            let (Ok(endpoint_slot), Ok(slot)) = (
+                lane.acquire_owned().await,
+                self.inner.sending.clone().acquire_owned().await,
+            ) else {
+                self.finish(d.endpoint_id, Heard::Nothing);
+                return;
+            };
+            slots = Some((endpoint_slot, slot));
+        }
+        // The next attempt in line may check now.
+        drop(turn);
+        let slot = unix_us();
+        let start = self.inner.clock.now();
+        if vouched == Some(true) {
+            // Too close to the end of the lease: another worker may take it over mid-send, so
+            // leave it to that worker rather than risk two attempts at once.
+            if start + self.inner.config.timeout > lease_until {
+                self.finish(d.endpoint_id, Heard::Nothing);
+                return;
+            }
+            if asked.elapsed() > CHECKED_WITHIN {
+                asked = Instant::now();
+                vouched = self.vouch(&d, claimed_at).await;
+            } else if self
+                .inner
+                .changes()
+                .freshness(d.endpoint_id, claimed_at, Instant::now())
+                == Freshness::Stale
+            {
+                vouched = Some(false);
+            }
+        }
         if vouched != Some(true) {
+            drop(slots);
             self.give_back(&d, start, vouched).await;
             return;
         }
@@ -428,6 +467,7 @@ impl Worker {
             claim = stamps.claim,
             claimed = stamps.claimed,
             built = stamps.built,
+            slot,
             send,
             answered = unix_us(),
             "webhook attempt timings (unix µs)"
