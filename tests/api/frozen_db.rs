@@ -119,7 +119,6 @@ async fn n12_frozen_database_connections_are_replaced_and_sigterm_is_obeyed() {
     // Every connection frozen again, the worker's next claim hung on one; then SIGTERM. The
     // client's idle keep-alive connections are closed first: the HTTP servers' graceful stop
     // waits for them (their keep-alive), which is not what is measured here.
-    drop(ingest);
     drop(client);
     let again = relay.freeze_all();
     tokio::time::sleep(Duration::from_millis(300)).await;
