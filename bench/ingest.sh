@@ -44,11 +44,23 @@ psql -q "$DB" -c "
   VALUES ('ingest', 'Ingest', 'ops@ingest.test', true, false, true, 'en', '{en}', false, false, false, '{}', now(), now())"
 fi
 
+T_START=$(psql -Atq "$DB" -c "SELECT now()")
 SERVER=
 start_server() { "$1" serve --no-migrate --role api & SERVER=$!
   for _ in $(seq 1 50); do curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null && break; sleep 0.2; done; }
 stop_server() { kill "$SERVER" 2>/dev/null || true; wait "$SERVER" 2>/dev/null || true; SERVER=; }
-trap 'stop_server; rm -rf "$WORK"; [ -n "${BENCH_DATASET:-}" ] || psql -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" postgres' EXIT
+# On a dataset the leads and events stay, but the deliveries they queued (no worker runs here) are
+# deleted at the end, so that a later delivery benchmark on the database has no backlog.
+cleanup() {
+  stop_server; rm -rf "$WORK"
+  if [ -n "${BENCH_DATASET:-}" ]; then
+    psql -q "$DB" -c "DELETE FROM webhook_deliveries WHERE partner_id = '$PARTNER' AND status = 'pending' AND created_at >= '$T_START'" \
+      -c "VACUUM (ANALYZE) webhook_deliveries"
+  else
+    psql -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" postgres
+  fi
+}
+trap cleanup EXIT
 BODY='{"partnerId":"'$PARTNER'","firstName":"Ann","lastName":"Lee","email":"ann@example.com","emailConsent":true,"phone":"+1 555 0100","smsConsent":true,"origin":"managed-website","location":"Austin, TX"}'
 post() { curl -sf -o /dev/null -X POST "http://127.0.0.1:$PORT/internal/v1/leads" -H "Authorization: Bearer $PARTNER_INTERNAL_TOKEN" -d "$BODY"; }
 
@@ -85,7 +97,6 @@ ingest_sql 'gen_random_uuid()' > $WORK/bench-ingest.sql
 echo "== $DB (partner $PARTNER, $(psql -Atq "$DB" -c "SELECT reltuples::bigint FROM pg_class WHERE relname = 'leads'") leads); machine: $(nproc) cores, $(uname -r); load average $(cut -d' ' -f1-3 /proc/loadavg); $CONNS connections, $DURATION each, $ROUNDS rounds"
 declare -A RATE
 median() { sort -g | awk '{a[NR] = $1} END {if (NR % 2) print a[(NR + 1) / 2]; else printf "%.1f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
-T_START=$(psql -Atq "$DB" -c "SELECT now()")
 snap() { # the counters BENCH_PROFILE compares, to $WORK/snap.$1
   psql -AtqF' ' "$DB" -c "SELECT '#db', blks_read FROM pg_stat_database WHERE datname = current_database()
     UNION ALL SELECT '#wal', wal_fpi FROM pg_stat_wal UNION ALL SELECT '#walbytes', wal_bytes FROM pg_stat_wal

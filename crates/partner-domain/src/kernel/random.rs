@@ -171,7 +171,10 @@ mod tests {
         let id = new_time_ordered_id(&rng, at);
         assert_eq!(id.get_version_num(), 7);
         assert_eq!(id.get_variant(), uuid::Variant::RFC4122);
-        let (secs, nanos) = id.get_timestamp().expect("a v7 UUID has a timestamp").to_unix();
+        let (secs, nanos) = id
+            .get_timestamp()
+            .expect("a v7 UUID has a timestamp")
+            .to_unix();
         assert_eq!((secs, nanos / 1_000_000), (1_795_771_800, 123));
         // A later millisecond sorts after, whatever the random bits.
         let later = new_time_ordered_id(&rng, at + time::Duration::milliseconds(1));

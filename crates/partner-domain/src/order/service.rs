@@ -117,9 +117,7 @@ impl OrderService {
     pub async fn record_event(&self, new: NewAnalyticsEvent) -> Result<(), RecordEventError> {
         let now = self.clock.now();
         let ev = AnalyticsEvent::new(AnalyticsEventId::generate_at(self.rng.as_ref(), now), new)?;
-        if self.repo.insert_analytics_event(&ev, now)
-            .await?
-        {
+        if self.repo.insert_analytics_event(&ev, now).await? {
             Ok(())
         } else {
             Err(RecordEventError::UnknownPartner)
