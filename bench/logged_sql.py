@@ -26,5 +26,13 @@ for dbname, kind, text in entries:
 for sql, params in out:
     if re.match(r"SET (TIME ZONE|CLIENT_ENCODING|application_name)", sql):
         continue  # the setup of a new pool connection, not the request
-    sql = re.sub(r"\$(\d+)\b", lambda m: params.get(m.group(1), m.group(0)), sql)
+    def fill(m):
+        v = params.get(m.group(1), m.group(0))
+        # A quoted integer in arithmetic ($1 + $2) would be `unknown + unknown`, which PostgreSQL
+        # cannot resolve without the types the server bound: write it bare there.
+        arith = re.match(r"\s*[-+*/]", sql[m.end():]) or re.search(r"[-+*/]\s*$", sql[:m.start()])
+        if arith and re.fullmatch(r"'-?\d+'", v):
+            return v.strip("'")
+        return v
+    sql = re.sub(r"\$(\d+)\b", fill, sql)
     print(sql.rstrip().rstrip(";") + ";")

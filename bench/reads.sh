@@ -117,7 +117,8 @@ for c in $CASES; do
     bad=$(echo "$out" | awk '/Non-2xx/ {print $5}'); [ -z "$bad" ] || { NON2XX[$c]=$(( ${NON2XX[$c]:-0} + bad )); }
     r=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
     rps+=("$r"); p50+=("$(in_ms "$(echo "$out" | awk '$1 == "50%" {print $2}')")"); p99+=("$(in_ms "$(echo "$out" | awk '$1 == "99%" {print $2}')")")
-    t=$(pgbench -n -M prepared -c "$CONNS" -j 2 -T "${DURATION%s}" -f "$WORK/$c.sql" "$DB" 2>/dev/null | awk '/^tps/ {print $3}')
+    t=$(pgbench -n -M prepared -c "$CONNS" -j 2 -T "${DURATION%s}" -f "$WORK/$c.sql" "$DB" 2>"$WORK/pgbench.err" | awk '/^tps/ {print $3}') || true
+    [ -n "$t" ] || { echo "  $c: pgbench failed: $(grep -v '^pgbench (' "$WORK/pgbench.err" | head -3 | tr '\n' ' ')" >&2; t=0; }
     tps+=("$t"); ratios+=("$(awk -v a="$r" -v b="$t" 'BEGIN {printf "%.2f", a / b}')")
   done
   printf '%-20s %10.0f %9s %9s %10.0f %7s  %s (rounds: ratio %s, p99 %s)\n' "$c" "$(median "${rps[@]}")" "$(median "${p50[@]}")" \

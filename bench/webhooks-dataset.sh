@@ -11,6 +11,8 @@
 # Run it on the small dataset (DATASET_SCALE=0.01: 200 endpoints) for the same cases on an
 # almost empty database. Retention is set to 90 days (no pruning during the runs). The rows it
 # writes stay in the database. Loopback only; stops by itself.
+# BENCH_API_DURATION (default 3s) is the live API case's wrk run; BENCH_WH_CASES (default
+# "prefill api pgbench paced") picks cases.
 # Usage: BENCH_DATASET=pp_dataset bash bench/webhooks-dataset.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,6 +24,8 @@ trap wh_cleanup EXIT
 BIN=${BENCH_BIN:-$BIN}
 export PARTNER_WEBHOOK_RETENTION=90d PARTNER_EVENT_RETENTION=90d PARTNER_RATE_LIMIT=1000000000/1s
 N=${BENCH_EVENTS:-20000}
+API_DURATION=${BENCH_API_DURATION:-3s}
+CASES=" ${BENCH_WH_CASES:-prefill api pgbench paced} "
 EV=$((N / 10))
 BIG=$(psql -Atq "$WH_DB" -c "SELECT value FROM dataset_info WHERE key = 'big_partner'")
 psql -q "$WH_DB" -c "CREATE TABLE IF NOT EXISTS bench_arrivals (ms numeric, id text)"
@@ -60,6 +64,7 @@ prefill() { # events
 }
 
 # Pre-filled drain.
+if [[ $CASES == *" prefill "* ]]; then
 prefill "$EV"
 wh_rotate_log
 wh_start_server worker
@@ -67,8 +72,10 @@ wh_wait_done "$MINE" 600
 wh_stop_server
 read -r count rate _ _ _ <<<"$(wh_arrivals "$MINE")"
 echo "pre-filled, $EV events to 10 endpoints: $count delivered, $rate deliveries/s ($(awk -v a="$rate" -v b="$limit" 'BEGIN {printf "%.3f", a / b}') of the receiver); load average $(cut -d' ' -f1-3 /proc/loadavg)"
+fi
 
 # Live through the API.
+if [[ $CASES == *" api "* ]]; then
 cat >"$WH_WORK/ingest.lua" <<LUA
 wrk.method = "POST"
 wrk.body = '{"partnerId":"$BIG","firstName":"Ann","lastName":"Lee","email":"ann@example.com","emailConsent":true,"phone":"+1 555 0100","smsConsent":true,"origin":"managed-website","location":"Austin, TX"}'
@@ -78,13 +85,15 @@ LUA
 wh_rotate_log
 wh_start_server all
 t=$(since)
-ingest=$(wrk -t1 -c32 -d3s -s "$WH_WORK/ingest.lua" "http://127.0.0.1:$WH_PORT/internal/v1/leads" | awk '/Requests\/sec/ {printf "%.0f", $2}')
+ingest=$(wrk -t1 -c32 -d"$API_DURATION" -s "$WH_WORK/ingest.lua" "http://127.0.0.1:$WH_PORT/internal/v1/leads" | awk '/Requests\/sec/ {printf "%.0f", $2}')
 wh_wait_done "$MINE" 600
 wh_stop_server
 read -r count rate p50 p99 live <<<"$(wh_arrivals "$MINE AND d.created_at >= '$t'")"
-echo "live through the API (wrk, 32 connections, 3 s, $ingest leads/s accepted, one --role all process): $count delivered, $live deliveries/s from the first event to the last arrival; event→delivery p50 ${p50} ms, p99 ${p99} ms; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "live through the API (wrk, 32 connections, $API_DURATION, $ingest leads/s accepted, one --role all process): $count delivered, $live deliveries/s from the first event to the last arrival; event→delivery p50 ${p50} ms, p99 ${p99} ms; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+fi
 
 # Live: pgbench writes while the worker runs.
+if [[ $CASES == *" pgbench "* ]]; then
 wh_rotate_log
 wh_start_server worker
 t=$(since)
@@ -95,8 +104,10 @@ ingest=$(awk -v s="$start" -v e="$(date +%s.%N)" -v n="$written" 'BEGIN {printf 
 wh_wait_done "$MINE" 600
 read -r count rate p50 p99 live <<<"$(wh_arrivals "$MINE AND d.created_at >= '$t'")"
 echo "live (pgbench, 16 clients, $ingest events/s written = $((ingest * 10)) deliveries/s): $count delivered, $live deliveries/s from the first event to the last arrival; event→delivery p50 ${p50} ms, p99 ${p99} ms; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+fi
 
 # Paced: 20 events/s (200 deliveries/s) for 20 s.
+if [[ $CASES == *" paced "* ]]; then
 wh_rotate_log
 t=$(since)
 cat "$WH_WORK/event.sql" "$WH_WORK/notify.sql" >"$WH_WORK/paced.sql"
@@ -105,3 +116,4 @@ wh_wait_done "$MINE" 60
 read -r count _ p50 p99 _ <<<"$(wh_arrivals "$MINE AND d.created_at >= '$t'")"
 echo "paced 20 events/s to 10 endpoints (200 deliveries/s): $count delivered; event→delivery p50 ${p50} ms, p99 ${p99} ms; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 wh_stop_server
+fi

@@ -334,6 +334,29 @@ async fn the_lead_row_shape() {
     assert_eq!(row["createdAt"].as_str().map(str::len), Some(24));
 }
 
+/// Lead ids are time-ordered (UUIDv7, docs/decisions.md "Time-ordered lead ids"): still UUIDs as
+/// the contract says, and carrying the lead's `createdAt` to the millisecond, so new leads land at
+/// the right edge of the primary key of a table of millions.
+#[tokio::test]
+async fn lead_ids_are_uuid_v7_of_their_creation_instant() {
+    let app = TestApp::spawn().await;
+    app.seed("acme", false).await;
+    let lead = app.ingest_lead(&lead_body("acme", json!({}))).await;
+    let id = uuid::Uuid::parse_str(lead["id"].as_str().expect("id")).expect("a UUID");
+    assert_eq!(id.get_version_num(), 7, "{id}");
+    assert_eq!(id.get_variant(), uuid::Variant::RFC4122);
+    let (secs, nanos) = id.get_timestamp().expect("a v7 timestamp").to_unix();
+    let created = OffsetDateTime::parse(
+        lead["createdAt"].as_str().expect("createdAt"),
+        &time::format_description::well_known::Rfc3339,
+    )
+    .expect("an instant");
+    assert_eq!(
+        i128::from(secs) * 1000 + i128::from(nanos / 1_000_000),
+        created.unix_timestamp_nanos() / 1_000_000
+    );
+}
+
 #[tokio::test]
 async fn an_attribution_code_resolves_to_partner_and_sub_account() {
     let app = TestApp::spawn().await;

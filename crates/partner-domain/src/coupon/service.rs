@@ -157,7 +157,7 @@ impl CouponService {
         {
             return Err(IssueError::UnknownSubAccount);
         }
-        let bulk_order_id = BulkOrderId::generate(self.rng.as_ref());
+        let bulk_order_id = BulkOrderId::generate_at(self.rng.as_ref(), now);
         for _ in 0..3 {
             let coupons = self.mint(&req, bulk_order_id, now)?;
             if self.repo.insert_bulk(&coupons).await? == CouponWrite::Done {
@@ -185,7 +185,7 @@ impl CouponService {
                 continue;
             }
             out.push(Coupon::new(CouponParts {
-                id: CouponId::generate(self.rng.as_ref()),
+                id: CouponId::generate_at(self.rng.as_ref(), now),
                 code,
                 partner_id: req.partner_id.clone(),
                 sub_id: req.sub_id,

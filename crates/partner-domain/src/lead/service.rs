@@ -94,7 +94,7 @@ impl LeadService {
     pub async fn ingest(&self, new: NewLead) -> Result<Lead, IngestLeadError> {
         let now = self.clock.now();
         let lead = Lead::new(LeadParts {
-            id: LeadId::generate(self.rng.as_ref()),
+            id: LeadId::generate_at(self.rng.as_ref(), now),
             partner_id: new.partner_id,
             sub_id: new.sub_id,
             first_name: new.first_name,

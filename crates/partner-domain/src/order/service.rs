@@ -115,12 +115,9 @@ impl OrderService {
 
     /// Records an analytics event (idempotent per run for `order_completed`).
     pub async fn record_event(&self, new: NewAnalyticsEvent) -> Result<(), RecordEventError> {
-        let ev = AnalyticsEvent::new(AnalyticsEventId::generate(self.rng.as_ref()), new)?;
-        if self
-            .repo
-            .insert_analytics_event(&ev, self.clock.now())
-            .await?
-        {
+        let now = self.clock.now();
+        let ev = AnalyticsEvent::new(AnalyticsEventId::generate_at(self.rng.as_ref(), now), new)?;
+        if self.repo.insert_analytics_event(&ev, now).await? {
             Ok(())
         } else {
             Err(RecordEventError::UnknownPartner)

@@ -52,8 +52,8 @@ impl PayoutService {
 
     /// Stores a payout (its `email` is the partner's, `createdAt` today) and `payout.created`.
     pub async fn record(&self, new: NewPayout) -> Result<Payout, RecordPayoutError> {
-        let id = PayoutId::generate(self.rng.as_ref());
         let now = self.clock.now();
+        let id = PayoutId::generate_at(self.rng.as_ref(), now);
         let mut tx = self.uow.begin().await?;
         let payout = tx
             .insert_payout(id, &new, now)
@@ -144,7 +144,7 @@ mod tests {
     }
 
     fn the_id() -> PayoutId {
-        PayoutId::generate(&sevens())
+        PayoutId::generate_at(&sevens(), NOW)
     }
 
     fn service(repo: MockPayoutRepo, tx: Option<MockPayoutTransaction>) -> PayoutService {

@@ -551,8 +551,8 @@ impl WebhookService {
         endpoint: EndpointId,
     ) -> Result<DeliveryInfo, EndpointError> {
         self.enabled_endpoint(partner, endpoint).await?;
-        let id = DeliveryId::generate(self.rng.as_ref());
         let now = self.clock.now();
+        let id = DeliveryId::generate_at(self.rng.as_ref(), now);
         let mut tx = self.uow.begin().await?;
         let ping = DomainEvent::ping(partner.clone(), endpoint, id);
         if tx.publish(std::slice::from_ref(&ping), now).await? == 0 {
@@ -1149,7 +1149,7 @@ mod tests {
 
     #[test]
     fn a_ping_is_published_to_its_endpoint_only_and_answered_as_queued() {
-        let id = DeliveryId::generate(&sevens());
+        let id = DeliveryId::generate_at(&sevens(), NOW);
         let mut seq = Sequence::new();
         let mut tx = MockWebhookTransaction::new();
         tx.expect_publish()
