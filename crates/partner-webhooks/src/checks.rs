@@ -28,9 +28,9 @@ use tokio::sync::watch;
 /// An endpoint and the version of its row a claim read.
 type Key = (EndpointId, i64);
 
-/// One read's answer, once it has one: whether the endpoint is unchanged (`None`: the read
-/// failed).
-type Flight = watch::Receiver<Option<Option<bool>>>;
+/// One read's answer, once it has one: when the read began, and whether the endpoint is
+/// unchanged (`None`: the read failed).
+type Flight = watch::Receiver<Option<(Instant, Option<bool>)>>;
 
 /// The reads of one endpoint and version.
 #[derive(Debug, Default)]
@@ -55,16 +55,23 @@ fn lock(table: &Table) -> MutexGuard<'_, HashMap<Key, Flights>> {
 type Read =
     Arc<dyn Fn(Key) -> Pin<Box<dyn Future<Output = Result<bool, RepoError>> + Send>> + Send + Sync>;
 
-/// How late a check's answer may come, counted from the moment the attempt asked for it, and
-/// still vouch for the send. The read's snapshot is taken somewhere between the ask and the
-/// answer, so a change answered before the send can have gone unseen only if it was answered
-/// within this (and the moments from the answer to the write) before the send, however slow or
+/// How old a check's answer may be, counted from the moment its read began (the statement sent
+/// for it, after any read ahead of it ended) to the moment the attempt takes the answer, and
+/// still vouch for the send. The read's snapshot is taken between its beginning and its answer,
+/// so a change answered before the send can have gone unseen only if it was answered within this
+/// (and the moments from taking the answer to the write) before the send, however slow or
 /// stalled the worker's link from PostgreSQL (issue 23, N9d: with the link slowed 0.3 s, changes
 /// answered 0.16-0.39 s before a send went unseen; with an answer held 9 s, one answered 8.9 s
-/// before). A healthy read answers within a millisecond; 50 ms is a guess at a loaded machine's
-/// tail, **not measured yet** (docs/security.md, N9d: the drill of a PostgreSQL crash failed at a
-/// load average of 20-27 with it, possibly because of it).
+/// before). Counted from the read's beginning, not the attempt's ask (N13, attack6: counting the
+/// wait for the read ahead made a worker 20 ms away from PostgreSQL, one way, deliver almost
+/// nothing): a read begun after the ask is recent by construction. A healthy read answers within
+/// a millisecond; 50 ms is a round trip of 25 ms each way, past which the worker gives deliveries
+/// back rather than sends them (docs/operator-guide.md: keep workers near the database).
 pub(crate) const FRESH_FOR: Duration = Duration::from_millis(50);
+
+/// How long an attempt waits for a read's answer (the read ahead of it, then its own) before it
+/// asks again: a read stuck on a frozen link does not hold the attempt for the pool's bound.
+const WAIT_FOR: Duration = Duration::from_millis(250);
 
 /// How many times a late answer is asked for again (a new read, begun after the ask) before the
 /// delivery is given back unattempted: a late answer is usually a moment's load, not a slow link.
@@ -110,12 +117,21 @@ impl Checks {
         for _ in 0..=LATE_RETRIES {
             let asked = Instant::now();
             let mut flight = self.join((endpoint, version));
-            let answer =
-                tokio::time::timeout(self.fresh_for, flight.wait_for(Option::is_some)).await;
+            let answer = tokio::time::timeout(
+                self.fresh_for.max(WAIT_FOR),
+                flight.wait_for(Option::is_some),
+            )
+            .await
+            .ok()
+            .and_then(|answer| answer.ok().and_then(|answer| *answer));
             metrics::histogram!("webhook_check_seconds").record(asked.elapsed().as_secs_f64());
-            if let Ok(answer) = answer {
-                tracing::trace!(endpoint = %endpoint, us = asked.elapsed().as_micros(), "a webhook endpoint's row check answered");
-                return answer.ok().and_then(|answer| answer.flatten());
+            if let Some((begun, unchanged)) = answer {
+                // Its age taken now, when the attempt acts on it (a task polled late counts).
+                let age = begun.elapsed();
+                if age <= self.fresh_for {
+                    tracing::trace!(endpoint = %endpoint, us = age.as_micros(), "a webhook endpoint's row check answered");
+                    return unchanged;
+                }
             }
             metrics::counter!("webhook_checks_late_total").increment(1);
         }
@@ -149,6 +165,7 @@ impl Checks {
                 f.last = f.queued.take();
                 f.running += 1;
             }
+            let begun = Instant::now();
             let unchanged = match read(key).await {
                 Ok(unchanged) => Some(unchanged),
                 Err(e) => {
@@ -166,7 +183,7 @@ impl Checks {
                     }
                 }
             }
-            let _ = tx.send(Some(unchanged));
+            let _ = tx.send(Some((begun, unchanged)));
         });
         rx
     }
@@ -298,8 +315,8 @@ mod tests {
         assert_eq!(checks.unchanged(id(1), 1).await, None, "late every time");
         let took = asked.elapsed();
         assert!(
-            took >= Duration::from_millis(300) && took < Duration::from_millis(1000),
-            "three asks of 100 ms: {took:?}"
+            took >= Duration::from_millis(300) && took < Duration::from_millis(3000),
+            "three asks, each waiting for a late answer: {took:?}"
         );
         assert!((1..=3).contains(&reads.load(Ordering::SeqCst)));
 
@@ -309,5 +326,33 @@ mod tests {
         checks.fresh_for = Duration::from_millis(100);
         assert_eq!(checks.unchanged(id(1), 1).await, Some(true));
         assert_eq!(reads.load(Ordering::SeqCst), 1);
+    }
+
+    /// Issue 23, N13 (attack6): the answer's age is counted from its read's beginning, not from
+    /// the attempt's ask. An attempt ready while a slow read runs waits for it and then for its
+    /// own read (begun after it was ready); that read, answered quickly, vouches although the
+    /// attempt asked longer ago than the bound (counting from the ask, a worker a few
+    /// milliseconds from PostgreSQL delivered almost nothing).
+    #[tokio::test]
+    async fn n13_an_answer_is_as_old_as_its_read_not_as_the_wait_for_the_read_ahead() {
+        let reads = Arc::new(AtomicUsize::new(0));
+        // The read ahead takes 240 ms; counting from the ask, each of the three asks (60 ms
+        // each, from 50 ms on) would have timed out before the attempt's own read answered.
+        let mut checks = delayed(&[240, 5], reads.clone());
+        checks.fresh_for = Duration::from_millis(60);
+        let checks = Arc::new(checks);
+        let first = {
+            let checks = checks.clone();
+            tokio::spawn(async move { checks.unchanged(id(1), 1).await })
+        };
+        settle().await;
+        let asked = Instant::now();
+        assert_eq!(checks.unchanged(id(1), 1).await, Some(true));
+        assert!(
+            asked.elapsed() > Duration::from_millis(60),
+            "it waited for the read ahead: {:?}",
+            asked.elapsed()
+        );
+        assert_eq!(first.await.expect("first"), Some(true));
     }
 }
