@@ -26,8 +26,8 @@ start_receiver "$NAME" $((SP+5))
 trap 'kill $A_PID $B_PID $PROXY 2>/dev/null; stop_receiver; wait 2>/dev/null' EXIT
 for _ in $(seq 1 100); do curl -sf http://127.0.0.1:$((SP+2))/healthz >/dev/null && break; sleep 0.2; done
 for id in $(P "$BASE/api/v1/webhook-endpoints" | jq -r '.data[].id'); do P -X DELETE "$BASE/api/v1/webhook-endpoints/$id" >/dev/null; done
-echo "delay ${LINK_DELAY:-0.3}" >"$CTL"
-echo "== $NAME: A's whole link delay ${LINK_DELAY:-0.3}s, changes through B, storm=${STORM:-0}"
+echo "${LINK_MODE:-delay} ${LINK_DELAY:-0.3}" >"$CTL"  # LINK_MODE=delayall (attack6): new connections slowed too
+echo "== $NAME: A's whole link delay ${LINK_DELAY:-0.3}s, changes through B, storm=${STORM:-0} ${STORM_MODE:-} load $(cut -d' ' -f1-3 /proc/loadavg)"
 if [ "${STORM:-0}" = 1 ]; then
   : >"$ATTACK_DIR/out/$NAME.storms"
   export BEFORE_PATCH="date +%s.%N >>'$ATTACK_DIR/out/$NAME.storms'; echo ${STORM_MODE:-storm} >'$CTL'; (sleep ${STORM_FOR:-2}; echo 'delay ${LINK_DELAY:-0.3}' >'$CTL') &"
@@ -44,6 +44,6 @@ n = [sum(1 for r in recs if s + 0.1 < r["t"] < s + float(sys.argv[3])) for s in 
 print(f"   storm: deliveries arriving 0.1-{sys.argv[3]}s into each storm (every read failing): {n}")
 PY
 fi
-echo "   A's log: $(grep -c 'changed unannounced' "$SERVER_LOG") 'changed unannounced', $(grep -c "checking a webhook endpoint's row failed" "$SERVER_LOG") check failures, $(grep -c 'webhook attempt failed' "$SERVER_LOG") failed attempts"
+echo "   A's log: $(grep -c 'changed unannounced' "$SERVER_LOG") 'changed unannounced', $(grep -c "checking a webhook endpoint's row failed" "$SERVER_LOG") check failures, $(grep -c 'too late to vouch' "$SERVER_LOG") 'too late to vouch', $(grep -c 'webhook attempt failed' "$SERVER_LOG") failed attempts, $(grep -c 'closing it' "$SERVER_LOG") held connections closed; $(wc -l <"$RECV_LOG") deliveries received in all (of 64 ingested for s05_inflight); load $(cut -d' ' -f1-3 /proc/loadavg)"
 kill $A_PID $B_PID; wait $A_PID $B_PID 2>/dev/null; kill $PROXY; wait $PROXY 2>/dev/null
 sleep 1; dropdb -h 127.0.0.1 -U postgres --if-exists "${DB_PREFIX:-attack_}$NAME" || echo "   (db busy)"

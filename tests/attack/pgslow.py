@@ -7,6 +7,8 @@ file's first line is read every 20 ms:
               chunks are scheduled, not slept one after the other), on the connections open when
               the line was written (an instance's pool slowed; new connections are not, so the
               pool's connect timeout does not empty it)
+  delayall 0.03  (attack6) the same on every connection, new ones included (a link that is slow
+              for the whole instance, e.g. a database in another region)
   freeze      forward nothing either way, keep every connection open (silent death)
   storm       end every connection (shutdown, then close with RST) and every new one at once
               (reads fail)
@@ -24,8 +26,10 @@ def watch():
             w = (open(CTL).readline().split() or ["pass"])
             if w[0] == "delay" and state["mode"] != "delay":
                 state["since"] = time.time()
+            if w[0] == "delayall":
+                state["since"] = float("inf")
             state["mode"] = w[0]
-            state["delay"] = float(w[1]) if w[0] == "delay" else 0.0
+            state["delay"] = float(w[1]) if w[0] in ("delay", "delayall") else 0.0
             if w[0] == "storm":
                 with lock:
                     for s in list(conns):
