@@ -384,15 +384,7 @@ async fn sigterm_answers_the_request_in_flight_records_the_delivery_in_flight_an
         .no_proxy()
         .build()
         .expect("client");
-    let (_, _, token) = server.seed(&client, "acme", false).await;
-    let res = client
-        .post(format!("{}/api/v1/webhook-endpoints", server.address))
-        .bearer_auth(&token)
-        .json(&json!({ "url": rx.url, "events": ["lead.created"] }))
-        .send()
-        .await
-        .expect("send");
-    assert_eq!(res.status(), 201);
+    server.seed_with_endpoint(&client, "acme", &rx.url).await;
     let res = server
         .internal(&client, reqwest::Method::POST, "/leads")
         .json(&lead_body("acme", json!({})))

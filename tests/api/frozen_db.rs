@@ -49,15 +49,7 @@ async fn n12_frozen_database_connections_are_replaced_and_sigterm_is_obeyed() {
         .timeout(Duration::from_secs(4))
         .build()
         .expect("client");
-    let (_, _, token) = server.seed(&client, "acme", false).await;
-    let res = client
-        .post(format!("{}/api/v1/webhook-endpoints", server.address))
-        .bearer_auth(&token)
-        .json(&json!({ "url": rx.url, "events": ["lead.created"] }))
-        .send()
-        .await
-        .expect("send");
-    assert_eq!(res.status(), 201);
+    server.seed_with_endpoint(&client, "acme", &rx.url).await;
     let ingest = || async {
         server
             .internal(&client, Method::POST, "/leads")

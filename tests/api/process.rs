@@ -157,6 +157,26 @@ impl LoggedServer {
         )
     }
 
+    /// [`Self::seed`] (not admin), then an endpoint of that partner for `lead.created` at `url`:
+    /// the token.
+    pub async fn seed_with_endpoint(
+        &self,
+        client: &reqwest::Client,
+        partner: &str,
+        url: &str,
+    ) -> String {
+        let (_, _, token) = self.seed(client, partner, false).await;
+        let res = client
+            .post(format!("{}/api/v1/webhook-endpoints", self.address))
+            .bearer_auth(&token)
+            .json(&json!({ "url": url, "events": ["lead.created"] }))
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(res.status(), 201);
+        token
+    }
+
     /// The log so far.
     pub fn log(&self) -> String {
         self.log.lock().expect("log").clone()

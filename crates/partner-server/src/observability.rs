@@ -69,6 +69,15 @@ fn describe() {
         Unit::Seconds,
         "Time of one webhook attempt"
     );
+    describe_histogram!(
+        "webhook_check_duration_seconds",
+        Unit::Seconds,
+        "Time from an attempt's ask for its endpoint-row check to the answer (issue 23, N9d)"
+    );
+    describe_counter!(
+        "webhook_checks_late_total",
+        "Endpoint-row checks whose answer was older than 50 ms from its read's start, so it vouched for nothing and was asked again"
+    );
     describe_gauge!(
         "webhook_deliveries_pending",
         "Deliveries not yet delivered or failed (whole database)"

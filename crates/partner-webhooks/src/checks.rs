@@ -124,7 +124,8 @@ impl Checks {
             .await
             .ok()
             .and_then(|answer| answer.ok().and_then(|answer| *answer));
-            metrics::histogram!("webhook_check_seconds").record(asked.elapsed().as_secs_f64());
+            metrics::histogram!("webhook_check_duration_seconds")
+                .record(asked.elapsed().as_secs_f64());
             if let Some((begun, unchanged)) = answer {
                 // Its age taken now, when the attempt acts on it (a task polled late counts).
                 let age = begun.elapsed();
