@@ -13,7 +13,7 @@ use partner_domain::kernel::ids::{DeliveryId, EndpointId, LeadId, PayoutId};
 use partner_domain::kernel::values::PartnerId;
 use partner_domain::webhook::hourly::StatusCount;
 use partner_domain::webhook::ports::{
-    DeliveryRepo, InsertEndpoint, PruneMark, PruneStep, WebhookRepo,
+    DeliveryRepo, EndpointCheck, InsertEndpoint, PruneMark, PruneStep, WebhookRepo,
 };
 use partner_domain::webhook::{
     AttemptOutcome, Attempted, ClaimBatch, ClaimRequest, DeliveryDetail, DeliveryFilter,
@@ -681,11 +681,18 @@ impl DeliveryRepo for PgStore {
         Ok(u64::try_from(n).unwrap_or(u64::MAX))
     }
 
-    async fn endpoint_unchanged(&self, id: EndpointId, version: i64) -> Result<bool, RepoError> {
+    async fn endpoint_unchanged(
+        &self,
+        id: EndpointId,
+        version: i64,
+    ) -> Result<EndpointCheck, RepoError> {
         let mut conn = self.conn().await?;
-        crate::claim::endpoint_unchanged(&mut conn, id.as_uuid(), version)
+        // Taken once the connection is held: waiting for one makes the answer no older.
+        let sent = std::time::Instant::now();
+        let unchanged = crate::claim::endpoint_unchanged(&mut conn, id.as_uuid(), version)
             .await
-            .map_err(db)
+            .map_err(db)?;
+        Ok(EndpointCheck { unchanged, sent })
     }
 
     async fn fail_disabled(&self, error: &str) -> Result<u64, RepoError> {

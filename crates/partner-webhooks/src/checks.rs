@@ -22,14 +22,14 @@ use std::time::{Duration, Instant};
 
 use partner_domain::kernel::error::RepoError;
 use partner_domain::kernel::ids::EndpointId;
-use partner_domain::webhook::ports::DeliveryRepo;
+use partner_domain::webhook::ports::{DeliveryRepo, EndpointCheck};
 use tokio::sync::watch;
 
 /// An endpoint and the version of its row a claim read.
 type Key = (EndpointId, i64);
 
-/// One read's answer, once it has one: when the read began, and whether the endpoint is
-/// unchanged (`None`: the read failed).
+/// One read's answer, once it has one: when the read was sent (once it held its connection), and
+/// whether the endpoint is unchanged (`None`: the read failed).
 type Flight = watch::Receiver<Option<(Instant, Option<bool>)>>;
 
 /// The reads of one endpoint and version.
@@ -52,11 +52,15 @@ fn lock(table: &Table) -> MutexGuard<'_, HashMap<Key, Flights>> {
 }
 
 /// One read of an endpoint's row ([`DeliveryRepo::endpoint_unchanged`]).
-type Read =
-    Arc<dyn Fn(Key) -> Pin<Box<dyn Future<Output = Result<bool, RepoError>> + Send>> + Send + Sync>;
+type Read = Arc<
+    dyn Fn(Key) -> Pin<Box<dyn Future<Output = Result<EndpointCheck, RepoError>> + Send>>
+        + Send
+        + Sync,
+>;
 
-/// How old a check's answer may be, counted from the moment its read began (the statement sent
-/// for it, after any read ahead of it ended) to the moment the attempt takes the answer, and
+/// How old a check's answer may be, counted from the moment its read was sent (the statement
+/// sent for it, after any read ahead of it ended and once it held a connection of the pool) to
+/// the moment the attempt takes the answer, and
 /// still vouch for the send. The read's snapshot is taken between its beginning and its answer,
 /// so a change answered before the send can have gone unseen only if it was answered within this
 /// (and the moments from taking the answer to the write) before the send, however slow or
@@ -64,7 +68,10 @@ type Read =
 /// answered 0.16-0.39 s before a send went unseen; with an answer held 9 s, one answered 8.9 s
 /// before). Counted from the read's beginning, not the attempt's ask (N13, attack6: counting the
 /// wait for the read ahead made a worker 20 ms away from PostgreSQL, one way, deliver almost
-/// nothing): a read begun after the ask is recent by construction. A healthy read answers within
+/// nothing): a read begun after the ask is recent by construction. Nor does the wait for a pooled
+/// connection count (N13, attack7: with six busy endpoints and the worker's share of the default
+/// pool, that wait made a worker 12-15 ms from PostgreSQL deliver a tenth of what main did); the
+/// repository reports when it sent the read ([`EndpointCheck::sent`]). A healthy read answers within
 /// a millisecond; 50 ms is a round trip of 25 ms each way, past which the worker gives deliveries
 /// back rather than sends them (docs/operator-guide.md: keep workers near the database).
 pub(crate) const FRESH_FOR: Duration = Duration::from_millis(50);
@@ -126,9 +133,9 @@ impl Checks {
             .and_then(|answer| answer.ok().and_then(|answer| *answer));
             metrics::histogram!("webhook_check_duration_seconds")
                 .record(asked.elapsed().as_secs_f64());
-            if let Some((begun, unchanged)) = answer {
+            if let Some((sent, unchanged)) = answer {
                 // Its age taken now, when the attempt acts on it (a task polled late counts).
-                let age = begun.elapsed();
+                let age = sent.elapsed();
                 if age <= self.fresh_for {
                     tracing::trace!(endpoint = %endpoint, us = age.as_micros(), "a webhook endpoint's row check answered");
                     return unchanged;
@@ -166,13 +173,12 @@ impl Checks {
                 f.last = f.queued.take();
                 f.running += 1;
             }
-            let begun = Instant::now();
-            let unchanged = match read(key).await {
-                Ok(unchanged) => Some(unchanged),
+            let (sent, unchanged) = match read(key).await {
+                Ok(check) => (check.sent, Some(check.unchanged)),
                 Err(e) => {
                     // Not sent: given back, due now, and checked again when claimed again.
                     tracing::warn!(error = %e, endpoint = %key.0, "checking a webhook endpoint's row failed");
-                    None
+                    (Instant::now(), None)
                 }
             };
             {
@@ -184,7 +190,7 @@ impl Checks {
                     }
                 }
             }
-            let _ = tx.send(Some((begun, unchanged)));
+            let _ = tx.send(Some((sent, unchanged)));
         });
         rx
     }
@@ -210,8 +216,12 @@ mod tests {
             reads.fetch_add(1, Ordering::SeqCst);
             let gate = gate.clone();
             Box::pin(async move {
+                let sent = Instant::now();
                 gate.acquire().await.expect("gate").forget();
-                Ok(version == 1)
+                Ok(EndpointCheck {
+                    unchanged: version == 1,
+                    sent,
+                })
             })
         }));
         // These tests are about sharing, not lateness: a loaded machine must not fail them.
@@ -283,8 +293,12 @@ mod tests {
             let n = reads.fetch_add(1, Ordering::SeqCst);
             let ms = delays.get(n).or(delays.last()).copied().unwrap_or(0);
             Box::pin(async move {
+                let sent = Instant::now();
                 tokio::time::sleep(Duration::from_millis(ms)).await;
-                Ok(true)
+                Ok(EndpointCheck {
+                    unchanged: true,
+                    sent,
+                })
             })
         }))
     }
@@ -355,5 +369,32 @@ mod tests {
             asked.elapsed()
         );
         assert_eq!(first.await.expect("first"), Some(true));
+    }
+
+    /// Issue 23, N13 (attack7): the wait for a pooled connection does not age the answer. A read
+    /// that waits 200 ms for a connection and then answers at once vouches under a bound of 60 ms
+    /// (aged from the moment it was asked, it never could: the pool part of N13, where a worker
+    /// with six busy endpoints and four connections delivered a tenth of what main did).
+    #[tokio::test]
+    async fn n13_the_wait_for_a_pooled_connection_does_not_age_the_answer() {
+        let reads = Arc::new(AtomicUsize::new(0));
+        let counted = reads.clone();
+        let mut checks = Checks::reading(Arc::new(move |_| {
+            counted.fetch_add(1, Ordering::SeqCst);
+            Box::pin(async move {
+                // Waiting for a connection of the pool ...
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                // ... then the read itself, sent now and answered quickly.
+                let sent = Instant::now();
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                Ok(EndpointCheck {
+                    unchanged: true,
+                    sent,
+                })
+            })
+        }));
+        checks.fresh_for = Duration::from_millis(60);
+        assert_eq!(checks.unchanged(id(1), 1).await, Some(true));
+        assert_eq!(reads.load(Ordering::SeqCst), 1, "vouched on the first read");
     }
 }

@@ -624,7 +624,7 @@ mod tests {
     use partner_domain::events::Event;
     use partner_domain::kernel::clock::FixedClock;
     use partner_domain::kernel::ids::{DeliveryId, LeadId};
-    use partner_domain::webhook::ports::MockDeliveryRepo;
+    use partner_domain::webhook::ports::{EndpointCheck, MockDeliveryRepo};
     use partner_domain::webhook::{ClaimBatch, Subjects, UnreadableDelivery};
     use time::macros::datetime;
     use uuid::Uuid;
@@ -753,8 +753,12 @@ mod tests {
             });
         repo.expect_subjects()
             .returning(|_| Ok(Subjects::default()));
-        repo.expect_endpoint_unchanged()
-            .returning(|_, version| Ok(version == 1));
+        repo.expect_endpoint_unchanged().returning(|_, version| {
+            Ok(EndpointCheck {
+                unchanged: version == 1,
+                sent: std::time::Instant::now(),
+            })
+        });
         let (seen_tx, mut seen_rx) = mpsc::unbounded_channel();
         repo.expect_record().returning(move |batch, _| {
             for o in batch {
@@ -841,9 +845,11 @@ mod tests {
             repo.expect_endpoint_unchanged()
                 .withf(move |id, version| *id == endpoint && *version == 1)
                 .returning(move |_, _| {
-                    read.map_err(|()| {
-                        partner_domain::kernel::error::RepoError::unavailable("refused")
+                    read.map(|unchanged| EndpointCheck {
+                        unchanged,
+                        sent: std::time::Instant::now(),
                     })
+                    .map_err(|()| partner_domain::kernel::error::RepoError::unavailable("refused"))
                 });
             let (given_tx, mut given_rx) = mpsc::unbounded_channel();
             repo.expect_release().returning(move |claims, _| {

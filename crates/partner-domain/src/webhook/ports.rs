@@ -31,6 +31,18 @@ use crate::webhook::delivery::{
 use crate::webhook::endpoint::WebhookEndpoint;
 use crate::webhook::payload::{SubjectIds, Subjects};
 
+/// What a read of an endpoint's row found ([`DeliveryRepo::endpoint_unchanged`]), and when it
+/// was sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EndpointCheck {
+    /// The endpoint is enabled and still at the version asked about.
+    pub unchanged: bool,
+    /// When the read was sent, once it held its connection: its snapshot is taken after this.
+    /// A caller that ages the answer from here does not count the wait for a connection, which
+    /// says nothing about how fresh the answer is (issue 23, N13).
+    pub sent: std::time::Instant,
+}
+
 /// How an endpoint insert ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InsertEndpoint {
@@ -172,8 +184,12 @@ pub trait DeliveryRepo: Send + Sync {
     /// Whether endpoint `id` is still enabled and at `version` (a claim's
     /// [`crate::webhook::ClaimedDelivery::endpoint_version`]): nothing a claim read of it has
     /// changed since. One cheap read by primary key, for a worker that could not hear the
-    /// store's change announcements since the claim (issue 23, N9).
-    async fn endpoint_unchanged(&self, id: EndpointId, version: i64) -> Result<bool, RepoError>;
+    /// store's change announcements since the claim (issue 23, N9), and the moment it was sent.
+    async fn endpoint_unchanged(
+        &self,
+        id: EndpointId,
+        version: i64,
+    ) -> Result<EndpointCheck, RepoError>;
     /// One bounded step of the delivery log's retention: deletes the next `batch` (at most)
     /// delivered or failed deliveries created before `before`, oldest first, starting at `from`
     /// (the [`PruneStep::next`] of the previous step of the same walk; `None`: the oldest).
