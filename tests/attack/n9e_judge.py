@@ -43,7 +43,7 @@ for k, tl in enumerate(tls):
             unsigned += 1; why.append("a returned secret does not sign")
         if why:
             leaked.add((k, last[0]))
-            print(f"    endpoint {k}: +{rec['t'] - last[0]:.2f}s after {last[1]} answered: {', '.join(why)} ({rec['path']}, latest {last[2].rsplit('/', 1)[1]})")
+            print(f"    endpoint {k}: +{rec['t'] - last[0]:.3f}s after {last[1]} answered: {', '.join(why)} ({rec['path']}, latest {last[2].rsplit('/', 1)[1]})")
 changes = sum(len(tl) - 1 for tl in tls)
 print(f"TOTAL {changes} changes on {len(tls)} endpoints, {n} deliveries after a change: {len(leaked)} changes leaked; "
       f"{old_url} to an old URL, {unsigned} not signed with a returned secret, {erased} signed with an erased one")
