@@ -818,6 +818,11 @@ pub(crate) struct SilentRelay {
     pub(crate) addr: String,
     /// Every relayed connection.
     conns: Arc<std::sync::Mutex<Vec<Arc<RelayedConn>>>>,
+    /// While `true`, nothing is forwarded on any connection, old or new (new ones are still
+    /// accepted): a database whose processes are stopped (`SIGSTOP`) while its kernel keeps
+    /// acknowledging. What was held is forwarded once it turns `false`, as a resumed server reads
+    /// what waited in its sockets.
+    paused: Arc<tokio::sync::watch::Sender<bool>>,
 }
 
 impl SilentRelay {
@@ -829,6 +834,8 @@ impl SilentRelay {
         let addr = listener.local_addr().expect("addr").to_string();
         let conns: Arc<std::sync::Mutex<Vec<_>>> = Arc::default();
         let all = conns.clone();
+        let paused = Arc::new(tokio::sync::watch::Sender::new(false));
+        let pause = paused.clone();
         std::thread::spawn(move || {
             let rt = tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(2)
@@ -845,12 +852,27 @@ impl SilentRelay {
                     all.lock().expect("lock").push(conn.clone());
                     let (cr, cw) = client.into_split();
                     let (sr, sw) = server.into_split();
-                    tokio::spawn(Self::pump(cr, sw, conn.clone(), true));
-                    tokio::spawn(Self::pump(sr, cw, conn, false));
+                    tokio::spawn(Self::pump(cr, sw, conn.clone(), true, pause.subscribe()));
+                    tokio::spawn(Self::pump(sr, cw, conn, false, pause.subscribe()));
                 }
             });
         });
-        Self { addr, conns }
+        Self {
+            addr,
+            conns,
+            paused,
+        }
+    }
+
+    /// Forwards nothing more on any connection, old or new, until [`SilentRelay::resume`]; the
+    /// sockets stay open and the kernel keeps acknowledging (a `SIGSTOP`ped PostgreSQL).
+    pub(crate) fn pause(&self) {
+        self.paused.send_replace(true);
+    }
+
+    /// Forwards again, what was held first.
+    pub(crate) fn resume(&self) {
+        self.paused.send_replace(false);
     }
 
     /// Copies `from` to `to` until either closes; what the server sends (`!to_server`) is held
@@ -861,6 +883,7 @@ impl SilentRelay {
         mut to: tokio::net::tcp::OwnedWriteHalf,
         conn: Arc<RelayedConn>,
         to_server: bool,
+        mut paused: tokio::sync::watch::Receiver<bool>,
     ) {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let (held, mut due) =
@@ -883,6 +906,9 @@ impl SilentRelay {
                 // Swallowed, and the sockets held open (no FIN, no RST) until the test ends.
                 std::future::pending::<()>().await;
             }
+            // Held (and nothing more read) while the relay is paused; forwarded as usual once the
+            // relay is gone.
+            let _ = paused.wait_for(|p| !*p).await;
             let chunk = &buf[..n];
             let has = |word: &[u8]| chunk.windows(word.len()).any(|w| w == word);
             let hold = if to_server {

@@ -22,6 +22,12 @@
 //!   rows); what may take long (migrations, database creation) runs on connections of its own,
 //!   outside the pool and the bound.
 //!
+//! The bound sees a frozen database only after `PARTNER_DB_HOLD_TIMEOUT`; extensions §11 wants its
+//! 503s within a second. So a liveness probe (`liveness.rs`) watches the database as a whole and,
+//! when its `SELECT 1` goes unanswered for `PARTNER_DB_PROBE_TIMEOUT` (600 ms by default), closes
+//! every pooled connection of the store at once ([`close_all`], the watchdog's way of closing) and
+//! makes checkouts fail until the database answers again.
+//!
 //! On the server's side, pooled sessions carry `idle_in_transaction_session_timeout` (twice the
 //! bound, at least 10 s): a transaction whose client went silently is ended by the server, and its
 //! row locks (claimed deliveries, a held idempotency key) released.
@@ -130,6 +136,8 @@ impl std::ops::DerefMut for PgConn {
 
 /// What the watchdog knows of one pooled connection.
 struct Watch {
+    /// The store whose pools it belongs to (`PgStore`'s id), for [`close_all`].
+    store: u64,
     /// When it was checked out ([`now_ms`], at least 1); 0 while in the pool.
     busy_since: AtomicU64,
     /// Its bound in milliseconds.
@@ -195,15 +203,34 @@ fn sweep() {
 pub(crate) struct Manager {
     url: String,
     bound: Bound,
+    /// The store whose pools it fills ([`close_all`]).
+    store: u64,
 }
 
 impl Manager {
-    pub(crate) fn new(url: &str, bound: Bound) -> Self {
+    pub(crate) fn new(url: &str, bound: Bound, store: u64) -> Self {
         Self {
             url: url.to_owned(),
             bound,
+            store,
         }
     }
+}
+
+/// Closes every pooled connection of `store`, checked out or idle, as the watchdog closes one
+/// held too long: what runs on them fails at once (`unavailable`), and none is handed out again.
+/// The liveness probe's doing when the database stops answering (`liveness.rs`). Returns how many
+/// were open.
+pub(crate) fn close_all(store: u64) -> usize {
+    let list = watched().lock().unwrap_or_else(PoisonError::into_inner);
+    let mut n = 0;
+    for w in list.iter().filter_map(Weak::upgrade) {
+        if w.store == store && !w.closed.swap(true, Ordering::Relaxed) {
+            w.abort.notify_one();
+            n += 1;
+        }
+    }
+    n
 }
 
 impl deadpool::managed::Manager for Manager {
@@ -226,6 +253,7 @@ impl deadpool::managed::Manager for Manager {
             .await
             .map_err(connect_error)?;
         let watch = Arc::new(Watch {
+            store: self.store,
             busy_since: AtomicU64::new(0),
             limit_ms: self.bound.0.map_or(u64::MAX, |d| {
                 u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
@@ -246,12 +274,11 @@ impl deadpool::managed::Manager for Manager {
                 () = driver.abort.notified() => {}
             }
         });
-        if self.bound.0.is_some() {
-            watched()
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .push(Arc::downgrade(&watch));
-        }
+        // Watched even when unbounded (its limit then never passes): [`close_all`] finds it.
+        watched()
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(Arc::downgrade(&watch));
         let conn = AsyncPgConnection::try_from(client).await?;
         Ok(PgConn { conn, watch })
     }

@@ -24,6 +24,7 @@ mod held;
 mod idempotency;
 mod leads;
 mod links;
+mod liveness;
 mod models;
 mod notify;
 mod ops;
@@ -40,6 +41,7 @@ mod uow;
 mod webhooks;
 
 pub use connect::{Bound, DEFAULT_HOLD};
+pub use liveness::{DEFAULT_PROBE, Probe};
 pub use notify::{announce_deliveries, listen_for_deliveries};
 pub use ops::{Backlog, PoolState};
 
@@ -193,6 +195,8 @@ pub struct PgStore {
     /// The markers claims left stale, advanced after the claims returned, one advance at a time
     /// (`claim.rs`, `PgStore::advance_later`); a claim does not wait for them.
     advancing: Arc<claim::Advancing>,
+    /// Whether the database answers, as the liveness probe last found ([`PgStore::probe_liveness`]).
+    liveness: Arc<liveness::Liveness>,
 }
 
 /// The pools of the attached worker threads, each opened lazily on its own thread.
@@ -246,12 +250,12 @@ pub fn split_pool(max_size: usize, workers: usize) -> (usize, usize) {
     (per_worker, shared)
 }
 
-fn build_pool(url: &str, max_size: usize, bound: Bound) -> Result<Pool, SetupError> {
+fn build_pool(url: &str, max_size: usize, bound: Bound, store: u64) -> Result<Pool, SetupError> {
     // Recycling sends nothing (diesel-async's `Fast`; its default, `Verified`, sends `SELECT 1`
     // on every checkout, a round trip per repository call). Connections found broken, closed
     // (by the server, the kernel's keepalives, or the bound's watchdog) are discarded; one the
     // server dropped silently fails its next query once (503) and is then replaced.
-    let manager = connect::Manager::new(url, bound);
+    let manager = connect::Manager::new(url, bound, store);
     Pool::builder(manager)
         .max_size(max_size)
         .runtime(deadpool::Runtime::Tokio1)
@@ -292,14 +296,15 @@ impl PgStore {
         bound: Bound,
     ) -> Result<Self, SetupError> {
         let (per_worker, shared) = split_pool(max_size, workers);
+        let id = NEXT_STORE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         // Checked here, so attaching a worker later cannot fail.
         if workers > 0 {
-            build_pool(url, per_worker, bound)?;
+            build_pool(url, per_worker, bound, id)?;
         }
         Ok(Self {
-            pool: build_pool(url, shared, bound)?,
+            pool: build_pool(url, shared, bound, id)?,
             workers: Arc::new(WorkerPools {
-                id: NEXT_STORE.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+                id,
                 url: url.to_owned(),
                 size: per_worker,
                 planned: workers,
@@ -309,7 +314,23 @@ impl PgStore {
             }),
             written: Arc::new(tokio::sync::watch::Sender::new(0)),
             advancing: Arc::new(claim::Advancing::default()),
+            liveness: Arc::new(liveness::Liveness::new(id)),
         })
+    }
+
+    /// Starts the database liveness probe (`PARTNER_DB_PROBE_TIMEOUT`; `liveness.rs`): once a
+    /// trivial statement goes unanswered for `probe`'s threshold, this store's pooled connections
+    /// are closed and its calls fail at once as `unavailable` until the database answers again.
+    /// Call it once; `Probe(None)` starts nothing. The probe ends when the store is dropped.
+    pub fn probe_liveness(&self, probe: Probe) {
+        if let Some(within) = probe.0 {
+            liveness::start(&self.workers.url, &self.liveness, within);
+        }
+    }
+
+    /// Whether the liveness probe takes the database to answer (always `true` without a probe).
+    pub fn reachable(&self) -> bool {
+        self.liveness.is_up()
     }
 
     /// Gives the calling thread a pool of its own, if a worker slot is left (call it once from
@@ -340,7 +361,7 @@ impl PgStore {
         if *slots == 0 {
             return false;
         }
-        match build_pool(&w.url, w.size, w.bound) {
+        match build_pool(&w.url, w.size, w.bound, w.id) {
             Ok(pool) => {
                 *slots -= 1;
                 w.pools.get_or(|| pool);
@@ -394,13 +415,19 @@ impl PgStore {
         self.pooled().await.map(held::Conn::pooled)
     }
 
-    /// A pooled connection ([`PgStore::conn`]).
+    /// A pooled connection ([`PgStore::conn`]). None while the liveness probe has the database
+    /// marked unreachable, and none once it marks it so while this waits (for a free connection,
+    /// or one being opened): the call fails at once as `unavailable` (`liveness.rs`).
     async fn pooled(&self) -> Result<Pooled, RepoError> {
-        self.pool()
-            .get()
-            .await
-            .map(Pooled::new)
-            .map_err(RepoError::unavailable)
+        let mut up = self.liveness.subscribe();
+        if !*up.borrow_and_update() {
+            return Err(RepoError::unavailable(liveness::UNREACHABLE));
+        }
+        tokio::select! {
+            biased;
+            got = self.pool().get() => got.map(Pooled::new).map_err(RepoError::unavailable),
+            _ = up.wait_for(|up| !*up) => Err(RepoError::unavailable(liveness::UNREACHABLE)),
+        }
     }
 }
 
@@ -550,6 +577,38 @@ mod pool_tests {
         let state = store.pool_state();
         assert_eq!(state.max, 8);
         assert_eq!((state.idle, state.in_use, state.waiting), (0, 0, 0));
+    }
+
+    /// A peer that completes TCP handshakes (the kernel's listen queue) and never answers: a
+    /// frozen PostgreSQL. The probe marks it unreachable after its threshold; a call already
+    /// waiting for a connection (the pool opening one, which would give up after 1 s) fails when
+    /// the mark is set, and later calls at once.
+    #[tokio::test]
+    async fn a_database_that_never_answers_is_marked_unreachable_and_calls_fail_at_once() {
+        use partner_domain::kernel::readiness::Readiness;
+        use std::time::{Duration, Instant};
+        let frozen = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = frozen.local_addr().expect("addr");
+        let store = super::PgStore::new(&format!("postgres://nobody@{addr}/db"), 2).expect("pool");
+        assert!(store.reachable(), "no probe yet: taken to answer");
+        let asked = Instant::now();
+        store.probe_liveness(super::Probe(Some(Duration::from_millis(200))));
+        let first = store.ping().await.expect_err("no answer");
+        let took = asked.elapsed();
+        assert!(first.is_unavailable(), "{first}");
+        assert!(
+            took < Duration::from_millis(900),
+            "the waiting call was not cut by the mark: {took:?}"
+        );
+        assert!(!store.reachable());
+        let asked = Instant::now();
+        let again = store.ping().await.expect_err("still no answer");
+        assert!(again.is_unavailable(), "{again}");
+        assert!(
+            asked.elapsed() < Duration::from_millis(50),
+            "{:?}",
+            asked.elapsed()
+        );
     }
 
     #[test]

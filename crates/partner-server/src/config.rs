@@ -95,6 +95,11 @@ pub struct Config {
     /// repository call, a transaction) may take; past it the connection is closed and replaced,
     /// and the call fails as `unavailable` (issue 23, N12). `None` (`0`): unbounded.
     pub db_hold_timeout: Option<Duration>,
+    /// `PARTNER_DB_PROBE_TIMEOUT`: how long the database liveness probe's `SELECT 1` may go
+    /// unanswered before the database is marked unreachable (its pooled connections closed,
+    /// calls answered 503 at once until it answers again; extensions §11). `None` (`0`): no
+    /// probe.
+    pub db_probe_timeout: Option<Duration>,
 }
 
 /// How log lines are written.
@@ -170,6 +175,7 @@ impl std::fmt::Debug for Config {
             .field("role", &self.role)
             .field("shutdown_drain", &self.shutdown_drain)
             .field("db_hold_timeout", &self.db_hold_timeout)
+            .field("db_probe_timeout", &self.db_probe_timeout)
             .finish()
     }
 }
@@ -473,6 +479,22 @@ impl Config {
                         })?,
                 ),
             },
+            db_probe_timeout: match get("PARTNER_DB_PROBE_TIMEOUT") {
+                None => Some(partner_postgres::DEFAULT_PROBE),
+                Some(v) if v.trim() == "0" => None,
+                Some(v) => Some(
+                    parse_duration(v.trim())
+                        .filter(|d| {
+                            (Duration::from_millis(100)..=Duration::from_secs(60)).contains(d)
+                        })
+                        .ok_or_else(|| {
+                            bad(
+                                "PARTNER_DB_PROBE_TIMEOUT",
+                                "expected a duration from 100ms to 60s, such as 600ms, or 0 (no probe)",
+                            )
+                        })?,
+                ),
+            },
             metrics_bind,
             database_url,
             bind,
@@ -595,8 +617,18 @@ mod tests {
         );
         assert_eq!(c.webhook_secret_overlap, Duration::from_secs(86_400));
         assert_eq!(c.shutdown_drain, Duration::from_secs(1));
+        assert_eq!(c.db_hold_timeout, Some(Duration::from_secs(5)));
+        assert_eq!(c.db_probe_timeout, Some(Duration::from_millis(600)));
         assert_eq!(c.public_rate, 50);
         assert!(c.trusted_proxies.is_empty());
+    }
+
+    #[test]
+    fn the_database_probe_timeout_is_a_duration_or_0_for_none() {
+        let c = with(&[("PARTNER_DB_PROBE_TIMEOUT", "1s")]).expect("parses");
+        assert_eq!(c.db_probe_timeout, Some(Duration::from_secs(1)));
+        let c = with(&[("PARTNER_DB_PROBE_TIMEOUT", "0")]).expect("parses");
+        assert_eq!(c.db_probe_timeout, None);
     }
 
     #[test]
@@ -637,6 +669,9 @@ mod tests {
             ("PARTNER_EVENT_RETENTION", "a while"),
             ("PARTNER_SHUTDOWN_DRAIN", "soon"),
             ("PARTNER_SHUTDOWN_DRAIN", "1h"),
+            ("PARTNER_DB_PROBE_TIMEOUT", "50ms"),
+            ("PARTNER_DB_PROBE_TIMEOUT", "2m"),
+            ("PARTNER_DB_PROBE_TIMEOUT", "fast"),
         ] {
             let err = with(&[(var, value)]).expect_err(var);
             assert_eq!(err.var, var);

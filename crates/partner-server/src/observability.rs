@@ -91,6 +91,16 @@ fn describe() {
         "db_pool_connections",
         "Connections of this process's pool by state (idle, in_use, waiting, max)"
     );
+    describe_histogram!(
+        "db_probe_duration_seconds",
+        Unit::Seconds,
+        "Time the database liveness probe's SELECT 1 took to be answered (PARTNER_DB_PROBE_TIMEOUT: unanswered that long marks the database unreachable)"
+    );
+    describe_counter!(
+        "db_unreachable_total",
+        "Times the liveness probe marked the database unreachable (pooled connections closed, calls answered 503 until it answers again)"
+    );
+    metrics::counter!("db_unreachable_total").increment(0);
     describe_gauge!(
         READY,
         "1 when this process's database answers (as `/readyz`), else 0, and 0 from SIGTERM on (the drain); refreshed every 15 s and on each `/readyz`"

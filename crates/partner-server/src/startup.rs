@@ -97,6 +97,9 @@ impl Application {
             http_workers,
             partner_postgres::Bound(config.db_hold_timeout),
         )?);
+        // Extensions §11: a database that stops answering (frozen, its peer still acknowledging)
+        // fails calls within a second, not after the hold bound (`liveness.rs`).
+        store.probe_liveness(partner_postgres::Probe(config.db_probe_timeout));
         let rng: Arc<dyn Random> = Arc::new(SystemRandom::new());
         let pepper = config
             .token_pepper
