@@ -5,10 +5,12 @@
 #   keyed:  a new key on every request (claim + the ingest + keep: two extra statements);
 #   replay: one key for every request after the first (claim only, the kept answer replayed).
 # BENCH_ROUNDS (default 3) alternating rounds of plain and keyed; the cost is the median of the
-# rounds' ratios. BENCH_COMPARE=/path/to/an/older/partner-server measures "keyed" on that binary
-# too, in the same rounds. BENCH_SQL=1 adds pgbench of the statements alone, alternating: the
-# ingest transaction, and the keyed sequences before (claim; ingest; keep, three transactions)
-# and now (claim; ingest + keep, two). Loopback only; stops by itself.
+# rounds' ratios (req/s, and CPU per request). BENCH_COMPARE=/path/to/an/older/partner-server
+# measures that binary's plain and keyed too, in the same rounds. BENCH_SQL=1 adds pgbench of the
+# statements alone, alternating: the ingest transaction, and the keyed sequences before (claim;
+# ingest; keep, three transactions) and now (claim; ingest + keep, two). Each measured run also
+# prints CPU per request: the server's and its database backends' (/proc/<pid>/stat).
+# Loopback only; stops by itself.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PGHOST=127.0.0.1 PGPORT=5432 PGUSER=postgres
@@ -65,36 +67,57 @@ LUA
 }
 
 echo "== machine: $(nproc) cores, $(uname -r); load average $(cut -d' ' -f1-3 /proc/loadavg); $CONNS connections, $DURATION each"
-declare -A RATE
+declare -A RATE CPU
+# CPU seconds (user + system) of the server and of the database's client backends, by pid.
+HZ=$(getconf CLK_TCK)
+cpu_ticks() { # -> "pid ticks" lines
+  { echo "$SERVER"; psql -qAt "$DB" -c "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND backend_type = 'client backend' AND pid <> pg_backend_pid()"; } |
+    while read -r p; do [ -r "/proc/$p/stat" ] && awk -v p="$p" '{print p, $14 + $15}' "/proc/$p/stat"; done
+}
 measure() { # label binary mode
   write_script "$3" "$work/$3.lua"
   start_server "$2"
   wrk -t2 -c"$CONNS" -d3s -s "$work/$3.lua" "http://127.0.0.1:$PORT/internal/v1/leads" >/dev/null
+  cpu_ticks > "$work/cpu.before"
   local out; out=$(wrk -t2 -c"$CONNS" -d"$DURATION" --latency -s "$work/$3.lua" "http://127.0.0.1:$PORT/internal/v1/leads")
+  cpu_ticks > "$work/cpu.after"
   RATE[$1]=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
+  local n; n=$(echo "$out" | awk '/requests in/ {print $1}')
+  # Server (its pid first) and backends, microseconds of CPU per request.
+  CPU[$1]=$(awk -v hz="$HZ" -v n="$n" -v srv="$SERVER" 'NR == FNR {b[$1] = $2; next}
+    {d = $2 - b[$1]; if ($1 == srv) s += d; else pg += d}
+    END {printf "%.0f %.0f", s / hz / n * 1e6, pg / hz / n * 1e6}' "$work/cpu.before" "$work/cpu.after")
   local non2xx; non2xx=$(echo "$out" | awk '/Non-2xx/ {print $5}')
-  printf '%-24s %10s req/s   p50 %8s   p99 %8s   non-2xx %s\n' "$1" "${RATE[$1]}" \
-    "$(echo "$out" | awk '$1 == "50%" {print $2}')" "$(echo "$out" | awk '$1 == "99%" {print $2}')" "${non2xx:-0}"
+  printf '%-24s %10s req/s   p50 %8s   p99 %8s   non-2xx %s   CPU/req server %s us, postgres %s us\n' "$1" "${RATE[$1]}" \
+    "$(echo "$out" | awk '$1 == "50%" {print $2}')" "$(echo "$out" | awk '$1 == "99%" {print $2}')" "${non2xx:-0}" \
+    ${CPU[$1]}
   stop_server
 }
 median() { tr ' ' '\n' | grep -v '^$' | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
+# CPU (server + postgres) per request of a label, microseconds.
+cpu_sum() { echo "${CPU[$1]}" | awk '{print $1 + $2}'; }
 # Alternated, so load on a shared machine falls on both.
-RATIOS= CRATIOS=
+RATIOS= CRATIOS= CPURATIOS= CCPURATIOS=
 for round in $(seq 1 "${BENCH_ROUNDS:-3}"); do
   echo "-- round $round, load average $(cut -d' ' -f1-3 /proc/loadavg)"
   measure plain "$BIN" plain
   measure keyed "$BIN" keyed
   RATIOS="$RATIOS $(ratio "${RATE[plain]}" "${RATE[keyed]}")"
+  CPURATIOS="$CPURATIOS $(ratio "$(cpu_sum keyed)" "$(cpu_sum plain)")"
   if [ -n "${BENCH_COMPARE:-}" ]; then
+    # Both of BENCH_COMPARE's, so its cost of a key is its own keyed against its own plain.
+    measure "plain (compare)" "$BENCH_COMPARE" plain
     measure "keyed (compare)" "$BENCH_COMPARE" keyed
-    CRATIOS="$CRATIOS $(ratio "${RATE[plain]}" "${RATE[keyed (compare)]}")"
+    CRATIOS="$CRATIOS $(ratio "${RATE[plain (compare)]}" "${RATE[keyed (compare)]}")"
+    CCPURATIOS="$CCPURATIOS $(ratio "$(cpu_sum 'keyed (compare)')" "$(cpu_sum 'plain (compare)')")"
   fi
 done
 measure replay "$BIN" replay
 echo "keyed rows kept: $(psql -qAt "$DB" -c 'SELECT count(*) FROM idempotency_keys')"
 echo "cost of a key (plain / keyed req/s), rounds:$RATIOS; median $(echo "$RATIOS" | median) (target <= 1.3); load average $(cut -d' ' -f1-3 /proc/loadavg)"
-[ -z "$CRATIOS" ] || echo "the same with BENCH_COMPARE's keyed, rounds:$CRATIOS; median $(echo "$CRATIOS" | median)"
+echo "cost of a key (keyed / plain CPU per request, server + postgres), rounds:$CPURATIOS; median $(echo "$CPURATIOS" | median)"
+[ -z "$CRATIOS" ] || echo "the same for BENCH_COMPARE (its keyed against its plain), req/s rounds:$CRATIOS; median $(echo "$CRATIOS" | median); CPU rounds:$CCPURATIOS; median $(echo "$CCPURATIOS" | median)"
 
 [ -n "${BENCH_SQL:-}" ] || exit 0
 # The statements alone (as the server sends them, literals for parameters; the answer a 420-byte
