@@ -718,16 +718,30 @@ async fn connections_exhausted_by_another_client_answer_503_in_time_then_recover
     }
     // A backend that is exiting still holds its slot for a moment: topped up until two rounds
     // 100 ms apart open nothing more.
+    // The server's liveness probe, refused by the database, keeps trying (every 250 ms while it
+    // has the database marked unreachable): each try holds a slot for a moment, so a refusal
+    // seen then is topped up again once the slots are counted.
     let mut held = Vec::new();
     let mut refusal = None;
-    let mut quiet = 0;
-    while quiet < 2 && held.len() < SLOTS as usize {
-        let most = SLOTS - u32::try_from(held.len()).expect("small");
-        let (more, refused) = open_until_refused(&pg.url("postgres"), most).await;
-        quiet = if more.is_empty() { quiet + 1 } else { 0 };
-        held.extend(more);
-        refusal = refused;
-        tokio::time::sleep(Duration::from_millis(100)).await;
+    let mut clients = 0;
+    for _ in 0..20 {
+        let mut quiet = 0;
+        while quiet < 2 && held.len() < SLOTS as usize {
+            let most = SLOTS - u32::try_from(held.len()).expect("small");
+            let (more, refused) = open_until_refused(&pg.url("postgres"), most).await;
+            quiet = if more.is_empty() { quiet + 1 } else { 0 };
+            held.extend(more);
+            refusal = refused;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        clients = backends("backend_type = 'client backend'")
+            .get_result::<Count>(&mut admin)
+            .await
+            .expect("count")
+            .n;
+        if clients == i64::from(SLOTS) {
+            break;
+        }
     }
     let refusal = refusal.expect("the cluster refuses a connection at last");
     assert!(
@@ -735,11 +749,6 @@ async fn connections_exhausted_by_another_client_answer_503_in_time_then_recover
         "refused: {refusal} after {} connections",
         held.len()
     );
-    let clients = backends("backend_type = 'client backend'")
-        .get_result::<Count>(&mut admin)
-        .await
-        .expect("count")
-        .n;
     assert_eq!(
         clients,
         i64::from(SLOTS),
