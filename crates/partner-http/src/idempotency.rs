@@ -17,7 +17,8 @@ use actix_web::middleware::Next;
 use actix_web::web::Bytes;
 use actix_web::{Error, HttpResponse, web};
 use partner_domain::idempotency::{
-    AnswerKey, Caller, Claim, Fingerprint, IdempotencyKey, KeptAnswer,
+    AnswerKey, CLAIM_LEASE, Caller, Claim, Fingerprint, IdempotencyKey, IdempotencyService,
+    KeptAnswer, Ticket,
 };
 use partner_domain::kernel::ambient::Ambient;
 
@@ -26,6 +27,38 @@ use crate::error::ApiError;
 
 const KEY: HeaderName = HeaderName::from_static("idempotency-key");
 const REPLAYED: HeaderName = HeaderName::from_static("idempotent-replayed");
+
+/// Between two tries of [`release_later`].
+const RELEASE_AGAIN_AFTER: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Releases the claim of a request whose end could not be written because the database did not
+/// answer (`result`, the try already made): tried again in the background until it is written
+/// or the claim's lease has run out, so a client following `Retry-After: 1` is not answered 409
+/// `idempotency_key_in_use` for the rest of the lease after a database outage of a second
+/// (attack9: 3.5 and 47 s after a freeze). Safe however late: the release removes only this
+/// claim's row while it holds no answer, so a write that did commit (its answer with it) stays
+/// kept, and a later claim of the key is not touched.
+fn release_later(service: &IdempotencyService, ticket: &Ticket, error: &partner_domain::RepoError) {
+    if !error.is_unavailable() {
+        return;
+    }
+    let (service, ticket) = (service.clone(), ticket.clone());
+    actix_web::rt::spawn(async move {
+        let until = std::time::Instant::now()
+            + std::time::Duration::try_from(CLAIM_LEASE).unwrap_or_default();
+        while std::time::Instant::now() < until {
+            actix_web::rt::time::sleep(RELEASE_AGAIN_AFTER).await;
+            match service.finish(&ticket, None).await {
+                Ok(()) => return,
+                Err(e) if e.is_unavailable() => {}
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not release an idempotency key");
+                    return;
+                }
+            }
+        }
+    });
+}
 
 /// The mark of an answer carrying a secret shown once ([`shown_once`]).
 #[derive(Debug, Clone, Copy)]
@@ -127,6 +160,7 @@ pub(crate) async fn run(
                 drop(ambient);
                 if let Err(e) = service.finish(&ticket, None).await {
                     tracing::warn!(error = %e, "could not release an idempotency key");
+                    release_later(&service, &ticket, &e);
                 }
                 return Err(e);
             }
@@ -139,6 +173,7 @@ pub(crate) async fn run(
                 drop(ambient);
                 if let Err(e) = service.finish(&ticket, None).await {
                     tracing::warn!(error = %e, "could not release an idempotency key");
+                    release_later(&service, &ticket, &e);
                 }
                 return Err(ApiError::generic_internal().into());
             }
@@ -164,6 +199,7 @@ pub(crate) async fn run(
         {
             // The writes the answer describes did not commit: it must not be sent.
             tracing::warn!(error = %e, "could not commit an idempotent request");
+            release_later(&service, &ticket, &e);
             return Ok(ServiceResponse::new(
                 req,
                 ApiError::from(e).error_response(),
@@ -180,6 +216,7 @@ pub(crate) async fn run(
             actix_web::rt::spawn(async move {
                 if let Err(e) = service.finish(&ticket, None).await {
                     tracing::warn!(error = %e, "could not release an idempotency key");
+                    release_later(&service, &ticket, &e);
                 }
             });
             tracing::error!("handler panicked");
@@ -206,4 +243,74 @@ fn replay(answer: &KeptAnswer) -> HttpResponse {
 /// `bytes` as a request payload again, for the handler to read.
 fn payload(bytes: Bytes) -> Payload {
     Payload::from(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    use partner_domain::RepoError;
+    use partner_domain::idempotency::MockIdempotencyStore;
+    use partner_domain::kernel::clock::SystemClock;
+
+    use super::*;
+
+    /// attack9: a keyed request cut by a database outage after its claim committed left the key
+    /// claimed for the rest of the lease (409 to retries for up to a minute). Its release, failed
+    /// with the database, is tried again until it is written, and then no more.
+    #[actix_web::test]
+    async fn a_release_that_found_the_database_down_is_tried_again_until_written() {
+        let tries = Arc::new(AtomicUsize::new(0));
+        let counted = tries.clone();
+        let mut store = MockIdempotencyStore::new();
+        store.expect_release().returning(move |_| {
+            if counted.fetch_add(1, Ordering::SeqCst) < 2 {
+                Err(RepoError::unavailable("the database does not answer"))
+            } else {
+                Ok(())
+            }
+        });
+        let service = IdempotencyService::new(Arc::new(store), Arc::new(SystemClock));
+        let ticket = Ticket {
+            caller: "operator".into(),
+            key: "k-1".into(),
+            fingerprint: Fingerprint::of("POST", "/internal/v1/leads", b"{}"),
+            claimed_at: time::OffsetDateTime::now_utc(),
+        };
+        release_later(
+            &service,
+            &ticket,
+            &RepoError::unavailable("the database does not answer"),
+        );
+        let asked = std::time::Instant::now();
+        while tries.load(Ordering::SeqCst) < 3 {
+            assert!(
+                asked.elapsed() < Duration::from_secs(10),
+                "tried {} times",
+                tries.load(Ordering::SeqCst)
+            );
+            actix_web::rt::time::sleep(Duration::from_millis(50)).await;
+        }
+        actix_web::rt::time::sleep(RELEASE_AGAIN_AFTER * 3).await;
+        assert_eq!(
+            tries.load(Ordering::SeqCst),
+            3,
+            "no try after it was written"
+        );
+
+        // Any other failure is not the database's absence: not tried again.
+        let tries = Arc::new(AtomicUsize::new(0));
+        let mut store = MockIdempotencyStore::new();
+        let counted = tries.clone();
+        store.expect_release().returning(move |_| {
+            counted.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        });
+        let service = IdempotencyService::new(Arc::new(store), Arc::new(SystemClock));
+        release_later(&service, &ticket, &RepoError::new("a bad row"));
+        actix_web::rt::time::sleep(RELEASE_AGAIN_AFTER * 2).await;
+        assert_eq!(tries.load(Ordering::SeqCst), 0);
+    }
 }

@@ -583,6 +583,78 @@ mod pool_tests {
     /// frozen PostgreSQL. The probe marks it unreachable after its threshold; a call already
     /// waiting for a connection (the pool opening one, which would give up after 1 s) fails when
     /// the mark is set, and later calls at once.
+    /// attack9: a database marked unreachable whose server then answers, if only with an error
+    /// (a cluster filled by other clients while the pools had given their slots up: "too many
+    /// clients"), is no longer marked: calls go to the pool, which finds out for itself. Kept
+    /// marked until the probe got a connection of its own, every call stayed 503 for as long as
+    /// the other clients held the slots. A peer that stays silent first (marked), then answers
+    /// every connection with PostgreSQL's `too_many_connections` error.
+    #[tokio::test]
+    async fn a_server_that_answers_with_an_error_lifts_the_mark() {
+        use partner_domain::kernel::readiness::Readiness;
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::time::{Duration, Instant};
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let answers = Arc::new(AtomicBool::new(false));
+        let answering = answers.clone();
+        tokio::spawn(async move {
+            let mut silent = Vec::new();
+            while let Ok((mut sock, _)) = listener.accept().await {
+                if !answering.load(Ordering::SeqCst) {
+                    silent.push(sock);
+                    continue;
+                }
+                tokio::spawn(async move {
+                    let mut startup = [0u8; 512];
+                    let _ = sock.read(&mut startup).await;
+                    let mut fields = Vec::new();
+                    for (tag, value) in [
+                        (b'S', "FATAL"),
+                        (b'C', "53300"),
+                        (b'M', "sorry, too many clients already"),
+                    ] {
+                        fields.push(tag);
+                        fields.extend_from_slice(value.as_bytes());
+                        fields.push(0);
+                    }
+                    fields.push(0);
+                    let mut msg = vec![b'E'];
+                    msg.extend_from_slice(
+                        &(u32::try_from(fields.len() + 4).expect("small")).to_be_bytes(),
+                    );
+                    msg.extend_from_slice(&fields);
+                    let _ = sock.write_all(&msg).await;
+                    let _ = sock.shutdown().await;
+                });
+            }
+        });
+        let store = super::PgStore::new(&format!("postgres://nobody@{addr}/db"), 2).expect("pool");
+        store.probe_liveness(super::Probe(Some(Duration::from_millis(200))));
+        let asked = Instant::now();
+        while store.reachable() {
+            assert!(asked.elapsed() < Duration::from_secs(5), "never marked");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        answers.store(true, Ordering::SeqCst);
+        let answering_at = Instant::now();
+        while !store.reachable() {
+            assert!(
+                answering_at.elapsed() < Duration::from_secs(5),
+                "still marked unreachable while the server answers"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        // Calls go to the pool, which is refused: a 503 of its own, at once.
+        let refused = store.ping().await.expect_err("too many clients");
+        assert!(refused.is_unavailable(), "{refused}");
+        assert!(store.reachable(), "an answered error sets no mark");
+    }
+
     #[tokio::test]
     async fn a_database_that_never_answers_is_marked_unreachable_and_calls_fail_at_once() {
         use partner_domain::kernel::readiness::Readiness;

@@ -27,7 +27,8 @@
 //! A request that arrived at the freeze is answered by [`PROBE_EVERY`] + the threshold at worst
 //! (the last answer came just before the freeze, the next probe went out 200 ms later and waited
 //! the threshold): 800 ms by default, within §11's second. A server that answers with an error
-//! (too many connections, the database is starting up) is not silent: that alone changes no mark.
+//! (too many connections, the database is starting up) is not silent: it sets no mark and lifts
+//! one (the pools then find out for themselves whether they get a connection).
 //!
 //! The threshold is a trade-off (`docs/decisions.md`, "The database liveness probe"): a lower
 //! one answers sooner, and a busy database that answers late is taken for a frozen one, which
@@ -47,12 +48,10 @@ const PROBE_EVERY: Duration = Duration::from_millis(200);
 /// The pause before another connection attempt after one failed without a word from the server
 /// (refused, reset).
 const RETRY_AFTER: Duration = Duration::from_millis(100);
-/// The pause before another connection attempt after the server answered one with an error,
-/// while the database is marked unreachable (it may be starting up: the mark is lifted within
-/// this of its being ready).
-const SERVER_SAID_NO: Duration = Duration::from_millis(250);
-/// [`SERVER_SAID_NO`] while the database is not marked unreachable.
-const SERVER_SAID_NO_WHILE_UP: Duration = Duration::from_secs(1);
+/// The pause before another connection attempt after the server answered one with an error (the
+/// mark is not set then: nothing waits for the probe, and it takes a slot of a full cluster
+/// seldom).
+const SERVER_SAID_NO: Duration = Duration::from_secs(1);
 /// The probe's statement.
 const PROBE_SQL: &str = "SELECT 1";
 /// Why a call fails while the database is marked unreachable.
@@ -164,8 +163,11 @@ async fn probe(config: tokio_postgres::Config, liveness: Weak<Liveness>, within:
         let (client, connection) = match opened {
             Ok(Ok(pair)) => pair,
             // The server answered, with an error (too many connections, starting up, shutting
-            // down, authentication): not silent, so no mark changes; what is up stays up (pooled
-            // connections may still work), what is down stays down until an answer.
+            // down, authentication): not silent, so it sets no mark, and it lifts one: the
+            // database answers, and whether a call gets a connection is the pool's to find out
+            // (a 503 at once when it cannot, as without a probe). Kept set, a cluster filled by
+            // other clients while the pools had given their slots up would have kept every call
+            // at 503 for as long as those clients held them (attack9).
             Ok(Err(e)) if e.as_db_error().is_some() => {
                 if e.code() == Some(&tokio_postgres::error::SqlState::INVALID_CATALOG_NAME) {
                     // The database was dropped (a test's teardown, a store outliving it): there
@@ -174,16 +176,10 @@ async fn probe(config: tokio_postgres::Config, liveness: Weak<Liveness>, within:
                     return;
                 }
                 tracing::debug!(error = %e, "the liveness probe's connection was refused by the server");
-                // While the mark is not set nothing waits for the probe (the pools serve as they
-                // can): it asks less often, and takes a connection slot less often from a
-                // cluster that is full.
-                let up = liveness.upgrade().is_some_and(|l| l.is_up());
-                tokio::time::sleep(if up {
-                    SERVER_SAID_NO_WHILE_UP
-                } else {
-                    SERVER_SAID_NO
-                })
-                .await;
+                if let Some(l) = liveness.upgrade() {
+                    l.mark_up(down_since.take().map(|t| t.elapsed()));
+                }
+                tokio::time::sleep(SERVER_SAID_NO).await;
                 continue;
             }
             Ok(Err(e)) => {

@@ -31,6 +31,10 @@ use partner_webhooks::{SystemAddressCheck, Worker, WorkerConfig};
 use crate::config::{Config, Role};
 use crate::shutdown::{self, HTTP_DRAIN_SECS, Listening, close_when_stopping};
 
+/// The longest `PARTNER_DB_PROBE_TIMEOUT` with which a call in flight at a freeze is answered
+/// within extensions §11's second: the probe's 200 ms pause, this, and a margin.
+const MOST_PROBE_FOR_A_SECOND: std::time::Duration = std::time::Duration::from_millis(800);
+
 /// The longest a rate-limit decision waits for Redis before the in-process budgets decide.
 const REDIS_DECISION_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(75);
 
@@ -100,6 +104,17 @@ impl Application {
         // Extensions §11: a database that stops answering (frozen, its peer still acknowledging)
         // fails calls within a second, not after the hold bound (`liveness.rs`).
         store.probe_liveness(partner_postgres::Probe(config.db_probe_timeout));
+        // Accepted (an operator may trade §11's second for fewer false alarms), but said.
+        match config.db_probe_timeout {
+            None => tracing::warn!(
+                "PARTNER_DB_PROBE_TIMEOUT=0: no liveness probe; a frozen database fails calls only after PARTNER_DB_HOLD_TIMEOUT, not within the 1 s of extensions §11"
+            ),
+            Some(t) if t > MOST_PROBE_FOR_A_SECOND => tracing::warn!(
+                probe_ms = u64::try_from(t.as_millis()).unwrap_or(u64::MAX),
+                "PARTNER_DB_PROBE_TIMEOUT above 800 ms: a frozen database fails calls later than the 1 s of extensions §11"
+            ),
+            Some(_) => {}
+        }
         let rng: Arc<dyn Random> = Arc::new(SystemRandom::new());
         let pepper = config
             .token_pepper
