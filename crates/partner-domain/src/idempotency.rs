@@ -308,20 +308,38 @@ impl IdempotencyService {
         Self { store, clock }
     }
 
-    /// What the request with `fingerprint` and `key` of `caller` does.
+    /// What the request with `fingerprint` and `key` of `caller` does ([`Self::ticket`], then
+    /// [`Self::claim`]).
     pub async fn begin(
         &self,
         caller: &Caller,
         key: &IdempotencyKey,
         fingerprint: &Fingerprint,
     ) -> Result<Claim, RepoError> {
-        let now = self.clock.now();
-        let ticket = Ticket {
+        self.claim(self.ticket(caller, key, fingerprint)).await
+    }
+
+    /// The claim the request with `fingerprint` and `key` of `caller` makes now. Known before
+    /// [`Self::claim`] runs, so a caller whose claim failed midway (the database stopped
+    /// answering: its statement may still commit when it comes back) can release it later.
+    pub fn ticket(
+        &self,
+        caller: &Caller,
+        key: &IdempotencyKey,
+        fingerprint: &Fingerprint,
+    ) -> Ticket {
+        Ticket {
             caller: caller.scope(),
             key: key.as_str().to_owned(),
             fingerprint: *fingerprint,
-            claimed_at: now,
-        };
+            claimed_at: self.clock.now(),
+        }
+    }
+
+    /// Makes the claim of `ticket` ([`Self::ticket`]): what the request does.
+    pub async fn claim(&self, ticket: Ticket) -> Result<Claim, RepoError> {
+        let now = ticket.claimed_at;
+        let fingerprint = &ticket.fingerprint;
         let found = self
             .store
             .claim(
