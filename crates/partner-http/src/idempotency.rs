@@ -37,11 +37,11 @@ const RELEASES_WRITTEN: u32 = 3;
 
 /// Releases the claim of a request whose claim or end could not be written because the database
 /// did not answer (`error`, the try already made): tried again in the background until it is
-/// written ([`RELEASES_WRITTEN`] times) or the claim's lease has run out, so a client following `Retry-After: 1` is not answered 409
-/// `idempotency_key_in_use` for the rest of the lease after a database outage of a second
-/// (attack9: 3.5 and 47 s after a freeze). Safe however late: the release removes only this
-/// claim's row while it holds no answer, so a write that did commit (its answer with it) stays
-/// kept, and a later claim of the key is not touched.
+/// written ([`RELEASES_WRITTEN`] times) or the claim's lease has run out, so a client following
+/// `Retry-After: 1` is not answered 409 `idempotency_key_in_use` for the rest of the lease after
+/// a database outage of a second (attack9: 3.5 and 47 s after a freeze). Safe however late: the
+/// release removes only this claim's row while it holds no answer, so a write that did commit
+/// (its answer with it) stays kept, and a later claim of the key is not touched.
 fn release_later(service: &IdempotencyService, ticket: &Ticket, error: &partner_domain::RepoError) {
     if !error.is_unavailable() {
         return;
