@@ -16,6 +16,29 @@ const HOLD: Duration = Duration::from_secs(1);
 /// The attempt timeout (`PARTNER_WEBHOOK_TIMEOUT`): SIGTERM is obeyed within it (extensions §5).
 const ATTEMPT: Duration = Duration::from_secs(3);
 
+/// The server under test: every database connection through `relay` (to `upstream`), webhooks
+/// to `rx` with the attempt timeout [`ATTEMPT`], and `extra` settings.
+async fn behind(
+    relay: &SilentRelay,
+    upstream: &str,
+    rx: &Receiver,
+    extra: &[(&str, String)],
+) -> crate::process::LoggedServer {
+    let mut env = vec![
+        (
+            "PARTNER_WEBHOOK_CA_FILE",
+            rx.ca_file.to_string_lossy().into_owned(),
+        ),
+        ("PARTNER_WEBHOOK_ALLOW_PRIVATE", "true".into()),
+        ("PARTNER_WEBHOOK_TIMEOUT", format!("{}s", ATTEMPT.as_secs())),
+    ];
+    env.extend_from_slice(extra);
+    crate::process::LoggedServer::start_through("info", &env, |url| {
+        url.replacen(upstream, &relay.addr, 1)
+    })
+    .await
+}
+
 /// N12 of issue 23: every connection the server has open to PostgreSQL is frozen. Before, what
 /// ran on them waited forever: `/readyz` and requests hung, the worker sent and logged nothing,
 /// and SIGTERM was ignored. Now each use of a pooled connection is bounded: a frozen one is
@@ -30,21 +53,15 @@ async fn n12_frozen_database_connections_are_replaced_and_sigterm_is_obeyed() {
     let rx = Receiver::start().await;
     let upstream = database_host_port();
     let relay = SilentRelay::start(upstream.clone());
-    let through = relay.addr.clone();
-    let mut server = crate::process::LoggedServer::start_through(
-        "info",
+    let mut server = behind(
+        &relay,
+        &upstream,
+        &rx,
         &[
-            (
-                "PARTNER_WEBHOOK_CA_FILE",
-                rx.ca_file.to_string_lossy().into_owned(),
-            ),
-            ("PARTNER_WEBHOOK_ALLOW_PRIVATE", "true".into()),
-            ("PARTNER_WEBHOOK_TIMEOUT", "3s".into()),
             ("PARTNER_SHUTDOWN_DRAIN", "0".into()),
             ("PARTNER_DB_HOLD_TIMEOUT", "1s".into()),
             ("PARTNER_DB_PROBE_TIMEOUT", "0".into()),
         ],
-        |url| url.replacen(&upstream, &through, 1),
     )
     .await;
     let client = reqwest::Client::builder()
@@ -218,20 +235,12 @@ async fn s11_frozen_database_answers_503_within_1s_and_recovers_within_1s() {
     let rx = Receiver::start().await;
     let upstream = database_host_port();
     let relay = SilentRelay::start(upstream.clone());
-    let through = relay.addr.clone();
-    let server = crate::process::LoggedServer::start_through(
-        "info",
-        &[
-            (
-                "PARTNER_WEBHOOK_CA_FILE",
-                rx.ca_file.to_string_lossy().into_owned(),
-            ),
-            ("PARTNER_WEBHOOK_ALLOW_PRIVATE", "true".into()),
-            ("PARTNER_WEBHOOK_TIMEOUT", "3s".into()),
-            // The polling below asks often.
-            ("PARTNER_RATE_LIMIT", "100000/60s".into()),
-        ],
-        |url| url.replacen(&upstream, &through, 1),
+    // The polling below asks often.
+    let server = behind(
+        &relay,
+        &upstream,
+        &rx,
+        &[("PARTNER_RATE_LIMIT", "100000/60s".into())],
     )
     .await;
     let client = reqwest::Client::builder()
@@ -308,6 +317,10 @@ async fn s11_frozen_database_answers_503_within_1s_and_recovers_within_1s() {
     })
     .await;
     let delivered = ingested.elapsed();
+    assert!(
+        delivered < Duration::from_millis(1500),
+        "the worker delivered {delivered:?} after a lead ingested once the database answered"
+    );
     let log = server.log();
     let _ = server.stop().await;
     assert!(

@@ -65,6 +65,15 @@ fn release_later(service: &IdempotencyService, ticket: &Ticket, error: &partner_
     });
 }
 
+/// Releases the claim of a request whose answer is not kept (the key may run again), now or,
+/// when the database does not answer, later ([`release_later`]).
+async fn release_claim(service: &IdempotencyService, ticket: &Ticket) {
+    if let Err(e) = service.finish(ticket, None).await {
+        tracing::warn!(error = %e, "could not release an idempotency key");
+        release_later(service, ticket, &e);
+    }
+}
+
 /// The mark of an answer carrying a secret shown once ([`shown_once`]).
 #[derive(Debug, Clone, Copy)]
 struct ShownOnce;
@@ -169,10 +178,7 @@ pub(crate) async fn run(
                 // An `Err` is rendered by actix later; it is not a kept answer, and the writes
                 // held for it roll back.
                 drop(ambient);
-                if let Err(e) = service.finish(&ticket, None).await {
-                    tracing::warn!(error = %e, "could not release an idempotency key");
-                    release_later(&service, &ticket, &e);
-                }
+                release_claim(&service, &ticket).await;
                 return Err(e);
             }
         };
@@ -182,10 +188,7 @@ pub(crate) async fn run(
             Ok(b) => b,
             Err(_) => {
                 drop(ambient);
-                if let Err(e) = service.finish(&ticket, None).await {
-                    tracing::warn!(error = %e, "could not release an idempotency key");
-                    release_later(&service, &ticket, &e);
-                }
+                release_claim(&service, &ticket).await;
                 return Err(ApiError::generic_internal().into());
             }
         };
@@ -225,10 +228,7 @@ pub(crate) async fn run(
             // run again.
             let (service, ticket) = release;
             actix_web::rt::spawn(async move {
-                if let Err(e) = service.finish(&ticket, None).await {
-                    tracing::warn!(error = %e, "could not release an idempotency key");
-                    release_later(&service, &ticket, &e);
-                }
+                release_claim(&service, &ticket).await;
             });
             tracing::error!("handler panicked");
             Err(ApiError::generic_internal().into())

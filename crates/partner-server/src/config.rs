@@ -251,6 +251,18 @@ impl Config {
                 .filter(|d| !d.is_zero())
                 .ok_or_else(|| bad(var, "expected a duration such as 30d")),
         };
+        // A bound that `0` turns off: `default` when unset, else a duration within `range`.
+        let optional_bound = |var: &'static str,
+                              default: Duration,
+                              range: std::ops::RangeInclusive<Duration>,
+                              expected: &str| match get(var) {
+            None => Ok(Some(default)),
+            Some(v) if v.trim() == "0" => Ok(None),
+            Some(v) => parse_duration(v.trim())
+                .filter(|d| range.contains(d))
+                .map(Some)
+                .ok_or_else(|| bad(var, expected)),
+        };
         let webhook_retention = retention("PARTNER_WEBHOOK_RETENTION")?;
         // Unset: 30 days, or the deliveries' retention when that is longer; a value given
         // shorter than the deliveries' is refused (an event outlives its deliveries).
@@ -463,38 +475,18 @@ impl Config {
                         )
                     })?,
             },
-            db_hold_timeout: match get("PARTNER_DB_HOLD_TIMEOUT") {
-                None => Some(partner_postgres::DEFAULT_HOLD),
-                Some(v) if v.trim() == "0" => None,
-                Some(v) => Some(
-                    parse_duration(v.trim())
-                        .filter(|d| {
-                            (Duration::from_millis(100)..=Duration::from_secs(600)).contains(d)
-                        })
-                        .ok_or_else(|| {
-                            bad(
-                                "PARTNER_DB_HOLD_TIMEOUT",
-                                "expected a duration from 100ms to 10m, such as 5s, or 0 (unbounded)",
-                            )
-                        })?,
-                ),
-            },
-            db_probe_timeout: match get("PARTNER_DB_PROBE_TIMEOUT") {
-                None => Some(partner_postgres::DEFAULT_PROBE),
-                Some(v) if v.trim() == "0" => None,
-                Some(v) => Some(
-                    parse_duration(v.trim())
-                        .filter(|d| {
-                            (Duration::from_millis(100)..=Duration::from_secs(60)).contains(d)
-                        })
-                        .ok_or_else(|| {
-                            bad(
-                                "PARTNER_DB_PROBE_TIMEOUT",
-                                "expected a duration from 100ms to 60s, such as 600ms, or 0 (no probe)",
-                            )
-                        })?,
-                ),
-            },
+            db_hold_timeout: optional_bound(
+                "PARTNER_DB_HOLD_TIMEOUT",
+                partner_postgres::DEFAULT_HOLD,
+                Duration::from_millis(100)..=Duration::from_secs(600),
+                "expected a duration from 100ms to 10m, such as 5s, or 0 (unbounded)",
+            )?,
+            db_probe_timeout: optional_bound(
+                "PARTNER_DB_PROBE_TIMEOUT",
+                partner_postgres::DEFAULT_PROBE,
+                Duration::from_millis(100)..=Duration::from_secs(60),
+                "expected a duration from 100ms to 60s, such as 600ms, or 0 (no probe)",
+            )?,
             metrics_bind,
             database_url,
             bind,
