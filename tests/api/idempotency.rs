@@ -284,12 +284,7 @@ async fn while_the_first_request_runs_others_get_409_on_every_instance() {
         let url = url.clone();
         async move {
             let mut conn = AsyncPgConnection::establish(&url).await.ok()?;
-            let n: Vec<Count> = diesel::sql_query(
-                "SELECT count(*) AS n FROM idempotency_keys WHERE key = 'slow' AND status IS NULL",
-            )
-            .load(&mut conn)
-            .await
-            .ok()?;
+            let n: Vec<Count> = diesel::sql_query(HELD_KEYS).load(&mut conn).await.ok()?;
             (n.into_iter().next()?.n == 1).then_some(())
         }
     })
@@ -315,6 +310,11 @@ async fn while_the_first_request_runs_others_get_409_on_every_instance() {
     }
     assert_eq!(subs(&app, &acme.token).await.len(), 1);
 }
+
+/// The keys claimed now: the advisory locks granted in the test's database (a claim is a lock
+/// held by the transaction of the request's writes).
+const HELD_KEYS: &str = "SELECT count(*) AS n FROM pg_locks WHERE locktype = 'advisory' \
+    AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())";
 
 #[derive(diesel::QueryableByName)]
 struct Count {
@@ -387,7 +387,8 @@ async fn a_replay_counts_against_the_rate_limit() {
 }
 
 /// A kept answer lives 24 hours: then the key is free again, and maintenance prunes it. A claim
-/// whose process died frees its key once its lease (60 s) has run out.
+/// row that an earlier version wrote (it kept claims as rows with a lease of 60 s) holds its key
+/// until its lease has run out.
 #[tokio::test]
 async fn keys_expire_after_24_hours_and_a_dead_claim_after_its_lease() {
     let clock = Arc::new(FixedClock::new(OffsetDateTime::now_utc()));
@@ -448,7 +449,7 @@ async fn keys_expire_after_24_hours_and_a_dead_claim_after_its_lease() {
         .await
     ));
 
-    // A claim left by a process that died: 409 until its lease ends, then the request runs.
+    // A claim row of an earlier version: 409 until its lease ends, then the request runs.
     let mut conn = connect(&app).await;
     let now = clock.now();
     diesel::sql_query(
@@ -499,62 +500,66 @@ async fn an_oversized_body_claims_nothing() {
     assert!(!replayed(&res));
 }
 
-/// A request that ran past its lease, whose key another request then claimed, neither keeps its
-/// answer over the later claim nor releases it (the store, through the domain's port).
+/// A claim lasts as long as the transaction of the writes it guards: a request cut off from the
+/// database mid-write (its connection ended, as when its process dies) leaves its key free at
+/// once, not 409 for a lease, and nothing of it is stored.
 #[tokio::test]
-async fn a_claim_taken_over_after_its_lease_is_no_longer_the_first_requests() {
-    use partner_domain::idempotency::{
-        Caller, Claim, Fingerprint, IdempotencyKey, KeptAnswer, Ticket,
+async fn a_claim_ends_with_its_transaction_when_its_connection_is_cut() {
+    let app = TestApp::spawn().await;
+    let acme = app.seed("acme", false).await;
+    let b = json!({ "subId": "12", "nickname": "Cut" });
+    let mut lock = connect(&app).await;
+    diesel::sql_query("BEGIN")
+        .execute(&mut lock)
+        .await
+        .expect("begin");
+    diesel::sql_query("LOCK TABLE sub_accounts IN EXCLUSIVE MODE")
+        .execute(&mut lock)
+        .await
+        .expect("lock");
+    let first = {
+        let req = app
+            .api(Method::POST, SUBS, &acme.token)
+            .header(KEY, "cut")
+            .json(&b);
+        tokio::spawn(async move { req.send().await })
     };
-    let clock = Arc::new(FixedClock::new(OffsetDateTime::now_utc()));
-    let app = TestApp::spawn_full(|_| {}, clock.clone()).await;
-    let store =
-        Arc::new(partner_postgres::PgStore::new(&app.config.database_url, 2).expect("store"));
-    let service = IdempotencyService::new(store, clock.clone() as Arc<dyn Clock>);
-    let (caller, key) = (
-        Caller::Operator,
-        IdempotencyKey::parse(b"slow").expect("key"),
-    );
-    let (a, b) = (
-        Fingerprint::of("POST", "/x", b"a"),
-        Fingerprint::of("POST", "/x", b"b"),
-    );
-    let run = |c: Claim| -> Ticket {
-        match c {
-            Claim::Run(t) => t,
-            other => panic!("expected to run, got {other:?}"),
+    let url = app.config.database_url.clone();
+    eventually("the first request holds the key", || {
+        let url = url.clone();
+        async move {
+            let mut conn = AsyncPgConnection::establish(&url).await.ok()?;
+            let n: Vec<Count> = diesel::sql_query(HELD_KEYS).load(&mut conn).await.ok()?;
+            (n.into_iter().next()?.n == 1).then_some(())
         }
-    };
-    let first = run(service.begin(&caller, &key, &a).await.expect("claim"));
-    clock.advance(time::Duration::seconds(61));
-    let second = run(service.begin(&caller, &key, &b).await.expect("claim"));
-    let answer = |body: &[u8]| KeptAnswer {
-        status: 201,
-        content_type: None,
-        body: body.to_vec(),
-    };
-    // The first finishes late: its answer is not kept, nor its release applied.
-    service
-        .finish(&first, Some(&answer(b"first")))
+    })
+    .await;
+    assert_error(
+        post_sub(&app, &acme.token, "cut", &b).await,
+        409,
+        "idempotency_key_in_use",
+    )
+    .await;
+    // The connection of the request holding the key ends, as its process's would.
+    let cut: Vec<Count> = diesel::sql_query(
+        "SELECT count(pg_terminate_backend(pid)) AS n FROM pg_locks \
+         WHERE locktype = 'advisory' AND granted \
+         AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+    )
+    .load(&mut lock)
+    .await
+    .expect("terminate");
+    assert_eq!(cut[0].n, 1);
+    let first = first.await.expect("task").expect("send");
+    assert!(first.status().is_server_error(), "{}", first.status());
+    diesel::sql_query("COMMIT")
+        .execute(&mut lock)
         .await
-        .expect("keep");
-    service.finish(&first, None).await.expect("release");
-    assert_eq!(
-        service.begin(&caller, &key, &b).await.expect("claim"),
-        Claim::InUse
-    );
-    service
-        .finish(&second, Some(&answer(b"second")))
-        .await
-        .expect("keep");
-    assert_eq!(
-        service.begin(&caller, &key, &b).await.expect("claim"),
-        Claim::Replay(answer(b"second"))
-    );
-    assert_eq!(
-        service.begin(&caller, &key, &a).await.expect("claim"),
-        Claim::Reused
-    );
+        .expect("commit");
+    let res = post_sub(&app, &acme.token, "cut", &b).await;
+    assert_eq!(res.status(), StatusCode::CREATED);
+    assert!(!replayed(&res), "the key ran again");
+    assert_eq!(subs(&app, &acme.token).await.len(), 1);
 }
 
 /// N10 of issue 23's re-try: a kept answer showing a secret once (a new endpoint's signing

@@ -1,8 +1,8 @@
 //! Idempotent requests (extensions §8.3): the `Idempotency-Key` a `POST` or `PATCH` may carry,
 //! what a request is compared by, which answers are kept, and what a repeated key gets.
 //!
-//! The first request with a key claims it (a row "running" until its answer is kept); its answer
-//! is kept for [`KEPT_FOR`] when [`keeps`] says so, else the claim is released so a retry runs
+//! The first request with a key claims it for as long as it runs; its answer is kept for
+//! [`KEPT_FOR`] when [`keeps`] says so, else the key is free again once it ends, so a retry runs
 //! again. A request whose key is claimed gets [`Claim::InUse`] while the first runs, then
 //! [`Claim::Replay`] when it is the same request, [`Claim::Reused`] when it is not.
 //!
@@ -31,10 +31,6 @@ use crate::kernel::values::{PartnerId, ValueError};
 
 /// How long a kept answer is replayed.
 pub const KEPT_FOR: time::Duration = time::Duration::hours(24);
-/// How long a claim holds without an answer: past it, the request that claimed the key is taken
-/// to have died with its process, and the key may run again (see docs/decisions.md,
-/// "Idempotency keys").
-pub const CLAIM_LEASE: time::Duration = time::Duration::seconds(60);
 
 /// An `Idempotency-Key` header's value: 1-255 visible ASCII characters.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -212,35 +208,32 @@ pub fn keeps(status: u16) -> bool {
     status < 500 && status != 429
 }
 
-/// What a store found for a key it could not claim.
+/// What holds a key a request could not claim.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Existing {
-    /// Claimed by a request still running (its lease not run out).
+    /// A request with the key is still running.
     Running,
     /// Answered: the request's fingerprint and its kept answer.
     Answered(Fingerprint, KeptAnswer),
 }
 
-/// A claim a request holds: what [`IdempotencyService::finish`] ends. Its fingerprint and
-/// instant tell it from a later claim of the same key (one made after its lease ran out), whose
-/// row its answer must not overwrite or delete.
+/// A keyed request: whose key, which request, and when it came ([`IdempotencyService::ticket`]).
+/// Its answer, when kept, is kept from `claimed_at` for [`KEPT_FOR`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Ticket {
     /// The caller as stored ([`Caller::scope`]).
     pub caller: String,
     /// The key.
     pub key: String,
-    /// The fingerprint of the request that claimed it.
+    /// The request's fingerprint.
     pub fingerprint: Fingerprint,
-    /// When it claimed it.
+    /// When the request came.
     pub claimed_at: OffsetDateTime,
 }
 
-/// What a request with a key does.
+/// What a request whose key another request holds or answered gets instead of its own answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Claim {
-    /// It claimed the key: run it, then [`IdempotencyService::finish`] the ticket.
-    Run(Ticket),
     /// The first request with the key is still running: 409 `idempotency_key_in_use`.
     InUse,
     /// The same request was answered: this answer, not run again.
@@ -249,39 +242,75 @@ pub enum Claim {
     Reused,
 }
 
+/// How a keyed request that ran ends ([`IdempotencyStore::finish`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum End<'a> {
+    /// Its answer is kept, committed together with its writes.
+    Keep(&'a KeptAnswer),
+    /// Its writes commit, its answer is not kept (a 5xx or a 429: a retry runs again).
+    Commit,
+    /// It failed without an answer: its writes roll back.
+    Abandon,
+}
+
+impl<'a> End<'a> {
+    /// The end of a request that answered `answer`: kept when [`keeps`] says so, else its
+    /// writes commit alone.
+    pub fn answered(answer: &'a KeptAnswer) -> Self {
+        if keeps(answer.status) {
+            Self::Keep(answer)
+        } else {
+            Self::Commit
+        }
+    }
+}
+
+/// The error a request's unit of work fails with when the request's key turns out to be held
+/// by another running request, or answered ([`IdempotencyStore::arm`]): its writes are refused,
+/// and the idempotency layer answers what [`IdempotencyService::finish`] says instead.
+#[derive(Debug, Clone, Copy, thiserror::Error)]
+#[error("the request's idempotency key is held or answered by another request")]
+pub struct KeyTaken;
+
+/// Whether `e`, or an error in its `source()` chain, is [`KeyTaken`].
+pub fn is_key_taken(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut next = Some(e);
+    while let Some(err) = next {
+        if err.is::<KeyTaken>() {
+            return true;
+        }
+        next = err.source();
+    }
+    false
+}
+
 /// Where keys and kept answers live, shared by every instance.
+///
+/// A key is claimed inside the transaction of the request's first unit of work, with the
+/// read of its kept answer, in the round trip that begins that transaction; the answer is kept
+/// in the same transaction, in the round trip that commits it (docs/decisions.md, "Idempotency
+/// keys: claimed and kept inside the write's transaction"). A claim lasts as long as that
+/// transaction: a request that fails, or whose process dies, frees its key as its transaction
+/// ends.
 #[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
 #[async_trait]
 pub trait IdempotencyStore: Send + Sync {
-    /// Claims `(caller, key)` for a request with `fingerprint` unless a live claim or answer
-    /// holds it (an answer past `expires_at`, or a claim past its lease, no longer does):
-    /// `None` when claimed, else what holds it. Of concurrent claims at most one succeeds.
-    async fn claim(
-        &self,
-        caller: &str,
-        key: &str,
-        fingerprint: &Fingerprint,
-        now: OffsetDateTime,
-        lease_until: OffsetDateTime,
-        expires_at: OffsetDateTime,
-    ) -> Result<Option<Existing>, RepoError>;
-    /// Keeps `answer` for the claim of `ticket`, if the key is still that claim's.
-    async fn keep(&self, ticket: &Ticket, answer: &KeptAnswer) -> Result<(), RepoError>;
-    /// Drops the claim of `ticket` (its answer is not kept), so the key may run again; nothing
-    /// if the key is no longer that claim's.
-    async fn release(&self, ticket: &Ticket) -> Result<(), RepoError>;
-    /// Ends the claim of `ticket` inside the transaction the store holds open in `ambient`
-    /// (the request's units of work, committed there: [`crate::kernel::ambient`]), and commits
-    /// it: keeps `answer`, or releases the key when `None`, together with the request's writes.
-    /// `Ok(false)` when it holds none (the request committed nothing in it); the caller then
-    /// ends the claim with [`Self::keep`] or [`Self::release`]. `Err`: the transaction did not
-    /// commit, so the request's writes are not stored.
-    async fn finish_held<'a>(
+    /// Arms `ambient`, in which the request of `ticket` is about to run ([`Ambient::scope`]):
+    /// the first unit of work the request begins there claims the key in its transaction. When
+    /// another running request holds the key, or an answer is kept under it, that unit of work
+    /// fails with [`KeyTaken`] and so does every later one: the request writes nothing.
+    fn arm(&self, ambient: &Ambient, ticket: &Ticket);
+    /// Ends the request of `ticket`, armed in `ambient`, as `end` says, committing or rolling
+    /// back the writes its units of work made. A request that wrote nothing and whose answer is
+    /// kept claims the key now, in a transaction of its own. `Ok(None)`: its answer stands.
+    /// `Ok(Some(_))`: what holds the key (the request's writes, if any, rolled back); its answer
+    /// must not be sent. `Err`: its writes are not stored, nor its answer kept.
+    async fn finish<'a>(
         &self,
         ambient: &Ambient,
         ticket: &Ticket,
-        answer: Option<&'a KeptAnswer>,
-    ) -> Result<bool, RepoError>;
+        end: End<'a>,
+    ) -> Result<Option<Existing>, RepoError>;
     /// Deletes up to `batch` keys whose answers expired at or before `now`, the earliest expiry
     /// first, from `from` on (the expiry the previous step of the same walk returned; `None`:
     /// the earliest), walking only the keys it deletes: how many, and the latest expiry deleted.
@@ -308,20 +337,7 @@ impl IdempotencyService {
         Self { store, clock }
     }
 
-    /// What the request with `fingerprint` and `key` of `caller` does ([`Self::ticket`], then
-    /// [`Self::claim`]).
-    pub async fn begin(
-        &self,
-        caller: &Caller,
-        key: &IdempotencyKey,
-        fingerprint: &Fingerprint,
-    ) -> Result<Claim, RepoError> {
-        self.claim(self.ticket(caller, key, fingerprint)).await
-    }
-
-    /// The claim the request with `fingerprint` and `key` of `caller` makes now. Known before
-    /// [`Self::claim`] runs, so a caller whose claim failed midway (the database stopped
-    /// answering: its statement may still commit when it comes back) can release it later.
+    /// The ticket of the request with `fingerprint` and `key` of `caller`, coming now.
     pub fn ticket(
         &self,
         caller: &Caller,
@@ -336,58 +352,24 @@ impl IdempotencyService {
         }
     }
 
-    /// Makes the claim of `ticket` ([`Self::ticket`]): what the request does.
-    pub async fn claim(&self, ticket: Ticket) -> Result<Claim, RepoError> {
-        let now = ticket.claimed_at;
-        let fingerprint = &ticket.fingerprint;
-        let found = self
-            .store
-            .claim(
-                &ticket.caller,
-                &ticket.key,
-                fingerprint,
-                now,
-                now + CLAIM_LEASE,
-                now + KEPT_FOR,
-            )
-            .await?;
-        Ok(decide(found, ticket))
+    /// Arms `ambient` for the request of `ticket`, before it runs there
+    /// ([`IdempotencyStore::arm`]).
+    pub fn arm(&self, ambient: &Ambient, ticket: &Ticket) {
+        self.store.arm(ambient, ticket);
     }
 
-    /// Ends the claim of a request that ran: keeps its answer when [`keeps`] says so, else
-    /// releases the key.
+    /// Ends the request of `ticket` that ran in `ambient` as `end` says ([`End::answered`] for
+    /// a request that answered). `Ok(None)`: send the answer. `Ok(Some(claim))`: another
+    /// request holds or answered the key; answer `claim` instead. `Err`: the request's writes
+    /// are not stored; its answer must not be sent.
     pub async fn finish(
-        &self,
-        ticket: &Ticket,
-        answer: Option<&KeptAnswer>,
-    ) -> Result<(), RepoError> {
-        match answer {
-            Some(a) if keeps(a.status) => self.store.keep(ticket, a).await,
-            _ => self.store.release(ticket).await,
-        }
-    }
-
-    /// Ends the claim of a request that ran in `ambient` ([`Ambient::scope`]): when the store
-    /// held the request's writes open there, its answer is kept (or the key released) in their
-    /// transaction, which then commits; else as [`Self::finish`]. `Err`: the request's writes
-    /// are not stored (its answer must not be sent) and the key is released.
-    pub async fn finish_within(
         &self,
         ambient: &Ambient,
         ticket: &Ticket,
-        answer: Option<&KeptAnswer>,
-    ) -> Result<(), RepoError> {
-        let kept = answer.filter(|a| keeps(a.status));
-        match self.store.finish_held(ambient, ticket, kept).await {
-            Ok(true) => Ok(()),
-            Ok(false) => self.finish(ticket, answer).await,
-            Err(e) => {
-                // Should the release fail too, the claim holds until its lease ends: the error
-                // answered is the commit's.
-                let _released = self.store.release(ticket).await;
-                Err(e)
-            }
-        }
+        end: End<'_>,
+    ) -> Result<Option<Claim>, RepoError> {
+        let found = self.store.finish(ambient, ticket, end).await?;
+        Ok(found.map(|existing| decide(existing, &ticket.fingerprint)))
     }
 
     /// Deletes expired keys in batches of `batch`, at most `rounds` statements, each starting
@@ -408,16 +390,13 @@ impl IdempotencyService {
     }
 }
 
-/// The rule: a running claim is in use whatever the request; an answer is replayed to the same
-/// request only.
-fn decide(found: Option<Existing>, ticket: Ticket) -> Claim {
+/// The rule: a running request holds its key whatever the request; an answer is replayed to the
+/// same request only.
+fn decide(found: Existing, fingerprint: &Fingerprint) -> Claim {
     match found {
-        None => Claim::Run(ticket),
-        Some(Existing::Running) => Claim::InUse,
-        Some(Existing::Answered(kept, answer)) if kept == ticket.fingerprint => {
-            Claim::Replay(answer)
-        }
-        Some(Existing::Answered(..)) => Claim::Reused,
+        Existing::Running => Claim::InUse,
+        Existing::Answered(kept, answer) if kept == *fingerprint => Claim::Replay(answer),
+        Existing::Answered(..) => Claim::Reused,
     }
 }
 
@@ -505,107 +484,75 @@ mod tests {
     fn a_running_key_is_in_use_and_an_answered_one_replays_the_same_request_only() {
         let fp = Fingerprint::of("POST", "/x", b"{}");
         let other = Fingerprint::of("POST", "/x", b"{\"a\":1}");
-        let ticket = |fingerprint| Ticket {
-            caller: "operator".into(),
-            key: "k".into(),
-            fingerprint,
-            claimed_at: datetime!(2026-11-26 10:00 UTC),
-        };
-        assert_eq!(decide(None, ticket(fp)), Claim::Run(ticket(fp)));
-        assert_eq!(decide(Some(Existing::Running), ticket(fp)), Claim::InUse);
+        assert_eq!(decide(Existing::Running, &fp), Claim::InUse);
         assert_eq!(
-            decide(Some(Existing::Answered(fp, answer())), ticket(fp)),
+            decide(Existing::Answered(fp, answer()), &fp),
             Claim::Replay(answer())
         );
         assert_eq!(
-            decide(Some(Existing::Answered(fp, answer())), ticket(other)),
+            decide(Existing::Answered(fp, answer()), &other),
             Claim::Reused
         );
     }
 
     #[test]
-    fn begin_claims_for_the_lease_and_keeps_for_24_hours_and_finish_releases_5xx() {
+    fn finish_keeps_2xx_4xx_commits_5xx_alone_and_rolls_back_a_failure() {
         let now = datetime!(2026-11-26 10:00 UTC);
-        let mut store = MockIdempotencyStore::new();
-        store
-            .expect_claim()
-            .withf(move |caller, key, _, at, lease, expires| {
-                caller == "partner:acme"
-                    && key == "k1"
-                    && *at == now
-                    && *lease == now + CLAIM_LEASE
-                    && *expires == now + time::Duration::hours(24)
-            })
-            .returning(|_, _, _, _, _, _| Ok(None));
-        store
-            .expect_release()
-            .withf(move |t| t.caller == "partner:acme" && t.key == "k1" && t.claimed_at == now)
-            .times(1)
-            .returning(|_| Ok(()));
-        store
-            .expect_keep()
-            .withf(|_, a| a.status == 201)
-            .times(1)
-            .returning(|_, _| Ok(()));
-        let svc = IdempotencyService::new(Arc::new(store), Arc::new(FixedClock::new(now)));
+        let svc = |end: fn(&End<'_>) -> bool, found: Option<Existing>| {
+            let mut store = MockIdempotencyStore::new();
+            store.expect_arm().times(1).return_const(());
+            store
+                .expect_finish()
+                .withf(move |_, t, e| t.caller == "partner:acme" && t.key == "k1" && end(e))
+                .times(1)
+                .returning(move |_, _, _| Ok(found.clone()));
+            IdempotencyService::new(Arc::new(store), Arc::new(FixedClock::new(now)))
+        };
         let caller = Caller::Partner(PartnerId::parse("acme").expect("id"));
         let key = IdempotencyKey::parse(b"k1").expect("key");
         let fp = Fingerprint::of("POST", "/x", b"{}");
-        let Claim::Run(ticket) = svc
-            .begin(&caller, &key, &fp)
-            .now_or_never()
-            .expect("ready")
-            .expect("claim")
-        else {
-            panic!("the key is claimed");
+        let run = |svc: IdempotencyService, answer: Option<KeptAnswer>| {
+            let ticket = svc.ticket(&caller, &key, &fp);
+            assert_eq!(ticket.claimed_at, now);
+            let ambient = Ambient::new();
+            svc.arm(&ambient, &ticket);
+            let end = answer.as_ref().map_or(End::Abandon, End::answered);
+            svc.finish(&ambient, &ticket, end)
+                .now_or_never()
+                .expect("ready")
+                .expect("finish")
         };
+        let kept = |e: &End<'_>| matches!(e, End::Keep(a) if a.status == 201);
+        assert_eq!(run(svc(kept, None), Some(answer())), None);
         let failed = KeptAnswer {
             status: 503,
             ..answer()
         };
-        svc.finish(&ticket, Some(&failed))
-            .now_or_never()
-            .expect("ready")
-            .expect("release");
-        svc.finish(&ticket, Some(&answer()))
-            .now_or_never()
-            .expect("ready")
-            .expect("keep");
+        let commit = |e: &End<'_>| *e == End::Commit;
+        assert_eq!(run(svc(commit, None), Some(failed)), None);
+        let abandon = |e: &End<'_>| *e == End::Abandon;
+        assert_eq!(run(svc(abandon, None), None), None);
+        // Another request answered the key: its answer, not this one's.
+        assert_eq!(
+            run(
+                svc(kept, Some(Existing::Answered(fp, answer()))),
+                Some(answer())
+            ),
+            Some(Claim::Replay(answer()))
+        );
+        assert_eq!(
+            run(svc(abandon, Some(Existing::Running)), None),
+            Some(Claim::InUse)
+        );
     }
 
     #[test]
-    fn finish_within_keeps_in_the_held_transaction_else_alone_and_releases_when_it_fails() {
-        let ticket = Ticket {
-            caller: "operator".into(),
-            key: "k".into(),
-            fingerprint: Fingerprint::of("POST", "/x", b"{}"),
-            claimed_at: datetime!(2026-11-27 03:00 UTC),
-        };
-        let run = |held: Result<bool, &'static str>, keeps_alone: usize, releases: usize| {
-            let mut store = MockIdempotencyStore::new();
-            store
-                .expect_finish_held()
-                .withf(|_, _, a| a.is_some_and(|a| a.status == 201))
-                .times(1)
-                .returning(move |_, _, _| held.map_err(RepoError::new));
-            store
-                .expect_keep()
-                .times(keeps_alone)
-                .returning(|_, _| Ok(()));
-            store.expect_release().times(releases).returning(|_| Ok(()));
-            let svc = IdempotencyService::new(
-                Arc::new(store),
-                Arc::new(FixedClock::new(ticket.claimed_at)),
-            );
-            svc.finish_within(&Ambient::default(), &ticket, Some(&answer()))
-                .now_or_never()
-                .expect("ready")
-        };
-        // Kept with the writes: nothing more.
-        assert!(run(Ok(true), 0, 0).is_ok());
-        // Nothing held (nothing written): kept on its own.
-        assert!(run(Ok(false), 1, 0).is_ok());
-        // The held transaction did not commit: the key is released, the error answered.
-        assert!(run(Err("commit failed"), 0, 1).is_err());
+    fn key_taken_is_found_through_the_errors_that_wrap_it() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("creating the sub-account failed")]
+        struct Wrapper(#[source] RepoError);
+        let e = Wrapper(RepoError::new(KeyTaken));
+        assert!(is_key_taken(&e));
+        assert!(!is_key_taken(&RepoError::new("duplicate key")));
     }
 }

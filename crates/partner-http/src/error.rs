@@ -147,7 +147,10 @@ impl ApiError {
 
     /// A failure of the store: 503 `unavailable` when it cannot be reached, else 500.
     pub(crate) fn storage(e: &(dyn std::error::Error + 'static)) -> Self {
-        if partner_domain::kernel::error::is_store_unavailable(e) {
+        if partner_domain::idempotency::is_key_taken(e) {
+            // Not a failure: the idempotency layer answers the key's holder instead.
+            Self::idempotency_key_in_use()
+        } else if partner_domain::kernel::error::is_store_unavailable(e) {
             tracing::warn!(error = %e, "the database cannot be reached");
             Self::unavailable()
         } else {

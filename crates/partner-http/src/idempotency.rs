@@ -17,8 +17,7 @@ use actix_web::middleware::Next;
 use actix_web::web::Bytes;
 use actix_web::{Error, HttpResponse, web};
 use partner_domain::idempotency::{
-    AnswerKey, CLAIM_LEASE, Caller, Claim, Fingerprint, IdempotencyKey, IdempotencyService,
-    KeptAnswer, Ticket,
+    AnswerKey, Caller, Claim, End, Fingerprint, IdempotencyKey, KeptAnswer,
 };
 use partner_domain::kernel::ambient::Ambient;
 
@@ -27,52 +26,6 @@ use crate::error::ApiError;
 
 const KEY: HeaderName = HeaderName::from_static("idempotency-key");
 const REPLAYED: HeaderName = HeaderName::from_static("idempotent-replayed");
-
-/// Between two tries of [`release_later`].
-const RELEASE_AGAIN_AFTER: std::time::Duration = std::time::Duration::from_millis(500);
-/// How many releases [`release_later`] writes: one is not enough when the claim's own statement
-/// is still on its way (a frozen database runs it when it wakes, and a release on a fresh
-/// connection can come first); the next ones follow 1 s and 1.5 s later.
-const RELEASES_WRITTEN: u32 = 3;
-
-/// Releases the claim of a request whose claim or end could not be written because the database
-/// did not answer (`error`, the try already made): tried again in the background until it is
-/// written ([`RELEASES_WRITTEN`] times) or the claim's lease has run out, so a client following
-/// `Retry-After: 1` is not answered 409 `idempotency_key_in_use` for the rest of the lease after
-/// a database outage of a second (attack9: 3.5 and 47 s after a freeze). Safe however late: the
-/// release removes only this claim's row while it holds no answer, so a write that did commit
-/// (its answer with it) stays kept, and a later claim of the key is not touched.
-fn release_later(service: &IdempotencyService, ticket: &Ticket, error: &partner_domain::RepoError) {
-    if !error.is_unavailable() {
-        return;
-    }
-    let (service, ticket) = (service.clone(), ticket.clone());
-    actix_web::rt::spawn(async move {
-        let until = std::time::Instant::now()
-            + std::time::Duration::try_from(CLAIM_LEASE).unwrap_or_default();
-        let mut written = 0;
-        while std::time::Instant::now() < until && written < RELEASES_WRITTEN {
-            actix_web::rt::time::sleep(RELEASE_AGAIN_AFTER * (1 + written)).await;
-            match service.finish(&ticket, None).await {
-                Ok(()) => written += 1,
-                Err(e) if e.is_unavailable() => {}
-                Err(e) => {
-                    tracing::warn!(error = %e, "could not release an idempotency key");
-                    return;
-                }
-            }
-        }
-    });
-}
-
-/// Releases the claim of a request whose answer is not kept (the key may run again), now or,
-/// when the database does not answer, later ([`release_later`]).
-async fn release_claim(service: &IdempotencyService, ticket: &Ticket) {
-    if let Err(e) = service.finish(ticket, None).await {
-        tracing::warn!(error = %e, "could not release an idempotency key");
-        release_later(service, ticket, &e);
-    }
-}
 
 /// The mark of an answer carrying a secret shown once ([`shown_once`]).
 #[derive(Debug, Clone, Copy)]
@@ -135,51 +88,28 @@ pub(crate) async fn run(
         .path_and_query()
         .map_or_else(|| req.path().to_owned(), |p| p.as_str().to_owned());
     let fingerprint = Fingerprint::of(req.method().as_str(), &target, &body);
-    let claim = st.idempotency.ticket(&caller, &key, &fingerprint);
-    let ticket = match st.idempotency.claim(claim.clone()).await {
-        Err(e) => {
-            // The claim's statement may still commit: a database frozen mid-request runs what
-            // it had read once it wakes, after this connection was given up (attack10).
-            release_later(&st.idempotency, &claim, &e);
-            return Ok(req.error_response(ApiError::from(e)));
-        }
-        Ok(Claim::InUse) => return Ok(req.error_response(ApiError::idempotency_key_in_use())),
-        Ok(Claim::Reused) => return Ok(req.error_response(ApiError::idempotency_key_reused())),
-        Ok(Claim::Replay(answer)) if answer.is_sealed() => {
-            let opened = answer_key(&req).and_then(|k| answer.open(&k, &fingerprint));
-            let res = match opened {
-                Some(answer) => replay(&answer),
-                None => {
-                    return Ok(req.error_response(ApiError::idempotency_answer_sealed()));
-                }
-            };
-            return Ok(req.into_response(res));
-        }
-        Ok(Claim::Replay(answer)) => {
-            let res = replay(&answer);
-            return Ok(req.into_response(res));
-        }
-        Ok(Claim::Run(ticket)) => ticket,
-    };
+    let ticket = st.idempotency.ticket(&caller, &key, &fingerprint);
     let sealing = answer_key(&req);
     req.set_payload(payload(body));
     // The request runs to its end, and its answer is kept, even if the client goes away
-    // meanwhile: the answer must describe the write it made. It runs in an ambient where the
-    // store holds its writes' transaction open, so the answer is kept in that transaction and
-    // commits with the writes (docs/decisions.md, "Idempotency keys: the answer commits with
-    // the write"); dropped without that commit, the writes roll back.
+    // meanwhile: the answer must describe the write it made. It runs in an ambient armed with
+    // its key: its first unit of work claims the key in its own transaction, which the store
+    // holds open, so the answer is kept in that transaction and commits with the writes
+    // (docs/decisions.md, "Idempotency keys: claimed and kept inside the write's
+    // transaction"); dropped without that commit, the writes roll back and the key is free.
     let service = st.idempotency.clone();
-    let release = (service.clone(), ticket.clone());
     let task = actix_web::rt::spawn(async move {
         let ambient = Ambient::new();
+        service.arm(&ambient, &ticket);
         let res = match ambient.scope(next.call(req)).await {
             Ok(res) => res,
             Err(e) => {
                 // An `Err` is rendered by actix later; it is not a kept answer, and the writes
                 // held for it roll back.
-                drop(ambient);
-                release_claim(&service, &ticket).await;
-                return Err(e);
+                return match service.finish(&ambient, &ticket, End::Abandon).await {
+                    Ok(Some(claim)) => Err(refused_error(&claim).into()),
+                    Ok(None) | Err(_) => Err(e),
+                };
             }
         };
         let (req, res) = res.into_parts();
@@ -187,8 +117,7 @@ pub(crate) async fn run(
         let bytes = match actix_web::body::to_bytes(body).await {
             Ok(b) => b,
             Err(_) => {
-                drop(ambient);
-                release_claim(&service, &ticket).await;
+                let _rolled_back = service.finish(&ambient, &ticket, End::Abandon).await;
                 return Err(ApiError::generic_internal().into());
             }
         };
@@ -202,37 +131,66 @@ pub(crate) async fn run(
             body: bytes.to_vec(),
         };
         // A secret shown once is kept sealed for the token that asked, or not kept at all.
-        let answer = if res.extensions().contains::<ShownOnce>() {
+        let kept = if res.extensions().contains::<ShownOnce>() {
             sealing.as_ref().and_then(|k| answer.seal(k, &fingerprint))
         } else {
             Some(answer)
         };
-        if let Err(e) = service
-            .finish_within(&ambient, &ticket, answer.as_ref())
-            .await
-        {
-            // The writes the answer describes did not commit: it must not be sent.
-            tracing::warn!(error = %e, "could not commit an idempotent request");
-            release_later(&service, &ticket, &e);
-            return Ok(ServiceResponse::new(
-                req,
-                ApiError::from(e).error_response(),
-            ));
+        // Not kept (it could not be sealed): the writes commit alone.
+        let end = kept.as_ref().map_or(End::Commit, End::answered);
+        let outcome = service.finish(&ambient, &ticket, end).await;
+        match outcome {
+            Ok(None) => Ok(ServiceResponse::new(req, res.set_body(BoxBody::new(bytes)))),
+            // Another request holds or answered the key: this one wrote nothing.
+            Ok(Some(claim)) => {
+                let res = answer_claim(&claim, sealing.as_ref(), &fingerprint);
+                Ok(ServiceResponse::new(req, res))
+            }
+            Err(e) => {
+                // The writes the answer describes did not commit: it must not be sent.
+                tracing::warn!(error = %e, "could not commit an idempotent request");
+                Ok(ServiceResponse::new(
+                    req,
+                    ApiError::from(e).error_response(),
+                ))
+            }
         }
-        Ok(ServiceResponse::new(req, res.set_body(BoxBody::new(bytes))))
     });
     match task.await {
         Ok(res) => res,
         Err(_) => {
-            // The handler panicked: nothing to keep (its held writes rolled back), the key may
-            // run again.
-            let (service, ticket) = release;
-            actix_web::rt::spawn(async move {
-                release_claim(&service, &ticket).await;
-            });
+            // The handler panicked: nothing to keep (its held writes rolled back with its
+            // ambient, and the key with them).
             tracing::error!("handler panicked");
             Err(ApiError::generic_internal().into())
         }
+    }
+}
+
+/// The error answering a request whose key another request holds or answered differently.
+fn refused_error(claim: &Claim) -> ApiError {
+    match claim {
+        Claim::Reused => ApiError::idempotency_key_reused(),
+        Claim::InUse | Claim::Replay(_) => ApiError::idempotency_key_in_use(),
+    }
+}
+
+/// The answer to a request whose key another request holds or answered: 409 while it runs, the
+/// kept answer to the same request (a sealed one only for the token that asked), else 422.
+fn answer_claim(
+    claim: &Claim,
+    sealing: Option<&AnswerKey>,
+    fingerprint: &Fingerprint,
+) -> HttpResponse {
+    match claim {
+        Claim::Replay(answer) if answer.is_sealed() => {
+            match sealing.and_then(|k| answer.open(k, fingerprint)) {
+                Some(answer) => replay(&answer),
+                None => ApiError::idempotency_answer_sealed().error_response(),
+            }
+        }
+        Claim::Replay(answer) => replay(answer),
+        Claim::InUse | Claim::Reused => refused_error(claim).error_response(),
     }
 }
 
@@ -254,80 +212,4 @@ fn replay(answer: &KeptAnswer) -> HttpResponse {
 /// `bytes` as a request payload again, for the handler to read.
 fn payload(bytes: Bytes) -> Payload {
     Payload::from(bytes)
-}
-
-#[cfg(test)]
-mod tests {
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::time::Duration;
-
-    use partner_domain::RepoError;
-    use partner_domain::idempotency::MockIdempotencyStore;
-    use partner_domain::kernel::clock::SystemClock;
-
-    use super::*;
-
-    /// attack9: a keyed request cut by a database outage after its claim committed left the key
-    /// claimed for the rest of the lease (409 to retries for up to a minute). Its release, failed
-    /// with the database, is tried again until it is written (three times, spaced: attack10's
-    /// claim statement that a frozen database ran when it woke, after the first release), and
-    /// then no more.
-    #[actix_web::test]
-    async fn a_release_that_found_the_database_down_is_tried_again_until_written() {
-        let tries = Arc::new(AtomicUsize::new(0));
-        let counted = tries.clone();
-        let mut store = MockIdempotencyStore::new();
-        store.expect_release().returning(move |_| {
-            if counted.fetch_add(1, Ordering::SeqCst) < 2 {
-                Err(RepoError::unavailable("the database does not answer"))
-            } else {
-                Ok(())
-            }
-        });
-        let service = IdempotencyService::new(Arc::new(store), Arc::new(SystemClock));
-        let ticket = Ticket {
-            caller: "operator".into(),
-            key: "k-1".into(),
-            fingerprint: Fingerprint::of("POST", "/internal/v1/leads", b"{}"),
-            claimed_at: time::OffsetDateTime::now_utc(),
-        };
-        release_later(
-            &service,
-            &ticket,
-            &RepoError::unavailable("the database does not answer"),
-        );
-        let asked = std::time::Instant::now();
-        while tries.load(Ordering::SeqCst) < 3 {
-            assert!(
-                asked.elapsed() < Duration::from_secs(10),
-                "tried {} times",
-                tries.load(Ordering::SeqCst)
-            );
-            actix_web::rt::time::sleep(Duration::from_millis(50)).await;
-        }
-        while tries.load(Ordering::SeqCst) < 2 + RELEASES_WRITTEN as usize {
-            assert!(asked.elapsed() < Duration::from_secs(20), "written again");
-            actix_web::rt::time::sleep(Duration::from_millis(50)).await;
-        }
-        actix_web::rt::time::sleep(RELEASE_AGAIN_AFTER * 5).await;
-        assert_eq!(
-            tries.load(Ordering::SeqCst),
-            2 + RELEASES_WRITTEN as usize,
-            "no try after it was written {RELEASES_WRITTEN} times"
-        );
-
-        // Any other failure is not the database's absence: not tried again.
-        let tries = Arc::new(AtomicUsize::new(0));
-        let mut store = MockIdempotencyStore::new();
-        let counted = tries.clone();
-        store.expect_release().returning(move |_| {
-            counted.fetch_add(1, Ordering::SeqCst);
-            Ok(())
-        });
-        let service = IdempotencyService::new(Arc::new(store), Arc::new(SystemClock));
-        release_later(&service, &ticket, &RepoError::new("a bad row"));
-        actix_web::rt::time::sleep(RELEASE_AGAIN_AFTER * 2).await;
-        assert_eq!(tries.load(Ordering::SeqCst), 0);
-    }
 }

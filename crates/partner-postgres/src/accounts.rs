@@ -170,10 +170,13 @@ impl AccountRepo for PgStore {
 
     async fn insert_user(&self, u: &PortalUser) -> Result<bool, RepoError> {
         let mut conn = self.conn().await?;
+        // A partner gone meanwhile is answered: it must not end a held transaction.
+        let guarded = crate::guard_statement(&mut conn).await?;
         let r = diesel::insert_into(portal_users::table)
             .values(NewUser::new(u))
             .execute(&mut conn)
             .await;
+        crate::end_guard(&mut conn, guarded, r.is_ok()).await?;
         match r {
             Ok(_) => Ok(true),
             Err(e)

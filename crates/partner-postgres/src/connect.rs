@@ -309,6 +309,15 @@ impl Pooled {
         obj.watch.busy_since.store(now_ms(), Ordering::Relaxed);
         Self(obj)
     }
+
+    /// Closes the connection now, as the watchdog closes one (the pool then discards it): for a
+    /// connection left in a state no one can vouch for, whose transaction (and the locks it
+    /// holds) must end at once rather than when the pool next looks at it.
+    pub(crate) fn close(self) {
+        if !self.0.watch.closed.swap(true, Ordering::Relaxed) {
+            self.0.watch.abort.notify_one();
+        }
+    }
 }
 
 impl Drop for Pooled {

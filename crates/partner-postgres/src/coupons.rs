@@ -78,6 +78,8 @@ impl CouponRepo for PgStore {
         let ids: Vec<Uuid> = coupons.iter().map(|c| c.id().as_uuid()).collect();
         let codes: Vec<&str> = coupons.iter().map(|c| c.code().as_str()).collect();
         let mut conn = self.conn().await?;
+        // A code collision is answered by drawing again: it must not end a held transaction.
+        let guarded = crate::guard_statement(&mut conn).await?;
         let r = diesel::sql_query(INSERT_BULK_SQL)
             .bind::<Array<diesel::sql_types::Uuid>, _>(&ids)
             .bind::<Array<Text>, _>(&codes)
@@ -94,6 +96,7 @@ impl CouponRepo for PgStore {
             .bind::<Timestamptz, _>(first.created_at())
             .execute(&mut conn)
             .await;
+        crate::end_guard(&mut conn, guarded, r.is_ok()).await?;
         match r {
             Ok(_) => Ok(CouponWrite::Done),
             Err(e) if is_violation(&e, |k| matches!(k, DatabaseErrorKind::UniqueViolation)) => {

@@ -3,22 +3,30 @@
 //! `commit` but parks its connection here, still in its transaction; the request's later
 //! statements (reads, and further units of work as savepoints) run on that connection, so they
 //! see its writes; and the idempotency layer writes the kept answer on it and commits once
-//! ([`IdempotencyStore::finish_held`](partner_domain::idempotency::IdempotencyStore)). One
+//! ([`IdempotencyStore::finish`](partner_domain::idempotency::IdempotencyStore)). One
 //! transaction, one WAL flush, one connection for the write and its answer, instead of a second
-//! transaction (and flush) for the answer (docs/decisions.md, "Idempotency keys: the answer
-//! commits with the write").
+//! transaction (and flush) for the answer (docs/decisions.md, "Idempotency keys: claimed and
+//! kept inside the write's transaction").
+//!
+//! The request is armed with its key ([`HeldTx::arm`]): its first statement or unit of work
+//! claims the key in a transaction of its own, in the round trip of its `BEGIN`
+//! (`idempotency::claim_in`), and that transaction becomes the held one: the claim lasts exactly
+//! as long as the writes it guards. Refused (the key held or answered), that statement and every
+//! later one of the request fail with
+//! [`KeyTaken`](partner_domain::idempotency::KeyTaken) and write nothing.
 //!
 //! A statement that finds the connection taken by another statement of the same request (two
 //! at once) runs on a pooled connection of its own, as it would outside a scope. Should the
 //! request end without the layer committing (a panic, the task dropped), the held connection is
 //! dropped in its transaction: the pool discards it, and closing it rolls the writes back.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use diesel_async::AsyncPgConnection;
 
 use crate::connect::Pooled;
+use partner_domain::idempotency::{Existing, Ticket};
 use partner_domain::kernel::ambient::Ambient;
 
 /// What a held transaction's connection is doing.
@@ -44,15 +52,29 @@ pub(crate) struct HeldTx {
     returned: tokio::sync::Notify,
     /// Deliveries written in it, announced once it commits.
     deliveries: AtomicUsize,
+    /// The request's idempotency key, claimed by its first unit of work.
+    ticket: Option<Ticket>,
+    /// What held the key when the request tried to claim it.
+    refused: Mutex<Option<Existing>>,
+    /// Whether the parked transaction holds the key and nothing else yet ([`HeldTx::is_fresh`]).
+    fresh: AtomicBool,
 }
 
 /// What [`HeldTx::take`] found.
 #[allow(clippy::large_enum_variant, reason = "as `Slot`")]
 pub(crate) enum Took {
-    /// The parked connection, now taken.
-    Conn(Conn),
+    /// The parked connection, now taken. `true` when it is fresh: its transaction holds the
+    /// request's key and nothing else yet ([`HeldTx::is_fresh`]).
+    Conn(Conn, bool),
     /// Nothing parked: the first unit of work may park its connection ([`HeldTx::park`]).
     Empty(Arc<HeldTx>),
+    /// Nothing parked, and the request's key to claim: the slot is the caller's until it gives
+    /// it a claimed connection ([`HeldTx::claimed`]) or gives up ([`HeldTx::unclaimed`],
+    /// [`HeldTx::refuse`]).
+    Claim(Arc<HeldTx>),
+    /// The key was refused: the request writes nothing
+    /// ([`KeyTaken`](partner_domain::idempotency::KeyTaken)).
+    Refused,
     /// Taken by another statement of the request, or not this store's.
     Busy,
 }
@@ -60,23 +82,96 @@ pub(crate) enum Took {
 impl HeldTx {
     /// The transaction held for the request being run by `store`, if it runs in an ambient.
     pub(crate) fn current(store: u64) -> Option<Arc<Self>> {
-        let held = Ambient::current()?.held_or_insert_with(|| Self {
+        let held = Ambient::current()?.held_or_insert_with(|| Self::new(store, None))?;
+        (held.store == store).then_some(held)
+    }
+
+    fn new(store: u64, ticket: Option<Ticket>) -> Self {
+        Self {
             store,
             slot: Mutex::new(Slot::Empty),
             returned: tokio::sync::Notify::new(),
             deliveries: AtomicUsize::new(0),
-        })?;
-        (held.store == store).then_some(held)
+            ticket,
+            refused: Mutex::new(None),
+            fresh: AtomicBool::new(false),
+        }
+    }
+
+    /// Arms `ambient`, before the request runs in it, with the key its first statement or unit
+    /// of work claims.
+    pub(crate) fn arm(ambient: &Ambient, store: u64, ticket: &Ticket) {
+        let _held = ambient.held_or_insert_with(|| Self::new(store, Some(ticket.clone())));
+    }
+
+    /// The request's key.
+    pub(crate) fn ticket(&self) -> Option<&Ticket> {
+        self.ticket.as_ref()
+    }
+
+    /// Records what held the key, and gives back the slot [`Took::Claim`] took, empty: the
+    /// request writes nothing from now on.
+    pub(crate) fn refuse(&self, holder: Existing) {
+        *self.refused.lock().unwrap_or_else(PoisonError::into_inner) = Some(holder);
+        self.unclaimed();
+    }
+
+    /// What held the key, if a claim was refused.
+    pub(crate) fn refused(&self) -> Option<Existing> {
+        self.refused
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Gives back the slot [`Took::Claim`] took, empty (the claim failed with the database).
+    pub(crate) fn unclaimed(&self) {
+        let mut slot = self.slot.lock().unwrap_or_else(PoisonError::into_inner);
+        if matches!(*slot, Slot::Taken) {
+            *slot = Slot::Empty;
+        }
+        drop(slot);
+        self.returned.notify_one();
+    }
+
+    /// The connection whose transaction claimed the key, for the slot [`Took::Claim`] took:
+    /// fresh until a unit of work commits into it ([`HeldTx::written`]). Parked when dropped.
+    pub(crate) fn claimed(self: &Arc<Self>, obj: Pooled) -> Conn {
+        self.fresh.store(true, Ordering::Relaxed);
+        Conn {
+            obj: Some(obj),
+            home: Some(Arc::clone(self)),
+        }
+    }
+
+    /// Whether the held transaction holds the key and nothing else yet: a unit of work then runs
+    /// in it directly, and its failure goes back to the claim (nothing else to keep).
+    pub(crate) fn is_fresh(&self) -> bool {
+        self.fresh.load(Ordering::Relaxed)
+    }
+
+    /// Something ran in the held transaction besides the claim: units of work are savepoints.
+    pub(crate) fn written(&self) {
+        self.fresh.store(false, Ordering::Relaxed);
     }
 
     /// Takes the parked connection for one statement or one nested unit of work.
     pub(crate) fn take(self: &Arc<Self>) -> Took {
         let mut slot = self.slot.lock().unwrap_or_else(PoisonError::into_inner);
         match std::mem::replace(&mut *slot, Slot::Taken) {
-            Slot::Parked(obj) => Took::Conn(Conn {
-                obj: Some(obj),
-                home: Some(Arc::clone(self)),
-            }),
+            Slot::Parked(obj) => Took::Conn(
+                Conn {
+                    obj: Some(obj),
+                    home: Some(Arc::clone(self)),
+                },
+                self.is_fresh(),
+            ),
+            Slot::Empty if self.refused().is_some() => {
+                *slot = Slot::Empty;
+                Took::Refused
+            }
+            // The slot stays taken while the key is claimed.
+            Slot::Empty if self.ticket.is_some() => Took::Claim(Arc::clone(self)),
             Slot::Empty => {
                 *slot = Slot::Empty;
                 Took::Empty(Arc::clone(self))
@@ -179,6 +274,17 @@ impl Conn {
     /// The held transaction this connection belongs to, if it is one's.
     pub(crate) fn held(&self) -> Option<&Arc<HeldTx>> {
         self.home.as_ref()
+    }
+
+    /// Closes the connection instead of putting it back (its transaction is in a state no one
+    /// can vouch for): the held slot is left empty.
+    pub(crate) fn close(mut self) {
+        if let Some(home) = self.home.take() {
+            home.unclaimed();
+        }
+        if let Some(obj) = self.obj.take() {
+            obj.close();
+        }
     }
 }
 

@@ -1,54 +1,50 @@
 //! Idempotency keys and their kept answers (extensions §8.3), shared by every instance.
 
 use diesel::prelude::*;
+use diesel::result::DatabaseErrorKind;
 use diesel::sql_types::{BigInt, Bool, Bytea, Nullable, SmallInt, Text, Timestamptz};
 use diesel_async::{AnsiTransactionManager, AsyncPgConnection, RunQueryDsl, TransactionManager};
 use partner_domain::RepoError;
-use partner_domain::idempotency::{Existing, Fingerprint, IdempotencyStore, KeptAnswer, Ticket};
+use partner_domain::idempotency::{
+    End, Existing, Fingerprint, IdempotencyStore, KEPT_FOR, KeptAnswer, KeyTaken, Ticket,
+};
 use partner_domain::kernel::ambient::Ambient;
 use time::OffsetDateTime;
 
-use crate::held::HeldTx;
-use crate::{PgStore, Prepared, corrupt, db};
+use std::sync::Arc;
 
-/// Claims the key (a new row, or one whose answer expired or whose claim's lease ran out) and,
-/// when it could not, reads what holds it, in one statement (one round trip on the hot path).
-/// Raw: a data-modifying CTE read by the statement around it, which the DSL cannot write.
-/// Prepared once per connection through [`Prepared`]. The outer read sees the statement's
-/// snapshot: a row a concurrent request committed after it began is not seen, and answers as a
-/// running claim (409), which it just was.
-///
-/// Committed without waiting for the WAL flush (`synchronous_commit` off for this statement's
-/// transaction only): a claim matters only together with the write it guards, and that write's
-/// own (synchronous) commit flushes the WAL up to its record, so up to the earlier claim's too.
-/// A crash can lose a claim only when no write followed it, and then only a claim: the request
-/// died with the process, and its retry finds the key free, as it should. One fsync less per
-/// keyed request (docs/decisions.md).
-const CLAIM_SQL: &str = "\
-WITH claimed AS ( \
-  INSERT INTO idempotency_keys AS k (caller, key, fingerprint, created_at, lease_until, expires_at) \
-  VALUES ($1, $2, $3, $4, $5, $6) \
-  ON CONFLICT (caller, key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, \
-    created_at = EXCLUDED.created_at, lease_until = EXCLUDED.lease_until, \
-    expires_at = EXCLUDED.expires_at, status = NULL, content_type = NULL, body = NULL \
-  WHERE k.expires_at <= EXCLUDED.created_at \
-     OR (k.status IS NULL AND k.lease_until <= EXCLUDED.created_at) \
-  RETURNING 1 ) \
-SELECT set_config('synchronous_commit', 'off', true) IS NOT NULL AS async_commit, \
-  EXISTS (SELECT 1 FROM claimed) AS claimed, k.fingerprint, k.status, k.content_type, k.body \
-FROM (SELECT 1) AS one \
-LEFT JOIN idempotency_keys k ON k.caller = $1 AND k.key = $2 AND NOT EXISTS (SELECT 1 FROM claimed)";
+use crate::connect::Pooled;
+use crate::held::{Conn, HeldTx};
+use crate::{PgStore, Prepared, corrupt, db, is_violation};
 
-/// The answer of the request that claimed the key. Raw like [`CLAIM_SQL`], prepared: it runs
-/// after every keyed request.
-/// Only while the row is still this claim's (`fingerprint`, `created_at`): a request that ran past
-/// its lease must not answer for a later claim of the key.
-const KEEP_SQL: &str = "UPDATE idempotency_keys SET status = $3, content_type = $4, body = $5 \
-WHERE caller = $1 AND key = $2 AND status IS NULL AND fingerprint = $6 AND created_at = $7";
+/// The claim: a lock on the key for the rest of the transaction (taken at once or not at all),
+/// sent in the round trip of the transaction's `BEGIN` ([`claim_in`]). Two callers or two keys
+/// never share a lock: the caller and the key, newline-separated (neither holds a newline),
+/// hashed to 64 bits. Raw: the DSL has no advisory locks. Prepared once per connection
+/// ([`Prepared`]), as every statement here.
+const LOCK_SQL: &str =
+    "SELECT pg_try_advisory_xact_lock(hashtextextended($1 || E'\\n' || $2, 0)) AS locked";
 
-/// Only while the row is still this claim's, as [`KEEP_SQL`].
-const RELEASE_SQL: &str = "DELETE FROM idempotency_keys \
-WHERE caller = $1 AND key = $2 AND status IS NULL AND fingerprint = $3 AND created_at = $4";
+/// The key's row, read after [`LOCK_SQL`] in the same round trip: a statement of its own, so its
+/// snapshot is taken once the lock is held and sees the answer of a request that held the lock
+/// before (whose commit ended before its lock was let go).
+const READ_SQL: &str = "SELECT fingerprint, status, content_type, body, lease_until, expires_at \
+FROM idempotency_keys WHERE caller = $1 AND key = $2";
+
+/// Taken right after the claim: a unit of work run directly in the claim's transaction that
+/// fails rolls back to it ([`back_to_claim`]), and the key stays claimed.
+const SAVEPOINT_SQL: &str = "SAVEPOINT idempotency_claim";
+
+/// A row that no longer holds the key (an answer past its expiry, or a claim row an earlier
+/// version left, past its lease), deleted under the lock before the key's new answer.
+const STALE_SQL: &str = "DELETE FROM idempotency_keys WHERE caller = $1 AND key = $2";
+
+/// The answer, kept in the request's transaction, sent with its `COMMIT` ([`keep_and_commit`]).
+/// A plain `INSERT`: should a row be there after all, it fails, the `COMMIT` behind it rolls the
+/// request's writes back, and the answer is not sent.
+const KEEP_SQL: &str = "INSERT INTO idempotency_keys \
+(caller, key, fingerprint, created_at, lease_until, expires_at, status, content_type, body) \
+VALUES ($1, $2, $3, $4, $4, $5, $6, $7, $8)";
 
 /// Expired keys, a batch at a time, walking `idempotency_keys_expires_idx` from the previous
 /// batch's latest expiry (`$2`), so no batch reads again the keys earlier ones deleted (issue 22).
@@ -68,32 +64,39 @@ struct PrunedKeys {
 }
 
 #[derive(QueryableByName)]
-struct ClaimRow {
+struct Locked {
     #[diesel(sql_type = Bool)]
-    claimed: bool,
-    #[diesel(sql_type = Nullable<Bytea>)]
-    fingerprint: Option<Vec<u8>>,
+    locked: bool,
+}
+
+#[derive(QueryableByName)]
+struct KeyRow {
+    #[diesel(sql_type = Bytea)]
+    fingerprint: Vec<u8>,
     #[diesel(sql_type = Nullable<SmallInt>)]
     status: Option<i16>,
     #[diesel(sql_type = Nullable<Text>)]
     content_type: Option<String>,
     #[diesel(sql_type = Nullable<Bytea>)]
     body: Option<Vec<u8>>,
+    #[diesel(sql_type = Timestamptz)]
+    lease_until: OffsetDateTime,
+    #[diesel(sql_type = Timestamptz)]
+    expires_at: OffsetDateTime,
 }
 
-impl ClaimRow {
-    fn into_domain(self) -> Result<Option<Existing>, RepoError> {
-        if self.claimed {
+impl KeyRow {
+    /// What the row says at `now`: `None` when it no longer holds the key.
+    fn holds(self, now: OffsetDateTime) -> Result<Option<Existing>, RepoError> {
+        if self.expires_at <= now {
             return Ok(None);
         }
-        let Some(fingerprint) = self.fingerprint else {
-            // Held by a request that committed its claim after this statement began.
-            return Ok(Some(Existing::Running));
-        };
         let Some(status) = self.status else {
-            return Ok(Some(Existing::Running));
+            // A claim row of an earlier version: running until its lease ends.
+            return Ok((self.lease_until > now).then_some(Existing::Running));
         };
-        let fingerprint: [u8; 32] = fingerprint
+        let fingerprint: [u8; 32] = self
+            .fingerprint
             .try_into()
             .map_err(|_| corrupt("idempotency fingerprint"))?;
         Ok(Some(Existing::Answered(
@@ -107,101 +110,275 @@ impl ClaimRow {
     }
 }
 
-/// Keeps `answer` for the claim of `ticket` ([`KEEP_SQL`]) on `conn`.
-async fn keep(
-    conn: &mut AsyncPgConnection,
-    ticket: &Ticket,
-    answer: &KeptAnswer,
-) -> Result<(), RepoError> {
-    let status = i16::try_from(answer.status).map_err(|_| corrupt("kept status"))?;
-    Prepared(
-        diesel::sql_query(KEEP_SQL)
-            .bind::<Text, _>(&ticket.caller)
-            .bind::<Text, _>(&ticket.key)
-            .bind::<SmallInt, _>(status)
-            .bind::<Nullable<Text>, _>(answer.content_type.as_deref())
-            .bind::<Bytea, _>(answer.body.as_slice())
-            .bind::<Bytea, _>(ticket.fingerprint.as_bytes().as_slice())
-            .bind::<Timestamptz, _>(ticket.claimed_at),
-    )
-    .execute(conn)
-    .await
-    .map_err(db)?;
-    Ok(())
+/// Marks `conn`'s transaction manager in a transaction (`true`) or out of it, for the
+/// transaction statements sent here in a pipeline rather than through it. Marked in before the
+/// `BEGIN` is sent and out only once the `COMMIT` or `ROLLBACK` answered: a connection given up
+/// midway is then taken for one left in a transaction, which the pool discards.
+fn mark_in_transaction(conn: &mut AsyncPgConnection, inside: bool) -> Result<(), RepoError> {
+    use diesel::connection::{TransactionDepthChange, TransactionManagerStatus};
+    let status =
+        <AnsiTransactionManager as TransactionManager<AsyncPgConnection>>::transaction_manager_status_mut(conn);
+    let TransactionManagerStatus::Valid(valid) = status else {
+        return Err(RepoError::new(
+            "the connection's transaction manager is broken",
+        ));
+    };
+    let change = if inside {
+        TransactionDepthChange::IncreaseDepth
+    } else {
+        TransactionDepthChange::DecreaseDepth
+    };
+    valid.change_transaction_depth(change).map_err(db)
 }
 
-/// Releases the claim of `ticket` ([`RELEASE_SQL`]) on `conn`.
-async fn release(conn: &mut AsyncPgConnection, ticket: &Ticket) -> Result<(), RepoError> {
-    diesel::sql_query(RELEASE_SQL)
-        .bind::<Text, _>(&ticket.caller)
-        .bind::<Text, _>(&ticket.key)
-        .bind::<Bytea, _>(ticket.fingerprint.as_bytes().as_slice())
-        .bind::<Timestamptz, _>(ticket.claimed_at)
+/// Begins a transaction on `conn` and claims `ticket`'s key in it, in one round trip: `BEGIN`,
+/// [`LOCK_SQL`], [`READ_SQL`] and [`SAVEPOINT_SQL`] pipelined. `Ok(None)`: claimed, `conn` left in the
+/// transaction, which holds the key until it ends. `Ok(Some(_))`: what holds the key; the
+/// transaction is rolled back.
+pub(crate) async fn claim_in(
+    conn: &mut AsyncPgConnection,
+    ticket: &Ticket,
+) -> Result<Option<Existing>, RepoError> {
+    mark_in_transaction(conn, true)?;
+    let (begun, locked, row) = {
+        let mut shared: &AsyncPgConnection = conn;
+        let begin = Prepared(diesel::sql_query("BEGIN")).execute(&mut shared);
+        let lock = Prepared(
+            diesel::sql_query(LOCK_SQL)
+                .bind::<Text, _>(&ticket.caller)
+                .bind::<Text, _>(&ticket.key),
+        )
+        .get_result::<Locked>(&mut shared);
+        let read = Prepared(
+            diesel::sql_query(READ_SQL)
+                .bind::<Text, _>(&ticket.caller)
+                .bind::<Text, _>(&ticket.key),
+        )
+        .load::<KeyRow>(&mut shared);
+        let savepoint = Prepared(diesel::sql_query(SAVEPOINT_SQL)).execute(&mut shared);
+        // Polled in order, so sent in order, on one connection: one round trip.
+        let (begun, locked, row, saved) =
+            futures_util::future::join4(begin, lock, read, savepoint).await;
+        (begun.and(saved), locked, row)
+    };
+    begun.map_err(db)?;
+    let locked = locked.map_err(db)?.locked;
+    let row = row.map_err(db)?.into_iter().next();
+    let now = ticket.claimed_at;
+    let (holder, stale) = match row {
+        Some(row) => {
+            let holder = row.holds(now)?;
+            let stale = holder.is_none();
+            (holder, stale)
+        }
+        None => (None, false),
+    };
+    let holder = match holder {
+        Some(h) => Some(h),
+        None if !locked => Some(Existing::Running),
+        None => None,
+    };
+    if holder.is_some() {
+        AnsiTransactionManager::rollback_transaction(conn)
+            .await
+            .map_err(db)?;
+        return Ok(holder);
+    }
+    if stale {
+        Prepared(
+            diesel::sql_query(STALE_SQL)
+                .bind::<Text, _>(&ticket.caller)
+                .bind::<Text, _>(&ticket.key),
+        )
+        .execute(conn)
+        .await
+        .map_err(db)?;
+        // Again after the delete, which a unit of work's rollback must not undo.
+        Prepared(diesel::sql_query(SAVEPOINT_SQL))
+            .execute(conn)
+            .await
+            .map_err(db)?;
+    }
+    Ok(None)
+}
+
+/// Undoes what a unit of work wrote in the transaction that claimed the key ([`claim_in`]),
+/// keeping the claim: back to the savepoint taken right after it.
+pub(crate) async fn back_to_claim(conn: &mut AsyncPgConnection) -> Result<(), RepoError> {
+    Prepared(diesel::sql_query("ROLLBACK TO SAVEPOINT idempotency_claim"))
         .execute(conn)
         .await
         .map_err(db)?;
     Ok(())
 }
 
+impl PgStore {
+    /// Claims the request's key for the slot [`Took::Claim`](crate::held::Took) took, on a
+    /// pooled connection whose transaction then holds it ([`claim_in`]). Refused: recorded, and
+    /// [`KeyTaken`].
+    pub(crate) async fn claim_held(&self, held: &Arc<HeldTx>) -> Result<Conn, RepoError> {
+        let Some(ticket) = held.ticket() else {
+            held.unclaimed();
+            return Err(RepoError::new("no idempotency key to claim"));
+        };
+        let mut obj = match self.pooled().await {
+            Ok(obj) => obj,
+            Err(e) => {
+                held.unclaimed();
+                return Err(e);
+            }
+        };
+        match claim_in(&mut obj, ticket).await {
+            Ok(None) => Ok(held.claimed(obj)),
+            Ok(Some(holder)) => {
+                held.refuse(holder);
+                Err(RepoError::new(KeyTaken))
+            }
+            Err(e) => {
+                held.unclaimed();
+                obj.close();
+                Err(e)
+            }
+        }
+    }
+}
+
+/// Keeps `answer` for `ticket` in `conn`'s transaction, which claimed the key, and commits it, in
+/// one round trip ([`KEEP_SQL`] and `COMMIT` pipelined). `Ok(None)`: committed. `Ok(Some(_))`:
+/// a row was there after all (one an earlier version wrote without the lock): nothing
+/// committed, and what holds the key.
+pub(crate) async fn keep_and_commit(
+    conn: &mut AsyncPgConnection,
+    ticket: &Ticket,
+    answer: &KeptAnswer,
+) -> Result<Option<Existing>, RepoError> {
+    let status = i16::try_from(answer.status).map_err(|_| corrupt("kept status"))?;
+    let (kept, committed) = {
+        let mut shared: &AsyncPgConnection = conn;
+        let keep = Prepared(
+            diesel::sql_query(KEEP_SQL)
+                .bind::<Text, _>(&ticket.caller)
+                .bind::<Text, _>(&ticket.key)
+                .bind::<Bytea, _>(ticket.fingerprint.as_bytes().as_slice())
+                .bind::<Timestamptz, _>(ticket.claimed_at)
+                .bind::<Timestamptz, _>(ticket.claimed_at + KEPT_FOR)
+                .bind::<SmallInt, _>(status)
+                .bind::<Nullable<Text>, _>(answer.content_type.as_deref())
+                .bind::<Bytea, _>(answer.body.as_slice()),
+        )
+        .execute(&mut shared);
+        // After a failed statement PostgreSQL answers this `COMMIT` by rolling back.
+        let commit = Prepared(diesel::sql_query("COMMIT")).execute(&mut shared);
+        futures_util::future::join(keep, commit).await
+    };
+    match (kept, committed) {
+        (Ok(_), Ok(_)) => {
+            mark_in_transaction(conn, false)?;
+            Ok(None)
+        }
+        (Err(e), Ok(_))
+            if is_violation(&e, |k| matches!(k, DatabaseErrorKind::UniqueViolation)) =>
+        {
+            mark_in_transaction(conn, false)?;
+            let row: Option<KeyRow> = Prepared(
+                diesel::sql_query(READ_SQL)
+                    .bind::<Text, _>(&ticket.caller)
+                    .bind::<Text, _>(&ticket.key),
+            )
+            .get_result(conn)
+            .await
+            .optional()
+            .map_err(db)?;
+            let holder = match row {
+                Some(row) => row.holds(ticket.claimed_at)?,
+                None => None,
+            };
+            Ok(Some(holder.unwrap_or(Existing::Running)))
+        }
+        // The connection stays marked in a transaction: the pool discards it.
+        (Err(e), _) | (_, Err(e)) => Err(db(e)),
+    }
+}
+
+/// Ends `conn`'s transaction: commits it, or rolls it back; a connection that could not is
+/// closed, so its transaction (and the key's lock) ends with it.
+async fn end_or_close(mut conn: Pooled, commit: bool) -> Result<(), RepoError> {
+    let ended = if commit {
+        AnsiTransactionManager::commit_transaction(&mut *conn).await
+    } else {
+        AnsiTransactionManager::rollback_transaction(&mut *conn).await
+    };
+    match ended {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            conn.close();
+            Err(db(e))
+        }
+    }
+}
+
 #[async_trait::async_trait]
 impl IdempotencyStore for PgStore {
-    async fn claim(
-        &self,
-        caller: &str,
-        key: &str,
-        fingerprint: &Fingerprint,
-        now: OffsetDateTime,
-        lease_until: OffsetDateTime,
-        expires_at: OffsetDateTime,
-    ) -> Result<Option<Existing>, RepoError> {
-        let mut conn = self.pooled().await?;
-        let row: ClaimRow = Prepared(
-            diesel::sql_query(CLAIM_SQL)
-                .bind::<Text, _>(caller)
-                .bind::<Text, _>(key)
-                .bind::<Bytea, _>(fingerprint.as_bytes().as_slice())
-                .bind::<Timestamptz, _>(now)
-                .bind::<Timestamptz, _>(lease_until)
-                .bind::<Timestamptz, _>(expires_at),
-        )
-        .get_result(&mut conn)
-        .await
-        .map_err(db)?;
-        row.into_domain()
+    fn arm(&self, ambient: &Ambient, ticket: &Ticket) {
+        HeldTx::arm(ambient, self.workers.id, ticket);
     }
 
-    async fn keep(&self, ticket: &Ticket, answer: &KeptAnswer) -> Result<(), RepoError> {
-        let mut conn = self.pooled().await?;
-        keep(&mut conn, ticket, answer).await
-    }
-
-    async fn release(&self, ticket: &Ticket) -> Result<(), RepoError> {
-        let mut conn = self.pooled().await?;
-        release(&mut conn, ticket).await
-    }
-
-    async fn finish_held<'a>(
+    async fn finish<'a>(
         &self,
         ambient: &Ambient,
         ticket: &Ticket,
-        answer: Option<&'a KeptAnswer>,
-    ) -> Result<bool, RepoError> {
+        end: End<'a>,
+    ) -> Result<Option<Existing>, RepoError> {
         let Some(held) = ambient.held::<HeldTx>() else {
-            return Ok(false);
+            return Ok(None);
         };
-        let Some(mut conn) = held.finish().await else {
-            return Ok(false);
-        };
-        match answer {
-            Some(a) => keep(&mut conn, ticket, a).await?,
-            None => release(&mut conn, ticket).await?,
+        let parked = held.finish().await;
+        if let Some(holder) = held.refused() {
+            if let Some(conn) = parked {
+                end_or_close(conn, false).await?;
+            }
+            return Ok(Some(holder));
         }
-        AnsiTransactionManager::commit_transaction(&mut *conn)
-            .await
-            .map_err(db)?;
-        drop(conn);
-        self.deliveries_committed(held.deliveries());
-        Ok(true)
+        match (parked, end) {
+            (Some(mut conn), End::Keep(answer)) => {
+                match keep_and_commit(&mut conn, ticket, answer).await {
+                    Ok(found) => {
+                        drop(conn);
+                        if found.is_none() {
+                            self.deliveries_committed(held.deliveries());
+                        }
+                        Ok(found)
+                    }
+                    Err(e) => {
+                        conn.close();
+                        Err(e)
+                    }
+                }
+            }
+            (Some(conn), End::Commit) => {
+                end_or_close(conn, true).await?;
+                self.deliveries_committed(held.deliveries());
+                Ok(None)
+            }
+            (Some(conn), End::Abandon) => {
+                end_or_close(conn, false).await?;
+                Ok(None)
+            }
+            // Nothing written: the answer is kept under a claim of its own.
+            (None, End::Keep(answer)) => {
+                let mut conn = self.pooled().await?;
+                let found = match claim_in(&mut conn, ticket).await {
+                    Ok(Some(holder)) => return Ok(Some(holder)),
+                    Ok(None) => keep_and_commit(&mut conn, ticket, answer).await,
+                    Err(e) => Err(e),
+                };
+                if found.is_err() {
+                    conn.close();
+                }
+                found
+            }
+            (None, End::Commit | End::Abandon) => Ok(None),
+        }
     }
 
     async fn prune(

@@ -406,11 +406,28 @@ impl PgStore {
     /// A connection: the request's held transaction's when it has one free ([`held`]), else a
     /// pooled one. Every failure to get one (refused, timed out, pool closed) means the database
     /// cannot be reached now: [`RepoError::unavailable`].
+    ///
+    /// In a keyed request ([`held`]) the first statement claims the request's key, in a
+    /// transaction that is then held, and runs in it, as every later one does. A statement after
+    /// the key was refused fails with [`KeyTaken`](partner_domain::idempotency::KeyTaken).
     async fn conn(&self) -> Result<held::Conn, RepoError> {
-        if let Some(h) = held::HeldTx::current(self.workers.id)
-            && let held::Took::Conn(conn) = h.take()
-        {
-            return Ok(conn);
+        if let Some(h) = held::HeldTx::current(self.workers.id) {
+            match h.take() {
+                held::Took::Conn(conn, _) => {
+                    // A statement may write: a unit of work after it is a savepoint.
+                    h.written();
+                    return Ok(conn);
+                }
+                held::Took::Claim(held) => {
+                    let conn = self.claim_held(&held).await?;
+                    held.written();
+                    return Ok(conn);
+                }
+                held::Took::Refused => {
+                    return Err(RepoError::new(partner_domain::idempotency::KeyTaken));
+                }
+                held::Took::Empty(_) | held::Took::Busy => {}
+            }
         }
         self.pooled().await.map(held::Conn::pooled)
     }
@@ -441,6 +458,36 @@ impl Readiness for PgStore {
             .map_err(db)?;
         Ok(())
     }
+}
+
+/// Opens a savepoint when `conn` is a request's held transaction, before one statement whose
+/// failure is expected and answered (a unique or foreign-key violation): its failure then
+/// undoes only that statement, not the transaction. `true` when one was opened; end it with
+/// [`end_guard`]. A pooled connection (no transaction) needs none.
+async fn guard_statement(conn: &mut held::Conn) -> Result<bool, RepoError> {
+    use diesel_async::{AnsiTransactionManager, TransactionManager};
+    if conn.held().is_none() {
+        return Ok(false);
+    }
+    AnsiTransactionManager::begin_transaction(&mut **conn)
+        .await
+        .map_err(db)?;
+    Ok(true)
+}
+
+/// Ends the savepoint [`guard_statement`] opened: released when the statement succeeded, else
+/// rolled back to.
+async fn end_guard(conn: &mut held::Conn, guarded: bool, ok: bool) -> Result<(), RepoError> {
+    use diesel_async::{AnsiTransactionManager, TransactionManager};
+    if !guarded {
+        return Ok(());
+    }
+    if ok {
+        AnsiTransactionManager::commit_transaction(&mut **conn).await
+    } else {
+        AnsiTransactionManager::rollback_transaction(&mut **conn).await
+    }
+    .map_err(db)
 }
 
 /// A query's failure as the domain sees it: a connection the server closed (PostgreSQL

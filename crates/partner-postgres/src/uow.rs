@@ -7,6 +7,7 @@ use std::sync::Arc;
 use diesel_async::{AnsiTransactionManager, AsyncPgConnection, TransactionManager};
 use partner_domain::RepoError;
 use partner_domain::events::{DomainEvent, Outbox, Requeue, Requeued};
+use partner_domain::idempotency::KeyTaken;
 use partner_domain::kernel::ids::{DeliveryId, EndpointId, PayoutId};
 use partner_domain::kernel::uow::{Commit, UnitOfWork};
 use partner_domain::kernel::values::PartnerId;
@@ -24,7 +25,9 @@ use partner_domain::webhook::ports::{
 use time::OffsetDateTime;
 
 use crate::held::{Conn, HeldTx, Took};
-use crate::{PgStore, action_budget, db, endpoint_writes, leads, orders, outbox, payouts};
+use crate::{
+    PgStore, action_budget, db, endpoint_writes, idempotency, leads, orders, outbox, payouts,
+};
 
 /// An open transaction. `conn` is `None` once committed.
 ///
@@ -38,6 +41,10 @@ struct PgTransaction {
     deliveries: usize,
     /// Where `commit` parks the connection instead of committing.
     park: Option<Arc<HeldTx>>,
+    /// Whether it runs directly in the transaction that claimed the request's key: its commit
+    /// leaves that transaction open (held, no longer fresh), its rollback goes back to the
+    /// claim's savepoint, so the key stays claimed either way.
+    on_claim: bool,
 }
 
 impl PgTransaction {
@@ -51,8 +58,17 @@ impl PgTransaction {
 impl PgStore {
     async fn begin_transaction(&self) -> Result<PgTransaction, RepoError> {
         let (mut conn, park) = match HeldTx::current(self.workers.id).map(|h| h.take()) {
+            // The transaction that claimed the request's key, nothing written in it yet: the
+            // unit runs in it directly.
+            Some(Took::Conn(conn, true)) => return Ok(self.on_claim(conn)),
             // A savepoint in the request's held transaction.
-            Some(Took::Conn(conn)) => (conn, None),
+            Some(Took::Conn(conn, false)) => (conn, None),
+            // The request's key, claimed in the round trip of this unit's `BEGIN`.
+            Some(Took::Claim(held)) => {
+                let conn = self.claim_held(&held).await?;
+                return Ok(self.on_claim(conn));
+            }
+            Some(Took::Refused) => return Err(RepoError::new(KeyTaken)),
             Some(Took::Empty(held)) => (Conn::pooled(self.pooled().await?), Some(held)),
             Some(Took::Busy) | None => (Conn::pooled(self.pooled().await?), None),
         };
@@ -64,7 +80,19 @@ impl PgStore {
             store: self.clone(),
             deliveries: 0,
             park,
+            on_claim: false,
         })
+    }
+
+    /// A unit of work run directly in the fresh transaction that claimed the request's key.
+    fn on_claim(&self, conn: Conn) -> PgTransaction {
+        PgTransaction {
+            conn: Some(conn),
+            store: self.clone(),
+            deliveries: 0,
+            park: None,
+            on_claim: true,
+        }
     }
 }
 
@@ -220,6 +248,15 @@ impl Commit for PgTransaction {
             .conn
             .take()
             .ok_or_else(|| RepoError::new("the transaction has ended"))?;
+        if self.on_claim {
+            if let Some(held) = conn.held() {
+                held.written();
+                held.add_deliveries(self.deliveries);
+            }
+            // Put back, parked.
+            drop(conn);
+            return Ok(());
+        }
         if let Some(held) = self.park.take() {
             match held.park(conn) {
                 Ok(()) => {
@@ -251,6 +288,24 @@ impl Drop for PgTransaction {
         let Some(mut conn) = self.conn.take() else {
             return;
         };
+        if self.on_claim {
+            // Its writes undone, the key still claimed: parked again, fresh.
+            match tokio::runtime::Handle::try_current() {
+                Ok(rt) => {
+                    rt.spawn(async move {
+                        match idempotency::back_to_claim(&mut conn).await {
+                            Ok(()) => drop(conn),
+                            Err(e) => {
+                                tracing::warn!(error = %e, "rolling back to an idempotency claim failed");
+                                conn.close();
+                            }
+                        }
+                    });
+                }
+                Err(_) => conn.close(),
+            }
+            return;
+        }
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
             rt.spawn(async move {
                 if let Err(e) = AnsiTransactionManager::rollback_transaction(&mut *conn).await {
