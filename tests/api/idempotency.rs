@@ -254,6 +254,55 @@ async fn a_retried_operator_ingest_creates_one_lead_and_a_patch_is_replayed() {
     .await;
 }
 
+/// A keyed request whose first unit of work fails (a `PATCH` of a lead that does not exist: the
+/// lock finds nothing) answers its 404, and that answer is kept: the claim its unit of work took
+/// rolled back with it, and the key was claimed again for the answer, not refused by itself. The
+/// key then runs as any other: the same request replayed, another one 422, and a fresh key on a
+/// lead that exists runs.
+#[tokio::test]
+async fn a_keyed_request_whose_first_write_fails_keeps_its_4xx() {
+    let app = TestApp::spawn().await;
+    app.seed("acme", false).await;
+    let patch = |id: String, key: &'static str, phone: &'static str| {
+        app.internal(Method::PATCH, &format!("/leads/{id}"))
+            .header(KEY, key)
+            .json(&json!({ "phone": phone }))
+            .send()
+    };
+    let missing = "0190a0b0-0000-7000-8000-000000000000".to_owned();
+    let first = patch(missing.clone(), "gone-1", "+1 555 0101")
+        .await
+        .expect("send");
+    assert_eq!(first.status(), StatusCode::NOT_FOUND);
+    assert!(!replayed(&first));
+    let first_body = first.bytes().await.expect("body");
+    let again = patch(missing.clone(), "gone-1", "+1 555 0101")
+        .await
+        .expect("send");
+    assert_eq!(again.status(), StatusCode::NOT_FOUND);
+    assert!(replayed(&again), "the 404 was kept");
+    assert_eq!(again.bytes().await.expect("body"), first_body);
+    assert_error(
+        patch(missing, "gone-1", "+1 555 0102").await.expect("send"),
+        422,
+        "idempotency_key_reused",
+    )
+    .await;
+    let lead = app
+        .internal(Method::POST, "/leads")
+        .json(&lead_body("acme", json!({})))
+        .send()
+        .await
+        .expect("send");
+    let id = body(lead).await["data"]["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let res = patch(id, "gone-2", "+1 555 0103").await.expect("send");
+    assert_eq!(res.status(), StatusCode::OK);
+    assert!(!replayed(&res));
+}
+
 /// A request holding its key (its write blocked by a lock the test holds) makes every other
 /// request with that key 409, on this instance and another, with its body or another; once it
 /// answers, the same request is replayed everywhere.

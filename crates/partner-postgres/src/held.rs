@@ -41,6 +41,9 @@ enum Slot {
     Parked(Pooled),
     /// A statement of the request is using it ([`Conn`]).
     Taken,
+    /// The claim's transaction is being rolled back after its first unit of work failed
+    /// ([`Conn::roll_back_claim`]); empty once it is.
+    RollingBack,
 }
 
 /// The transaction a request holds open ([`Ambient::held_or_insert_with`]).
@@ -75,6 +78,8 @@ pub(crate) enum Took {
     /// The key was refused: the request writes nothing
     /// ([`KeyTaken`](partner_domain::idempotency::KeyTaken)).
     Refused,
+    /// The claim's transaction is being rolled back: wait ([`HeldTx::settled`]), then take again.
+    Wait,
     /// Taken by another statement of the request, or not this store's.
     Busy,
 }
@@ -127,7 +132,7 @@ impl HeldTx {
     /// Gives back the slot [`Took::Claim`] took, empty (the claim failed with the database).
     pub(crate) fn unclaimed(&self) {
         let mut slot = self.slot.lock().unwrap_or_else(PoisonError::into_inner);
-        if matches!(*slot, Slot::Taken) {
+        if matches!(*slot, Slot::Taken | Slot::RollingBack) {
             *slot = Slot::Empty;
         }
         drop(slot);
@@ -145,7 +150,8 @@ impl HeldTx {
     }
 
     /// Whether the held transaction holds the key and nothing else yet: a unit of work then runs
-    /// in it directly, and its failure goes back to the claim (nothing else to keep).
+    /// in it directly (no savepoint), and its failure rolls back only the claim
+    /// ([`Conn::roll_back_claim`]).
     pub(crate) fn is_fresh(&self) -> bool {
         self.fresh.load(Ordering::Relaxed)
     }
@@ -177,6 +183,23 @@ impl HeldTx {
                 Took::Empty(Arc::clone(self))
             }
             Slot::Taken => Took::Busy,
+            Slot::RollingBack => {
+                *slot = Slot::RollingBack;
+                Took::Wait
+            }
+        }
+    }
+
+    /// Waits until the slot is no longer being rolled back ([`Took::Wait`]).
+    pub(crate) async fn settled(&self) {
+        loop {
+            if !matches!(
+                *self.slot.lock().unwrap_or_else(PoisonError::into_inner),
+                Slot::RollingBack
+            ) {
+                return;
+            }
+            self.returned.notified().await;
         }
     }
 
@@ -219,7 +242,7 @@ impl HeldTx {
                 match std::mem::replace(&mut *slot, Slot::Empty) {
                     Slot::Parked(obj) => return Some(obj),
                     Slot::Empty => return None,
-                    Slot::Taken => *slot = Slot::Taken,
+                    other @ (Slot::Taken | Slot::RollingBack) => *slot = other,
                 }
             }
             // `notify_one` keeps a permit when nobody waits yet: no wake-up is lost.
@@ -276,15 +299,33 @@ impl Conn {
         self.home.as_ref()
     }
 
-    /// Closes the connection instead of putting it back (its transaction is in a state no one
-    /// can vouch for): the held slot is left empty.
-    pub(crate) fn close(mut self) {
-        if let Some(home) = self.home.take() {
-            home.unclaimed();
-        }
-        if let Some(obj) = self.obj.take() {
+    /// For a unit of work that failed while running directly in the transaction that claimed
+    /// the request's key (nothing else ran in it): rolls that transaction back, the claim with
+    /// it, returns the connection to the pool and leaves the slot empty, so the request's next
+    /// statement, or its end, claims the key again. Meanwhile the request's statements wait
+    /// ([`Took::Wait`]), so none runs outside the claim, and none claims against this one's lock.
+    pub(crate) fn roll_back_claim(mut self) {
+        let (Some(home), Some(mut obj)) = (self.home.take(), self.obj.take()) else {
+            return;
+        };
+        *home.slot.lock().unwrap_or_else(PoisonError::into_inner) = Slot::RollingBack;
+        home.fresh.store(false, Ordering::Relaxed);
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
             obj.close();
-        }
+            home.unclaimed();
+            return;
+        };
+        rt.spawn(async move {
+            use diesel_async::{AnsiTransactionManager, TransactionManager};
+            match AnsiTransactionManager::rollback_transaction(&mut *obj).await {
+                Ok(()) => drop(obj),
+                Err(e) => {
+                    tracing::warn!(error = %e, "rolling back an idempotency claim failed");
+                    obj.close();
+                }
+            }
+            home.unclaimed();
+        });
     }
 }
 

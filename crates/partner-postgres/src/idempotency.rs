@@ -31,10 +31,6 @@ const LOCK_SQL: &str =
 const READ_SQL: &str = "SELECT fingerprint, status, content_type, body, lease_until, expires_at \
 FROM idempotency_keys WHERE caller = $1 AND key = $2";
 
-/// Taken right after the claim: a unit of work run directly in the claim's transaction that
-/// fails rolls back to it ([`back_to_claim`]), and the key stays claimed.
-const SAVEPOINT_SQL: &str = "SAVEPOINT idempotency_claim";
-
 /// A row that no longer holds the key (an answer past its expiry, or a claim row an earlier
 /// version left, past its lease), deleted under the lock before the key's new answer.
 const STALE_SQL: &str = "DELETE FROM idempotency_keys WHERE caller = $1 AND key = $2";
@@ -132,7 +128,7 @@ fn mark_in_transaction(conn: &mut AsyncPgConnection, inside: bool) -> Result<(),
 }
 
 /// Begins a transaction on `conn` and claims `ticket`'s key in it, in one round trip: `BEGIN`,
-/// [`LOCK_SQL`], [`READ_SQL`] and [`SAVEPOINT_SQL`] pipelined. `Ok(None)`: claimed, `conn` left in the
+/// [`LOCK_SQL`] and [`READ_SQL`] pipelined. `Ok(None)`: claimed, `conn` left in the
 /// transaction, which holds the key until it ends. `Ok(Some(_))`: what holds the key; the
 /// transaction is rolled back.
 pub(crate) async fn claim_in(
@@ -155,11 +151,8 @@ pub(crate) async fn claim_in(
                 .bind::<Text, _>(&ticket.key),
         )
         .load::<KeyRow>(&mut shared);
-        let savepoint = Prepared(diesel::sql_query(SAVEPOINT_SQL)).execute(&mut shared);
         // Polled in order, so sent in order, on one connection: one round trip.
-        let (begun, locked, row, saved) =
-            futures_util::future::join4(begin, lock, read, savepoint).await;
-        (begun.and(saved), locked, row)
+        futures_util::future::join3(begin, lock, read).await
     };
     begun.map_err(db)?;
     let locked = locked.map_err(db)?.locked;
@@ -193,23 +186,8 @@ pub(crate) async fn claim_in(
         .execute(conn)
         .await
         .map_err(db)?;
-        // Again after the delete, which a unit of work's rollback must not undo.
-        Prepared(diesel::sql_query(SAVEPOINT_SQL))
-            .execute(conn)
-            .await
-            .map_err(db)?;
     }
     Ok(None)
-}
-
-/// Undoes what a unit of work wrote in the transaction that claimed the key ([`claim_in`]),
-/// keeping the claim: back to the savepoint taken right after it.
-pub(crate) async fn back_to_claim(conn: &mut AsyncPgConnection) -> Result<(), RepoError> {
-    Prepared(diesel::sql_query("ROLLBACK TO SAVEPOINT idempotency_claim"))
-        .execute(conn)
-        .await
-        .map_err(db)?;
-    Ok(())
 }
 
 impl PgStore {

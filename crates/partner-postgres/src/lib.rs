@@ -412,7 +412,12 @@ impl PgStore {
     /// the key was refused fails with [`KeyTaken`](partner_domain::idempotency::KeyTaken).
     async fn conn(&self) -> Result<held::Conn, RepoError> {
         if let Some(h) = held::HeldTx::current(self.workers.id) {
-            match h.take() {
+            let mut took = h.take();
+            while matches!(took, held::Took::Wait) {
+                h.settled().await;
+                took = h.take();
+            }
+            match took {
                 held::Took::Conn(conn, _) => {
                     // A statement may write: a unit of work after it is a savepoint.
                     h.written();
@@ -426,7 +431,7 @@ impl PgStore {
                 held::Took::Refused => {
                     return Err(RepoError::new(partner_domain::idempotency::KeyTaken));
                 }
-                held::Took::Empty(_) | held::Took::Busy => {}
+                held::Took::Empty(_) | held::Took::Busy | held::Took::Wait => {}
             }
         }
         self.pooled().await.map(held::Conn::pooled)

@@ -25,9 +25,7 @@ use partner_domain::webhook::ports::{
 use time::OffsetDateTime;
 
 use crate::held::{Conn, HeldTx, Took};
-use crate::{
-    PgStore, action_budget, db, endpoint_writes, idempotency, leads, orders, outbox, payouts,
-};
+use crate::{PgStore, action_budget, db, endpoint_writes, leads, orders, outbox, payouts};
 
 /// An open transaction. `conn` is `None` once committed.
 ///
@@ -42,8 +40,8 @@ struct PgTransaction {
     /// Where `commit` parks the connection instead of committing.
     park: Option<Arc<HeldTx>>,
     /// Whether it runs directly in the transaction that claimed the request's key: its commit
-    /// leaves that transaction open (held, no longer fresh), its rollback goes back to the
-    /// claim's savepoint, so the key stays claimed either way.
+    /// leaves that transaction open (held, no longer fresh); its rollback rolls back the claim
+    /// too (nothing else ran in it), and the key is claimed again by what comes next.
     on_claim: bool,
 }
 
@@ -57,7 +55,13 @@ impl PgTransaction {
 
 impl PgStore {
     async fn begin_transaction(&self) -> Result<PgTransaction, RepoError> {
-        let (mut conn, park) = match HeldTx::current(self.workers.id).map(|h| h.take()) {
+        let held = HeldTx::current(self.workers.id);
+        let mut took = held.as_ref().map(HeldTx::take);
+        while let (Some(Took::Wait), Some(h)) = (&took, &held) {
+            h.settled().await;
+            took = Some(h.take());
+        }
+        let (mut conn, park) = match took {
             // The transaction that claimed the request's key, nothing written in it yet: the
             // unit runs in it directly.
             Some(Took::Conn(conn, true)) => return Ok(self.on_claim(conn)),
@@ -70,7 +74,7 @@ impl PgStore {
             }
             Some(Took::Refused) => return Err(RepoError::new(KeyTaken)),
             Some(Took::Empty(held)) => (Conn::pooled(self.pooled().await?), Some(held)),
-            Some(Took::Busy) | None => (Conn::pooled(self.pooled().await?), None),
+            Some(Took::Busy | Took::Wait) | None => (Conn::pooled(self.pooled().await?), None),
         };
         AnsiTransactionManager::begin_transaction(&mut *conn)
             .await
@@ -289,21 +293,8 @@ impl Drop for PgTransaction {
             return;
         };
         if self.on_claim {
-            // Its writes undone, the key still claimed: parked again, fresh.
-            match tokio::runtime::Handle::try_current() {
-                Ok(rt) => {
-                    rt.spawn(async move {
-                        match idempotency::back_to_claim(&mut conn).await {
-                            Ok(()) => drop(conn),
-                            Err(e) => {
-                                tracing::warn!(error = %e, "rolling back to an idempotency claim failed");
-                                conn.close();
-                            }
-                        }
-                    });
-                }
-                Err(_) => conn.close(),
-            }
+            // Nothing but the claim ran in it: rolled back whole, the key claimed again later.
+            conn.roll_back_claim();
             return;
         }
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
