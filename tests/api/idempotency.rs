@@ -611,6 +611,78 @@ async fn a_claim_ends_with_its_transaction_when_its_connection_is_cut() {
     assert_eq!(subs(&app, &acme.token).await.len(), 1);
 }
 
+/// The claim reads the key's row with its statement's snapshot, taken before its lock: an
+/// answer another request committed in between (simulated here by writing it while this request
+/// holds the claim) is not seen, so the request runs, but its own answer is not kept over the
+/// other's, nor its writes committed: it answers the other's (the store, through the domain's
+/// port).
+#[tokio::test]
+async fn an_answer_kept_between_the_claims_snapshot_and_its_lock_wins() {
+    use partner_domain::idempotency::{
+        Caller, Claim, End, Fingerprint, IdempotencyKey, KeptAnswer,
+    };
+    use partner_domain::kernel::ambient::Ambient;
+    use partner_domain::kernel::readiness::Readiness;
+    let app = TestApp::spawn().await;
+    let clock = Arc::new(FixedClock::new(OffsetDateTime::now_utc()));
+    let store =
+        Arc::new(partner_postgres::PgStore::new(&app.config.database_url, 2).expect("store"));
+    let service = IdempotencyService::new(store.clone(), clock.clone() as Arc<dyn Clock>);
+    let fp = Fingerprint::of("POST", "/x", b"{}");
+    let answer = |body: &[u8]| KeptAnswer {
+        status: 201,
+        content_type: None,
+        body: body.to_vec(),
+    };
+    let mut other = connect(&app).await;
+    for (key, end_with_kept) in [("late-kept", true), ("late-5xx", false)] {
+        let ticket = service.ticket(
+            &Caller::Operator,
+            &IdempotencyKey::parse(key.as_bytes()).expect("key"),
+            &fp,
+        );
+        let ambient = Ambient::new();
+        service.arm(&ambient, &ticket);
+        // The request's first statement claims the key: no row yet.
+        ambient.scope(store.ping()).await.expect("claimed");
+        let held: Vec<Count> = diesel::sql_query(HELD_KEYS)
+            .load(&mut other)
+            .await
+            .expect("locks");
+        assert_eq!(held[0].n, 1, "the request holds its key");
+        diesel::sql_query(
+            "INSERT INTO idempotency_keys \
+             (caller, key, fingerprint, created_at, lease_until, expires_at, status, body) \
+             VALUES ('operator', $1, $2, $3, $3, $4, 201, 'theirs')",
+        )
+        .bind::<diesel::sql_types::Text, _>(key)
+        .bind::<diesel::sql_types::Bytea, _>(fp.as_bytes().as_slice())
+        .bind::<diesel::sql_types::Timestamptz, _>(clock.now())
+        .bind::<diesel::sql_types::Timestamptz, _>(clock.now() + time::Duration::hours(24))
+        .execute(&mut other)
+        .await
+        .expect("the other request's answer");
+        let mine = answer(b"mine");
+        let failed = KeptAnswer {
+            status: 503,
+            ..answer(b"failed")
+        };
+        let end = if end_with_kept {
+            End::Keep(&mine)
+        } else {
+            End::answered(&failed)
+        };
+        assert_eq!(
+            service
+                .finish(&ambient, &ticket, end)
+                .await
+                .expect("finish"),
+            Some(Claim::Replay(answer(b"theirs"))),
+            "{key}"
+        );
+    }
+}
+
 /// N10 of issue 23's re-try: a kept answer showing a secret once (a new endpoint's signing
 /// secret, a rotation's, a custom header's value, an issued token's text) is replayed only to
 /// the token that made the request: another token of the same partner, same key and request,

@@ -18,16 +18,22 @@ use crate::held::{Conn, HeldTx};
 use crate::{PgStore, Prepared, corrupt, db, is_violation};
 
 /// The claim: a lock on the key for the rest of the transaction (taken at once or not at all),
-/// sent in the round trip of the transaction's `BEGIN` ([`claim_in`]). Two callers or two keys
-/// never share a lock: the caller and the key, newline-separated (neither holds a newline),
-/// hashed to 64 bits. Raw: the DSL has no advisory locks. Prepared once per connection
-/// ([`Prepared`]), as every statement here.
-const LOCK_SQL: &str =
-    "SELECT pg_try_advisory_xact_lock(hashtextextended($1 || E'\\n' || $2, 0)) AS locked";
+/// and the key's row, in one statement sent in the round trip of the transaction's `BEGIN`
+/// ([`claim_in`]). Two callers or two keys never share a lock: the caller and the key,
+/// newline-separated (neither holds a newline), hashed to 64 bits. Raw: the DSL has no advisory
+/// locks. Prepared once per connection ([`Prepared`]), as every statement here.
+///
+/// The row is read with the statement's snapshot, taken before the lock: a request that held
+/// the lock and committed its answer between the two is not seen, and this one runs. Its answer
+/// then cannot be kept: the `INSERT` of [`KEEP_SQL`] fails on the row, the `COMMIT` behind it
+/// rolls the writes back, and it answers what the row says; an answer not kept is committed
+/// only once a read in its transaction finds no row ([`PgStore::finish`]'s `End::Commit`).
+const CLAIM_SQL: &str = "SELECT l.locked, k.fingerprint, k.status, k.content_type, k.body, \
+k.lease_until, k.expires_at \
+FROM (SELECT pg_try_advisory_xact_lock(hashtextextended($1 || E'\\n' || $2, 0)) AS locked) AS l \
+LEFT JOIN idempotency_keys k ON k.caller = $1 AND k.key = $2";
 
-/// The key's row, read after [`LOCK_SQL`] in the same round trip: a statement of its own, so its
-/// snapshot is taken once the lock is held and sees the answer of a request that held the lock
-/// before (whose commit ended before its lock was let go).
+/// The key's row, read in a transaction holding the claim (a fresh snapshot).
 const READ_SQL: &str = "SELECT fingerprint, status, content_type, body, lease_until, expires_at \
 FROM idempotency_keys WHERE caller = $1 AND key = $2";
 
@@ -60,9 +66,39 @@ struct PrunedKeys {
 }
 
 #[derive(QueryableByName)]
-struct Locked {
+struct ClaimRow {
     #[diesel(sql_type = Bool)]
     locked: bool,
+    #[diesel(sql_type = Nullable<Bytea>)]
+    fingerprint: Option<Vec<u8>>,
+    #[diesel(sql_type = Nullable<SmallInt>)]
+    status: Option<i16>,
+    #[diesel(sql_type = Nullable<Text>)]
+    content_type: Option<String>,
+    #[diesel(sql_type = Nullable<Bytea>)]
+    body: Option<Vec<u8>>,
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    lease_until: Option<OffsetDateTime>,
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    expires_at: Option<OffsetDateTime>,
+}
+
+impl ClaimRow {
+    /// Whether the lock was taken, and the key's row if there is one.
+    fn split(self) -> (bool, Option<KeyRow>) {
+        let row = match (self.fingerprint, self.lease_until, self.expires_at) {
+            (Some(fingerprint), Some(lease_until), Some(expires_at)) => Some(KeyRow {
+                fingerprint,
+                status: self.status,
+                content_type: self.content_type,
+                body: self.body,
+                lease_until,
+                expires_at,
+            }),
+            _ => None,
+        };
+        (self.locked, row)
+    }
 }
 
 #[derive(QueryableByName)]
@@ -127,8 +163,8 @@ fn mark_in_transaction(conn: &mut AsyncPgConnection, inside: bool) -> Result<(),
     valid.change_transaction_depth(change).map_err(db)
 }
 
-/// Begins a transaction on `conn` and claims `ticket`'s key in it, in one round trip: `BEGIN`,
-/// [`LOCK_SQL`] and [`READ_SQL`] pipelined. `Ok(None)`: claimed, `conn` left in the
+/// Begins a transaction on `conn` and claims `ticket`'s key in it, in one round trip: `BEGIN`
+/// and [`CLAIM_SQL`] pipelined. `Ok(None)`: claimed, `conn` left in the
 /// transaction, which holds the key until it ends. `Ok(Some(_))`: what holds the key; the
 /// transaction is rolled back.
 pub(crate) async fn claim_in(
@@ -136,27 +172,20 @@ pub(crate) async fn claim_in(
     ticket: &Ticket,
 ) -> Result<Option<Existing>, RepoError> {
     mark_in_transaction(conn, true)?;
-    let (begun, locked, row) = {
+    let (begun, claimed) = {
         let mut shared: &AsyncPgConnection = conn;
         let begin = Prepared(diesel::sql_query("BEGIN")).execute(&mut shared);
-        let lock = Prepared(
-            diesel::sql_query(LOCK_SQL)
+        let claim = Prepared(
+            diesel::sql_query(CLAIM_SQL)
                 .bind::<Text, _>(&ticket.caller)
                 .bind::<Text, _>(&ticket.key),
         )
-        .get_result::<Locked>(&mut shared);
-        let read = Prepared(
-            diesel::sql_query(READ_SQL)
-                .bind::<Text, _>(&ticket.caller)
-                .bind::<Text, _>(&ticket.key),
-        )
-        .load::<KeyRow>(&mut shared);
+        .get_result::<ClaimRow>(&mut shared);
         // Polled in order, so sent in order, on one connection: one round trip.
-        futures_util::future::join3(begin, lock, read).await
+        futures_util::future::join(begin, claim).await
     };
     begun.map_err(db)?;
-    let locked = locked.map_err(db)?.locked;
-    let row = row.map_err(db)?.into_iter().next();
+    let (locked, row) = claimed.map_err(db)?.split();
     let now = ticket.claimed_at;
     let (holder, stale) = match row {
         Some(row) => {
@@ -258,23 +287,31 @@ pub(crate) async fn keep_and_commit(
             if is_violation(&e, |k| matches!(k, DatabaseErrorKind::UniqueViolation)) =>
         {
             mark_in_transaction(conn, false)?;
-            let row: Option<KeyRow> = Prepared(
-                diesel::sql_query(READ_SQL)
-                    .bind::<Text, _>(&ticket.caller)
-                    .bind::<Text, _>(&ticket.key),
-            )
-            .get_result(conn)
-            .await
-            .optional()
-            .map_err(db)?;
-            let holder = match row {
-                Some(row) => row.holds(ticket.claimed_at)?,
-                None => None,
-            };
+            let holder = read_key(conn, ticket).await?;
             Ok(Some(holder.unwrap_or(Existing::Running)))
         }
         // The connection stays marked in a transaction: the pool discards it.
         (Err(e), _) | (_, Err(e)) => Err(db(e)),
+    }
+}
+
+/// What the key's row says now ([`READ_SQL`]): `None` when none holds it.
+async fn read_key(
+    conn: &mut AsyncPgConnection,
+    ticket: &Ticket,
+) -> Result<Option<Existing>, RepoError> {
+    let row: Option<KeyRow> = Prepared(
+        diesel::sql_query(READ_SQL)
+            .bind::<Text, _>(&ticket.caller)
+            .bind::<Text, _>(&ticket.key),
+    )
+    .get_result(conn)
+    .await
+    .optional()
+    .map_err(db)?;
+    match row {
+        Some(row) => row.holds(ticket.claimed_at),
+        None => Ok(None),
     }
 }
 
@@ -333,7 +370,19 @@ impl IdempotencyStore for PgStore {
                     }
                 }
             }
-            (Some(conn), End::Commit) => {
+            (Some(mut conn), End::Commit) => {
+                // Committed only if no answer was kept meanwhile ([`CLAIM_SQL`]'s snapshot).
+                let holder = match read_key(&mut conn, ticket).await {
+                    Ok(holder) => holder,
+                    Err(e) => {
+                        conn.close();
+                        return Err(e);
+                    }
+                };
+                if let Some(holder) = holder {
+                    end_or_close(conn, false).await?;
+                    return Ok(Some(holder));
+                }
                 end_or_close(conn, true).await?;
                 self.deliveries_committed(held.deliveries());
                 Ok(None)
