@@ -2,14 +2,14 @@
 # The cost of an Idempotency-Key (issue 25: an idempotent POST costs at most 1.3 x the same POST
 # without a key): POST /internal/v1/leads from 32 wrk connections, three ways, one server:
 #   plain:  no key (the ingest of bench/ingest.sh);
-#   keyed:  a new key on every request (the lock and the read of the key pipelined behind the
-#           write's BEGIN, the answer's INSERT before its COMMIT: no round trip more);
+#   keyed:  a new key on every request (the key's lock and row read in one statement pipelined
+#           behind the write's BEGIN, the answer's INSERT before its COMMIT: no round trip more);
 #   replay: one key for every request after the first (the kept answer replayed).
 # BENCH_ROUNDS (default 3) alternating rounds of plain and keyed; the cost is the median of the
 # rounds' ratios (req/s, and CPU per request). BENCH_COMPARE=/path/to/an/older/partner-server
 # measures that binary's plain and keyed too, in the same rounds. BENCH_SQL=1 adds pgbench of the
-# statements alone, alternating: the ingest transaction; the keyed sequence now (BEGIN, lock and
-# read pipelined; the ingest; the answer's INSERT and COMMIT pipelined); and the one before
+# statements alone, alternating: the ingest transaction; the keyed sequence now (BEGIN and the
+# claim pipelined; the ingest; the answer's INSERT and COMMIT pipelined); and the one before
 # 2026-11-27 evening (a claim statement; the ingest with an UPDATE of the claim before COMMIT).
 # Each measured run also prints CPU per request: the server's and its database backends'
 # (/proc/<pid>/stat).
@@ -133,13 +133,12 @@ H='\set k random(1, 1000000000000)'
 KEYV=":client_id || '-' || :k"
 CLAIM="WITH claimed AS ( INSERT INTO idempotency_keys AS k (caller, key, fingerprint, created_at, lease_until, expires_at) VALUES ('operator', $KEYV, sha256('x'), now(), now() + interval '60 s', now() + interval '24 h') ON CONFLICT (caller, key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, created_at = EXCLUDED.created_at, lease_until = EXCLUDED.lease_until, expires_at = EXCLUDED.expires_at, status = NULL, content_type = NULL, body = NULL WHERE k.expires_at <= EXCLUDED.created_at OR (k.status IS NULL AND k.lease_until <= EXCLUDED.created_at) RETURNING 1 ) SELECT set_config('synchronous_commit', 'off', true) IS NOT NULL AS async_commit, EXISTS (SELECT 1 FROM claimed) AS claimed, k.fingerprint, k.status, k.content_type, k.body FROM (SELECT 1) AS one LEFT JOIN idempotency_keys k ON k.caller = 'operator' AND k.key = $KEYV AND NOT EXISTS (SELECT 1 FROM claimed);"
 KEEP="UPDATE idempotency_keys SET status = 201, content_type = 'application/json', body = convert_to(repeat('x', 420), 'UTF8') WHERE caller = 'operator' AND key = $KEYV AND status IS NULL;"
-LOCK="SELECT pg_try_advisory_xact_lock(hashtextextended('operator' || chr(10) || $KEYV, 0));"
-READ="SELECT fingerprint, status, content_type, body, lease_until, expires_at FROM idempotency_keys WHERE caller = 'operator' AND key = $KEYV;"
+CLAIM_NOW="SELECT l.locked, k.fingerprint, k.status, k.content_type, k.body, k.lease_until, k.expires_at FROM (SELECT pg_try_advisory_xact_lock(hashtextextended('operator' || chr(10) || $KEYV, 0)) AS locked) AS l LEFT JOIN idempotency_keys k ON k.caller = 'operator' AND k.key = $KEYV;"
 INS="INSERT INTO idempotency_keys (caller, key, fingerprint, created_at, lease_until, expires_at, status, content_type, body) VALUES ('operator', $KEYV, sha256('x'), now(), now(), now() + interval '24 h', 201, 'application/json', convert_to(repeat('x', 420), 'UTF8'));"
 printf '%s\nBEGIN;\n%s\nCOMMIT;\n' "$H" "$ING" > "$work/plain.sql"
 printf '%s\n%s\nBEGIN;\n%s\n%s\nCOMMIT;\n' "$H" "$CLAIM" "$ING" "$KEEP" > "$work/before.sql"
-printf '%s\n\\startpipeline\nBEGIN;\n%s\n%s\n\\endpipeline\n%s\n\\startpipeline\n%s\nCOMMIT;\n\\endpipeline\n' \
-  "$H" "$LOCK" "$READ" "$ING" "$INS" > "$work/now.sql"
+printf '%s\n\\startpipeline\nBEGIN;\n%s\n\\endpipeline\n%s\n\\startpipeline\n%s\nCOMMIT;\n\\endpipeline\n' \
+  "$H" "$CLAIM_NOW" "$ING" "$INS" > "$work/now.sql"
 declare -A TPS
 for round in $(seq 1 "${BENCH_ROUNDS:-3}"); do
   line="pgbench round $round (load $(cut -d' ' -f1 /proc/loadavg)):"
