@@ -285,12 +285,19 @@ impl Worker {
                 && let Some(bound) = fold.bound()
                 && full()
             {
+                let waited = Instant::now();
                 tokio::select! {
                     biased;
                     () = &mut shutdown => break,
                     () = self.inner.room.notified() => news = false,
                     () = tokio::time::sleep(bound) => {}
                 }
+                tracing::debug!(
+                    bound_us = bound.as_micros(),
+                    waited_us = waited.elapsed().as_micros(),
+                    room = !news,
+                    "webhook news waited for room"
+                );
             }
             // The claim serves whatever else is waiting too: news written before it (it sees
             // them) and room (it asks for it). A claim that was for room as well tells nothing
