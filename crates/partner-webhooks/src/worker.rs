@@ -1037,4 +1037,96 @@ mod tests {
             run.await.expect("the worker stops");
         }
     }
+
+    /// Several stale claims are given back in batches (`give_back`): each exactly once, under
+    /// its own lease, due at once when its endpoint changed and [`GIVEN_BACK_FOR`] later when its
+    /// check failed; none is attempted.
+    #[tokio::test]
+    async fn stale_claims_are_given_back_in_batches_each_once_under_its_lease() {
+        let endpoint = EndpointId::from_uuid(Uuid::from_u128(1));
+        let now = datetime!(2026-03-10 12:00 UTC);
+        // Versions 2 (the row says changed) and 3 (the read fails).
+        let batch: Vec<ClaimedDelivery> = (0..5u128)
+            .map(|n| ClaimedDelivery {
+                id: DeliveryId::from_uuid(Uuid::from_u128(10 + n)),
+                lease: Uuid::from_u128(100 + n),
+                endpoint_version: if n < 3 { 2 } else { 3 },
+                ..claimed(Event::Ping { endpoint })
+            })
+            .collect();
+        let mut expected: Vec<(DeliveryId, Uuid, time::OffsetDateTime)> = batch
+            .iter()
+            .map(|d| {
+                let due = if d.endpoint_version == 2 {
+                    now
+                } else {
+                    now + GIVEN_BACK_FOR
+                };
+                (d.id, d.lease, due)
+            })
+            .collect();
+        let mut repo = MockDeliveryRepo::new();
+        let handed = AtomicBool::new(false);
+        repo.expect_claim().returning(move |_| {
+            Ok(if handed.swap(true, Ordering::SeqCst) {
+                ClaimBatch::default()
+            } else {
+                ClaimBatch {
+                    ready: batch.clone(),
+                    unreadable: vec![],
+                }
+            })
+        });
+        repo.expect_subjects()
+            .returning(|_| Ok(Subjects::default()));
+        repo.expect_endpoint_unchanged().returning(|_, version| {
+            if version == 2 {
+                Ok(EndpointCheck {
+                    unchanged: false,
+                    sent: std::time::Instant::now(),
+                })
+            } else {
+                Err(partner_domain::kernel::error::RepoError::unavailable(
+                    "refused",
+                ))
+            }
+        });
+        let (given_tx, mut given_rx) = mpsc::unbounded_channel();
+        repo.expect_release().returning(move |claims, due| {
+            for (id, lease) in claims {
+                let _ = given_tx.send((*id, *lease, due));
+            }
+            Ok(claims.len() as u64)
+        });
+        // Nothing recorded: no attempt was made (`record` is not expected).
+        let worker = Worker::new(
+            Arc::new(repo),
+            Arc::new(FixedClock::new(now)),
+            Arc::new(Zeros),
+            Arc::new(Names),
+            config(),
+        )
+        .expect("worker");
+        let stop = Arc::new(Notify::new());
+        let run = tokio::spawn(worker.run({
+            let stop = stop.clone();
+            async move { stop.notified().await }
+        }));
+        let mut given = Vec::new();
+        while given.len() < expected.len() {
+            given.push(
+                tokio::time::timeout(Duration::from_secs(10), given_rx.recv())
+                    .await
+                    .expect("given back within 10 s")
+                    .expect("given back"),
+            );
+        }
+        stop.notify_one();
+        run.await.expect("the worker stops");
+        // Nothing more was given back meanwhile (each once).
+        assert!(given_rx.try_recv().is_err(), "given back twice");
+        given.sort_by_key(|(id, ..)| id.as_uuid());
+        expected.sort_by_key(|(id, ..)| id.as_uuid());
+        assert_eq!(given, expected);
+    }
 }
