@@ -514,6 +514,112 @@ async fn the_claim_follows_each_endpoints_due_marker_through_leases_retries_and_
     assert!(marker(&app, &ep).await.is_some());
 }
 
+/// Each delivery's lease, attempts, status and due time (µs), by id.
+async fn delivery_rows(
+    app: &TestApp,
+    partner: &str,
+) -> std::collections::HashMap<uuid::Uuid, (Option<uuid::Uuid>, i32, String, Option<i64>)> {
+    use diesel::sql_types::{BigInt, Integer, Nullable, Text, Uuid as SqlUuid};
+    use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+    #[derive(diesel::QueryableByName)]
+    struct Row {
+        #[diesel(sql_type = SqlUuid)]
+        id: uuid::Uuid,
+        #[diesel(sql_type = Nullable<SqlUuid>)]
+        lease_token: Option<uuid::Uuid>,
+        #[diesel(sql_type = Integer)]
+        attempts: i32,
+        #[diesel(sql_type = Text)]
+        status: String,
+        #[diesel(sql_type = Nullable<BigInt>)]
+        due_us: Option<i64>,
+    }
+    let mut conn = <AsyncPgConnection as AsyncConnection>::establish(&app.config.database_url)
+        .await
+        .expect("connect");
+    diesel::sql_query(
+        "SELECT id, lease_token, attempts, status, \
+           (extract(epoch FROM next_attempt_at) * 1000000)::int8 AS due_us \
+         FROM webhook_deliveries WHERE partner_id = $1",
+    )
+    .bind::<Text, _>(partner)
+    .load::<Row>(&mut conn)
+    .await
+    .expect("deliveries")
+    .into_iter()
+    .map(|r| (r.id, (r.lease_token, r.attempts, r.status, r.due_us)))
+    .collect()
+}
+
+/// The worker gives a changed endpoint's claims back in one statement (`partner-webhooks`
+/// `give_back`): a batch gives back exactly the rows still pending under the lease named for
+/// them, due at the time given, their attempt not counted; a row named under another lease (taken
+/// over by another worker), one already finished, and one not named are left as they are.
+#[tokio::test]
+async fn a_batch_gives_back_exactly_the_claims_still_pending_under_their_leases() {
+    let rx = Receiver::start().await;
+    let app = rx.app(|c| c.role = Role::Api).await;
+    let s = app.seed("acme", false).await;
+    endpoint(&app, &s.token, &rx.url).await;
+    for _ in 0..5 {
+        app.ingest_lead(&lead_body("acme", json!({}))).await;
+    }
+    let repo = store(&app);
+    let t0 = OffsetDateTime::now_utc() + Duration::from_secs(1);
+    let lease = Duration::from_secs(60);
+    let mut d = repo.claim(&claim_at(t0, lease)).await.expect("claim").ready;
+    assert_eq!(d.len(), 5);
+    d.sort_by_key(|c| c.id.as_uuid());
+    // d[4] is finished under its lease before the give-back.
+    let done = AttemptOutcome {
+        id: d[4].id,
+        lease: d[4].lease,
+        at: t0,
+        status_code: Some(200),
+        error: None,
+        duration_ms: Some(5),
+        next: NextStep::Delivered,
+    };
+    assert_eq!(repo.record(&[done], None).await.expect("record"), 1);
+    let before = delivery_rows(&app, "acme").await;
+    let now = t0 + Duration::from_secs(2);
+    let batch = [
+        (d[0].id, d[0].lease),
+        (d[1].id, d[1].lease),
+        // Named under a lease it does not hold (another worker's, or an older one).
+        (d[3].id, uuid::Uuid::new_v4()),
+        (d[4].id, d[4].lease),
+    ];
+    assert_eq!(
+        repo.release(&batch, now).await.expect("release"),
+        2,
+        "d0 and d1 only"
+    );
+    let after = delivery_rows(&app, "acme").await;
+    for (i, c) in d.iter().enumerate() {
+        let id = c.id.as_uuid();
+        if i < 2 {
+            assert_eq!(
+                after[&id],
+                (None, 0, "pending".to_owned(), Some(micros(now))),
+                "d{i}: given back, due now, its attempt not counted"
+            );
+        } else {
+            assert_eq!(after[&id], before[&id], "d{i}: left as it was");
+        }
+    }
+    assert_eq!(before[&d[2].id.as_uuid()].0, Some(d[2].lease));
+    // The next claim takes exactly the two given back, as first attempts.
+    let again = repo
+        .claim(&claim_at(now, lease))
+        .await
+        .expect("claim")
+        .ready;
+    let mut ids: Vec<_> = again.iter().map(|c| (c.id, c.attempt)).collect();
+    ids.sort_by_key(|(id, _)| id.as_uuid());
+    assert_eq!(ids, vec![(d[0].id, 1), (d[1].id, 1)]);
+}
+
 /// An app whose endpoint (at `url`, which hangs) has one attempt in flight and one more delivery
 /// claimed and waiting for the endpoint's only slot: one attempt at a time, a 3 s timeout, and
 /// retries an hour away (a retry of the hung attempt would otherwise reach a new URL too).

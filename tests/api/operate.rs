@@ -201,6 +201,8 @@ async fn metrics_listener_serves_prometheus_text_and_counters_move() {
         r#"webhook_attempts_total{outcome="delivered"}"#,
         r#"webhook_attempts_total{outcome="rejected"}"#,
         r#"webhook_attempts_total{outcome="no_answer"}"#,
+        r#"webhook_claims_total{result="claimed"}"#,
+        r#"webhook_claims_total{result="empty"}"#,
         "webhook_attempt_duration_seconds_count",
         "rate_limiter_errors_total",
     ] {
@@ -299,7 +301,11 @@ async fn webhook_attempts_are_counted() {
     })
     .await;
     let delivered = r#"webhook_attempts_total{outcome="delivered"}"#;
-    let before = value(&scrape(&app).await, delivered);
+    let claimed = r#"webhook_claims_total{result="claimed"}"#;
+    let (before, claims_before) = {
+        let m = scrape(&app).await;
+        (value(&m, delivered), value(&m, claimed))
+    };
     let s = app.seed("acme", false).await;
     let res = app
         .api(Method::POST, "/api/v1/webhook-endpoints", &s.token)
@@ -321,4 +327,8 @@ async fn webhook_attempts_are_counted() {
     )
     .await;
     assert!(value(&m, "webhook_attempt_duration_seconds_count") >= 1.0);
+    assert!(
+        value(&m, claimed) > claims_before,
+        "the claim that took the delivery is counted"
+    );
 }

@@ -69,6 +69,10 @@ fn describe() {
         Unit::Seconds,
         "Time of one webhook attempt"
     );
+    describe_counter!(
+        "webhook_claims_total",
+        "Claim statements of the delivery worker by result (claimed: some deliveries, empty: none); with webhook_attempts_total, the claims per delivery"
+    );
     describe_histogram!(
         "webhook_check_duration_seconds",
         Unit::Seconds,
@@ -122,6 +126,9 @@ fn describe() {
     metrics::counter!(partner_http::audit::CROSS_READS).increment(0);
     for outcome in ["delivered", "rejected", "no_answer"] {
         metrics::counter!("webhook_attempts_total", "outcome" => outcome).increment(0);
+    }
+    for result in ["claimed", "empty"] {
+        metrics::counter!("webhook_claims_total", "result" => result).increment(0);
     }
     // Registering the histogram exports its buckets, `_sum` and `_count` at 0.
     let _ = metrics::histogram!("webhook_attempt_duration_seconds");

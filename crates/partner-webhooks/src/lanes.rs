@@ -180,6 +180,17 @@ impl Lanes {
             .collect()
     }
 
+    /// Whether this worker holds deliveries and every endpoint it holds them of has no room: a
+    /// claim now can only find another endpoint's work, and this worker is woken (and claims)
+    /// as soon as one of them has room again.
+    pub(crate) fn all_full(&self, c: &WorkerConfig, now: Instant) -> bool {
+        !self.by_endpoint.is_empty()
+            && self
+                .by_endpoint
+                .values()
+                .all(|l| l.room(c.endpoint_concurrency, c.timeout, now) == 0)
+    }
+
     /// Counts claimed deliveries of these endpoints as held.
     pub(crate) fn hold(
         &mut self,
@@ -349,6 +360,28 @@ mod tests {
         }
         assert_eq!(last.map(|f| f.idle), Some(true));
         assert_eq!(lanes.held(), 0);
+    }
+
+    #[test]
+    fn all_full_only_while_every_endpoint_held_has_no_room() {
+        let c = config();
+        let now = Instant::now();
+        let mut lanes = Lanes::default();
+        assert!(
+            !lanes.all_full(&c, now),
+            "nothing held: nothing to wait for"
+        );
+        let (a, b) = (endpoint(1), endpoint(2));
+        lanes.hold(&c, std::iter::repeat_n(a, 8));
+        assert!(lanes.all_full(&c, now), "a holds its capacity");
+        lanes.hold(&c, std::iter::once(b));
+        assert!(!lanes.all_full(&c, now), "b has room");
+        lanes.finish(&c, b, Heard::Nothing, now);
+        assert!(lanes.all_full(&c, now), "b is done: only a is held");
+        for _ in 0..4 {
+            lanes.finish(&c, a, Heard::Answer(Duration::from_secs(4)), now);
+        }
+        assert!(!lanes.all_full(&c, now), "half of a's capacity free: room");
     }
 
     #[test]

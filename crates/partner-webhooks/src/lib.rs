@@ -26,6 +26,7 @@
 //! - `lanes`: each endpoint's share of the worker (in-flight slots, read-ahead, circuit breaker);
 //! - `worker`: the loop that claims, builds payloads and starts attempts;
 //! - `recorder`: outcomes written in batches under their leases;
+//! - `give_back`: claims given back unattempted, in batches under their leases;
 //! - `maintenance`: exhausted deliveries ended, old ones pruned.
 #![cfg_attr(test, allow(clippy::expect_used, clippy::indexing_slicing))]
 
@@ -35,6 +36,7 @@ mod changes;
 mod checks;
 mod client;
 mod connect;
+mod give_back;
 mod lanes;
 mod maintenance;
 mod recorder;

@@ -21,6 +21,7 @@ use tokio::sync::{Notify, Semaphore, mpsc};
 use crate::changes::{Changes, Freshness};
 use crate::checks::{Checks, FRESH_FOR};
 use crate::client::{Client, Sent};
+use crate::give_back::{GiveBack, GiveBacks};
 use crate::lanes::{Heard, Lanes};
 use crate::{WorkerConfig, WorkerError, maintenance, recorder};
 
@@ -36,6 +37,10 @@ const CHECKED_WITHIN: Duration = Duration::from_millis(5);
 /// waits before it is due again (issue 23, N9d): the check is not made again and again against a
 /// slow or failing database.
 const GIVEN_BACK_FOR: Duration = Duration::from_secs(1);
+
+/// How long the first give-back of a batch waits for others before its statement is sent: the
+/// claims of a changed endpoint are given back within moments of each other (`give_back`).
+const GIVE_BACK_LINGER: Duration = Duration::from_millis(1);
 
 /// Wall-clock microseconds since the epoch, for the `debug` timings of a delivery's path (which
 /// are compared with the event's `created_at` and the receiver's log, so not the injected clock).
@@ -59,6 +64,54 @@ struct Stamps {
     built: i64,
 }
 
+/// Takes `n`'s stored wake-up, if any, without waiting.
+async fn taken(n: &Notify) -> bool {
+    tokio::select! {
+        biased;
+        () = n.notified() => true,
+        () = std::future::ready(()) => false,
+    }
+}
+
+/// The longest a claim on news waits for room ([`NewsFold`]).
+const NEWS_FOLD_MAX: Duration = Duration::from_millis(20);
+/// The first wait after a claim on news found nothing (then twice as long each time, up to
+/// [`NEWS_FOLD_MAX`]).
+const NEWS_FOLD_MIN: Duration = Duration::from_millis(1);
+
+/// How long news (deliveries written, endpoint unknown: `NOTIFY webhook_deliveries` names none)
+/// may wait for room before it is claimed on, while every endpoint this worker holds is full.
+///
+/// Under a backlog to one endpoint, each notification woke the worker, whose only endpoint had
+/// no room (it is topped up once half its capacity is free, and then wakes the worker itself):
+/// the claim found nothing, three claims in four (issue 22). The news cannot be told apart from
+/// another endpoint's first delivery, so it is not ignored: the worker waits for the room, at
+/// most this bound, which is zero until a claim on news found nothing, doubles from
+/// [`NEWS_FOLD_MIN`] with each one that found nothing, up to [`NEWS_FOLD_MAX`], and is zero
+/// again as soon as one found something. So a worker whose news keeps finding work (another
+/// endpoint's, or room) claims on it at once, and another endpoint's first delivery waits at
+/// most [`NEWS_FOLD_MAX`] longer, only while every endpoint this worker holds is full.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct NewsFold {
+    bound: Duration,
+}
+
+impl NewsFold {
+    /// How long news may wait for room; `None`: claim at once.
+    fn bound(self) -> Option<Duration> {
+        (!self.bound.is_zero()).then_some(self.bound)
+    }
+
+    /// A claim round made on news (not folded into one made for room) found deliveries or not.
+    fn claimed_on_news(&mut self, found: bool) {
+        self.bound = if found {
+            Duration::ZERO
+        } else {
+            (self.bound * 2).clamp(NEWS_FOLD_MIN, NEWS_FOLD_MAX)
+        };
+    }
+}
+
 struct Inner {
     repo: Arc<dyn DeliveryRepo>,
     clock: Arc<dyn Clock>,
@@ -67,7 +120,12 @@ struct Inner {
     format: Arc<dyn DataFormat>,
     client: Client,
     config: WorkerConfig,
+    /// News: deliveries were written (the store's `LISTEN`, this process's writes). Which
+    /// endpoints they are for is not said.
     wake: Arc<Notify>,
+    /// Room: an endpoint this worker holds deliveries of can take more (an attempt finished),
+    /// or claims were given back due at once.
+    room: Notify,
     sending: Arc<Semaphore>,
     lanes: Mutex<Lanes>,
     /// Signalled whenever the last held delivery finishes (shutdown waits for it).
@@ -76,12 +134,20 @@ struct Inner {
     changes: Mutex<Changes>,
     /// The endpoint-row check before every attempt, shared by attempts ready together.
     checks: Checks,
+    /// Claims to give back unattempted, written in batches (`Worker::give_back`).
+    giving_back: Mutex<GiveBacks>,
 }
 
 impl Inner {
     fn lanes(&self) -> MutexGuard<'_, Lanes> {
         // A panic while holding the lock leaves counts that are still usable.
         self.lanes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn giving_back(&self) -> MutexGuard<'_, GiveBacks> {
+        self.giving_back
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
@@ -125,12 +191,14 @@ impl Worker {
         Ok(Self {
             inner: Arc::new(Inner {
                 checks: Checks::new(repo.clone()),
+                giving_back: Mutex::new(GiveBacks::default()),
                 repo,
                 clock,
                 rng,
                 format,
                 client,
                 wake: Arc::new(Notify::new()),
+                room: Notify::new(),
                 sending: Arc::new(Semaphore::new(concurrency)),
                 lanes: Mutex::new(Lanes::default()),
                 idle: Notify::new(),
@@ -195,20 +263,59 @@ impl Worker {
             self.inner.config.clone(),
         ));
         let mut shutdown = std::pin::pin!(shutdown);
+        let mut fold = NewsFold::default();
         loop {
-            tokio::select! {
+            let mut news = tokio::select! {
                 biased;
                 () = &mut shutdown => break,
-                () = self.inner.wake.notified() => {}
-                () = tokio::time::sleep(self.inner.config.poll_interval) => {}
+                () = self.inner.room.notified() => false,
+                () = self.inner.wake.notified() => true,
+                () = tokio::time::sleep(self.inner.config.poll_interval) => false,
+            };
+            // News while every endpoint this worker holds is full, and the last claims on news
+            // found nothing: most likely more work for those endpoints, which no claim can take
+            // before one of them has room. Wait for that room (a claim then serves both), at
+            // most the fold's bound: another endpoint's new work waits no longer than that.
+            let full = || {
+                self.inner
+                    .lanes()
+                    .all_full(&self.inner.config, Instant::now())
+            };
+            if news
+                && let Some(bound) = fold.bound()
+                && full()
+            {
+                let waited = Instant::now();
+                tokio::select! {
+                    biased;
+                    () = &mut shutdown => break,
+                    () = self.inner.room.notified() => news = false,
+                    () = tokio::time::sleep(bound) => {}
+                }
+                tracing::debug!(
+                    bound_us = bound.as_micros(),
+                    waited_us = waited.elapsed().as_micros(),
+                    room = !news,
+                    "webhook news waited for room"
+                );
             }
+            // The claim serves whatever else is waiting too: news written before it (it sees
+            // them) and room (it asks for it). A claim that was for room as well tells nothing
+            // about the news.
+            if taken(&self.inner.room).await {
+                news = false;
+            }
+            taken(&self.inner.wake).await;
             // A claim round waits on the store; shutdown does not wait for it (issue 23, N12: a
             // connection frozen under the claim held SIGTERM for good). A round cut short claimed
             // nothing, or leases that expire: those deliveries are attempted again after them.
-            tokio::select! {
+            let found = tokio::select! {
                 biased;
                 () = &mut shutdown => break,
-                () = self.claim_round(&tx, unix_us()) => {}
+                found = self.claim_round(&tx, unix_us()) => found,
+            };
+            if news {
+                fold.claimed_on_news(found);
             }
         }
         maintenance.abort();
@@ -231,9 +338,10 @@ impl Worker {
         let _ = tokio::time::timeout(Duration::from_secs(5), recorder).await;
     }
 
-    /// Claims while there is room and the store has due deliveries.
-    async fn claim_round(&self, tx: &mpsc::UnboundedSender<AttemptOutcome>, woke: i64) {
+    /// Claims while there is room and the store has due deliveries; whether it claimed any.
+    async fn claim_round(&self, tx: &mpsc::UnboundedSender<AttemptOutcome>, woke: i64) -> bool {
         let c = &self.inner.config;
+        let mut found = false;
         let per_endpoint = Lanes::fresh_endpoint_room(c);
         let ceiling = c.concurrency.saturating_mul(2);
         loop {
@@ -243,7 +351,7 @@ impl Worker {
                 (limit, lanes.room(c, Instant::now()))
             };
             if limit == 0 {
-                return;
+                return found;
             }
             let now = self.inner.clock.now();
             // Long enough for a ready delivery to wait its turn (about half an attempt timeout at
@@ -266,13 +374,16 @@ impl Worker {
                 Ok(c) => c,
                 Err(e) => {
                     tracing::warn!(error = %e, "claiming webhook deliveries failed");
-                    return;
+                    return found;
                 }
             };
             let n = batch.len();
+            metrics::counter!("webhook_claims_total", "result" => if n == 0 { "empty" } else { "claimed" })
+                .increment(1);
             if n == 0 {
-                return;
+                return found;
             }
+            found = true;
             let stamps = Stamps {
                 woke,
                 claim,
@@ -294,7 +405,7 @@ impl Worker {
             let claimed = batch.ready;
             if claimed.is_empty() {
                 if n < limit {
-                    return;
+                    return found;
                 }
                 continue;
             }
@@ -309,7 +420,7 @@ impl Worker {
                 tx.clone(),
             ));
             if n < limit {
-                return;
+                return found;
             }
         }
     }
@@ -438,7 +549,7 @@ impl Worker {
         }
         if vouched != Some(true) {
             drop(slots);
-            self.give_back(&d, start, vouched).await;
+            self.give_back(&d, vouched);
             return;
         }
         let started = Instant::now();
@@ -457,7 +568,7 @@ impl Worker {
             .send(&d, body, self.inner.config.timeout, recheck)
             .await;
         if let Sent::Unsent(vouched) = sent {
-            self.give_back(&d, start, vouched).await;
+            self.give_back(&d, vouched);
             return;
         }
         let took = started.elapsed();
@@ -573,25 +684,47 @@ impl Worker {
     /// Gives `d` back unattempted (its attempt not counted): due at once when its endpoint
     /// changed (`Some(false)`: the next claim reads it as it is), or after [`GIVEN_BACK_FOR`]
     /// when the check failed or answered too late (`None`: so a slow or failing database is not
-    /// asked again and again for the same delivery).
-    async fn give_back(
-        &self,
-        d: &ClaimedDelivery,
-        now: time::OffsetDateTime,
-        vouched: Option<bool>,
-    ) {
-        let due = if vouched.is_none() {
-            now + GIVEN_BACK_FOR
-        } else {
-            now
-        };
-        if let Err(e) = self.inner.repo.release(&[(d.id, d.lease)], due).await {
-            // Left to its lease: claimed again, afresh, when it runs out.
-            tracing::warn!(error = %e, delivery = %d.id, "giving back a stale claim failed");
+    /// asked again and again for the same delivery). Queued, and written with the others queued
+    /// meanwhile in one statement ([`Self::give_back_batches`]); the delivery stays held until
+    /// then.
+    fn give_back(&self, d: &ClaimedDelivery, vouched: Option<bool>) {
+        let start = self.inner.giving_back().push(GiveBack {
+            id: d.id,
+            lease: d.lease,
+            endpoint: d.endpoint_id,
+            at_once: vouched.is_some(),
+        });
+        if start {
+            tokio::spawn(self.clone().give_back_batches());
         }
-        self.finish(d.endpoint_id, Heard::Nothing);
-        if vouched.is_some() {
-            self.inner.wake.notify_one();
+    }
+
+    /// Writes the queued give-backs, one batch at a time until none is queued: one `release`
+    /// statement for all those due at once, one for those due later (usually only one of the
+    /// two has any). Waits [`GIVE_BACK_LINGER`] first, so that the other claims of a changed
+    /// endpoint, given back moments after the first, share its statement.
+    async fn give_back_batches(self) {
+        tokio::time::sleep(GIVE_BACK_LINGER).await;
+        loop {
+            let next = self.inner.giving_back().take();
+            let Some(batch) = next else { return };
+            let now = self.inner.clock.now();
+            let [at_once, later] = crate::give_back::split(&batch);
+            for (claims, due) in [(&at_once, now), (&later, now + GIVEN_BACK_FOR)] {
+                if claims.is_empty() {
+                    continue;
+                }
+                if let Err(e) = self.inner.repo.release(claims, due).await {
+                    // Left to their leases: claimed again, afresh, when they run out.
+                    tracing::warn!(error = %e, deliveries = claims.len(), "giving back stale claims failed");
+                }
+            }
+            for g in &batch {
+                self.finish(g.endpoint, Heard::Nothing);
+            }
+            if !at_once.is_empty() {
+                self.inner.room.notify_one();
+            }
         }
     }
 
@@ -606,7 +739,7 @@ impl Worker {
             self.inner.idle.notify_waiters();
         }
         if finished.wake {
-            self.inner.wake.notify_one();
+            self.inner.room.notify_one();
         }
     }
 
@@ -630,6 +763,24 @@ mod tests {
     use uuid::Uuid;
 
     use super::*;
+
+    #[test]
+    fn news_waits_for_room_only_after_claims_on_news_found_nothing_and_at_most_the_bound() {
+        let mut fold = NewsFold::default();
+        assert_eq!(fold.bound(), None, "at first: claim at once");
+        let mut bounds = Vec::new();
+        for _ in 0..7 {
+            fold.claimed_on_news(false);
+            bounds.push(fold.bound().map(|b| b.as_millis()));
+        }
+        assert_eq!(
+            bounds,
+            [1, 2, 4, 8, 16, 20, 20].map(Some),
+            "doubling from 1 ms up to 20 ms"
+        );
+        fold.claimed_on_news(true);
+        assert_eq!(fold.bound(), None, "news that found work: at once again");
+    }
 
     /// A `data` that names the payload's kind of record.
     struct Names;
@@ -885,5 +1036,97 @@ mod tests {
             stop.notify_one();
             run.await.expect("the worker stops");
         }
+    }
+
+    /// Several stale claims are given back in batches (`give_back`): each exactly once, under
+    /// its own lease, due at once when its endpoint changed and [`GIVEN_BACK_FOR`] later when its
+    /// check failed; none is attempted.
+    #[tokio::test]
+    async fn stale_claims_are_given_back_in_batches_each_once_under_its_lease() {
+        let endpoint = EndpointId::from_uuid(Uuid::from_u128(1));
+        let now = datetime!(2026-03-10 12:00 UTC);
+        // Versions 2 (the row says changed) and 3 (the read fails).
+        let batch: Vec<ClaimedDelivery> = (0..5u128)
+            .map(|n| ClaimedDelivery {
+                id: DeliveryId::from_uuid(Uuid::from_u128(10 + n)),
+                lease: Uuid::from_u128(100 + n),
+                endpoint_version: if n < 3 { 2 } else { 3 },
+                ..claimed(Event::Ping { endpoint })
+            })
+            .collect();
+        let mut expected: Vec<(DeliveryId, Uuid, time::OffsetDateTime)> = batch
+            .iter()
+            .map(|d| {
+                let due = if d.endpoint_version == 2 {
+                    now
+                } else {
+                    now + GIVEN_BACK_FOR
+                };
+                (d.id, d.lease, due)
+            })
+            .collect();
+        let mut repo = MockDeliveryRepo::new();
+        let handed = AtomicBool::new(false);
+        repo.expect_claim().returning(move |_| {
+            Ok(if handed.swap(true, Ordering::SeqCst) {
+                ClaimBatch::default()
+            } else {
+                ClaimBatch {
+                    ready: batch.clone(),
+                    unreadable: vec![],
+                }
+            })
+        });
+        repo.expect_subjects()
+            .returning(|_| Ok(Subjects::default()));
+        repo.expect_endpoint_unchanged().returning(|_, version| {
+            if version == 2 {
+                Ok(EndpointCheck {
+                    unchanged: false,
+                    sent: std::time::Instant::now(),
+                })
+            } else {
+                Err(partner_domain::kernel::error::RepoError::unavailable(
+                    "refused",
+                ))
+            }
+        });
+        let (given_tx, mut given_rx) = mpsc::unbounded_channel();
+        repo.expect_release().returning(move |claims, due| {
+            for (id, lease) in claims {
+                let _ = given_tx.send((*id, *lease, due));
+            }
+            Ok(claims.len() as u64)
+        });
+        // Nothing recorded: no attempt was made (`record` is not expected).
+        let worker = Worker::new(
+            Arc::new(repo),
+            Arc::new(FixedClock::new(now)),
+            Arc::new(Zeros),
+            Arc::new(Names),
+            config(),
+        )
+        .expect("worker");
+        let stop = Arc::new(Notify::new());
+        let run = tokio::spawn(worker.run({
+            let stop = stop.clone();
+            async move { stop.notified().await }
+        }));
+        let mut given = Vec::new();
+        while given.len() < expected.len() {
+            given.push(
+                tokio::time::timeout(Duration::from_secs(10), given_rx.recv())
+                    .await
+                    .expect("given back within 10 s")
+                    .expect("given back"),
+            );
+        }
+        stop.notify_one();
+        run.await.expect("the worker stops");
+        // Nothing more was given back meanwhile (each once).
+        assert!(given_rx.try_recv().is_err(), "given back twice");
+        given.sort_by_key(|(id, ..)| id.as_uuid());
+        expected.sort_by_key(|(id, ..)| id.as_uuid());
+        assert_eq!(given, expected);
     }
 }
