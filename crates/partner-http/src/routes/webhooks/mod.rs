@@ -8,8 +8,9 @@ use partner_domain::kernel::page::parse_limit;
 use partner_domain::kernel::values::{PartnerId, ValueError};
 use partner_domain::webhook::hourly;
 use partner_domain::webhook::{
-    CustomHeader, DeliveryQuery, EndpointPatch, LeadCreatedDelay, NewEndpoint, ShownEndpoint,
-    WebhookService, parse_endpoint_url, parse_event_filter, parse_events, parse_statuses,
+    CustomHeader, DeliveryQuery, EndpointError, EndpointPatch, LeadCreatedDelay, NewEndpoint,
+    ShownEndpoint, WebhookService, parse_endpoint_url, parse_event_filter, parse_events,
+    parse_statuses,
 };
 use serde::Deserialize;
 
@@ -278,7 +279,10 @@ pub(super) async fn internal_create(
     path: web::Path<String>,
     JsonBody(b): JsonBody<CreateBody>,
 ) -> Result {
-    let p = known_partner(&state, &path).await?;
+    // No statement before the URL's host is resolved: a keyed request's first statement claims
+    // its key and holds a pooled connection to its end, which must not wait on a name server
+    // (attack12). The insert answers an unknown partner itself (404, as `known_partner`).
+    let p = PartnerId::parse(&path)?;
     create(&state, &p, b).await
 }
 
@@ -299,8 +303,19 @@ pub(super) async fn internal_update(
     path: web::Path<(String, String)>,
     JsonBody(b): JsonBody<PatchBody>,
 ) -> Result {
-    let p = known_partner(&state, &path.0).await?;
-    update(&state, &p, &path.1, b).await
+    // As `internal_create`: the partner is looked up only once the update found no endpoint,
+    // to tell which 404 it is.
+    let p = PartnerId::parse(&path.0)?;
+    let id = EndpointId::from_uuid(uuid(&path.1, "endpoint id")?);
+    let patch = b.parse(state.webhooks.allow_private())?;
+    match state.webhooks.update(&p, id, patch).await {
+        Ok(updated) => Ok(marked(&updated, ok(EndpointOut::from(&updated)))),
+        Err(EndpointError::NotFound) => {
+            known_partner(&state, &path.0).await?;
+            Err(EndpointError::NotFound.into())
+        }
+        Err(e) => Err(e.into()),
+    }
 }
 
 #[utoipa::path(
