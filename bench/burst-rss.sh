@@ -5,8 +5,8 @@
 # BENCH_BURST (default 400) connections do for 15 s, then nothing. The server's RSS (and its
 # anonymous part) is sampled every second; printed: after the steady load, the peak, and 5 s and
 # BENCH_AFTER s (default 50) after the burst, each with the anonymous part (BENCH_TAIL=1: and
-# after 10 s more of the steady load). BENCH_COMPARE=<another
-# partner-server binary> measures it too, alternating, BENCH_ROUNDS times each (default 1).
+# after 10 s more of the steady load). BENCH_COMPARE=<another partner-server binary> measures
+# it too, alternating, BENCH_ROUNDS times each (default 1).
 # MIMALLOC_* variables are passed to the server as set. Loopback only; stops by itself.
 set -euo pipefail
 cd "$(dirname "$0")/.."
