@@ -28,9 +28,11 @@ use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use actix_http::body::MessageBody;
+use actix_http::header::{HeaderMap, HeaderValue};
 use actix_http::{HttpService, KeepAlive, Request, Response};
 use actix_service::{
-    IntoServiceFactory, ServiceFactory, ServiceFactoryExt, fn_service, map_config,
+    IntoServiceFactory, Service, ServiceFactory, ServiceFactoryExt, apply_fn_factory, fn_service,
+    map_config,
 };
 use actix_web::dev::AppConfig;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -564,6 +566,10 @@ where
         let app = factory()
             .into_factory()
             .map_err(|e| e.into().error_response());
+        let app = apply_fn_factory(app, |mut req: Request, app: &_| {
+            own_headers(req.head_mut().headers_mut());
+            app.call(req)
+        });
         let http = HttpService::build()
             .keep_alive(KeepAlive::Timeout(Duration::from_secs(5)))
             // The guard times heads from their first byte; actix's timer would run from the
@@ -581,6 +587,30 @@ where
     Ok(builder.run())
 }
 
+/// Moves the request's headers into a map of their own size, each value a copy of its bytes.
+/// actix-http parses a head into values that are slices of the connection's read buffer, into a
+/// map made for 16 names (~6.7 KB), and keeps up to 128 request heads per worker thread in each
+/// of two pools (actix-http's `MessagePool`, actix-web's `HttpRequestPool`) without clearing
+/// their headers until reuse: each pooled head kept its map and its connection's whole 8 KiB
+/// read buffer alive, so a burst of a few hundred connections left ~6 MB held for good, and the
+/// allocator pages around it (docs/performance-history.md, "What a burst of connections
+/// leaves"). The copies are a few bytes a value and one small map a request.
+pub(crate) fn own_headers(headers: &mut HeaderMap) {
+    let mut owned = HeaderMap::with_capacity(headers.len());
+    let mut name = None;
+    for (first, value) in headers.drain() {
+        // A name comes with the first value of each name only.
+        if first.is_some() {
+            name = first;
+        }
+        let Some(name) = &name else { continue };
+        let mut copy = HeaderValue::from_bytes(value.as_bytes()).unwrap_or_else(|_| value.clone());
+        copy.set_sensitive(value.is_sensitive());
+        owned.append(name.clone(), copy);
+    }
+    *headers = owned;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -593,6 +623,38 @@ mod tests {
             timer: None,
             waiting_first_byte: false,
         }
+    }
+
+    #[test]
+    fn headers_no_longer_hold_the_read_buffer_or_a_large_map() {
+        use actix_http::header::{AUTHORIZATION, HeaderName, USER_AGENT};
+        use actix_web::web::Bytes;
+        // As actix-http's parser makes them: values sliced out of the connection's buffer.
+        let buffer = Bytes::from(b"Bearer pk_live_abc curl/8.5 one two".repeat(200));
+        let slice = |from: usize, to: usize| {
+            HeaderValue::from_maybe_shared(buffer.slice(from..to)).expect("a valid value")
+        };
+        // As actix-http's pooled heads have it: a map made for 16 names.
+        let mut headers = HeaderMap::with_capacity(16);
+        let mut token = slice(0, 18);
+        token.set_sensitive(true);
+        headers.insert(AUTHORIZATION, token);
+        headers.insert(USER_AGENT, slice(19, 27));
+        let x = HeaderName::from_static("x-many");
+        headers.append(x.clone(), slice(28, 31));
+        headers.append(x.clone(), slice(32, 35));
+        assert!(!buffer.is_unique(), "the values share the buffer");
+
+        own_headers(&mut headers);
+        assert!(buffer.is_unique(), "no value holds the buffer any more");
+        let auth = headers.get(AUTHORIZATION).expect("kept");
+        assert_eq!(auth.as_bytes(), b"Bearer pk_live_abc");
+        assert!(auth.is_sensitive(), "sensitivity kept");
+        assert_eq!(headers.get(USER_AGENT).expect("kept"), "curl/8.5");
+        let many: Vec<_> = headers.get_all(&x).map(|v| v.as_bytes()).collect();
+        assert_eq!(many, [b"one", b"two"], "every value, in order");
+        assert_eq!(headers.len(), 4);
+        assert!(headers.capacity() < 16, "{}", headers.capacity());
     }
 
     #[tokio::test]
