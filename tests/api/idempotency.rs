@@ -303,16 +303,18 @@ async fn a_keyed_request_whose_first_write_fails_keeps_its_4xx() {
     assert!(!replayed(&res));
 }
 
-/// A request holding its key (its write blocked by a lock the test holds) makes every other
-/// request with that key 409, on this instance and another, with its body or another; once it
-/// answers, the same request is replayed everywhere.
-#[tokio::test]
-async fn while_the_first_request_runs_others_get_409_on_every_instance() {
-    let app = TestApp::spawn().await;
-    let other = app.sibling().await;
-    let acme = app.seed("acme", false).await;
-    let b = json!({ "subId": "9", "nickname": "Slow" });
-    let mut lock = connect(&app).await;
+/// Sends a sub-account `POST` with `key` whose write waits on a table lock the returned
+/// connection holds (in its transaction), and waits until the request holds its key.
+async fn first_request_held(
+    app: &TestApp,
+    token: &str,
+    key: &'static str,
+    b: &Value,
+) -> (
+    AsyncPgConnection,
+    tokio::task::JoinHandle<reqwest::Result<Response>>,
+) {
+    let mut lock = connect(app).await;
     diesel::sql_query("BEGIN")
         .execute(&mut lock)
         .await
@@ -321,13 +323,8 @@ async fn while_the_first_request_runs_others_get_409_on_every_instance() {
         .execute(&mut lock)
         .await
         .expect("lock");
-    let first = {
-        let req = app
-            .api(Method::POST, SUBS, &acme.token)
-            .header(KEY, "slow")
-            .json(&b);
-        tokio::spawn(async move { req.send().await })
-    };
+    let req = app.api(Method::POST, SUBS, token).header(KEY, key).json(b);
+    let first = tokio::spawn(async move { req.send().await });
     let url = app.config.database_url.clone();
     eventually("the first request holds the key", || {
         let url = url.clone();
@@ -338,6 +335,19 @@ async fn while_the_first_request_runs_others_get_409_on_every_instance() {
         }
     })
     .await;
+    (lock, first)
+}
+
+/// A request holding its key (its write blocked by a lock the test holds) makes every other
+/// request with that key 409, on this instance and another, with its body or another; once it
+/// answers, the same request is replayed everywhere.
+#[tokio::test]
+async fn while_the_first_request_runs_others_get_409_on_every_instance() {
+    let app = TestApp::spawn().await;
+    let other = app.sibling().await;
+    let acme = app.seed("acme", false).await;
+    let b = json!({ "subId": "9", "nickname": "Slow" });
+    let (mut lock, first) = first_request_held(&app, &acme.token, "slow", &b).await;
     for instance in [&app, &other] {
         for body_ in [&b, &json!({ "subId": "10", "nickname": "Other" })] {
             let res = post_sub(instance, &acme.token, "slow", body_).await;
@@ -557,32 +567,7 @@ async fn a_claim_ends_with_its_transaction_when_its_connection_is_cut() {
     let app = TestApp::spawn().await;
     let acme = app.seed("acme", false).await;
     let b = json!({ "subId": "12", "nickname": "Cut" });
-    let mut lock = connect(&app).await;
-    diesel::sql_query("BEGIN")
-        .execute(&mut lock)
-        .await
-        .expect("begin");
-    diesel::sql_query("LOCK TABLE sub_accounts IN EXCLUSIVE MODE")
-        .execute(&mut lock)
-        .await
-        .expect("lock");
-    let first = {
-        let req = app
-            .api(Method::POST, SUBS, &acme.token)
-            .header(KEY, "cut")
-            .json(&b);
-        tokio::spawn(async move { req.send().await })
-    };
-    let url = app.config.database_url.clone();
-    eventually("the first request holds the key", || {
-        let url = url.clone();
-        async move {
-            let mut conn = AsyncPgConnection::establish(&url).await.ok()?;
-            let n: Vec<Count> = diesel::sql_query(HELD_KEYS).load(&mut conn).await.ok()?;
-            (n.into_iter().next()?.n == 1).then_some(())
-        }
-    })
-    .await;
+    let (mut lock, first) = first_request_held(&app, &acme.token, "cut", &b).await;
     assert_error(
         post_sub(&app, &acme.token, "cut", &b).await,
         409,
