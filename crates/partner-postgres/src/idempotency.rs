@@ -252,8 +252,9 @@ impl PgStore {
 
 /// Keeps `answer` for `ticket` in `conn`'s transaction, which claimed the key, and commits it, in
 /// one round trip ([`KEEP_SQL`] and `COMMIT` pipelined). `Ok(None)`: committed. `Ok(Some(_))`:
-/// a row was there after all (one an earlier version wrote without the lock): nothing
-/// committed, and what holds the key.
+/// a row was there after all (kept by a request whose commit fell between the claim's snapshot
+/// and its lock, or written by an earlier version without the lock): nothing committed, and
+/// what holds the key. `Err`: the caller closes the connection (left marked in a transaction).
 pub(crate) async fn keep_and_commit(
     conn: &mut AsyncPgConnection,
     ticket: &Ticket,
@@ -290,7 +291,6 @@ pub(crate) async fn keep_and_commit(
             let holder = read_key(conn, ticket).await?;
             Ok(Some(holder.unwrap_or(Existing::Running)))
         }
-        // The connection stays marked in a transaction: the pool discards it.
         (Err(e), _) | (_, Err(e)) => Err(db(e)),
     }
 }
