@@ -886,6 +886,27 @@ mod tests {
 
     /// Runs a worker over `repo` whose store hands out `batch` once, until the recorder was
     /// handed one outcome, and returns that outcome.
+    /// A worker over `repo` and `clock`, running until `stop` is notified.
+    fn spawn_worker(
+        repo: MockDeliveryRepo,
+        clock: Arc<FixedClock>,
+    ) -> (Arc<Notify>, tokio::task::JoinHandle<()>) {
+        let worker = Worker::new(
+            Arc::new(repo),
+            clock,
+            Arc::new(Zeros),
+            Arc::new(Names),
+            config(),
+        )
+        .expect("worker");
+        let stop = Arc::new(Notify::new());
+        let run = tokio::spawn(worker.run({
+            let stop = stop.clone();
+            async move { stop.notified().await }
+        }));
+        (stop, run)
+    }
+
     async fn first_outcome(mut repo: MockDeliveryRepo, batch: ClaimBatch) -> AttemptOutcome {
         let handed = AtomicBool::new(false);
         repo.expect_claim()
@@ -918,19 +939,7 @@ mod tests {
             Ok(batch.len() as u64)
         });
         let clock = Arc::new(FixedClock::new(datetime!(2026-03-10 12:00 UTC)));
-        let worker = Worker::new(
-            Arc::new(repo),
-            clock,
-            Arc::new(Zeros),
-            Arc::new(Names),
-            config(),
-        )
-        .expect("worker");
-        let stop = Arc::new(Notify::new());
-        let run = tokio::spawn(worker.run({
-            let stop = stop.clone();
-            async move { stop.notified().await }
-        }));
+        let (stop, run) = spawn_worker(repo, clock);
         let outcome = tokio::time::timeout(Duration::from_secs(10), seen_rx.recv())
             .await
             .expect("an outcome within 10 s")
@@ -1008,19 +1017,10 @@ mod tests {
                 Ok(1)
             });
             // Nothing recorded: no attempt was made (`record` is not expected).
-            let worker = Worker::new(
-                Arc::new(repo),
+            let (stop, run) = spawn_worker(
+                repo,
                 Arc::new(FixedClock::new(datetime!(2026-03-10 12:00 UTC))),
-                Arc::new(Zeros),
-                Arc::new(Names),
-                config(),
-            )
-            .expect("worker");
-            let stop = Arc::new(Notify::new());
-            let run = tokio::spawn(worker.run({
-                let stop = stop.clone();
-                async move { stop.notified().await }
-            }));
+            );
             let given = tokio::time::timeout(Duration::from_secs(10), given_rx.recv())
                 .await
                 .expect("given back within 10 s")
@@ -1099,19 +1099,7 @@ mod tests {
             Ok(claims.len() as u64)
         });
         // Nothing recorded: no attempt was made (`record` is not expected).
-        let worker = Worker::new(
-            Arc::new(repo),
-            Arc::new(FixedClock::new(now)),
-            Arc::new(Zeros),
-            Arc::new(Names),
-            config(),
-        )
-        .expect("worker");
-        let stop = Arc::new(Notify::new());
-        let run = tokio::spawn(worker.run({
-            let stop = stop.clone();
-            async move { stop.notified().await }
-        }));
+        let (stop, run) = spawn_worker(repo, Arc::new(FixedClock::new(now)));
         let mut given = Vec::new();
         while given.len() < expected.len() {
             given.push(
