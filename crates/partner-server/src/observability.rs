@@ -79,6 +79,10 @@ fn describe() {
         "Time from an attempt's ask for its endpoint-row check to the answer (issue 23, N9d)"
     );
     describe_counter!(
+        "webhook_sends_vouched_total",
+        "Webhook sends by what vouched for their endpoint row: the claim's own read (by=claim, sent within 5 ms of the claim) or a row check (by=check)"
+    );
+    describe_counter!(
         "webhook_checks_late_total",
         "Endpoint-row checks whose answer was older than 50 ms from its read's start, so it vouched for nothing and was asked again"
     );
