@@ -8,6 +8,8 @@
 #   prefill10  the same for 10 endpoints
 #   live1      pgbench (16 clients) writes events for 1 endpoint while the worker runs:
 #              event→delivery p50/p99 and deliveries/s
+#   rate1      the same at a fixed BENCH_LIVE_RATE events/s (default 1,407, issue 22's 0-idle live
+#              rate) for 15 s: event→delivery p50/p99 at a rate one endpoint keeps up with
 #   paced1     200 events/s for 15 s to 1 endpoint (pgbench, each event followed by its NOTIFY, as
 #              the server's announcer sends it): event→delivery p50/p99
 #   paced10    the same spread over 10 endpoints
@@ -25,7 +27,7 @@ cd "$(dirname "$0")/.."
 A=${1:?usage: webhooks-ab.sh BIN_A BIN_B}
 B=${2:?usage: webhooks-ab.sh BIN_A BIN_B}
 ROUNDS=${BENCH_ROUNDS:-2}
-CASES=${BENCH_AB_CASES:-prefill1 prefill10 live1 paced1 paced10 api1}
+CASES=${BENCH_AB_CASES:-prefill1 prefill10 live1 rate1 paced1 paced10 api1}
 N=${BENCH_EVENTS:-20000}
 load() { cut -d' ' -f1 /proc/loadavg; }
 KEEP=${BENCH_AB_KEEP:-}
@@ -91,6 +93,24 @@ run() { # $1 label $2 binary $3 database
           keep "$1-$case-r$ROUND"
           read -r count _ p50 p99 live <<<"$(wh_arrivals)"
           echo "$1 live (pgbench, 16 clients), 1 endpoint: $count delivered, $live deliveries/s; event→delivery p50 ${p50} ms, p99 ${p99} ms (load $(load))"
+          ;;
+        rate1)
+          # live1 at a fixed rate (BENCH_LIVE_RATE events/s, default 1,407: the issue's 0-idle
+          # live rate), 15 s: the latency at a rate the endpoint keeps up with.
+          rate=${BENCH_LIVE_RATE:-1407}
+          wh_endpoints 1
+          { echo '\set p 1'; wh_event_sql; } > "$WH_WORK/event.sql"
+          wh_notify_sql > "$WH_WORK/notify.sql"
+          wh_rotate_log
+          wh_start_server worker
+          sample_start "$1-$case-r$ROUND"
+          pgbench -n -c 16 -j 2 -R $((rate * 9 / 8)) -T 15 -f "$WH_WORK/event.sql@8" -f "$WH_WORK/notify.sql@1" \
+            "$WH_DB" >"$WH_WORK/pgbench.log" 2>&1
+          wh_wait_done true 300
+          wh_stop_server
+          keep "$1-$case-r$ROUND"
+          read -r count _ p50 p99 live <<<"$(wh_arrivals)"
+          echo "$1 live at $rate events/s (pgbench, 16 clients), 1 endpoint: $count delivered, $live deliveries/s; event→delivery p50 ${p50} ms, p99 ${p99} ms (load $(load))"
           ;;
         paced1 | paced10)
           n=${case#paced}
