@@ -12,6 +12,7 @@ use partner_domain::RepoError;
 use partner_domain::webhook::ClaimRequest;
 use uuid::Uuid;
 
+use crate::models::leads::Row as LeadRow;
 use crate::models::webhook_deliveries::ClaimRow;
 use crate::{PgStore, db};
 
@@ -35,7 +36,10 @@ use crate::{PgStore, db};
 ///
 /// Then one row per claimed delivery with what sending it needs, from the event and the endpoint,
 /// with the endpoint row's version (`xmin`: every update of the row writes a new one) for
-/// [`ENDPOINT_UNCHANGED_SQL`]; and one last row whose only non-null column is `stale`.
+/// [`ENDPOINT_UNCHANGED_SQL`], and, for a lead's event, the lead as it is now (`lead_*`, null
+/// when it is gone: its payload is built from them, without a read of its own, a round trip on
+/// every delivery's path; an event whose subject is not a UUID reads none, and fails alone as
+/// before); and one last row whose only non-null column is `stale`.
 /// (Before: the pick and the claim were two statements, each parsed and planned at every claim:
 /// four round trips.)
 ///
@@ -78,10 +82,18 @@ SELECT c.id, c.endpoint_id, c.lease_token, c.attempts, c.kind, c.event_id, ev.cr
   ev.subject, ev.extra::text AS extra, w.url, w.secret, \
   CASE WHEN w.previous_secret_expires_at > $1 THEN w.previous_secret END AS previous_secret, \
   COALESCE(w.previous_secret_expires_at <= $1, false) AS previous_expired, \
-  w.custom_header_name, w.custom_header_value, w.xmin::text::int8 AS endpoint_version, NULL::uuid[] AS stale \
+  w.custom_header_name, w.custom_header_value, w.xmin::text::int8 AS endpoint_version, \
+  l.id AS lead_id, l.partner_id AS lead_partner_id, l.sub_id AS lead_sub_id, l.first_name AS lead_first_name, \
+  l.last_name AS lead_last_name, l.email AS lead_email, l.email_consent AS lead_email_consent, l.phone AS lead_phone, \
+  l.sms_consent AS lead_sms_consent, l.origin AS lead_origin, l.location AS lead_location, \
+  l.question_id AS lead_question_id, l.test_source AS lead_test_source, l.created_at AS lead_created_at, \
+  l.updated_at AS lead_updated_at, NULL::uuid[] AS stale \
 FROM claimed c JOIN domain_events ev ON ev.id = c.event_id JOIN webhook_endpoints w ON w.id = c.endpoint_id \
+LEFT JOIN leads l ON c.kind IN ('lead.created', 'lead.enriched') AND l.id = CASE WHEN ev.subject ~ \
+  '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$' THEN ev.subject::uuid END \
 UNION ALL \
 SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, \
+  NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, \
   COALESCE(array_agg(v.id) FILTER (WHERE v.n < v.room \
     AND ((SELECT count(*) FROM claimed) < $6 OR v.ord <= v.last)), '{}') \
 FROM visits v";
@@ -100,9 +112,10 @@ gone AS ( \
 UPDATE webhook_endpoint_queue q SET due_at = n.due FROM n \
 WHERE q.endpoint_id = n.endpoint_id AND n.due <> q.due_at";
 
-/// A row of [`CLAIM_SQL`]: a claimed delivery, or the last row, which carries only `stale`.
+/// A row of [`CLAIM_SQL`]: a claimed delivery (with its lead, if it is about one that exists),
+/// or the last row, which carries only `stale`.
 struct ClaimOrStale {
-    row: Option<ClaimRow>,
+    row: Option<(ClaimRow, Option<LeadRow>)>,
     stale: Option<Vec<Uuid>>,
 }
 
@@ -116,7 +129,7 @@ impl QueryableByName<diesel::pg::Pg> for ClaimOrStale {
         // The stale row's delivery columns are all null; a delivery row's are never.
         let row = match stale {
             Some(_) => None,
-            None => Some(ClaimRow::build(row)?),
+            None => Some((ClaimRow::build(row)?, LeadRow::prefixed(row)?)),
         };
         Ok(Self { row, stale })
     }
@@ -169,9 +182,10 @@ pub(crate) async fn advance(conn: &mut AsyncPgConnection, endpoints: &[Uuid]) ->
     .await
 }
 
-/// What a claim took, and the endpoints whose markers it may have left stale (for [`advance`]).
+/// What a claim took (each delivery with its lead, when it is about one that exists), and the
+/// endpoints whose markers it may have left stale (for [`advance`]).
 pub(crate) struct Claimed {
-    pub(crate) rows: Vec<ClaimRow>,
+    pub(crate) rows: Vec<(ClaimRow, Option<LeadRow>)>,
     pub(crate) stale: Vec<Uuid>,
 }
 

@@ -533,8 +533,8 @@ impl DeliveryRepo for PgStore {
         // expiry (its own statement, after the claim's locks are released).
         let mut expired: Vec<Uuid> = rows
             .iter()
-            .filter(|r| r.previous_expired())
-            .map(|r| r.unreadable().endpoint_id.as_uuid())
+            .filter(|(r, _)| r.previous_expired())
+            .map(|(r, _)| r.unreadable().endpoint_id.as_uuid())
             .collect();
         if !expired.is_empty() {
             expired.sort_unstable();
@@ -553,7 +553,8 @@ impl DeliveryRepo for PgStore {
         drop(conn);
         // Each row is read on its own: one that cannot be read fails alone.
         let mut batch = ClaimBatch::default();
-        for row in rows {
+        let mut leads = Vec::new();
+        for (row, lead) in rows {
             let unreadable = row.unreadable();
             match row.into_domain() {
                 Ok(d) => batch.ready.push(d),
@@ -562,7 +563,18 @@ impl DeliveryRepo for PgStore {
                     batch.unreadable.push(unreadable);
                 }
             }
+            leads.extend(lead);
         }
+        // The claim looked up every lead its deliveries are about (found or gone); the worker
+        // reads only the other kinds.
+        batch.looked_up.leads = SubjectIds::of(batch.ready.iter().map(|d| &d.event)).leads;
+        let (found, unreadable) = crate::readable(
+            leads,
+            crate::models::leads::Row::id,
+            crate::models::leads::Row::into_domain,
+        );
+        batch.subjects.leads = found.into_iter().map(|l| (l.id(), l)).collect();
+        batch.subjects.unreadable.leads = unreadable.into_iter().map(LeadId::from_uuid).collect();
         Ok(batch)
     }
 

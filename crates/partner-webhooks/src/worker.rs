@@ -13,8 +13,9 @@ use partner_domain::kernel::ids::EndpointId;
 use partner_domain::kernel::random::Random;
 use partner_domain::webhook::ports::{DataFormat, DeliveryRepo};
 use partner_domain::webhook::{
-    AttemptOutcome, ClaimRequest, ClaimedDelivery, NextStep, Payload, SUBJECT_UNREADABLE,
-    SubjectIds, after_failure, attempt_budget, delivery_body, honour_retry_after,
+    AttemptOutcome, ClaimBatch, ClaimRequest, ClaimedDelivery, NextStep, Payload,
+    SUBJECT_UNREADABLE, SubjectIds, Subjects, after_failure, attempt_budget, delivery_body,
+    honour_retry_after,
 };
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc};
 
@@ -402,7 +403,12 @@ impl Worker {
                     next: NextStep::GiveUp,
                 });
             }
-            let claimed = batch.ready;
+            let ClaimBatch {
+                ready: claimed,
+                subjects,
+                looked_up,
+                ..
+            } = batch;
             if claimed.is_empty() {
                 if n < limit {
                     return found;
@@ -414,6 +420,7 @@ impl Worker {
                 .hold(c, claimed.iter().map(|d| d.endpoint_id));
             tokio::spawn(self.clone().dispatch(
                 claimed,
+                (subjects, looked_up),
                 lease_until,
                 claimed_at,
                 stamps,
@@ -425,18 +432,26 @@ impl Worker {
         }
     }
 
-    /// Builds the batch's payloads (one query per subject kind) and starts each attempt.
+    /// Builds the batch's payloads (one query per subject kind the claim did not read along:
+    /// `read_along`, the records it read and the ids it looked up) and starts each attempt.
     async fn dispatch(
         self,
         batch: Vec<ClaimedDelivery>,
+        read_along: (Subjects, SubjectIds),
         lease_until: time::OffsetDateTime,
         claimed_at: Instant,
         mut stamps: Stamps,
         tx: mpsc::UnboundedSender<AttemptOutcome>,
     ) {
-        let wanted = SubjectIds::of(batch.iter().map(|d| &d.event));
-        let subjects = match self.inner.repo.subjects(&wanted).await {
-            Ok(s) => s,
+        let (mut subjects, looked_up) = read_along;
+        let wanted = SubjectIds::of(batch.iter().map(|d| &d.event)).without(&looked_up);
+        let read = if wanted.is_empty() {
+            Ok(Subjects::default())
+        } else {
+            self.inner.repo.subjects(&wanted).await
+        };
+        match read {
+            Ok(s) => subjects.merge(s),
             Err(e) => {
                 // Left to their leases: attempted again later.
                 tracing::warn!(error = %e, deliveries = batch.len(), "reading webhook subjects failed");
@@ -886,6 +901,7 @@ mod tests {
             ClaimBatch {
                 ready: vec![delivery],
                 unreadable: vec![],
+                ..ClaimBatch::default()
             },
         )
         .await
@@ -904,6 +920,7 @@ mod tests {
             ClaimBatch {
                 ready: vec![],
                 unreadable: vec![unreadable.clone()],
+                ..ClaimBatch::default()
             },
         )
         .await;
@@ -1077,6 +1094,7 @@ mod tests {
                     ClaimBatch {
                         ready: vec![delivery.clone()],
                         unreadable: vec![],
+                        ..ClaimBatch::default()
                     }
                 })
             });
@@ -1155,6 +1173,7 @@ mod tests {
                 ClaimBatch {
                     ready: batch.clone(),
                     unreadable: vec![],
+                    ..ClaimBatch::default()
                 }
             })
         });

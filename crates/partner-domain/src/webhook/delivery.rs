@@ -13,6 +13,7 @@ use crate::kernel::ids::{DeliveryId, EndpointId, EventId};
 use crate::kernel::values::ValueError;
 use crate::kernel::wire;
 use crate::webhook::endpoint::CustomHeader;
+use crate::webhook::payload::{SubjectIds, Subjects};
 #[cfg(doc)]
 use crate::webhook::ports::DeliveryRepo;
 use crate::webhook::retry::NextStep;
@@ -258,13 +259,20 @@ pub struct UnreadableDelivery {
 }
 
 /// What one claim took: the deliveries ready to send, and those whose stored event cannot be
-/// read (claimed all the same, so that each fails alone).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// read (claimed all the same, so that each fails alone); and the records their events are about
+/// that the store read along with the claim, if it reads any there.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct ClaimBatch {
     /// Deliveries to send.
     pub ready: Vec<ClaimedDelivery>,
     /// Deliveries to fail with [`SUBJECT_UNREADABLE`].
     pub unreadable: Vec<UnreadableDelivery>,
+    /// Records of `ready`'s events read by the claim itself (a store may read some kinds there,
+    /// saving [`DeliveryRepo::subjects`] a round trip: the PostgreSQL store reads the leads).
+    pub subjects: Subjects,
+    /// Which records the claim looked up, found or not: only the others are to be read with
+    /// [`DeliveryRepo::subjects`].
+    pub looked_up: SubjectIds,
 }
 
 impl ClaimBatch {

@@ -59,6 +59,14 @@ impl SubjectIds {
         } = self;
         leads.is_empty() && orders.is_empty() && payouts.is_empty()
     }
+
+    /// These ids less those in `done` (already looked up, found or not).
+    pub fn without(mut self, done: &SubjectIds) -> Self {
+        self.leads.retain(|l| !done.leads.contains(l));
+        self.orders.retain(|o| !done.orders.contains(o));
+        self.payouts.retain(|p| !done.payouts.contains(p));
+        self
+    }
 }
 
 /// The records found for a [`SubjectIds`], by id; a record deleted since its event is absent.
@@ -76,6 +84,22 @@ pub struct Subjects {
 }
 
 impl Subjects {
+    /// Adds the records of `other` (looked up for other ids) to these.
+    pub fn merge(&mut self, other: Subjects) {
+        let Subjects {
+            leads,
+            orders,
+            payouts,
+            unreadable,
+        } = other;
+        self.leads.extend(leads);
+        self.orders.extend(orders);
+        self.payouts.extend(payouts);
+        self.unreadable.leads.extend(unreadable.leads);
+        self.unreadable.orders.extend(unreadable.orders);
+        self.unreadable.payouts.extend(unreadable.payouts);
+    }
+
     /// Whether the record `event` is about was found unreadable.
     pub fn is_unreadable(&self, event: &Event) -> bool {
         let u = &self.unreadable;

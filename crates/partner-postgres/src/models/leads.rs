@@ -59,6 +59,35 @@ pub(crate) fn sub_id(v: Option<i16>) -> Result<Option<SubId>, RepoError> {
 }
 
 impl Row {
+    /// The lead beside a claimed delivery in the claim's row (`lead_*` columns, all null when the
+    /// delivery is not about a lead or the lead is gone: `claim::CLAIM_SQL`).
+    pub(crate) fn prefixed<'a>(
+        row: &impl diesel::row::NamedRow<'a, diesel::pg::Pg>,
+    ) -> diesel::deserialize::Result<Option<Self>> {
+        use diesel::row::NamedRow as R;
+        let Some(id) = R::get::<Nullable<diesel::sql_types::Uuid>, Option<Uuid>>(row, "lead_id")?
+        else {
+            return Ok(None);
+        };
+        Ok(Some(Self {
+            id,
+            partner_id: R::get::<Text, _>(row, "lead_partner_id")?,
+            sub_id: R::get::<Nullable<Int2>, _>(row, "lead_sub_id")?,
+            first_name: R::get::<Text, _>(row, "lead_first_name")?,
+            last_name: R::get::<Text, _>(row, "lead_last_name")?,
+            email: R::get::<Text, _>(row, "lead_email")?,
+            email_consent: R::get::<Bool, _>(row, "lead_email_consent")?,
+            phone: R::get::<Nullable<Text>, _>(row, "lead_phone")?,
+            sms_consent: R::get::<Bool, _>(row, "lead_sms_consent")?,
+            origin: R::get::<Text, _>(row, "lead_origin")?,
+            location: R::get::<Text, _>(row, "lead_location")?,
+            question_id: R::get::<Nullable<Text>, _>(row, "lead_question_id")?,
+            test_source: R::get::<Nullable<Text>, _>(row, "lead_test_source")?,
+            created_at: R::get::<Timestamptz, _>(row, "lead_created_at")?,
+            updated_at: R::get::<Timestamptz, _>(row, "lead_updated_at")?,
+        }))
+    }
+
     /// The row's id, readable whatever its other columns hold.
     pub(crate) fn id(&self) -> Uuid {
         self.id
