@@ -1027,6 +1027,29 @@ mod tests {
         assert_eq!(outcome.duration_ms, None);
     }
 
+    /// A record the claim looked up is not read again: here the lead is gone (looked up, not
+    /// found), so its delivery fails as `subject not found` without a subjects read.
+    #[tokio::test]
+    async fn a_record_the_claim_looked_up_is_not_read_again() {
+        let lead = LeadId::from_uuid(Uuid::from_u128(5));
+        let mut repo = MockDeliveryRepo::new();
+        repo.expect_subjects().never();
+        let outcome = first_outcome(
+            repo,
+            ClaimBatch {
+                ready: vec![claimed(Event::LeadCreated { lead })],
+                looked_up: SubjectIds {
+                    leads: vec![lead],
+                    ..SubjectIds::default()
+                },
+                ..ClaimBatch::default()
+            },
+        )
+        .await;
+        assert_eq!(outcome.error.as_deref(), Some("subject not found"));
+        assert_eq!(outcome.next, NextStep::GiveUp);
+    }
+
     #[tokio::test]
     async fn an_internal_address_is_refused_and_retried_on_the_schedule() {
         let endpoint = EndpointId::from_uuid(Uuid::from_u128(1));
