@@ -9,7 +9,8 @@ use diesel::prelude::*;
 use diesel::sql_types::{Array, Integer, Nullable, Timestamptz};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use partner_domain::RepoError;
-use partner_domain::webhook::ClaimRequest;
+use partner_domain::lead::LeadId;
+use partner_domain::webhook::{ClaimBatch, ClaimRequest, SubjectIds};
 use uuid::Uuid;
 
 use crate::models::leads::Row as LeadRow;
@@ -231,6 +232,32 @@ pub(crate) async fn claim_rows(
         "webhook claim statement"
     );
     Ok(Claimed { rows, stale })
+}
+
+/// The domain's batch of a claim's rows: each row read on its own (one that cannot be read
+/// fails alone), and the leads it read along.
+pub(crate) fn batch(rows: Vec<(ClaimRow, Option<LeadRow>)>) -> ClaimBatch {
+    // Each row is read on its own: one that cannot be read fails alone.
+    let mut batch = ClaimBatch::default();
+    let mut leads = Vec::new();
+    for (row, lead) in rows {
+        let unreadable = row.unreadable();
+        match row.into_domain() {
+            Ok(d) => batch.ready.push(d),
+            Err(e) => {
+                tracing::warn!(delivery = %unreadable.id, error = %e, "a claimed webhook delivery cannot be read");
+                batch.unreadable.push(unreadable);
+            }
+        }
+        leads.extend(lead);
+    }
+    // The claim looked up every lead its deliveries are about (found or gone); the worker
+    // reads only the other kinds.
+    batch.looked_up.leads = SubjectIds::of(batch.ready.iter().map(|d| &d.event)).leads;
+    let (found, unreadable) = crate::readable(leads, LeadRow::id, LeadRow::into_domain);
+    batch.subjects.leads = found.into_iter().map(|l| (l.id(), l)).collect();
+    batch.subjects.unreadable.leads = unreadable.into_iter().map(LeadId::from_uuid).collect();
+    batch
 }
 
 /// The markers claims left stale and not advanced yet, and whether an advance is under way.

@@ -551,31 +551,7 @@ impl DeliveryRepo for PgStore {
                 .map_err(db)?;
         }
         drop(conn);
-        // Each row is read on its own: one that cannot be read fails alone.
-        let mut batch = ClaimBatch::default();
-        let mut leads = Vec::new();
-        for (row, lead) in rows {
-            let unreadable = row.unreadable();
-            match row.into_domain() {
-                Ok(d) => batch.ready.push(d),
-                Err(e) => {
-                    tracing::warn!(delivery = %unreadable.id, error = %e, "a claimed webhook delivery cannot be read");
-                    batch.unreadable.push(unreadable);
-                }
-            }
-            leads.extend(lead);
-        }
-        // The claim looked up every lead its deliveries are about (found or gone); the worker
-        // reads only the other kinds.
-        batch.looked_up.leads = SubjectIds::of(batch.ready.iter().map(|d| &d.event)).leads;
-        let (found, unreadable) = crate::readable(
-            leads,
-            crate::models::leads::Row::id,
-            crate::models::leads::Row::into_domain,
-        );
-        batch.subjects.leads = found.into_iter().map(|l| (l.id(), l)).collect();
-        batch.subjects.unreadable.leads = unreadable.into_iter().map(LeadId::from_uuid).collect();
-        Ok(batch)
+        Ok(crate::claim::batch(rows))
     }
 
     async fn subjects(&self, wanted: &SubjectIds) -> Result<Subjects, RepoError> {

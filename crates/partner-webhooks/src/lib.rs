@@ -24,6 +24,7 @@
 //! - `connect`: the connector layer that makes a send's new connection before anything is
 //!   written, so the endpoint-row check that vouches for it comes after (issue 23, N9c);
 //! - `lanes`: each endpoint's share of the worker (in-flight slots, read-ahead, circuit breaker);
+//! - `news`: how long news of written deliveries waits for room while every endpoint is full;
 //! - `worker`: the loop that claims, builds payloads and starts attempts;
 //! - `recorder`: outcomes written in batches under their leases;
 //! - `give_back`: claims given back unattempted, in batches under their leases;
@@ -39,6 +40,7 @@ mod connect;
 mod give_back;
 mod lanes;
 mod maintenance;
+mod news;
 mod recorder;
 mod worker;
 
