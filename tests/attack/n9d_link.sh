@@ -45,5 +45,6 @@ print(f"   storm: deliveries arriving 0.1-{sys.argv[3]}s into each storm (every 
 PY
 fi
 echo "   A's log: $(grep -c 'changed unannounced' "$SERVER_LOG") 'changed unannounced', $(grep -c "checking a webhook endpoint's row failed" "$SERVER_LOG") check failures, $(grep -c 'too late to vouch' "$SERVER_LOG") 'too late to vouch', $(grep -c 'webhook attempt failed' "$SERVER_LOG") failed attempts, $(grep -c 'closing it' "$SERVER_LOG") held connections closed; $(wc -l <"$RECV_LOG") deliveries received in all (of 64 ingested for s05_inflight); load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "   A's metrics: $(curl -s "$METRICS" | grep -E '^webhook_(sends_vouched_total|checks_late_total)' | tr '\n' ' ')"  # attack13
 kill $A_PID $B_PID; wait $A_PID $B_PID 2>/dev/null; kill $PROXY; wait $PROXY 2>/dev/null
 sleep 1; dropdb -h 127.0.0.1 -U postgres --if-exists "${DB_PREFIX:-attack_}$NAME" || echo "   (db busy)"

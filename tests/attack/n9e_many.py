@@ -15,7 +15,7 @@ import s05  # noqa: E402
 K, ROUNDS = int(os.environ.get("K", "6")), int(os.environ.get("ROUNDS", "4"))
 EVERY, SLACK, GAP = float(os.environ.get("INGEST_EVERY", "0.15")), float(os.environ.get("SLACK", "0.05")), float(os.environ.get("GAP", "1.5"))
 RECV_PORT = s05.RECV_PORT
-open(os.environ["RECV_MODE"], "w").write("200 0.3")
+open(os.environ["RECV_MODE"], "w").write("200 " + os.environ.get("RECV_DELAY", "0.3"))  # attack13: RECV_DELAY
 run = uuid.uuid4().hex[:6]
 eps = []  # (id, timeline: [(answered, kind, url, secret)])
 for k in range(K):

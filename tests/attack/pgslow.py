@@ -12,9 +12,10 @@ file's first line is read every 20 ms:
   freeze      forward nothing either way, keep every connection open (silent death)
   storm       end every connection (shutdown, then close with RST) and every new one at once
               (reads fail)
-Usage: pgslow.py LISTEN_PORT CONTROL_FILE"""
+Usage: pgslow.py LISTEN_PORT CONTROL_FILE [UPSTREAM_PORT, default 5432]"""
 import collections, socket, struct, sys, threading, time
 LPORT, CTL = int(sys.argv[1]), sys.argv[2]
+UPSTREAM = int(sys.argv[3]) if len(sys.argv) > 3 else 5432  # attack13: e.g. pgproxy.py in front of PostgreSQL
 state = {"mode": "pass", "delay": 0.0, "since": 0.0}
 conns = set()
 lock = threading.Lock()
@@ -104,7 +105,7 @@ def serve():
         c, _ = ls.accept()
         if state["mode"] == "storm":
             rst(c); continue
-        u = socket.create_connection(("127.0.0.1", 5432))
+        u = socket.create_connection(("127.0.0.1", UPSTREAM))
         with lock:
             conns.update((c, u))
         threading.Thread(target=pipe, args=(c, u, False, time.time()), daemon=True).start()
