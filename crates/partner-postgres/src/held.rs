@@ -4,8 +4,8 @@
 //! (`idempotency::claim_in`), and that transaction becomes the held one: the claim lasts exactly
 //! as long as the writes it guards. A unit of work's `commit` does not commit it but parks its
 //! connection here, still in its transaction; the request's later statements (reads, and further
-//! units of work as savepoints) run on that connection, so they see its writes; and the
-//! idempotency layer writes the kept answer on it and commits once
+//! units of work as savepoints, released at their `commit`) run on that connection, so they see
+//! its writes; and the idempotency layer writes the kept answer on it and commits once
 //! ([`IdempotencyStore::finish`](partner_domain::idempotency::IdempotencyStore)). One
 //! transaction, one WAL flush, one connection for the claim, the write and its answer
 //! (docs/decisions.md, "Idempotency keys: claimed and kept inside the write's transaction").
