@@ -1,19 +1,16 @@
 //! A keyed request's transaction, held open until its answer is known (extensions §8.3; the
-//! request runs in an [`Ambient`]): the request's first unit of work does not commit at its
-//! `commit` but parks its connection here, still in its transaction; the request's later
-//! statements (reads, and further units of work as savepoints) run on that connection, so they
-//! see its writes; and the idempotency layer writes the kept answer on it and commits once
-//! ([`IdempotencyStore::finish`](partner_domain::idempotency::IdempotencyStore)). One
-//! transaction, one WAL flush, one connection for the write and its answer, instead of a second
-//! transaction (and flush) for the answer (docs/decisions.md, "Idempotency keys: claimed and
-//! kept inside the write's transaction").
-//!
-//! The request is armed with its key ([`HeldTx::arm`]): its first statement or unit of work
-//! claims the key in a transaction of its own, in the round trip of its `BEGIN`
+//! request runs in an [`Ambient`] armed with its key, [`HeldTx::arm`]): its first statement or
+//! unit of work claims the key in a transaction of its own, in the round trip of its `BEGIN`
 //! (`idempotency::claim_in`), and that transaction becomes the held one: the claim lasts exactly
-//! as long as the writes it guards. Refused (the key held or answered), that statement and every
-//! later one of the request fail with
-//! [`KeyTaken`](partner_domain::idempotency::KeyTaken) and write nothing.
+//! as long as the writes it guards. A unit of work's `commit` does not commit it but parks its
+//! connection here, still in its transaction; the request's later statements (reads, and further
+//! units of work as savepoints, released at their `commit`) run on that connection, so they see
+//! its writes; and the idempotency layer writes the kept answer on it and commits once
+//! ([`IdempotencyStore::finish`](partner_domain::idempotency::IdempotencyStore)). One
+//! transaction, one WAL flush, one connection for the claim, the write and its answer
+//! (docs/decisions.md, "Idempotency keys: claimed and kept inside the write's transaction").
+//! Refused (the key held or answered), the claiming statement and every later one of the
+//! request fail with [`KeyTaken`](partner_domain::idempotency::KeyTaken) and write nothing.
 //!
 //! A statement that finds the connection taken by another statement of the same request (two
 //! at once) runs on a pooled connection of its own, as it would outside a scope. Should the
@@ -35,7 +32,8 @@ use partner_domain::kernel::ambient::Ambient;
     reason = "a pooled connection is moved as it is everywhere; boxing would allocate per statement"
 )]
 enum Slot {
-    /// No unit of work committed into it yet.
+    /// Nothing claimed in it: the key is claimed by the request's next statement or unit of
+    /// work (unless refused).
     Empty,
     /// Parked, in its transaction, between two statements.
     Parked(Pooled),
@@ -55,8 +53,8 @@ pub(crate) struct HeldTx {
     returned: tokio::sync::Notify,
     /// Deliveries written in it, announced once it commits.
     deliveries: AtomicUsize,
-    /// The request's idempotency key, claimed by its first unit of work.
-    ticket: Option<Ticket>,
+    /// The request's idempotency key, claimed by its first statement or unit of work.
+    ticket: Ticket,
     /// What held the key when the request tried to claim it.
     refused: Mutex<Option<Existing>>,
     /// Whether the parked transaction holds the key and nothing else yet ([`HeldTx::is_fresh`]).
@@ -69,8 +67,6 @@ pub(crate) enum Took {
     /// The parked connection, now taken. `true` when it is fresh: its transaction holds the
     /// request's key and nothing else yet ([`HeldTx::is_fresh`]).
     Conn(Conn, bool),
-    /// Nothing parked: the first unit of work may park its connection ([`HeldTx::park`]).
-    Empty(Arc<HeldTx>),
     /// Nothing parked, and the request's key to claim: the slot is the caller's until it gives
     /// it a claimed connection ([`HeldTx::claimed`]) or gives up ([`HeldTx::unclaimed`],
     /// [`HeldTx::refuse`]).
@@ -80,18 +76,19 @@ pub(crate) enum Took {
     Refused,
     /// The claim's transaction is being rolled back: wait ([`HeldTx::settled`]), then take again.
     Wait,
-    /// Taken by another statement of the request, or not this store's.
+    /// Taken by another statement of the request.
     Busy,
 }
 
 impl HeldTx {
-    /// The transaction held for the request being run by `store`, if it runs in an ambient.
+    /// The transaction held for the request being run by `store`, if it runs in an ambient
+    /// armed by `store` ([`HeldTx::arm`]).
     pub(crate) fn current(store: u64) -> Option<Arc<Self>> {
-        let held = Ambient::current()?.held_or_insert_with(|| Self::new(store, None))?;
+        let held = Ambient::current()?.held::<Self>()?;
         (held.store == store).then_some(held)
     }
 
-    fn new(store: u64, ticket: Option<Ticket>) -> Self {
+    fn new(store: u64, ticket: Ticket) -> Self {
         Self {
             store,
             slot: Mutex::new(Slot::Empty),
@@ -106,12 +103,12 @@ impl HeldTx {
     /// Arms `ambient`, before the request runs in it, with the key its first statement or unit
     /// of work claims.
     pub(crate) fn arm(ambient: &Ambient, store: u64, ticket: &Ticket) {
-        let _held = ambient.held_or_insert_with(|| Self::new(store, Some(ticket.clone())));
+        let _held = ambient.held_or_insert_with(|| Self::new(store, ticket.clone()));
     }
 
     /// The request's key.
-    pub(crate) fn ticket(&self) -> Option<&Ticket> {
-        self.ticket.as_ref()
+    pub(crate) fn ticket(&self) -> &Ticket {
+        &self.ticket
     }
 
     /// Records what held the key, and gives back the slot [`Took::Claim`] took, empty: the
@@ -177,11 +174,7 @@ impl HeldTx {
                 Took::Refused
             }
             // The slot stays taken while the key is claimed.
-            Slot::Empty if self.ticket.is_some() => Took::Claim(Arc::clone(self)),
-            Slot::Empty => {
-                *slot = Slot::Empty;
-                Took::Empty(Arc::clone(self))
-            }
+            Slot::Empty => Took::Claim(Arc::clone(self)),
             Slot::Taken => Took::Busy,
             Slot::RollingBack => {
                 *slot = Slot::RollingBack;
@@ -200,26 +193,6 @@ impl HeldTx {
                 return;
             }
             self.returned.notified().await;
-        }
-    }
-
-    /// Parks `conn`, in its open transaction, unless a connection is parked or taken already
-    /// (then `conn` comes back, to be committed by its owner).
-    #[allow(
-        clippy::result_large_err,
-        reason = "as `Slot`: the connection comes back by value"
-    )]
-    pub(crate) fn park(&self, mut conn: Conn) -> Result<(), Conn> {
-        let mut slot = self.slot.lock().unwrap_or_else(PoisonError::into_inner);
-        if !matches!(*slot, Slot::Empty) || conn.home.is_some() {
-            return Err(conn);
-        }
-        match conn.obj.take() {
-            Some(obj) => {
-                *slot = Slot::Parked(obj);
-                Ok(())
-            }
-            None => Err(conn),
         }
     }
 

@@ -65,40 +65,15 @@ struct PrunedKeys {
     last: Option<OffsetDateTime>,
 }
 
+/// [`CLAIM_SQL`]'s row: whether the lock was taken, and the key's row if there is one (its
+/// columns all null when the `LEFT JOIN` found none: `Option`'s `QueryableByName` then gives
+/// `None`).
 #[derive(QueryableByName)]
 struct ClaimRow {
     #[diesel(sql_type = Bool)]
     locked: bool,
-    #[diesel(sql_type = Nullable<Bytea>)]
-    fingerprint: Option<Vec<u8>>,
-    #[diesel(sql_type = Nullable<SmallInt>)]
-    status: Option<i16>,
-    #[diesel(sql_type = Nullable<Text>)]
-    content_type: Option<String>,
-    #[diesel(sql_type = Nullable<Bytea>)]
-    body: Option<Vec<u8>>,
-    #[diesel(sql_type = Nullable<Timestamptz>)]
-    lease_until: Option<OffsetDateTime>,
-    #[diesel(sql_type = Nullable<Timestamptz>)]
-    expires_at: Option<OffsetDateTime>,
-}
-
-impl ClaimRow {
-    /// Whether the lock was taken, and the key's row if there is one.
-    fn split(self) -> (bool, Option<KeyRow>) {
-        let row = match (self.fingerprint, self.lease_until, self.expires_at) {
-            (Some(fingerprint), Some(lease_until), Some(expires_at)) => Some(KeyRow {
-                fingerprint,
-                status: self.status,
-                content_type: self.content_type,
-                body: self.body,
-                lease_until,
-                expires_at,
-            }),
-            _ => None,
-        };
-        (self.locked, row)
-    }
+    #[diesel(embed)]
+    row: Option<KeyRow>,
 }
 
 #[derive(QueryableByName)]
@@ -185,7 +160,7 @@ pub(crate) async fn claim_in(
         futures_util::future::join(begin, claim).await
     };
     begun.map_err(db)?;
-    let (locked, row) = claimed.map_err(db)?.split();
+    let ClaimRow { locked, row } = claimed.map_err(db)?;
     let now = ticket.claimed_at;
     let (holder, stale) = match row {
         Some(row) => {
@@ -224,10 +199,7 @@ impl PgStore {
     /// pooled connection whose transaction then holds it ([`claim_in`]). Refused: recorded, and
     /// [`KeyTaken`].
     pub(crate) async fn claim_held(&self, held: &Arc<HeldTx>) -> Result<Conn, RepoError> {
-        let Some(ticket) = held.ticket() else {
-            held.unclaimed();
-            return Err(RepoError::new("no idempotency key to claim"));
-        };
+        let ticket = held.ticket();
         let mut obj = match self.pooled().await {
             Ok(obj) => obj,
             Err(e) => {

@@ -431,7 +431,7 @@ impl PgStore {
                 held::Took::Refused => {
                     return Err(RepoError::new(partner_domain::idempotency::KeyTaken));
                 }
-                held::Took::Empty(_) | held::Took::Busy | held::Took::Wait => {}
+                held::Took::Busy | held::Took::Wait => {}
             }
         }
         self.pooled().await.map(held::Conn::pooled)

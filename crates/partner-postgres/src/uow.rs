@@ -2,8 +2,6 @@
 //! One transaction type implements every aggregate's writes and the outbox; the store begins it
 //! as each aggregate's transaction (`UnitOfWork<dyn LeadTransaction>`, …).
 
-use std::sync::Arc;
-
 use diesel_async::{AnsiTransactionManager, AsyncPgConnection, TransactionManager};
 use partner_domain::RepoError;
 use partner_domain::events::{DomainEvent, Outbox, Requeue, Requeued};
@@ -29,16 +27,14 @@ use crate::{PgStore, action_budget, db, endpoint_writes, leads, orders, outbox, 
 
 /// An open transaction. `conn` is `None` once committed.
 ///
-/// In a keyed request ([`crate::held`]) the first one parks its connection, transaction open,
-/// at `commit` (`park`), for the idempotency layer to commit with the request's answer; later
-/// ones are savepoints in it, on its connection.
+/// In a keyed request ([`crate::held`]) the first one runs in the transaction that claimed the
+/// request's key and leaves it open, parked, at `commit`, for the idempotency layer to commit
+/// with the request's answer; later ones are savepoints in it, on its connection.
 struct PgTransaction {
     conn: Option<Conn>,
     store: PgStore,
     /// Deliveries written so far, announced to the workers after the commit.
     deliveries: usize,
-    /// Where `commit` parks the connection instead of committing.
-    park: Option<Arc<HeldTx>>,
     /// Whether it runs directly in the transaction that claimed the request's key: its commit
     /// leaves that transaction open (held, no longer fresh); its rollback rolls back the claim
     /// too (nothing else ran in it), and the key is claimed again by what comes next.
@@ -61,20 +57,19 @@ impl PgStore {
             h.settled().await;
             took = Some(h.take());
         }
-        let (mut conn, park) = match took {
+        let mut conn = match took {
             // The transaction that claimed the request's key, nothing written in it yet: the
             // unit runs in it directly.
             Some(Took::Conn(conn, true)) => return Ok(self.on_claim(conn)),
             // A savepoint in the request's held transaction.
-            Some(Took::Conn(conn, false)) => (conn, None),
+            Some(Took::Conn(conn, false)) => conn,
             // The request's key, claimed in the round trip of this unit's `BEGIN`.
             Some(Took::Claim(held)) => {
                 let conn = self.claim_held(&held).await?;
                 return Ok(self.on_claim(conn));
             }
             Some(Took::Refused) => return Err(RepoError::new(KeyTaken)),
-            Some(Took::Empty(held)) => (Conn::pooled(self.pooled().await?), Some(held)),
-            Some(Took::Busy | Took::Wait) | None => (Conn::pooled(self.pooled().await?), None),
+            Some(Took::Busy | Took::Wait) | None => Conn::pooled(self.pooled().await?),
         };
         AnsiTransactionManager::begin_transaction(&mut *conn)
             .await
@@ -83,7 +78,6 @@ impl PgStore {
             conn: Some(conn),
             store: self.clone(),
             deliveries: 0,
-            park,
             on_claim: false,
         })
     }
@@ -94,7 +88,6 @@ impl PgStore {
             conn: Some(conn),
             store: self.clone(),
             deliveries: 0,
-            park: None,
             on_claim: true,
         }
     }
@@ -260,16 +253,6 @@ impl Commit for PgTransaction {
             // Put back, parked.
             drop(conn);
             return Ok(());
-        }
-        if let Some(held) = self.park.take() {
-            match held.park(conn) {
-                Ok(()) => {
-                    held.add_deliveries(self.deliveries);
-                    return Ok(());
-                }
-                // Another unit of work of the request parked first: this one commits.
-                Err(back) => conn = back,
-            }
         }
         // A savepoint's release when the connection is a held transaction's.
         AnsiTransactionManager::commit_transaction(&mut *conn)
