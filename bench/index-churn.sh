@@ -20,7 +20,7 @@
 # random among all the dataset's partners for each lead (many tenants, each writing at its own
 # point of the per-partner indexes).
 # CHURN_SETUP: SQL run on the copy before the churn (e.g. an index rebuilt another way);
-# CHURN_CLAIM_SET and CHURN_V7 below. Prints, every CHURN_EVERY seconds, the deliveries written
+# CHURN_CLAIM_SET, CHURN_OUTCOME_DELAY_MS, CHURN_CLIENTS and CHURN_V7 below. Prints, every CHURN_EVERY seconds, the deliveries written
 # since the start, the rows, the heap and each index in MB and the share of HOT updates.
 # Measured (2026-11-27): docs/performance.md, "webhook_deliveries' indexes under retention".
 # Usage: CHURN_FROM=pp_ds CHURN_DB=pp_x_churn CHURN_MINUTES=10 CHURN_RATE=100 bash bench/index-churn.sh
@@ -83,6 +83,9 @@ sizes() { # one line: heap and each index in MB (1 decimal)
 
 # CHURN_CLAIM_SET: the claim's SET list (default the server's columns; e.g. without
 # next_attempt_at, a claim that changes no indexed column and can be HOT).
+# CHURN_OUTCOME_DELAY_MS: a pause between the claim and the outcome (the server's HTTP request),
+# CHURN_CLIENTS the writer's clients (default 4).
+DELAY=; [ "${CHURN_OUTCOME_DELAY_MS:-0}" = 0 ] || DELAY="\\sleep ${CHURN_OUTCOME_DELAY_MS} ms"
 CLAIM_SET=${CHURN_CLAIM_SET:-"attempts = attempts + 1, next_attempt_at = now() + interval '30 s', lease_token = gen_random_uuid()"}
 # The writer: one lead, then its claim, then its outcome (three transactions, as the server).
 if [ "$MODE" = big ]; then PICK="SELECT 'ds-big' AS partner \\gset"; else
@@ -98,6 +101,7 @@ WITH ev AS (INSERT INTO domain_events (id, partner_id, kind, subject, extra, cre
 SELECT array_agg(id) AS ids FROM d \\gset
 UPDATE webhook_deliveries SET $CLAIM_SET
   WHERE id = ANY (':ids'::uuid[]) AND status = 'pending';
+$DELAY
 WITH done AS (UPDATE webhook_deliveries SET status = 'delivered', delivered_at = now(), next_attempt_at = NULL,
     last_attempt_at = now(), last_status_code = 200, last_error = NULL, lease_token = NULL
   WHERE id = ANY (':ids'::uuid[]) AND status = 'pending' RETURNING id)
@@ -141,7 +145,7 @@ stats before
 [ "$AV" = on ] || { vacuum_standin & PIDS+=($!); }
 START=$(q -Atc "SELECT now()")
 T=$((MINUTES * 60))
-pgbench -n -f "$WORK/write.sql" -c 4 -j 1 -R "$RATE" -T "$T" "$DB" >"$WORK/write.out" 2>&1 &
+pgbench -n -f "$WORK/write.sql" -c "${CHURN_CLIENTS:-4}" -j 1 -R "$RATE" -T "$T" "$DB" >"$WORK/write.out" 2>&1 &
 WRITER=$!; PIDS+=($!)
 pgbench -n -f "$WORK/prune.sql" -c 1 -j 1 -R "$(awk -v r="$RATE" 'BEGIN {print r * 10 / 500}')" -T "$T" \
   -D mat=0001-01-01 -D mid=00000000-0000-0000-0000-000000000000 "$DB" >"$WORK/prune.out" 2>&1 &
