@@ -20,8 +20,9 @@
 # random among all the dataset's partners for each lead (many tenants, each writing at its own
 # point of the per-partner indexes).
 # CHURN_SETUP: SQL run on the copy before the churn (e.g. an index rebuilt another way);
-# CHURN_CLAIM_SET, CHURN_OUTCOME_DELAY_MS, CHURN_CLIENTS and CHURN_V7 below. Prints, every CHURN_EVERY seconds, the deliveries written
-# since the start, the rows, the heap and each index in MB and the share of HOT updates.
+# CHURN_CLAIM_SET, CHURN_OUTCOME_DELAY_MS, CHURN_CLIENTS and CHURN_V7 below. Prints, every
+# CHURN_EVERY seconds, the deliveries written since the start, the rows, the heap and each index
+# in MB and the share of HOT updates.
 # Measured (2026-11-27): docs/performance.md, "webhook_deliveries' indexes under retention".
 # Usage: CHURN_FROM=pp_ds CHURN_DB=pp_x_churn CHURN_MINUTES=10 CHURN_RATE=100 bash bench/index-churn.sh
 set -euo pipefail
