@@ -18,7 +18,8 @@
 # Per minute: req/s, p50, p99 and non-2xx per group (wrk); server RSS (summed over processes) and
 # pool connections in use (max of 5 s samples, /metrics); CPU busy % of the machine; delivery lag
 # (event → arrival at nginx) p50/p99 for the 8 healthy endpoints, the failing one and the slow one;
-# deliveries arrived; sizes (heap + indexes) and dead rows of the hot tables; load average; the
+# deliveries arrived; sizes (heap + indexes) and dead rows of the hot tables, each index of
+# webhook_deliveries with its live rows (statistics, not counted); load average; the
 # server's anonymous/file RSS, threads and PostgreSQL connections, and the cluster's checkpoints,
 # buffers written and WAL in the minute ("server:"); with SOAK_WAITS=on, the server's sessions'
 # most frequent wait events ("waits:"); each vacuum of the stand-in below with its times.
@@ -268,7 +269,7 @@ for m in $(seq 1 "$MINUTES"); do
   printf '%-3s | %s%4s | %6s | %4s | %5.0f | %-22s | %6s | %s\n' "$m" "$row" "$non2" "$(rss_mib)" "$poolmax" \
     "$(awk -v a="$b0" -v b="$t0" -v c="$b1" -v d="$t1" 'BEGIN {print 100 * (c - a) / (d - b)}')" "$hp50/$hp99 $fp99 $sp99" "$arrived" "$(cut -d' ' -f1-3 /proc/loadavg)"
   echo "    sizes: $(sizes)"
-  echo "    w_deliveries indexes MB: $(index_sizes); rows $(psql -Atq "$DB" -c "SELECT count(*) FROM webhook_deliveries")"
+  echo "    w_deliveries indexes MB: $(index_sizes); live rows $(psql -Atq "$DB" -c "SELECT n_live_tup FROM pg_stat_user_tables WHERE relname = 'webhook_deliveries'")"
   echo "    server: $(proc_mem), $(server_conns) PostgreSQL connections; cluster: $(cluster_delta)"
   [ -z "$WAITPID" ] || echo "    waits: $(waits_minute)"
   [ ! -s "$WH_WORK/vacuum.log" ] || { sed 's/^/    vacuum: /' "$WH_WORK/vacuum.log"; : >"$WH_WORK/vacuum.log"; }
