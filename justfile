@@ -89,6 +89,11 @@ bench-webhooks-dataset:
 soak:
     BENCH_DATASET=${BENCH_DATASET:-pp_dataset} bash bench/soak.sh
 
+# The outbox's churn by pgbench on a copy of a dataset: each webhook_deliveries index's size and
+# pgstatindex() as the rows turn over (docs/capacity.md, "Index sizes under retention").
+bench-index-churn:
+    CHURN_FROM=${CHURN_FROM:-pp_dataset} CHURN_DB=${CHURN_DB:-pp_churn} bash bench/index-churn.sh
+
 # The soak's mix with two API and two worker processes for 5 minutes.
 bench-multiprocess:
     BENCH_DATASET=${BENCH_DATASET:-pp_dataset} bash bench/multiprocess.sh

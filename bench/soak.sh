@@ -18,7 +18,8 @@
 # Per minute: req/s, p50, p99 and non-2xx per group (wrk); server RSS (summed over processes) and
 # pool connections in use (max of 5 s samples, /metrics); CPU busy % of the machine; delivery lag
 # (event → arrival at nginx) p50/p99 for the 8 healthy endpoints, the failing one and the slow one;
-# deliveries arrived; sizes (heap + indexes) and dead rows of the hot tables; load average; the
+# deliveries arrived; sizes (heap + indexes) and dead rows of the hot tables, each index of
+# webhook_deliveries with its live rows (statistics, not counted); load average; the
 # server's anonymous/file RSS, threads and PostgreSQL connections, and the cluster's checkpoints,
 # buffers written and WAL in the minute ("server:"); with SOAK_WAITS=on, the server's sessions'
 # most frequent wait events ("waits:"); each vacuum of the stand-in below with its times.
@@ -36,6 +37,7 @@ SLOW_PORT=${SOAK_SLOW_PORT:-18445}
 NAPI=${SOAK_API:-0}
 NWORK=${SOAK_WORKERS:-0}
 BASEPORT=${SOAK_PORT:-18200}
+METRICSPORT=${SOAK_METRICS_PORT:-$((BASEPORT + 100))} # process i: metrics on METRICSPORT + i
 export WH_NGINX_HTTP="split_clients \"\${request_id}\" \$soak_fail { 20% 1; * \"\"; }"
 export WH_NGINX_SERVER="location = /hook/ds-big/9 { if (\$soak_fail) { return 500 \"no\"; } return 200 \"ok\"; }
     location = /hook/ds-big/10 { proxy_pass http://127.0.0.1:$SLOW_PORT; }"
@@ -86,10 +88,10 @@ SLOW=$!
 wh_start_receiver
 psql -q "$DB" -c "CREATE TABLE IF NOT EXISTS soak_arrivals (ms numeric, id text)"
 
-# Processes: ports BASEPORT+i, metrics on BASEPORT+100+i.
+# Processes: ports BASEPORT+i, metrics on METRICSPORT+i (SOAK_METRICS_PORT, default BASEPORT+100).
 APIS=()
 start_proc() { # role index
-  PARTNER_BIND="127.0.0.1:$((BASEPORT + $2))" PARTNER_METRICS_BIND="127.0.0.1:$((BASEPORT + 100 + $2))" \
+  PARTNER_BIND="127.0.0.1:$((BASEPORT + $2))" PARTNER_METRICS_BIND="127.0.0.1:$((METRICSPORT + $2))" \
     "$BIN" serve --no-migrate --role "$1" >>"$WH_WORK/server-$2.log" 2>&1 &
   PIDS+=($!)
   for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$((BASEPORT + $2))/healthz" >/dev/null && return; sleep 0.1; done
@@ -142,7 +144,7 @@ in_ms() { awk -v v="$1" 'BEGIN {n = v + 0; if (v ~ /us$/) n /= 1000; else if (v 
 cpu_busy() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8, $2 + $3 + $4 + $5 + $6 + $7 + $8}' /proc/stat; }
 rss_mib() { local t=0 p; for p in "${PIDS[@]}"; do t=$((t + $(awk '/VmRSS/ {print $2}' "/proc/$p/status"))); done; echo $((t / 1024)); }
 pool_in_use() { local t=0 i v; for i in "${!PIDS[@]}"; do
-    v=$(curl -sf "http://127.0.0.1:$((BASEPORT + 100 + (${#APIS[@]} == 1 && ${APIS[0]} == 0 ? 0 : i + 1)))/metrics" 2>/dev/null | awk '/^db_pool_connections\{state="in_use"\}/ {print $2}' || true)
+    v=$(curl -sf "http://127.0.0.1:$((METRICSPORT + (${#APIS[@]} == 1 && ${APIS[0]} == 0 ? 0 : i + 1)))/metrics" 2>/dev/null | awk '/^db_pool_connections\{state="in_use"\}/ {print $2}' || true)
     t=$(awk -v a="$t" -v b="${v:-0}" 'BEGIN {print a + b}'); done; echo "$t"; }
 # Per minute, "server:" the processes' RSS split into anonymous and file-backed memory, their
 # threads and PostgreSQL connections, and what the whole cluster did in the minute: checkpoints
@@ -180,6 +182,11 @@ sizes() {
       pg_table_size(c.oid) / 1048576, pg_indexes_size(c.oid) / 1048576, s.n_dead_tup,
       CASE WHEN s.autovacuum_count + s.vacuum_count > 0 THEN ' vacuumed ' || (s.autovacuum_count + s.vacuum_count) ELSE '' END), '; ' ORDER BY c.relname)
     FROM pg_class c JOIN pg_stat_user_tables s ON s.relid = c.oid WHERE c.relname IN ($HOT)"
+}
+# Each index of webhook_deliveries in MB (issue 22: which of them grow while retention deletes).
+index_sizes() {
+  psql -Atq "$DB" -c "SELECT string_agg(replace(c.relname, 'webhook_deliveries_', '') || ' ' || pg_relation_size(c.oid) / 1048576, ', ' ORDER BY c.relname)
+    FROM pg_index x JOIN pg_class c ON c.oid = x.indexrelid WHERE x.indrelid = 'webhook_deliveries'::regclass"
 }
 # Lag of the arrivals logged since the last rotation: "healthy_p50 healthy_p99 fail_p99 slow_p99 arrived".
 lag() {
@@ -236,6 +243,7 @@ if [ "$AV" = off ] && [ "${SOAK_VACUUM:-on}" != off ]; then vacuum_standin & VAC
 echo "== soak on $DB: $MINUTES min; autovacuum $AV$([ "$AV" = off ] && [ "${SOAK_VACUUM:-on}" != off ] && echo " (this script applies its rule once a minute)"); processes: $([ "$NAPI$NWORK" = 00 ] && echo "one --role all" || echo "$NAPI --role api, $NWORK --role worker"); retention $RET (T0 $T0); slow endpoint ${SLOW_MS} ms"
 echo "== target rates: leads $LEADS_RPS/s, delivery log $LOG_RPS/s, orders $ORDERS_RPS/s, ingest $INGEST_RPS leads/s (x10 deliveries); machine $(nproc) cores; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "== sizes at the start: $(sizes)"
+echo "== w_deliveries indexes MB at the start: $(index_sizes)"
 START=$(psql -Atq "$DB" -c "SELECT now()")
 cluster_delta >/dev/null
 [ "${SOAK_WAITS:-off}" = off ] || waits_start
@@ -261,6 +269,7 @@ for m in $(seq 1 "$MINUTES"); do
   printf '%-3s | %s%4s | %6s | %4s | %5.0f | %-22s | %6s | %s\n' "$m" "$row" "$non2" "$(rss_mib)" "$poolmax" \
     "$(awk -v a="$b0" -v b="$t0" -v c="$b1" -v d="$t1" 'BEGIN {print 100 * (c - a) / (d - b)}')" "$hp50/$hp99 $fp99 $sp99" "$arrived" "$(cut -d' ' -f1-3 /proc/loadavg)"
   echo "    sizes: $(sizes)"
+  echo "    w_deliveries indexes MB: $(index_sizes); live rows $(psql -Atq "$DB" -c "SELECT n_live_tup FROM pg_stat_user_tables WHERE relname = 'webhook_deliveries'")"
   echo "    server: $(proc_mem), $(server_conns) PostgreSQL connections; cluster: $(cluster_delta)"
   [ -z "$WAITPID" ] || echo "    waits: $(waits_minute)"
   [ ! -s "$WH_WORK/vacuum.log" ] || { sed 's/^/    vacuum: /' "$WH_WORK/vacuum.log"; : >"$WH_WORK/vacuum.log"; }
@@ -286,8 +295,9 @@ psql -P pager=off "$DB" -c "
   FROM (SELECT ms, id::uuid AS id FROM soak_arrivals WHERE id ~ '^[0-9a-f-]{36}$' OFFSET 0) b
     CROSS JOIN LATERAL (SELECT * FROM webhook_deliveries d WHERE d.id = b.id OFFSET 0) d JOIN webhook_endpoints w ON w.id = d.endpoint_id GROUP BY w.url ORDER BY w.url"
 for i in "${!PIDS[@]}"; do
-  port=$((BASEPORT + 100 + (${#APIS[@]} == 1 && ${APIS[0]} == 0 ? 0 : i + 1)))
+  port=$((METRICSPORT + (${#APIS[@]} == 1 && ${APIS[0]} == 0 ? 0 : i + 1)))
   echo "process $((i + 1)): 5xx answered $(curl -sf "http://127.0.0.1:$port/metrics" | awk '/^http_requests_total\{.*status="5/ {n += $2} END {print n + 0}'), RSS $(awk '/VmRSS/ {print int($2 / 1024)}' "/proc/${PIDS[$i]}/status") MiB"
 done
 echo "== sizes at the end: $(sizes)"
+echo "== w_deliveries indexes MB at the end: $(index_sizes)"
 grep -h -i "error\|panic" "$WH_WORK"/server-*.log | head -5 || true
