@@ -79,38 +79,30 @@ run() { # $1 label $2 binary $3 database
           read -r count rate _ _ _ <<<"$(wh_arrivals)"
           echo "$1 pre-filled, $n endpoint(s): $count delivered, $rate deliveries/s (load $(load))"
           ;;
-        live1)
+        live1 | rate1)
+          # rate1: live1 at a fixed rate (BENCH_LIVE_RATE events/s, default 1,407: the issue's
+          # 0-idle live rate), 15 s: the latency at a rate the endpoint keeps up with.
+          if [ "$case" = rate1 ]; then
+            rate=${BENCH_LIVE_RATE:-1407}
+            pace=(-R $((rate * 9 / 8)) -T 15)
+            what="live at $rate events/s"
+          else
+            pace=(-t $((N * 9 / 8 / 16)))
+            what=live
+          fi
           wh_endpoints 1
           { echo '\set p 1'; wh_event_sql; } > "$WH_WORK/event.sql"
           wh_notify_sql > "$WH_WORK/notify.sql"
           wh_rotate_log
           wh_start_server worker
           sample_start "$1-$case-r$ROUND"
-          pgbench -n -c 16 -j 2 -t $((N * 9 / 8 / 16)) -f "$WH_WORK/event.sql@8" -f "$WH_WORK/notify.sql@1" \
+          pgbench -n -c 16 -j 2 "${pace[@]}" -f "$WH_WORK/event.sql@8" -f "$WH_WORK/notify.sql@1" \
             "$WH_DB" >"$WH_WORK/pgbench.log" 2>&1
           wh_wait_done true 300
           wh_stop_server
           keep "$1-$case-r$ROUND"
           read -r count _ p50 p99 live <<<"$(wh_arrivals)"
-          echo "$1 live (pgbench, 16 clients), 1 endpoint: $count delivered, $live deliveries/s; event→delivery p50 ${p50} ms, p99 ${p99} ms (load $(load))"
-          ;;
-        rate1)
-          # live1 at a fixed rate (BENCH_LIVE_RATE events/s, default 1,407: the issue's 0-idle
-          # live rate), 15 s: the latency at a rate the endpoint keeps up with.
-          rate=${BENCH_LIVE_RATE:-1407}
-          wh_endpoints 1
-          { echo '\set p 1'; wh_event_sql; } > "$WH_WORK/event.sql"
-          wh_notify_sql > "$WH_WORK/notify.sql"
-          wh_rotate_log
-          wh_start_server worker
-          sample_start "$1-$case-r$ROUND"
-          pgbench -n -c 16 -j 2 -R $((rate * 9 / 8)) -T 15 -f "$WH_WORK/event.sql@8" -f "$WH_WORK/notify.sql@1" \
-            "$WH_DB" >"$WH_WORK/pgbench.log" 2>&1
-          wh_wait_done true 300
-          wh_stop_server
-          keep "$1-$case-r$ROUND"
-          read -r count _ p50 p99 live <<<"$(wh_arrivals)"
-          echo "$1 live at $rate events/s (pgbench, 16 clients), 1 endpoint: $count delivered, $live deliveries/s; event→delivery p50 ${p50} ms, p99 ${p99} ms (load $(load))"
+          echo "$1 $what (pgbench, 16 clients), 1 endpoint: $count delivered, $live deliveries/s; event→delivery p50 ${p50} ms, p99 ${p99} ms (load $(load))"
           ;;
         paced1 | paced10)
           n=${case#paced}
