@@ -793,6 +793,41 @@ async fn s06_a_delivery_whose_record_cannot_be_read_fails_alone() {
     assert_eq!(received.len(), 1, "only beta's ping was sent");
 }
 
+/// A lead event whose stored subject names the lead in another form a UUID parses from (32 hex
+/// digits, no hyphens) is sent with its lead: the claim statement looks leads up by the
+/// hyphenated form only, and the worker reads the others after it.
+#[tokio::test]
+async fn a_lead_named_in_another_uuid_form_is_read_after_the_claim() {
+    let (rx, app, _acme, _beta, a, _b) = two_tenants().await;
+    let mut conn = db(&app).await;
+    diesel::sql_query(
+        "WITH lead AS ( \
+           INSERT INTO leads (id, partner_id, first_name, last_name, email, email_consent, \
+             sms_consent, origin, location, is_test, created_at, updated_at) \
+           VALUES (gen_random_uuid(), 'acme', 'Ann', 'Lee', 'ann@example.com', true, true, \
+             'managed-website', 'Austin, TX', false, now(), now()) RETURNING id), \
+         ev AS ( \
+           INSERT INTO domain_events (id, partner_id, kind, subject, extra, created_at) \
+           SELECT gen_random_uuid(), 'acme', 'lead.created', replace(lead.id::text, '-', ''), \
+             '{}', now() FROM lead RETURNING id) \
+         INSERT INTO webhook_deliveries (id, endpoint_id, partner_id, event_id, kind, status, \
+           attempts, next_attempt_at, created_at) \
+         SELECT gen_random_uuid(), $1::uuid, 'acme', ev.id, 'lead.created', 'pending', 0, now(), \
+           now() FROM ev",
+    )
+    .bind::<Text, _>(a["id"].as_str().expect("id"))
+    .execute(&mut conn)
+    .await
+    .expect("insert");
+    eventually("the lead delivered", || async {
+        (rx.received().len() == 1).then_some(())
+    })
+    .await;
+    let sent = rx.received()[0].json();
+    assert_eq!(sent["event"], "lead.created");
+    assert_eq!(sent["data"]["lead"]["firstName"], "Ann", "{sent}");
+}
+
 /// "Attempts made so far" (extensions §1): a delivery whose attempt is in flight (claimed,
 /// leased, its outcome not recorded) does not count it yet, so the log never shows `attempts: 1`
 /// beside `lastAttemptAt: null` and an empty attempt log.

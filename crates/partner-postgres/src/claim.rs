@@ -240,10 +240,17 @@ pub(crate) fn batch(rows: Vec<(ClaimRow, Option<LeadRow>)>) -> ClaimBatch {
     // Each row is read on its own: one that cannot be read fails alone.
     let mut batch = ClaimBatch::default();
     let mut leads = Vec::new();
+    let mut looked_up = Vec::new();
     for (row, lead) in rows {
         let unreadable = row.unreadable();
+        let hyphenated = row.subject_hyphenated();
         match row.into_domain() {
-            Ok(d) => batch.ready.push(d),
+            Ok(d) => {
+                if hyphenated {
+                    looked_up.push(d.event.clone());
+                }
+                batch.ready.push(d);
+            }
             Err(e) => {
                 tracing::warn!(delivery = %unreadable.id, error = %e, "a claimed webhook delivery cannot be read");
                 batch.unreadable.push(unreadable);
@@ -251,9 +258,9 @@ pub(crate) fn batch(rows: Vec<(ClaimRow, Option<LeadRow>)>) -> ClaimBatch {
         }
         leads.extend(lead);
     }
-    // The claim looked up every lead its deliveries are about (found or gone); the worker
-    // reads only the other kinds.
-    batch.looked_up.leads = SubjectIds::of(batch.ready.iter().map(|d| &d.event)).leads;
+    // The claim looked up every lead its deliveries are about whose subject is written as
+    // `CLAIM_SQL` matches it (found or gone); the worker reads the rest.
+    batch.looked_up.leads = SubjectIds::of(&looked_up).leads;
     let (found, unreadable) = crate::readable(leads, LeadRow::id, LeadRow::into_domain);
     batch.subjects.leads = found.into_iter().map(|l| (l.id(), l)).collect();
     batch.subjects.unreadable.leads = unreadable.into_iter().map(LeadId::from_uuid).collect();

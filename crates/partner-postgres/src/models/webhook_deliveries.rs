@@ -119,6 +119,13 @@ impl ClaimRow {
         }
     }
 
+    /// Whether the event's stored subject has the length of a hyphenated UUID: of the forms a
+    /// UUID parses from, the only one `claim::CLAIM_SQL` looks a lead up by (its pattern), so a
+    /// lead named otherwise is read after the claim, as before.
+    pub(crate) fn subject_hyphenated(&self) -> bool {
+        self.subject.len() == 36
+    }
+
     pub(crate) fn previous_expired(&self) -> bool {
         self.previous_expired
     }
