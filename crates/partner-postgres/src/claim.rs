@@ -240,15 +240,14 @@ pub(crate) fn batch(rows: Vec<(ClaimRow, Option<LeadRow>)>) -> ClaimBatch {
     // Each row is read on its own: one that cannot be read fails alone.
     let mut batch = ClaimBatch::default();
     let mut leads = Vec::new();
-    let mut looked_up = Vec::new();
+    // Beside `batch.ready`: whether the claim looked up the delivery's lead, if it has one.
+    let mut looked_up = Vec::with_capacity(rows.len());
     for (row, lead) in rows {
         let unreadable = row.unreadable();
         let hyphenated = row.subject_hyphenated();
         match row.into_domain() {
             Ok(d) => {
-                if hyphenated {
-                    looked_up.push(d.event.clone());
-                }
+                looked_up.push(hyphenated);
                 batch.ready.push(d);
             }
             Err(e) => {
@@ -260,7 +259,14 @@ pub(crate) fn batch(rows: Vec<(ClaimRow, Option<LeadRow>)>) -> ClaimBatch {
     }
     // The claim looked up every lead its deliveries are about whose subject is written as
     // `CLAIM_SQL` matches it (found or gone); the worker reads the rest.
-    batch.looked_up.leads = SubjectIds::of(&looked_up).leads;
+    batch.looked_up.leads = SubjectIds::of(
+        batch
+            .ready
+            .iter()
+            .zip(looked_up)
+            .filter_map(|(d, looked)| looked.then_some(&d.event)),
+    )
+    .leads;
     let (found, unreadable) = crate::readable(leads, LeadRow::id, LeadRow::into_domain);
     batch.subjects.leads = found.into_iter().map(|l| (l.id(), l)).collect();
     batch.subjects.unreadable.leads = unreadable.into_iter().map(LeadId::from_uuid).collect();

@@ -912,7 +912,6 @@ mod tests {
     }
 
     async fn first_outcome(mut repo: MockDeliveryRepo, batch: ClaimBatch) -> AttemptOutcome {
-        let handed = AtomicBool::new(false);
         repo.expect_claim()
             .withf(|req| {
                 req.now == datetime!(2026-03-10 12:00 UTC)
@@ -920,13 +919,7 @@ mod tests {
                     && req.per_endpoint == 4
                     && req.limit == 8
             })
-            .returning(move |_| {
-                Ok(if handed.swap(true, Ordering::SeqCst) {
-                    ClaimBatch::default()
-                } else {
-                    batch.clone()
-                })
-            });
+            .returning(claims_once(batch, false));
         repo.expect_subjects()
             .returning(|_| Ok(Subjects::default()));
         repo.expect_endpoint_unchanged().returning(|_, version| {
@@ -1007,10 +1000,26 @@ mod tests {
         );
     }
 
-    /// Makes the claim being answered older than the bound within which its own read vouches
-    /// for a send (`Worker::claim_vouches`), so that its deliveries' rows are read.
-    fn older_than_its_own_vouch() {
-        std::thread::sleep(CHECKED_WITHIN + Duration::from_millis(1));
+    /// A store's claim that hands out `batch` once, then nothing. With `aged`, that claim is
+    /// answered later than the bound within which its own read vouches for a send
+    /// (`Worker::claim_vouches`), so that its deliveries' rows are read.
+    fn claims_once(
+        batch: ClaimBatch,
+        aged: bool,
+    ) -> impl FnMut(&ClaimRequest) -> Result<ClaimBatch, partner_domain::kernel::error::RepoError>
+    + Send
+    + 'static {
+        let handed = AtomicBool::new(false);
+        move |_| {
+            Ok(if handed.swap(true, Ordering::SeqCst) {
+                ClaimBatch::default()
+            } else {
+                if aged {
+                    std::thread::sleep(CHECKED_WITHIN + Duration::from_millis(1));
+                }
+                batch.clone()
+            })
+        }
     }
 
     /// A delivery whose slot is free within [`CHECKED_WITHIN`] of its claim is sent on the
@@ -1051,20 +1060,13 @@ mod tests {
         let endpoint = EndpointId::from_uuid(Uuid::from_u128(1));
         for read in [Ok(false), Err(())] {
             let mut repo = MockDeliveryRepo::new();
-            let handed = AtomicBool::new(false);
-            let delivery = claimed(Event::Ping { endpoint });
-            repo.expect_claim().returning(move |_| {
-                Ok(if handed.swap(true, Ordering::SeqCst) {
-                    ClaimBatch::default()
-                } else {
-                    older_than_its_own_vouch();
-                    ClaimBatch {
-                        ready: vec![delivery.clone()],
-                        unreadable: vec![],
-                        ..ClaimBatch::default()
-                    }
-                })
-            });
+            repo.expect_claim().returning(claims_once(
+                ClaimBatch {
+                    ready: vec![claimed(Event::Ping { endpoint })],
+                    ..ClaimBatch::default()
+                },
+                true,
+            ));
             repo.expect_subjects()
                 .returning(|_| Ok(Subjects::default()));
             repo.expect_endpoint_unchanged()
@@ -1131,19 +1133,13 @@ mod tests {
             })
             .collect();
         let mut repo = MockDeliveryRepo::new();
-        let handed = AtomicBool::new(false);
-        repo.expect_claim().returning(move |_| {
-            Ok(if handed.swap(true, Ordering::SeqCst) {
-                ClaimBatch::default()
-            } else {
-                older_than_its_own_vouch();
-                ClaimBatch {
-                    ready: batch.clone(),
-                    unreadable: vec![],
-                    ..ClaimBatch::default()
-                }
-            })
-        });
+        repo.expect_claim().returning(claims_once(
+            ClaimBatch {
+                ready: batch,
+                ..ClaimBatch::default()
+            },
+            true,
+        ));
         repo.expect_subjects()
             .returning(|_| Ok(Subjects::default()));
         repo.expect_endpoint_unchanged().returning(|_, version| {
