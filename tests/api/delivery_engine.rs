@@ -514,6 +514,83 @@ async fn the_claim_follows_each_endpoints_due_marker_through_leases_retries_and_
     assert!(marker(&app, &ep).await.is_some());
 }
 
+/// The earliest due time among `partner`'s pending deliveries (µs).
+async fn earliest_pending(app: &TestApp, partner: &str) -> Option<i64> {
+    delivery_rows(app, partner)
+        .await
+        .into_values()
+        .filter(|r| r.2 == "pending")
+        .filter_map(|r| r.3)
+        .min()
+}
+
+/// A backlog's claims fill their room, and each has the endpoint's marker raised to its earliest
+/// pending delivery (the claim's scan starts at the marker, so the dead versions the claims left
+/// stay behind it, unwalked); a marker found later than a pending delivery (which the marking
+/// rules out) is lowered once nothing is pending from it on.
+#[tokio::test]
+async fn a_backlogs_marker_follows_its_claims_and_a_late_marker_heals() {
+    let rx = Receiver::start().await;
+    let app = rx.app(|c| c.role = Role::Api).await;
+    let s = app.seed("acme", false).await;
+    let ep = endpoint(&app, &s.token, &rx.url).await;
+    for _ in 0..5 {
+        app.ingest_lead(&lead_body("acme", json!({}))).await;
+    }
+    let repo = store(&app);
+    let t0 = OffsetDateTime::now_utc() + Duration::from_secs(1);
+    let lease = Duration::from_secs(60);
+    let room2 = ClaimRequest {
+        per_endpoint: 2,
+        ..claim_at(t0, lease)
+    };
+    let mut claimed = Vec::new();
+    for round in 0..2 {
+        let got = repo.claim(&room2).await.expect("claim").ready;
+        assert_eq!(got.len(), 2, "round {round}: the room is filled");
+        claimed.extend(got);
+        repo.claims_settled().await;
+        let earliest = earliest_pending(&app, "acme").await;
+        assert!(earliest.is_some_and(|e| e < micros(t0)), "one is still due");
+        assert_eq!(marker(&app, &ep).await, earliest, "round {round}");
+    }
+    let delivered: Vec<_> = claimed
+        .iter()
+        .map(|d| AttemptOutcome {
+            id: d.id,
+            lease: d.lease,
+            at: t0,
+            status_code: Some(200),
+            error: None,
+            duration_ms: Some(5),
+            next: NextStep::Delivered,
+        })
+        .collect();
+    assert_eq!(repo.record(&delivered, None).await.expect("record"), 4);
+    // The one left is due before the marker: as if a writer had not marked it.
+    let last = earliest_pending(&app, "acme").await.expect("one pending");
+    {
+        use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+        let mut conn = <AsyncPgConnection as AsyncConnection>::establish(&app.config.database_url)
+            .await
+            .expect("connect");
+        diesel::sql_query(
+            "UPDATE webhook_endpoint_queue SET due_at = due_at + interval '1 millisecond'",
+        )
+        .execute(&mut conn)
+        .await
+        .expect("marker moved");
+    }
+    assert_eq!(marker(&app, &ep).await, Some(last + 1000));
+    assert!(
+        repo.claim(&room2).await.expect("claim").ready.is_empty(),
+        "the scan starts at the marker"
+    );
+    repo.claims_settled().await;
+    assert_eq!(marker(&app, &ep).await, Some(last), "healed");
+    assert_eq!(repo.claim(&room2).await.expect("claim").ready.len(), 1);
+}
+
 /// Each delivery's lease, attempts, status and due time (µs), by id.
 async fn delivery_rows(
     app: &TestApp,
