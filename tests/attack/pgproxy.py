@@ -53,6 +53,11 @@ def serve():
     while True:
         c, _ = ls.accept()
         u = socket.create_connection(("127.0.0.1", 5432))
+        # No Nagle: a relay that holds a small write until the last one is ACKed adds 40 ms
+        # (delayed ACK) stalls that the server's direct link never has (2026-11-27, patch22: six
+        # `PATCH`es of endpoints measured 82-92 ms through it, 12-15 ms with this, 10-13 ms direct).
+        for s in (c, u):
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         port = u.getsockname()[1]
         threading.Thread(target=pipe, args=(c, u, port, "up"), daemon=True).start()
         threading.Thread(target=pipe, args=(u, c, port, "down"), daemon=True).start()

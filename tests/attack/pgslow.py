@@ -106,6 +106,10 @@ def serve():
         if state["mode"] == "storm":
             rst(c); continue
         u = socket.create_connection(("127.0.0.1", UPSTREAM))
+        # No Nagle, as in pgproxy.py: a relay that holds a small write until the last one is
+        # ACKed adds 40 ms (delayed ACK) stalls that the server's direct link never has.
+        for s in (c, u):
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         with lock:
             conns.update((c, u))
         threading.Thread(target=pipe, args=(c, u, False, time.time()), daemon=True).start()
