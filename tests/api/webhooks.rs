@@ -539,3 +539,115 @@ async fn a_tls_failure_says_which_check_failed() {
         assert!(rx.received().is_empty());
     }
 }
+
+/// The next `webhook_endpoints` announcement on `stream` (other channels skipped): its payload.
+async fn next_announcement(
+    stream: &mut (
+             impl futures_util::Stream<Item = diesel::QueryResult<diesel::pg::PgNotification>> + Unpin
+         ),
+) -> String {
+    use futures_util::StreamExt;
+    loop {
+        let n = tokio::time::timeout(std::time::Duration::from_secs(5), stream.next())
+            .await
+            .expect("an announcement within 5 s")
+            .expect("the listening connection is open")
+            .expect("a notification");
+        if n.channel == "webhook_endpoints" {
+            return n.payload;
+        }
+    }
+}
+
+/// The endpoint's URL as committed, read on a connection of its own.
+async fn committed_url(conn: &mut diesel_async::AsyncPgConnection, id: &str) -> Option<String> {
+    use diesel::sql_types::{Text, Uuid};
+    use diesel_async::RunQueryDsl;
+    #[derive(diesel::QueryableByName)]
+    struct Row {
+        #[diesel(sql_type = Text)]
+        url: String,
+    }
+    let id = uuid::Uuid::parse_str(id).expect("uuid");
+    diesel::sql_query("SELECT url FROM webhook_endpoints WHERE id = $1")
+        .bind::<Uuid, _>(id)
+        .load::<Row>(conn)
+        .await
+        .expect("read")
+        .pop()
+        .map(|r| r.url)
+}
+
+/// Issue 23, N1: every change of an endpoint is announced on `webhook_endpoints`, naming it, and
+/// only once it is committed (what the announcement tells a worker is already what a claim
+/// reads): a `PATCH` (announced right after its commit), a `PATCH` with an `Idempotency-Key`
+/// (announced in the transaction that commits with its answer) and a `DELETE`
+/// (docs/decisions.md, "An endpoint change is announced right after its commit").
+#[tokio::test]
+async fn every_endpoint_change_is_announced_once_committed() {
+    use diesel_async::{AsyncConnection, AsyncPgConnection, SimpleAsyncConnection};
+    let rx = Receiver::start().await;
+    let app = app_for(&rx, None).await;
+    let s = app.seed("announced", false).await;
+    let ep = app
+        .create_webhook_endpoint(
+            &s.token,
+            &json!({ "url": rx.url, "events": ["lead.created"] }),
+        )
+        .await;
+    let id = ep["id"].as_str().expect("id").to_owned();
+    let path = format!("{ENDPOINTS}/{id}");
+    let mut listener = AsyncPgConnection::establish(&app.config.database_url)
+        .await
+        .expect("connect");
+    listener
+        .batch_execute("LISTEN webhook_endpoints")
+        .await
+        .expect("listen");
+    let mut reader = AsyncPgConnection::establish(&app.config.database_url)
+        .await
+        .expect("connect");
+    let mut stream = std::pin::pin!(listener.notifications_stream());
+
+    for (n, key) in [(1, None), (2, Some("announce-key-1"))] {
+        let url = format!("{}/moved-{n}", rx.url);
+        let mut req = app
+            .api(Method::PATCH, &path, &s.token)
+            .json(&json!({ "url": url, "secret": true }));
+        if let Some(k) = key {
+            req = req.header("Idempotency-Key", k);
+        }
+        let patch = async { req.send().await.expect("send").status() };
+        let heard = async {
+            let payload = next_announcement(&mut stream).await;
+            // The change it names is committed already.
+            (payload, committed_url(&mut reader, &id).await)
+        };
+        let (status, (payload, seen)) = futures_util::future::join(patch, heard).await;
+        assert_eq!(status, StatusCode::OK, "PATCH {n}");
+        assert_eq!(payload, id, "PATCH {n} names its endpoint");
+        assert_eq!(
+            seen.as_deref(),
+            Some(url.as_str()),
+            "PATCH {n} committed when heard"
+        );
+    }
+
+    let (status, (payload, seen)) = futures_util::future::join(
+        async {
+            app.api(Method::DELETE, &path, &s.token)
+                .send()
+                .await
+                .expect("send")
+                .status()
+        },
+        async {
+            let payload = next_announcement(&mut stream).await;
+            (payload, committed_url(&mut reader, &id).await)
+        },
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "DELETE");
+    assert_eq!(payload, id, "the DELETE names its endpoint");
+    assert_eq!(seen, None, "the DELETE committed when heard");
+}
