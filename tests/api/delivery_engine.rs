@@ -546,6 +546,8 @@ async fn a_backlogs_marker_follows_its_claims_and_a_late_marker_heals() {
     };
     let mut claimed = Vec::new();
     for round in 0..2 {
+        // A backlog's marker is advanced at most every 50 ms (`claim::TRAILING_EVERY`).
+        tokio::time::sleep(Duration::from_millis(60)).await;
         let got = repo.claim(&room2).await.expect("claim").ready;
         assert_eq!(got.len(), 2, "round {round}: the room is filled");
         claimed.extend(got);
@@ -569,18 +571,11 @@ async fn a_backlogs_marker_follows_its_claims_and_a_late_marker_heals() {
     assert_eq!(repo.record(&delivered, None).await.expect("record"), 4);
     // The one left is due before the marker: as if a writer had not marked it.
     let last = earliest_pending(&app, "acme").await.expect("one pending");
-    {
-        use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
-        let mut conn = <AsyncPgConnection as AsyncConnection>::establish(&app.config.database_url)
-            .await
-            .expect("connect");
-        diesel::sql_query(
-            "UPDATE webhook_endpoint_queue SET due_at = due_at + interval '1 millisecond'",
-        )
-        .execute(&mut conn)
-        .await
-        .expect("marker moved");
-    }
+    exec(
+        &app,
+        "UPDATE webhook_endpoint_queue SET due_at = due_at + interval '1 millisecond'",
+    )
+    .await;
     assert_eq!(marker(&app, &ep).await, Some(last + 1000));
     assert!(
         repo.claim(&room2).await.expect("claim").ready.is_empty(),
@@ -589,6 +584,69 @@ async fn a_backlogs_marker_follows_its_claims_and_a_late_marker_heals() {
     repo.claims_settled().await;
     assert_eq!(marker(&app, &ep).await, Some(last), "healed");
     assert_eq!(repo.claim(&room2).await.expect("claim").ready.len(), 1);
+}
+
+/// Runs `sql` on the test's database, as an operator's hand would.
+async fn exec(app: &TestApp, sql: &str) {
+    use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+    let mut conn = <AsyncPgConnection as AsyncConnection>::establish(&app.config.database_url)
+        .await
+        .expect("connect");
+    diesel::sql_query(sql)
+        .execute(&mut conn)
+        .await
+        .expect("statement");
+}
+
+/// A pending delivery its endpoint's marker hides (the marker gone, or later than it while a
+/// later delivery keeps the advance from reading below the marker) is found again after the
+/// maintenance round's upkeep, which leaves markers in order alone.
+#[tokio::test]
+async fn the_upkeep_restores_a_marker_that_hides_a_pending_delivery() {
+    let rx = Receiver::start().await;
+    let app = rx.app(|c| c.role = Role::Api).await;
+    let s = app.seed("acme", false).await;
+    let ep = endpoint(&app, &s.token, &rx.url).await;
+    for _ in 0..2 {
+        app.ingest_lead(&lead_body("acme", json!({}))).await;
+    }
+    let repo = store(&app);
+    assert_eq!(repo.upkeep().await.expect("upkeep"), 0, "all in order");
+    let first = earliest_pending(&app, "acme").await.expect("pending");
+    let t0 = OffsetDateTime::now_utc() + Duration::from_secs(1);
+    let lease = Duration::from_secs(60);
+
+    exec(&app, "DELETE FROM webhook_endpoint_queue").await;
+    assert!(
+        repo.claim(&claim_at(t0, lease))
+            .await
+            .expect("claim")
+            .ready
+            .is_empty(),
+        "no marker: nothing is found"
+    );
+    assert_eq!(repo.upkeep().await.expect("upkeep"), 1);
+    assert_eq!(marker(&app, &ep).await, Some(first), "restored");
+
+    exec(
+        &app,
+        "UPDATE webhook_endpoint_queue SET due_at = due_at + interval '1 microsecond'",
+    )
+    .await;
+    let later = repo.claim(&claim_at(t0, lease)).await.expect("claim").ready;
+    assert_eq!(later.len(), 1, "only the delivery after the marker");
+    repo.claims_settled().await;
+    assert!(
+        marker(&app, &ep).await.is_some_and(|m| m > first),
+        "the advance reads from the marker on: the first stays hidden"
+    );
+    assert_eq!(repo.upkeep().await.expect("upkeep"), 1);
+    assert_eq!(marker(&app, &ep).await, Some(first), "lowered");
+    let found = repo.claim(&claim_at(t0, lease)).await.expect("claim").ready;
+    assert_eq!(found.len(), 1);
+    assert_ne!(found[0].id, later[0].id);
+    repo.claims_settled().await;
+    assert_eq!(repo.upkeep().await.expect("upkeep"), 0, "in order again");
 }
 
 /// Each delivery's lease, attempts, status and due time (µs), by id.
@@ -951,6 +1009,16 @@ async fn nth_signed_with(rx: &Receiver, n: usize, secret: &str) -> crate::receiv
     got
 }
 
+/// Waits until the first of [`two_claimed_behind_a_hung_attempt`]'s deliveries hangs at the
+/// old URL (its connection accepted): a change made before that reaches it as well, and nothing
+/// at all goes to the old URL.
+async fn hung_at_the_old_url(old_hits: &std::sync::atomic::AtomicUsize) {
+    eventually("the first attempt hung at the old URL", || async {
+        (old_hits.load(Ordering::SeqCst) == 1).then_some(())
+    })
+    .await;
+}
+
 /// Once the waiting delivery is sent (to either URL), the old URL has had only the hung attempt.
 async fn went_to_the_old_url_once(old_hits: &std::sync::atomic::AtomicUsize, rx: &Receiver) {
     crate::helpers::eventually_within(
@@ -1177,6 +1245,7 @@ async fn n9b_after_the_listener_dies_silently_a_claimed_delivery_is_not_sent_wit
     // The waiting delivery's turn comes when the hung attempt times out: late enough that
     // the listener has found itself deaf by then, however loaded the machine.
     let (app, s, id, relay) = relayed_two_claimed_behind_a_hung_attempt(&rx, &old).await;
+    hung_at_the_old_url(&old_hits).await;
     assert_eq!(relay.freeze_listeners(), 1, "one listening connection");
     let new_secret = move_to_and_rotate(&app, &s, &id, &rx.url).await;
     went_to_the_old_url_once(&old_hits, &rx).await;
@@ -1197,6 +1266,7 @@ async fn n9b_prime_a_claim_sent_before_a_silent_death_is_found_is_not_sent_with_
     let (old, old_hits, release, _hold) = releasable_hanging_endpoint().await;
     // The hung attempt ends when the test releases it, not by its timeout.
     let (app, s, id, relay) = relayed_two_claimed_behind_a_hung_attempt(&rx, &old).await;
+    hung_at_the_old_url(&old_hits).await;
     let died = std::time::Instant::now();
     assert_eq!(relay.freeze_listeners(), 1, "one listening connection");
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -1222,6 +1292,7 @@ async fn n9b_prime_residual_a_claim_sent_right_after_a_silent_death_and_a_change
     let (old, old_hits, release, _hold) = releasable_hanging_endpoint().await;
     // The hung attempt ends when the test releases it, not by its timeout.
     let (app, s, id, relay) = relayed_two_claimed_behind_a_hung_attempt(&rx, &old).await;
+    hung_at_the_old_url(&old_hits).await;
     relay.freeze_listeners_after_an_echo().await;
     tokio::time::sleep(Duration::from_millis(200)).await;
     let new_secret = move_to_and_rotate(&app, &s, &id, &rx.url).await;

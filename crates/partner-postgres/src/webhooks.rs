@@ -522,10 +522,13 @@ impl DeliveryRepo for PgStore {
     async fn claim(&self, req: &ClaimRequest) -> Result<ClaimBatch, RepoError> {
         // The worker's own connection, never a request's held one.
         let mut conn = self.pooled().await?;
-        let crate::claim::Claimed { rows, stale } =
-            crate::claim::claim_rows(&mut conn, req).await?;
-        // The markers it left stale, after it returns (`PgStore::advance_later`).
-        self.advance_later(stale);
+        let crate::claim::Claimed {
+            rows,
+            stale,
+            trailing,
+        } = crate::claim::claim_rows(&mut conn, req).await?;
+        // The markers it left stale or trailing, after it returns (`PgStore::advance_later`).
+        self.advance_later(stale, trailing);
         if rows.is_empty() {
             return Ok(ClaimBatch::default());
         }
@@ -681,6 +684,12 @@ impl DeliveryRepo for PgStore {
             .await
             .map_err(db)?;
         Ok(EndpointCheck { unchanged, sent })
+    }
+
+    async fn upkeep(&self) -> Result<u64, RepoError> {
+        let mut conn = self.conn().await?;
+        let n = crate::claim::heal_markers(&mut conn).await.map_err(db)?;
+        Ok(u64::try_from(n).unwrap_or(u64::MAX))
     }
 
     async fn fail_disabled(&self, error: &str) -> Result<u64, RepoError> {

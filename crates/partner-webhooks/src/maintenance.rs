@@ -1,7 +1,8 @@
 //! Maintenance, every `maintenance_interval`: deliveries whose budget dead workers spent end
 //! `failed` (`interrupted`), pending deliveries of disabled endpoints end `failed` (`endpoint
-//! disabled`: one written by a request racing the disable would otherwise wait forever), and
-//! delivered or failed deliveries past the retention, then events past the events feed's retention
+//! disabled`: one written by a request racing the disable would otherwise wait forever), the
+//! store's own index of due work is put right where it could hide a pending delivery
+//! (`DeliveryRepo::upkeep`), and delivered or failed deliveries past the retention, then events past the events feed's retention
 //! that no delivery refers to, are pruned in small batches, so pruning never holds locks the claim
 //! needs for long; each batch walks on from where the previous one stopped, oldest first, so a
 //! round costs what it deletes (and one look at each event a delivery still keeps).
@@ -52,6 +53,16 @@ pub(crate) async fn round(repo: &dyn DeliveryRepo, clock: &dyn Clock, c: &Worker
             "pending deliveries of disabled endpoints ended failed (written while the endpoint was being disabled)"
         ),
         Err(e) => tracing::warn!(error = %e, "ending deliveries of disabled endpoints failed"),
+    }
+    match repo.upkeep().await {
+        Ok(0) => {}
+        Ok(n) => tracing::warn!(
+            entries = n,
+            "the store's index of due webhook work was corrected: a delivery could not be found from its due time"
+        ),
+        Err(e) => {
+            tracing::warn!(error = %e, "the upkeep of the store's index of due webhook work failed")
+        }
     }
     let before = |retention| {
         time::Duration::try_from(retention)
@@ -129,6 +140,7 @@ mod tests {
             })
             .times(1)
             .returning(|_, _, _| Ok(2));
+        repo.expect_upkeep().times(1).returning(|| Ok(0));
         repo.expect_fail_disabled()
             .withf(|error| error == "endpoint disabled")
             .times(1)
@@ -178,6 +190,7 @@ mod tests {
         repo.expect_fail_exhausted()
             .times(1)
             .returning(|_, _, _| Err(RepoError::new("down")));
+        repo.expect_upkeep().times(1).returning(|| Ok(0));
         repo.expect_fail_disabled()
             .times(1)
             .returning(|_| Err(RepoError::new("down")));

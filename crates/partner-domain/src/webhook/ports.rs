@@ -172,6 +172,15 @@ pub trait DeliveryRepo: Send + Sync {
     /// delivery committed after the disable's update had looked), which no worker would ever
     /// claim. Returns how many.
     async fn fail_disabled(&self, error: &str) -> Result<u64, RepoError>;
+    /// The store's upkeep of what it keeps beside the deliveries to find due ones fast (an index
+    /// of the endpoints with due work, say), once a maintenance round: afterwards every pending
+    /// delivery MUST be found by [`DeliveryRepo::claim`] from its due time on, whatever happened
+    /// to that bookkeeping meanwhile (a row written with the store's own triggers bypassed, a
+    /// partial restore). Returns how many entries it corrected (0 when all was in order). A store
+    /// that keeps nothing of the kind does nothing, which is the default.
+    async fn upkeep(&self) -> Result<u64, RepoError> {
+        Ok(0)
+    }
     /// Gives claims back unattempted, because their endpoint changed after they were claimed
     /// (what the claim read of it, URL, secrets, custom header or status, is stale): each row
     /// still `pending` under the given lease loses the lease and the attempt the claim counted, and
