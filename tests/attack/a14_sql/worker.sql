@@ -24,7 +24,7 @@ visits AS (
     max(ep.ord) FILTER (WHERE got.n IS NOT NULL) OVER () AS last
   FROM ep LEFT JOIN got ON got.endpoint_id = ep.id),
 logged AS (INSERT INTO a14_log (id, due, at) SELECT id, due, clock_timestamp() FROM picked),
-vlogged AS (INSERT INTO a14_visits (at, endpoint_id, due_at, n) SELECT clock_timestamp(), v.id, ep.due_at, v.n FROM visits v JOIN ep ON ep.id = v.id)
+vlogged AS (INSERT INTO a14_visits (at, endpoint_id, due_at, n) SELECT now(), v.id, ep.due_at, v.n FROM visits v JOIN ep ON ep.id = v.id)
 SELECT COALESCE((SELECT array_agg(id) FROM claimed), '{}') AS ids,
   COALESCE((SELECT array_agg(lease_token) FROM claimed), '{}') AS toks,
   COALESCE((SELECT array_agg(v.id) FILTER (WHERE @STALE@
