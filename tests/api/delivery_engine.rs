@@ -63,15 +63,13 @@ async fn hanging_endpoint() -> (String, tokio::task::JoinHandle<()>) {
 /// does not show it: an attempt in flight is not counted until it is made.
 async fn claimed(app: &TestApp, partner: &str) -> i64 {
     use diesel::sql_types::{BigInt, Text};
-    use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+    use diesel_async::RunQueryDsl;
     #[derive(diesel::QueryableByName)]
     struct Count {
         #[diesel(sql_type = BigInt)]
         n: i64,
     }
-    let mut conn = AsyncPgConnection::establish(&app.config.database_url)
-        .await
-        .expect("connect");
+    let mut conn = app.db().await;
     diesel::sql_query(
         "SELECT count(*) AS n FROM webhook_deliveries \
          WHERE partner_id = $1 AND status = 'pending' AND lease_token IS NOT NULL",
@@ -404,15 +402,13 @@ async fn an_api_process_sends_nothing_and_a_worker_process_serves_no_api() {
 /// microseconds since the epoch, if any.
 async fn marker(app: &TestApp, endpoint: &str) -> Option<i64> {
     use diesel::sql_types::{BigInt, Text};
-    use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+    use diesel_async::RunQueryDsl;
     #[derive(diesel::QueryableByName)]
     struct Due {
         #[diesel(sql_type = BigInt)]
         us: i64,
     }
-    let mut conn = <AsyncPgConnection as AsyncConnection>::establish(&app.config.database_url)
-        .await
-        .expect("connect");
+    let mut conn = app.db().await;
     diesel::sql_query(
         "SELECT (extract(epoch FROM due_at) * 1000000)::int8 AS us \
          FROM webhook_endpoint_queue WHERE endpoint_id = $1::uuid",
@@ -588,10 +584,8 @@ async fn a_backlogs_marker_follows_its_claims_and_a_late_marker_heals() {
 
 /// Runs `sql` on the test's database, as an operator's hand would.
 async fn exec(app: &TestApp, sql: &str) {
-    use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
-    let mut conn = <AsyncPgConnection as AsyncConnection>::establish(&app.config.database_url)
-        .await
-        .expect("connect");
+    use diesel_async::RunQueryDsl;
+    let mut conn = app.db().await;
     diesel::sql_query(sql)
         .execute(&mut conn)
         .await
@@ -655,7 +649,7 @@ async fn delivery_rows(
     partner: &str,
 ) -> std::collections::HashMap<uuid::Uuid, (Option<uuid::Uuid>, i32, String, Option<i64>)> {
     use diesel::sql_types::{BigInt, Integer, Nullable, Text, Uuid as SqlUuid};
-    use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+    use diesel_async::RunQueryDsl;
     #[derive(diesel::QueryableByName)]
     struct Row {
         #[diesel(sql_type = SqlUuid)]
@@ -669,9 +663,7 @@ async fn delivery_rows(
         #[diesel(sql_type = Nullable<BigInt>)]
         due_us: Option<i64>,
     }
-    let mut conn = <AsyncPgConnection as AsyncConnection>::establish(&app.config.database_url)
-        .await
-        .expect("connect");
+    let mut conn = app.db().await;
     diesel::sql_query(
         "SELECT id, lease_token, attempts, status, \
            (extract(epoch FROM next_attempt_at) * 1000000)::int8 AS due_us \
@@ -914,7 +906,7 @@ async fn allow_connections(app: &TestApp, allow: bool) {
 #[tokio::test]
 async fn n9_after_a_lost_listener_a_claimed_delivery_is_not_sent_with_the_endpoint_as_it_was() {
     use diesel::sql_types::BigInt;
-    use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+    use diesel_async::RunQueryDsl;
     #[derive(diesel::QueryableByName)]
     struct Count {
         #[diesel(sql_type = BigInt)]
@@ -923,9 +915,7 @@ async fn n9_after_a_lost_listener_a_claimed_delivery_is_not_sent_with_the_endpoi
     let rx = Receiver::start().await;
     let (old, old_hits, _hold) = counting_hanging_endpoint().await;
     let (app, s, id) = two_claimed_behind_a_hung_attempt(&rx, &old).await;
-    let mut conn = AsyncPgConnection::establish(&app.config.database_url)
-        .await
-        .expect("connect");
+    let mut conn = app.db().await;
     // The server's pool holds its connections (4) before new ones are refused.
     futures_util::future::join_all((0..8).map(|_| app.get_ok(ENDPOINTS, &s.token))).await;
 

@@ -229,6 +229,15 @@ impl TestApp {
         }
     }
 
+    /// A connection of its own to the test's database, for reading or writing what no route
+    /// shows (markers, leases) as an operator's hand would.
+    pub async fn db(&self) -> diesel_async::AsyncPgConnection {
+        use diesel_async::AsyncConnection;
+        diesel_async::AsyncPgConnection::establish(&self.config.database_url)
+            .await
+            .expect("the test's database")
+    }
+
     pub async fn get_health(&self) -> StatusCode {
         self.request(Method::GET, "/healthz")
             .send()

@@ -40,9 +40,7 @@ async fn subs(app: &TestApp, token: &str) -> Vec<Value> {
 }
 
 async fn connect(app: &TestApp) -> AsyncPgConnection {
-    AsyncPgConnection::establish(&app.config.database_url)
-        .await
-        .expect("the test's database")
+    app.db().await
 }
 
 #[tokio::test]

@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use diesel::sql_types::Text;
-use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use partner_domain::kernel::clock::Clock;
 use partner_server::config::Config;
 use reqwest::{Method, StatusCode};
@@ -30,9 +30,7 @@ struct Table {
 }
 
 async fn connect(app: &TestApp) -> AsyncPgConnection {
-    AsyncPgConnection::establish(&app.config.database_url)
-        .await
-        .expect("the test's database")
+    app.db().await
 }
 
 /// Renames every table of partner data to `s01_hidden_<name>` (`hide`), or back.

@@ -341,9 +341,10 @@ pub(crate) fn batch(rows: Vec<(ClaimRow, Option<LeadRow>)>) -> ClaimBatch {
 /// locks the marker (`FOR UPDATE`), which the writers of new deliveries for that endpoint then
 /// wait for: advanced after every claim, 16 writers paced at 1,407 events a second to one
 /// endpoint wrote ~12 % fewer in 15 s than with main (issue 22, `bench/webhooks-ab.sh` `rate1`,
-/// 2 rounds), at most every 50 ms ~7 % fewer (3 rounds, a noisy machine). The versions a
-/// backlog's scan then steps over are those of 50 ms of claims (a page at ~4,000 deliveries a
-/// second).
+/// 2 rounds), at most every 50 ms ~7 % fewer (3 rounds); a rerun sampling the waits found the
+/// writers waiting on WAL writes and not on a marker, so those gaps may be the machine's noise.
+/// The versions a backlog's scan then steps over are those of 50 ms of claims (a page at ~4,000
+/// deliveries a second).
 pub(crate) const TRAILING_EVERY: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// The markers claims left stale and not advanced yet, whether an advance is under way, and when

@@ -2,10 +2,11 @@
 //! `failed` (`interrupted`), pending deliveries of disabled endpoints end `failed` (`endpoint
 //! disabled`: one written by a request racing the disable would otherwise wait forever), the
 //! store's own index of due work is put right where it could hide a pending delivery
-//! (`DeliveryRepo::upkeep`), and delivered or failed deliveries past the retention, then events past the events feed's retention
-//! that no delivery refers to, are pruned in small batches, so pruning never holds locks the claim
-//! needs for long; each batch walks on from where the previous one stopped, oldest first, so a
-//! round costs what it deletes (and one look at each event a delivery still keeps).
+//! (`DeliveryRepo::upkeep`), and delivered or failed deliveries past the retention, then events
+//! past the events feed's retention that no delivery refers to, are pruned in small batches, so
+//! pruning never holds locks the claim needs for long; each batch walks on from where the
+//! previous one stopped, oldest first, so a round costs what it deletes (and one look at each
+//! event a delivery still keeps).
 
 use std::sync::Arc;
 
