@@ -19,7 +19,9 @@
 # partner_postgres=debug: the per-attempt timings) and nginx log in DIR; BENCH_AB_WAITS=1 also
 # samples pg_stat_activity of the case's database every 20 ms into DIR (its wait events, counted
 # by bench/webhooks-waits.sh). BENCH_AB_DB names the databases (default pp_bench_ab: _a, _b),
-# BENCH_PGPORT the PostgreSQL port (default 5432).
+# BENCH_PGPORT the PostgreSQL port (default 5432). BENCH_AB_EXPLAIN=50ms logs the plan (rows and
+# buffers, no per-node timing) of every statement of the server's sessions slower than that to
+# PostgreSQL's own log (auto_explain).
 # Every line carries the load average at its end. Loopback only; bounded; stops by itself (the
 # receiver is bench/webhooks-lib.sh's nginx, on its own port).
 set -euo pipefail
@@ -64,6 +66,15 @@ run() { # $1 label $2 binary $3 database
     wh_start_receiver
     wh_start_hanging
     wh_prepare_db >/dev/null 2>&1
+    if [ -n "${BENCH_AB_EXPLAIN:-}" ]; then
+      # Slow statements' plans (with row counts and buffers, without per-node timing) go to
+      # PostgreSQL's own log, for every session the server opens on this database from now on.
+      psql -q "$WH_DB" -c "ALTER DATABASE $WH_DB SET session_preload_libraries = 'auto_explain'" \
+        -c "ALTER DATABASE $WH_DB SET auto_explain.log_min_duration = '$BENCH_AB_EXPLAIN'" \
+        -c "ALTER DATABASE $WH_DB SET auto_explain.log_analyze = on" \
+        -c "ALTER DATABASE $WH_DB SET auto_explain.log_buffers = on" \
+        -c "ALTER DATABASE $WH_DB SET auto_explain.log_timing = off"
+    fi
     for case in $CASES; do
       case $case in
         prefill1 | prefill10)

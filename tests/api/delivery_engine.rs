@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
+use partner_domain::kernel::ids::EndpointId;
 use partner_domain::webhook::ports::DeliveryRepo;
 use partner_domain::webhook::{AttemptOutcome, ClaimRequest, NextStep};
 use partner_postgres::PgStore;
@@ -484,6 +485,9 @@ async fn the_claim_follows_each_endpoints_due_marker_through_leases_retries_and_
         "not due yet"
     );
     let t1 = retry_at + Duration::from_secs(1);
+    // The marker of an endpoint that gave rows is advanced at most every 50 ms
+    // (`claim::TRAILING_EVERY`; the first claim's was advanced at once).
+    tokio::time::sleep(Duration::from_millis(60)).await;
     let second = repo.claim(&claim_at(t1, lease)).await.expect("claim").ready;
     assert_eq!(second.len(), 1);
     assert_eq!(second[0].id, first[0].id);
@@ -508,6 +512,75 @@ async fn the_claim_follows_each_endpoints_due_marker_through_leases_retries_and_
     // A new delivery marks the endpoint again.
     app.ingest_lead(&lead_body("acme", json!({}))).await;
     assert!(marker(&app, &ep).await.is_some());
+}
+
+/// A trickle's claims leave the markers of the endpoints they took rows from early, and have
+/// them advanced at most every window (50 ms; 2 s here), gathered: an endpoint drained within
+/// the window is advanced by the first claim after it that takes rows, even one that does not
+/// visit that endpoint; one visited with nothing due is advanced at once.
+#[tokio::test]
+async fn a_trickles_markers_are_gathered_and_advanced_at_most_every_window() {
+    let rx = Receiver::start().await;
+    let app = rx.app(|c| c.role = Role::Api).await;
+    let a = app.seed("acme", false).await;
+    let b = app.seed("bravo", false).await;
+    let ep_a = endpoint(&app, &a.token, &rx.url).await;
+    let ep_b = endpoint(&app, &b.token, &rx.url).await;
+    // A window of 2 s, which the steps below cannot overrun on a loaded machine.
+    let window = Duration::from_secs(2);
+    let repo = store(&app).with_trailing_every(window);
+    let lease = Duration::from_secs(60);
+    let claim = |at: OffsetDateTime, room: Vec<(EndpointId, u32)>| {
+        let repo = repo.clone();
+        async move {
+            let got = repo
+                .claim(&ClaimRequest {
+                    room,
+                    ..claim_at(at, lease)
+                })
+                .await
+                .expect("claim")
+                .ready
+                .len();
+            repo.claims_settled().await;
+            got
+        }
+    };
+    // The first claim that takes rows has its markers advanced at once.
+    app.ingest_lead(&lead_body("acme", json!({}))).await;
+    let t0 = OffsetDateTime::now_utc() + Duration::from_secs(1);
+    assert_eq!(claim(t0, vec![]).await, 1);
+    assert_eq!(marker(&app, &ep_a).await, Some(micros(t0 + lease)));
+    // Within the window, bravo's drained marker is gathered and stays early.
+    app.ingest_lead(&lead_body("bravo", json!({}))).await;
+    let early = marker(&app, &ep_b).await.expect("marked");
+    assert_eq!(claim(t0, vec![]).await, 1);
+    assert_eq!(marker(&app, &ep_b).await, Some(early), "left early");
+    // After the window, a claim that takes acme's new delivery and cannot visit bravo (no room
+    // there) has bravo's marker advanced too.
+    tokio::time::sleep(window).await;
+    app.ingest_lead(&lead_body("acme", json!({}))).await;
+    let t1 = OffsetDateTime::now_utc() + Duration::from_secs(1);
+    let bravo = EndpointId::parse(&ep_b).expect("id");
+    assert_eq!(claim(t1, vec![(bravo, 0)]).await, 1);
+    assert_eq!(
+        marker(&app, &ep_b).await,
+        Some(micros(t0 + lease)),
+        "advanced, gathered"
+    );
+    // Within the new window: bravo drained again, left early; the next claim visits it with
+    // nothing due and has it advanced at once.
+    app.ingest_lead(&lead_body("bravo", json!({}))).await;
+    let early = marker(&app, &ep_b).await.expect("marked");
+    let t2 = OffsetDateTime::now_utc() + Duration::from_secs(1);
+    assert_eq!(claim(t2, vec![]).await, 1);
+    assert_eq!(marker(&app, &ep_b).await, Some(early), "left early");
+    assert_eq!(claim(t2, vec![]).await, 0);
+    assert_eq!(
+        marker(&app, &ep_b).await,
+        Some(micros(t0 + lease)),
+        "visited, advanced"
+    );
 }
 
 /// The earliest due time among `partner`'s pending deliveries (µs).

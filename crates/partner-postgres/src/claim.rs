@@ -37,13 +37,15 @@ use crate::{PgStore, db};
 ///   makes the transaction's commit asynchronous (a claim lost in a crash is a delivery attempted
 ///   again: at-least-once). The budget (`$7`) counts attempts since the last resend or recover
 ///   (`attempts - attempt_base`), and so does the attempt number returned;
-/// - `stale`: the visited endpoints that gave fewer rows than their room, whose markers may now
-///   be early (nothing due left): [`advance`] raises or removes them afterwards;
-/// - `trailing`: the visited endpoints that filled their room (a backlog), whose markers now
-///   trail the dead versions the claim left: advanced too, at most every [`TRAILING_EVERY`]
-///   (`PgStore::advance_later`), so that the next claims' scans from the marker do not step over
-///   them all (before, a backlog's marker stayed where it was while its claims filled their room,
-///   and each claim walked every version left since).
+/// - `stale`: the visited endpoints that gave no row, whose markers are early (nothing due
+///   from them on): [`advance`] raises or removes them afterwards;
+/// - `trailing`: the visited endpoints that gave rows, whose markers now trail the dead versions
+///   the claim left (and, when the endpoint gave fewer than its room, may be early): advanced
+///   too, at most every [`TRAILING_EVERY`] (`PgStore::advance_later`), so that the next claims'
+///   scans from the marker do not step over them all (before, a backlog's marker stayed where
+///   it was while its claims filled their room, and each claim walked every version left since).
+///   A trickle's marker left early makes the next claim visit its endpoint once more (one index
+///   probe; it reports it `stale` then).
 ///
 /// When the batch filled, the endpoints after the last one that gave a row were not visited.
 ///
@@ -108,9 +110,9 @@ LEFT JOIN leads l ON c.kind IN ('lead.created', 'lead.enriched') AND l.id = CASE
 UNION ALL \
 SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, \
   NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, \
-  COALESCE(array_agg(v.id) FILTER (WHERE v.n < v.room \
+  COALESCE(array_agg(v.id) FILTER (WHERE v.n = 0 \
     AND ((SELECT count(*) FROM claimed) < $6 OR v.ord <= v.last)), '{}'), \
-  COALESCE(array_agg(v.id) FILTER (WHERE v.n >= v.room \
+  COALESCE(array_agg(v.id) FILTER (WHERE v.n > 0 \
     AND ((SELECT count(*) FROM claimed) < $6 OR v.ord <= v.last)), '{}') \
 FROM visits v";
 
@@ -337,22 +339,26 @@ pub(crate) fn batch(rows: Vec<(ClaimRow, Option<LeadRow>)>) -> ClaimBatch {
     batch
 }
 
-/// How often a backlog's marker is advanced at most (`trailing` in [`CLAIM_SQL`]). Each advance
-/// locks the marker (`FOR UPDATE`), which the writers of new deliveries for that endpoint then
-/// wait for: advanced after every claim, 16 writers paced at 1,407 events a second to one
-/// endpoint wrote ~12 % fewer in 15 s than with main (issue 22, `bench/webhooks-ab.sh` `rate1`,
-/// 2 rounds), at most every 50 ms ~7 % fewer (3 rounds); a rerun sampling the waits found the
-/// writers waiting on WAL writes and not on a marker, so those gaps may be the machine's noise.
-/// The versions a backlog's scan then steps over are those of 50 ms of claims (a page at ~4,000
-/// deliveries a second).
+/// How often the markers of endpoints that gave rows are advanced at most (`trailing` in
+/// [`CLAIM_SQL`]). Each advance locks the marker (`FOR UPDATE`), which the writers of new
+/// deliveries for that endpoint then wait for, and costs a transaction of three statements: a
+/// trickle's marker advanced after every claim (paced 200 events a second to one endpoint) made
+/// an advance for nearly every delivery. For a backlog: advanced after every claim, 16 writers
+/// paced at 1,407 events a second to one endpoint wrote ~12 % fewer in 15 s than with main
+/// (issue 22, `bench/webhooks-ab.sh` `rate1`, 2 rounds), at most every 50 ms ~7 % fewer (3
+/// rounds); a rerun sampling the waits found the writers waiting on WAL writes and not on a
+/// marker, so those gaps may be the machine's noise. The versions a scan then steps over are
+/// those of 50 ms of claims (a page at ~4,000 deliveries a second).
 pub(crate) const TRAILING_EVERY: std::time::Duration = std::time::Duration::from_millis(50);
 
-/// The markers claims left stale and not advanced yet, whether an advance is under way, and when
-/// the markers of backlogs were last taken for one.
+/// The markers claims left stale and not advanced yet, whether an advance is under way, and the
+/// trailing markers gathered since they were last taken for one (and when that was).
 #[derive(Debug, Default)]
 pub(crate) struct Advancing {
     pending: std::sync::Mutex<(HashSet<Uuid>, bool)>,
-    trailing_at: std::sync::Mutex<Option<std::time::Instant>>,
+    trailing: std::sync::Mutex<(HashSet<Uuid>, Option<std::time::Instant>)>,
+    /// [`TRAILING_EVERY`] unless a test chose another ([`PgStore::with_trailing_every`]).
+    every: Option<std::time::Duration>,
     /// `true` while an advance is under way ([`PgStore::claims_settled`] waits for `false`).
     busy: tokio::sync::watch::Sender<bool>,
 }
@@ -378,14 +384,18 @@ impl PgStore {
     pub(crate) fn advance_later(&self, mut stale: Vec<Uuid>, trailing: Vec<Uuid>) {
         if !trailing.is_empty() {
             let now = std::time::Instant::now();
-            let mut at = self
+            let mut t = self
                 .advancing
-                .trailing_at
+                .trailing
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            if at.is_none_or(|t| now.duration_since(t) >= TRAILING_EVERY) {
-                *at = Some(now);
-                stale.extend(trailing);
+            t.0.extend(trailing);
+            // Gathered, not dropped: every trailing marker is advanced by the first claim
+            // after the window, whichever endpoints that claim visited.
+            let every = self.advancing.every.unwrap_or(TRAILING_EVERY);
+            if t.1.is_none_or(|at| now.duration_since(at) >= every) {
+                t.1 = Some(now);
+                stale.extend(t.0.drain());
             }
         }
         if stale.is_empty() {
@@ -429,6 +439,18 @@ impl PgStore {
                 }
             }
         });
+    }
+
+    /// This store with the markers of endpoints that gave rows advanced at most every `every`
+    /// instead of [`TRAILING_EVERY`]: for tests that need a window no scheduling delay can
+    /// overrun. Call it before the store's first claim.
+    #[must_use]
+    pub fn with_trailing_every(mut self, every: std::time::Duration) -> Self {
+        self.advancing = std::sync::Arc::new(Advancing {
+            every: Some(every),
+            ..Advancing::default()
+        });
+        self
     }
 
     /// Waits until the markers of this store's claims so far are advanced (they are advanced
