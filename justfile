@@ -102,6 +102,11 @@ bench-multiprocess:
 bench-unit-costs:
     BENCH_DATASET=${BENCH_DATASET:-pp_dataset} bash bench/unit-costs.sh
 
+# The claim statement's cached generic plan by table size, without statistics, on main and here.
+bench-claim-plan:
+    cargo build --release --locked -p partner-server
+    bash bench/claim-plan.sh ec0ab56 HEAD
+
 # Every benchmark.
 bench: bench-leads bench-coupons bench-webhooks
 
