@@ -41,8 +41,9 @@ use crate::{PgStore, db};
 ///   made while the table held a few hundred rows and had no statistics (a fresh database with
 ///   autovacuum off, or before its first analyze) scanned the whole table once per claimed row,
 ///   and the connection kept it: claims of 32 rows took 100-250 ms at 20,000 rows and a live
-///   run fell behind for good (`bench/webhooks-ab.sh` `rate1`, issue 22). The budget (`$7`) counts attempts since the last resend or recover
-///   (`attempts - attempt_base`), and so does the attempt number returned;
+///   run fell behind for good (`bench/webhooks-ab.sh` `rate1`, `bench/claim-plan.sh`, issue
+///   22). The budget (`$7`) counts attempts since the last resend or recover (`attempts -
+///   attempt_base`), and so does the attempt number returned;
 /// - `stale`: the visited endpoints that gave no row, whose markers are early (nothing due
 ///   from them on): [`advance`] raises or removes them afterwards;
 /// - `trailing`: the visited endpoints that gave rows, whose markers now trail the dead versions
