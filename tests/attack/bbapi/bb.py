@@ -1,0 +1,2102 @@
+#!/usr/bin/env python3
+"""Black-box conformance checks of the partner API, written from the contract documents only
+(/work/shared/spec: partner-api-spec.md, rulings.md, operator-api.md, extensions.md).
+
+Phases (each against a server started by run.sh on the same database):
+  main       seed through /internal/v1, then check the REST surface (state saved to --state)
+  rate       server with PARTNER_RATE_LIMIT=4/60s, PARTNER_PUBLIC_RATE=1
+  careoff    server with CARE_SERVICES_API_ENABLED=false
+  nopepper   server without PARTNER_TOKEN_PEPPER
+  nointernal server without PARTNER_INTERNAL_TOKEN
+
+Every check prints PASS/FAIL with the document it comes from; the exit status is the number of
+failures (capped at 100). --pace adds a delay between requests (quiet windows).
+"""
+import argparse
+import csv
+import datetime as dt
+import io
+import json
+import re
+import socket
+import sys
+import time
+import uuid
+
+import requests
+
+TS_MS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
+DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+TOKEN_RE = re.compile(r"^pk_live_[A-Za-z0-9]{40,}$")
+
+RESULTS = []
+SECTION = ["-"]
+PACE = [0.0]
+
+
+def section(name):
+    SECTION[0] = name
+    print(f"\n== {name}", flush=True)
+
+
+def check(name, ok, detail="", ref=""):
+    RESULTS.append((SECTION[0], name, bool(ok), detail, ref))
+    tag = "PASS" if ok else "FAIL"
+    extra = "" if ok else f"  -- {detail}"
+    print(f"  {tag} {name}{'  [' + ref + ']' if ref and not ok else ''}{extra}", flush=True)
+    return bool(ok)
+
+
+def now():
+    return dt.datetime.now(dt.timezone.utc)
+
+
+def iso(t):
+    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
+
+
+class Client:
+    def __init__(self, base, internal=None):
+        self.base = base.rstrip("/")
+        self.internal = internal
+        self.s = requests.Session()
+
+    def raw(self, method, path, token=None, headers=None, auth_header=None, **kw):
+        h = dict(headers or {})
+        if auth_header is not None:
+            h["Authorization"] = auth_header
+        elif token is not None:
+            h["Authorization"] = f"Bearer {token}"
+        if PACE[0]:
+            time.sleep(PACE[0])
+        r = self.s.request(method, self.base + path, headers=h, timeout=30, **kw)
+        self._auto(method, path, r)
+        return r
+
+    def op(self, method, path, body=None, **kw):
+        kw.setdefault("json", body) if body is not None else None
+        return self.raw(method, "/internal/v1" + path, token=self.internal, **kw)
+
+    def _auto(self, method, path, r):
+        # Global rules, checked on every answer.
+        p = path.split("?")[0]
+        if r.status_code >= 500 and r.status_code != 503:
+            check(f"no 5xx: {method} {path[:80]}", False, f"{r.status_code} {r.text[:200]}",
+                  "spec Errors / task: no 5xx ever")
+        if r.status_code >= 400 and (p.startswith("/api") or p.startswith("/internal")):
+            ok = False
+            try:
+                b = r.json()
+                e = b.get("error")
+                ok = (isinstance(e, dict) and isinstance(e.get("code"), str)
+                      and isinstance(e.get("message"), str) and list(b.keys()) == ["error"])
+            except Exception:
+                pass
+            if not ok:
+                check(f"error body shape: {method} {path[:80]} -> {r.status_code}", False,
+                      r.text[:200], "spec Error body; rulings Wire conventions")
+        if (p.startswith("/api/v1") or p.startswith("/internal/v1")) and r.status_code != 204:
+            ct = r.headers.get("Content-Type", "")
+            if not (ct.startswith("application/json") or (ct.startswith("text/csv") and r.status_code == 200)):
+                check(f"JSON content type: {method} {path[:80]} -> {r.status_code}", False, ct, "spec Format")
+            if ct.startswith("application/json") and "openapi" not in p:
+                try:
+                    bad = []
+                    walk_ts(r.json(), bad)
+                    if bad:
+                        check(f"timestamps RFC3339 ms Z: {method} {path[:60]}", False, str(bad[:3]),
+                              "rulings Wire conventions")
+                except ValueError:
+                    check(f"JSON parses: {method} {path[:60]}", False, r.text[:100])
+        if r.status_code >= 400:
+            low = r.text.lower()
+            for leak in ("select ", "postgres", "diesel", "panicked", "syntax error", "sqlstate", "backtrace"):
+                if leak in low:
+                    check(f"error message free of internals ({leak}): {method} {path[:60]}", False, r.text[:200],
+                          "rulings Wire conventions")
+        if (p.startswith("/api/v1") or p.startswith("/internal/v1")) and "openapi" not in p:
+            cc = r.headers.get("Cache-Control", "")
+            if "no-store" not in cc:
+                check(f"Cache-Control no-store: {method} {path[:80]} -> {r.status_code}", False,
+                      repr(cc), "extensions §7")
+
+
+TS_KEYS = {"createdAt", "updatedAt", "createdDate", "created_at", "expiresAt", "redeemedAt", "revokedAt",
+           "lastUsedAt", "disabledAt", "nextAttemptAt", "lastAttemptAt", "deliveredAt", "attemptedAt",
+           "previousSecretExpiresAt", "occurredAt"}
+
+
+def walk_ts(o, bad, parent=None):
+    if isinstance(o, dict):
+        payout = "payoutDate" in o
+        for k, v in o.items():
+            if k in TS_KEYS and isinstance(v, str) and not (payout and k == "createdAt"):
+                if not TS_MS.match(v):
+                    bad.append((k, v))
+            elif k in ("payoutDate",) or (payout and k == "createdAt"):
+                if not (isinstance(v, str) and DATE.match(v)):
+                    bad.append((k, v))
+            else:
+                walk_ts(v, bad, k)
+    elif isinstance(o, list):
+        for x in o:
+            walk_ts(x, bad, parent)
+
+
+def ecode(r):
+    try:
+        return r.json()["error"]["code"]
+    except Exception:
+        return None
+
+
+def expect(name, r, status, code=None, ref=""):
+    ok = r.status_code == status and (code is None or ecode(r) == code)
+    return check(name, ok, f"got {r.status_code} {r.text[:300]}", ref)
+
+
+def data(r):
+    try:
+        return r.json().get("data")
+    except Exception:
+        return None
+
+
+# ---------------------------------------------------------------- seed
+
+A, B, C = "bbA", "bbB", "bbC"
+M1, M2, M3 = (str(uuid.UUID(int=i)) for i in (0xA1, 0xA2, 0xA3))
+D1, D2 = str(uuid.UUID(int=0xD1)), str(uuid.UUID(int=0xD2))
+CS1, CS2, CS3 = (str(uuid.UUID(int=i)) for i in (0xC1, 0xC2, 0xC3))
+
+
+def partner_body(active=True, dna=True, headless=True, care=True, services=None, default="en",
+                 langs=("en", "es")):
+    return {"name": "Partner", "email": "ops@example.test", "active": active, "dnaAccess": dna,
+            "headlessLinks": headless, "defaultLang": default, "enabledLangs": list(langs),
+            "careServices": {"subscriptionActive": care, "manualOverride": False,
+                             "yearlyBundle": care, "services": services or []}}
+
+
+def must(r, what, status=(200, 201, 202)):
+    if r.status_code not in status:
+        print(f"SEED FAILED: {what}: {r.status_code} {r.text[:500]}")
+        sys.exit(100)
+    return data(r)
+
+
+def seed(c):
+    st = {}
+    for pid, kw in ((A, {}), (B, dict(dna=False, headless=False, care=False)), (C, {})):
+        must(c.op("PUT", f"/partners/{pid}", partner_body(**kw)), f"partner {pid}")
+    users = {}
+    for name, pid, admin in (("a", A, False), ("adm", A, True), ("b", B, False), ("c", C, False),
+                             ("del", A, False), ("rev", A, False), ("rot", A, False),
+                             ("exp", A, False), ("bdm", B, True)):
+        u = must(c.op("POST", "/users", {"email": f"{name}@example.test", "partnerId": pid,
+                                          "admin": admin}), f"user {name}")
+        users[name] = u["id"]
+    st["users"] = users
+    tok = {}
+    for name, uid in users.items():
+        body = {}
+        if name == "exp":
+            body = {"expiresAt": iso(now() + dt.timedelta(seconds=3))}
+        t = must(c.op("POST", f"/users/{uid}/tokens", body), f"token {name}")
+        tok[name] = t["token"]
+        tok[name + "_id"] = t["id"]
+        st.setdefault("token_objs", {})[name] = t
+    st["tok"] = tok
+    # catalog
+    tiers = [{"key": "m1", "label": "1 month", "months": 1, "minPrice": 100, "maxPrice": 300,
+              "recommendedPrice": 199.5, "commission": 40},
+             {"key": "m3", "label": "3 months", "months": 3, "minPrice": 250, "maxPrice": 900,
+              "recommendedPrice": 1299 if False else 549, "commission": 90.25}]
+    med = lambda name, cats, slug, active, tiers_: {
+        "name": name, "categories": cats, "details": "In stock", "imageUrl": "https://img.example/x.png",
+        "imageFileId": str(uuid.uuid4()), "imageSourceUrl": "https://img.example/src.png",
+        "active": active, "legacyPath": f"legacy/{name.lower()}", "selfHostedSlug": slug,
+        "selfHostedLangs": ["en", "es"] if slug else [], "suggestedPrices": "$199 - $549",
+        "tiers": tiers_}
+    must(c.op("PUT", f"/medical-products/{M1}", med("Sema", ["weight-loss"], "sema", True, tiers)), "M1")
+    t6 = tiers + [{"key": "m6", "label": "6 months", "months": 6, "minPrice": 1000, "maxPrice": 2000,
+                   "recommendedPrice": 1299, "commission": 100}]
+    must(c.op("PUT", f"/medical-products/{M2}", med("Tadal", ["mens-health", "wellness"], None, True, t6)), "M2")
+    must(c.op("PUT", f"/medical-products/{M3}", med("Gone", ["weight-loss"], None, False, tiers)), "M3")
+    must(c.op("PUT", f"/partners/{A}/medical-prices/{M1}", {"tierPrices": {"m1": 249}}), "price")
+    dna = {"productName": "DNA Kit", "description": "Test", "intakePath": "dna/kit",
+           "productImageUrl": "https://img.example/d.png", "minimumPrice": 99, "recommendedPrice": 129,
+           "maximumPrice": 199, "parentProduct": ["dna"], "available": True}
+    must(c.op("PUT", f"/dna-products/{D1}", dna), "D1")
+    must(c.op("PUT", f"/partners/{A}/dna-prices/{D1}", {"userSetPrice": 119}), "dna price")
+    cs = lambda svc, slug, months: {
+        "service": svc, "slug": slug, "productName": svc.title(), "description": "d",
+        "imageUrl": "https://img.example/c.png",
+        "tiers": [{"key": f"m{m}", "label": f"{m} mo", "months": m, "userPrice": 10 * m,
+                   "commission": m} for m in months]}
+    must(c.op("PUT", f"/care-service-products/{CS1}", cs("primary-care", "primary", [1, 3, 12])), "CS1")
+    must(c.op("PUT", f"/care-service-products/{CS2}", cs("urgent-care", "urgent-care", [1, 6])), "CS2")
+    must(c.op("PUT", f"/care-service-products/{CS3}", cs("mental-health", "behavior", [1])), "CS3")
+    # sub-accounts through the partner API
+    sa = {}
+    for pid, t, sub, nick in ((A, tok["a"], "7", "Staff Seven"), (A, tok["a"], "12", "Affiliate"),
+                              (B, tok["b"], "7", "B Seven")):
+        r = c.raw("POST", "/api/v1/sub-accounts", t, json={"subId": sub, "nickname": nick})
+        sa[f"{pid}.{sub}"] = must(r, f"sub-account {pid}.{sub}")
+    st["sa"] = sa
+    # leads
+    leads = {"A": [], "B": [], "A_test": [], "A_headless": [], "A_nonheadless": []}
+    base = {"firstName": "Ann", "lastName": "Lee", "email": "ann@example.test", "emailConsent": True,
+            "phone": "+1 555 0100", "smsConsent": True, "origin": "managed-website", "location": "Austin"}
+
+    def lead(pid, key, **over):
+        b = dict(base, partnerId=pid)
+        b.update(over)
+        d = must(c.op("POST", "/leads", b), f"lead {over}")
+        leads[key].append(d)
+        return d
+
+    for i in range(52):
+        d = lead(A, "A", firstName=f"N{i}")
+        leads["A_nonheadless"].append(d["id"])
+    d = lead(A, "A", emailConsent=False, smsConsent=False, firstName="NoConsent")
+    leads["A_nonheadless"].append(d["id"])
+    st["noconsent"] = d["id"]
+    d = lead(A, "A", origin="headless_intake", location="Weight Loss", phone=None)
+    leads["A_headless"].append(d["id"])
+    d = lead(A, "A_test", origin="headless_intake", location="Weight Loss", isTest=True,
+             testSource="provider_test_mode")
+    d = lead(A, "A_test", origin="headless_intake", location="Weight Loss", isTest=True,
+             testSource="simulation")
+    d = lead(A, "A", subId="7", firstName="Subbed")
+    leads["A_nonheadless"].append(d["id"])
+    st["sub_lead"] = d["id"]
+    for i in range(3):
+        lead(B, "B", firstName=f"B{i}")
+    st["leads"] = leads
+    # orders
+    o = lambda oid, pid, **kw: dict({"orderId": oid, "partnerId": pid, "createdDate": iso(now()),
+                                     "product": "Sema", "amount": 199.5, "commission": 40,
+                                     "status": "shipped", "isTest": False, "source": "checkout",
+                                     "customerName": "Cus Tomer",
+                                     "customerEmail": "cus@example.test"}, **kw)
+    st["orders"] = {
+        "A_real": must(c.op("POST", "/orders", o("ORD-A-1", A, subId="7")), "order A1"),
+        "A_real2": must(c.op("POST", "/orders", o("ORD-A-2", A, amount=40, commission=4.1)), "order A2"),
+        "A_test": must(c.op("POST", "/orders", o("ORD-A-T", A, isTest=True)), "order AT"),
+        "B_real": must(c.op("POST", "/orders", o("ORD-B-1", B)), "order B1"),
+    }
+    must(c.op("POST", "/analytics-events", {"runId": "run1", "partnerId": A, "event": "order_completed",
+                                            "product": "Sema", "amount": 249, "occurredAt": iso(now()),
+                                            "testSource": "simulation"}), "analytics")
+    must(c.op("POST", "/analytics-events", {"runId": "runB", "partnerId": B, "event": "order_completed",
+                                            "product": "Sema", "amount": 249, "occurredAt": iso(now()),
+                                            "testSource": "simulation"}), "analytics B")
+    st["payouts"] = {
+        "A": must(c.op("POST", "/payouts", {"partnerId": A, "payoutDate": "2026-11-01", "payoutAmount": 1234.5,
+                                            "status": "paid", "receiptUrl": "https://r.example/1",
+                                            "note": "secret note"}), "payout A"),
+        "B": must(c.op("POST", "/payouts", {"partnerId": B, "payoutDate": "2026-11-02", "payoutAmount": 10,
+                                            "status": "paid"}), "payout B"),
+    }
+    # coupons
+    bo = lambda pid, **kw: dict({"partnerId": pid, "productSlug": "primary", "months": 3, "quantity": 5,
+                                 "unitPriceCents": 4500, "purchaserEmail": "buyer@example.test",
+                                 "purchaserSource": "+cmd|calc", "notes": '=HYPERLINK("x") say "hi"'}, **kw)
+    ca = must(c.op("POST", "/care-services-coupons/bulk-orders", bo(A, subAccountId="7")), "bulk A")
+    ce = must(c.op("POST", "/care-services-coupons/bulk-orders",
+                   bo(A, quantity=2, productSlug="vet-care", months=1, notes=None, purchaserSource="web",
+                      expiresAt=iso(now() + dt.timedelta(seconds=3)))), "bulk A exp")
+    cb = must(c.op("POST", "/care-services-coupons/bulk-orders", bo(B, quantity=2, notes="b")), "bulk B")
+    st["coupons"] = {"A": ca, "Aexp": ce, "B": cb}
+    return st
+
+
+# ---------------------------------------------------------------- checks
+
+def keys_exact(obj, expected):
+    return set(obj.keys()) == set(expected), f"keys {sorted(obj.keys())} vs {sorted(expected)}"
+
+
+LEAD_KEYS = ["id", "partnerId", "subId", "firstName", "lastName", "email", "phone", "origin", "location",
+             "questionId", "createdAt", "updatedAt", "isTest", "testSource"]
+ORDER_KEYS = ["orderId", "createdDate", "subAccount", "product", "amount", "commission", "status", "isTest"]
+PAYOUT_KEYS = ["recordId", "email", "createdAt", "payoutDate", "payoutAmount", "status"]
+SA_KEYS = ["id", "email", "subId", "nickname", "createdAt", "updatedAt"]
+COUPON_KEYS = ["id", "code", "partnerId", "productSlug", "months", "status", "expiresAt", "redeemedAt",
+               "redeemedEmail", "redeemedProviderPrimaryExternalId", "bulkOrderId", "purchaserEmail",
+               "purchaserSource", "unitPriceCents", "notes", "createdAt"]
+CSV_COLS = ["code", "product_slug", "months", "status", "partner_id", "sub_account_id", "unit_price_cents",
+            "bulk_order_id", "purchaser_email", "purchaser_source", "created_at", "expires_at", "redeemed_at",
+            "redeemed_email", "redeemed_provider_primary_external_id", "notes"]
+
+
+def money_ok(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and round(v, 2) == v
+
+
+def check_auth(c, st):
+    section("authentication (spec Authentication; rulings Tokens)")
+    tok = st["tok"]
+    r = c.raw("GET", "/api/v1/leads")
+    expect("no header -> 401 missing_bearer", r, 401, "missing_bearer")
+    for h in ("Basic Zm9vOmJhcg==", "Bearer", "Bearer ", "Token " + tok["a"]):
+        r = c.raw("GET", "/api/v1/leads", auth_header=h)
+        expect(f"Authorization {h[:12]!r} -> 401 missing_bearer", r, 401, "missing_bearer", "rulings Tokens")
+    for h in ("Bearer garbage", "Bearer pk_live_short", "Bearer pk_test_" + "a" * 43,
+              "Bearer pk_live_" + "A" * 43, "Bearer " + tok["a"] + "x", "Bearer " + tok["a"][:-1] + "!"):
+        r = c.raw("GET", "/api/v1/leads", auth_header=h)
+        expect(f"Authorization {h[:22]!r}... -> 401 invalid_token", r, 401, "invalid_token", "rulings Tokens")
+        if tok["a"][:20] in r.text:
+            check("error message never echoes the token", False, r.text[:200], "rulings Wire conventions")
+    r = c.raw("GET", "/api/v1/leads", auth_header="bearer " + tok["a"])
+    check("scheme is case-insensitive (RFC 7235: 'bearer')", r.status_code == 200, f"{r.status_code}",
+          "RFC 7235 §2.1 (soft)")
+    r = c.raw("GET", "/api/v1/leads", token=tok["a"])
+    expect("valid token -> 200", r, 200)
+    check("token text pk_live_ + >=40 base62", all(TOKEN_RE.match(tok[k]) for k in ("a", "b", "adm")),
+          tok["a"][:12], "rulings Tokens")
+    # token listing
+    r = c.op("GET", f"/users/{st['users']['a']}/tokens")
+    d = data(r) or []
+    check("token list never carries the token text",
+          r.status_code == 200 and tok["a"] not in r.text and all("token" not in t for t in d), r.text[:200])
+    if d:
+        ok, det = keys_exact(d[0], ["id", "tokenPrefix", "createdAt", "expiresAt", "revokedAt", "lastUsedAt"])
+        check("token list fields", ok, det, "operator-api Accounts and tokens")
+    tobj = st["token_objs"]["a"]
+    ok, det = keys_exact(tobj, ["id", "token", "tokenPrefix", "createdAt", "expiresAt"])
+    check("token creation fields", ok, det, "operator-api Accounts and tokens")
+    check("tokenPrefix is a prefix of the token", tobj["token"].startswith(tobj["tokenPrefix"]), tobj["tokenPrefix"])
+    # revoke
+    r = c.raw("GET", "/api/v1/orders", token=tok["rev"])
+    expect("token works before revocation", r, 200)
+    expect("DELETE /tokens/{id} -> 200 ok", c.op("DELETE", f"/tokens/{tok['rev_id']}"), 200)
+    r = c.raw("GET", "/api/v1/orders", token=tok["rev"])
+    expect("revoked token -> 401 invalid_token at once", r, 401, "invalid_token")
+    r = c.op("DELETE", f"/tokens/{uuid.uuid4()}")
+    check("DELETE unknown token -> 404", r.status_code == 404, f"{r.status_code}")
+    # rotate
+    r = c.op("POST", f"/tokens/{tok['rot_id']}/rotate")
+    expect("rotate -> 201", r, 201)
+    new = (data(r) or {}).get("token", "")
+    expect("old token after rotate -> 401 invalid_token", c.raw("GET", "/api/v1/orders", token=tok["rot"]), 401,
+           "invalid_token")
+    expect("new token after rotate -> 200", c.raw("GET", "/api/v1/orders", token=new), 200)
+    r = c.op("POST", f"/tokens/{tok['rot_id']}/rotate")
+    check("rotating a revoked token is refused (4xx)", 400 <= r.status_code < 500, f"{r.status_code}")
+    # user deleted
+    expect("DELETE user -> 200", c.op("DELETE", f"/users/{st['users']['del']}"), 200)
+    expect("token of deleted user -> 401 unknown_user", c.raw("GET", "/api/v1/leads", token=tok["del"]), 401,
+           "unknown_user", "spec Authentication 5")
+    # inactive partner
+    c.op("PUT", f"/partners/{C}", partner_body(active=False))
+    expect("inactive partner -> 403 forbidden", c.raw("GET", "/api/v1/leads", token=tok["c"]), 403, "forbidden")
+    expect("inactive partner -> 403 even with invalid limit (403 before 400)",
+           c.raw("GET", "/api/v1/leads?limit=0", token=tok["c"]), 403, "forbidden", "rulings order of checks")
+    # expired token (created with expiresAt now+3s at seed)
+    wait = st["t0"] + 4 - time.time()
+    if wait > 0:
+        time.sleep(wait)
+    expect("expired token -> 401 invalid_token", c.raw("GET", "/api/v1/leads", token=tok["exp"]), 401,
+           "invalid_token")
+    r = c.op("POST", f"/users/{st['users']['a']}/tokens", {"expiresAt": "2000-01-01T00:00:00.000Z"})
+    expect("token with past expiresAt -> 400", r, 400, "invalid_request", "operator-guide")
+    r = c.op("POST", f"/users/{uuid.uuid4()}/tokens", {})
+    check("token for unknown user -> 404", r.status_code == 404, f"{r.status_code}")
+
+
+def page_all(c, tok, path, limit, maxpages=50):
+    rows, cur, pages = [], None, 0
+    while pages < maxpages:
+        sep = "&" if "?" in path else "?"
+        url = f"{path}{sep}limit={limit}" + (f"&cursor={requests.utils.quote(cur)}" if cur else "")
+        r = c.raw("GET", url, token=tok)
+        if r.status_code != 200:
+            return rows, f"status {r.status_code} {r.text[:200]}"
+        b = r.json()
+        rows += b["data"]
+        pages += 1
+        cur = b["page"]["nextCursor"]
+        if cur is None:
+            return rows, None
+    return rows, "too many pages"
+
+
+def check_leads(c, st):
+    section("GET /api/v1/leads (spec; rulings Leads)")
+    tok = st["tok"]
+    r = c.raw("GET", "/api/v1/leads", token=tok["a"])
+    b = r.json()
+    check("envelope {data, page:{nextCursor, limit}}", set(b) == {"data", "page"} and
+          set(b["page"]) == {"nextCursor", "limit"}, str(list(b)))
+    check("default limit 50", b["page"]["limit"] == 50 and len(b["data"]) == 50, f"{b['page']} {len(b['data'])}")
+    rows = b["data"]
+    for row in rows[:60]:
+        ok = set(row) <= set(LEAD_KEYS) and set(LEAD_KEYS) - set(row) <= {"phone"}
+        if not ok:
+            check("LeadRow field set", False, f"{sorted(row)}")
+            break
+    else:
+        check("LeadRow field set (phone may be absent)", True)
+    check("createdAt/updatedAt RFC3339 ms Z", all(TS_MS.match(x["createdAt"]) and TS_MS.match(x["updatedAt"])
+                                                 for x in rows), rows[0]["createdAt"])
+    check("partnerId is own", all(x["partnerId"] == A for x in rows))
+    keyset = [(x["createdAt"], x["id"]) for x in rows]
+    check("newest first (createdAt desc, id desc)", keyset == sorted(keyset, reverse=True), "")
+    check("no test rows without includeTest", all(x["isTest"] is False and x["testSource"] is None for x in rows))
+    all_rows, err = page_all(c, tok["a"], "/api/v1/leads", 7)
+    ids = [x["id"] for x in all_rows]
+    expected = len(st["leads"]["A"])
+    check(f"cursor walk (limit 7) returns every real lead once ({expected})",
+          err is None and len(ids) == expected and len(set(ids)) == expected, f"{err} {len(ids)} {len(set(ids))}")
+    ks = [(x["createdAt"], x["id"]) for x in all_rows]
+    check("cursor walk globally ordered", ks == sorted(ks, reverse=True))
+    all_t, err = page_all(c, tok["a"], "/api/v1/leads?includeTest=true", 200)
+    tests = [x for x in all_t if x["isTest"]]
+    check("includeTest=true adds the test rows", err is None and len(tests) == 2 and
+          len(all_t) == expected + 2, f"{err} {len(all_t)} {len(tests)}")
+    check("testSource non-null exactly when isTest",
+          all((x["testSource"] is not None) == x["isTest"] for x in all_t) and
+          {x["testSource"] for x in tests} == {"provider_test_mode", "simulation"})
+    check("test rows keep origin headless_intake", all(x["origin"] == "headless_intake" for x in tests))
+    for v in ("True", "1", "yes", "TRUE", "false", ""):
+        r = c.raw("GET", f"/api/v1/leads?limit=200&includeTest={v}", token=tok["a"])
+        check(f"includeTest={v!r} -> only real rows", r.status_code == 200 and
+              all(not x["isTest"] for x in r.json()["data"]), f"{r.status_code} {r.text[:120]}",
+              "spec leads includeTest; rulings")
+    for v in ("1", "200"):
+        r = c.raw("GET", f"/api/v1/leads?limit={v}", token=tok["a"])
+        check(f"limit={v} accepted", r.status_code == 200 and r.json()["page"]["limit"] == int(v) and
+              len(r.json()["data"]) == min(int(v), expected), r.text[:100])
+    for v in ("0", "201", "abc", "1.5", "", "-1", "1e2", "%2B5", "9999999999999999999999", " 5"):
+        r = c.raw("GET", f"/api/v1/leads?limit={v}", token=tok["a"])
+        expect(f"limit={v!r} -> 400 invalid_request", r, 400, "invalid_request", "rulings Leads limit")
+    r = c.raw("GET", "/api/v1/leads?limit=5&limit=6", token=tok["a"])
+    check("duplicate limit param does not 5xx", r.status_code in (200, 400), f"{r.status_code}")
+    for cur in ("garbage", "AAAA", "%00", "eyJ0IjoiMjAyNiJ9", "x" * 5000):
+        r = c.raw("GET", f"/api/v1/leads?cursor={cur}", token=tok["a"])
+        expect(f"malformed cursor {cur[:12]!r} -> 400", r, 400, "invalid_request", "rulings Leads cursor")
+    r = c.raw("GET", "/api/v1/leads?limit=3", token=tok["a"])
+    cur = r.json()["page"]["nextCursor"]
+    if cur:
+        tampered = cur[:-2] + ("A" if cur[-2] != "A" else "B") + cur[-1]
+        r = c.raw("GET", f"/api/v1/leads?cursor={requests.utils.quote(tampered)}", token=tok["a"])
+        expect("tampered cursor -> 400", r, 400, "invalid_request", "rulings Leads cursor")
+        # A's cursor used by B
+        r = c.raw("GET", f"/api/v1/leads?cursor={requests.utils.quote(cur)}", token=tok["b"])
+        check("A's cursor in B's hands: 400 or only B's rows",
+              r.status_code == 400 or all(x["partnerId"] == B for x in r.json().get("data", [])),
+              r.text[:200], "task: isolation")
+    st["leads_cursor"] = cur
+    # B sees only B
+    r = c.raw("GET", "/api/v1/leads?limit=200&includeTest=true", token=tok["b"])
+    check("B sees only its 3 leads", r.status_code == 200 and len(r.json()["data"]) == 3 and
+          all(x["partnerId"] == B for x in r.json()["data"]), r.text[:200])
+    # admin token does not widen leads
+    r = c.raw("GET", f"/api/v1/leads?limit=200&partner_id={B}", token=tok["adm"])
+    check("admin ?partner_id on leads does not show B", r.status_code in (200, 400) and
+          all(x["partnerId"] == A for x in (r.json().get("data") or [])), r.text[:200])
+    # consent rendering
+    row = next((x for x in all_rows if x["id"] == st["noconsent"]), None)
+    check("No Consent rendering of email and phone", row and row["email"] == "No Consent" and
+          row["phone"] == "No Consent", str(row))
+    row = next((x for x in all_rows if x["id"] == st["sub_lead"]), None)
+    check("lead subId as string '7'", row and row["subId"] == "7", str(row))
+    row = next((x for x in all_rows if x["origin"] == "headless_intake"), None)
+    check("headless lead without phone: phone absent or empty",
+          row is not None and row.get("phone", "") in ("", None) and "phone" not in row or (row and row.get("phone") == ""),
+          str(row))
+    check("lead subId is a string everywhere", all(isinstance(x["subId"], str) for x in all_rows),
+          str({type(x["subId"]).__name__ for x in all_rows}))
+    # by id (extensions 8.2)
+    section("GET /api/v1/leads/{id} (extensions §8.2)")
+    lid = all_rows[5]["id"]
+    r = c.raw("GET", f"/api/v1/leads/{lid}", token=tok["a"])
+    check("own lead by id == listing row", r.status_code == 200 and data(r) == all_rows[5], r.text[:200])
+    r = c.raw("GET", f"/api/v1/leads/{tests[0]['id']}", token=tok["a"])
+    check("test lead found by id (widest filter)", r.status_code == 200 and data(r) == tests[0], r.text[:200])
+    bl = st["leads"]["B"][0]["id"]
+    expect("B's lead by A's token -> 404", c.raw("GET", f"/api/v1/leads/{bl}", token=tok["a"]), 404, "not_found")
+    expect("B's lead by A's admin token -> 404", c.raw("GET", f"/api/v1/leads/{bl}", token=tok["adm"]), 404,
+           "not_found", "extensions §8 settled points")
+    expect("unknown uuid -> 404", c.raw("GET", f"/api/v1/leads/{uuid.uuid4()}", token=tok["a"]), 404, "not_found")
+    for bad in ("123", "not-a-uuid", lid + "0", "%20" + lid):
+        expect(f"malformed lead id {bad[:14]!r} -> 400", c.raw("GET", f"/api/v1/leads/{bad}", token=tok["a"]), 400,
+               "invalid_request", "extensions §8.2")
+    expect("lead by id without token -> 401", c.raw("GET", f"/api/v1/leads/{lid}"), 401, "missing_bearer")
+    up = lid.upper()
+    r = c.raw("GET", f"/api/v1/leads/{up}", token=tok["a"])
+    check("upper-case uuid: 200 same row or 400 (not 404/5xx)", r.status_code in (200, 400), f"{r.status_code}")
+
+
+def check_orders(c, st):
+    section("GET /api/v1/orders (spec; rulings Orders)")
+    tok = st["tok"]
+    r = c.raw("GET", "/api/v1/orders", token=tok["a"])
+    expect("200", r, 200)
+    b = r.json()
+    check("envelope {data} only", list(b) == ["data"], str(list(b)))
+    rows = b["data"]
+    ids = [x["orderId"] for x in rows]
+    check("A sees real, test and simulated orders, not B's",
+          set(ids) == {"ORD-A-1", "ORD-A-2", "ORD-A-T", "TEST-SIM-run1"}, str(ids))
+    for x in rows:
+        ok, det = keys_exact(x, ORDER_KEYS)
+        if not ok:
+            check("non-admin order fields exactly the spec's", False, det, "rulings Orders")
+            break
+    else:
+        check("non-admin order fields exactly the spec's", True)
+    check("createdDate RFC3339 ms Z", all(TS_MS.match(x["createdDate"]) for x in rows), rows[0]["createdDate"])
+    check("money as numbers with <= 2 decimals", all(money_ok(x["amount"]) and money_ok(x["commission"]) for x in rows))
+    ks = [x["createdDate"] for x in rows]
+    check("newest first", ks == sorted(ks, reverse=True), str(ks))
+    by = {x["orderId"]: x for x in rows}
+    sim = by.get("TEST-SIM-run1", {})
+    check("simulated order: status Simulated, commission 0, isTest true, amount from event",
+          sim.get("status") == "Simulated" and sim.get("commission") == 0 and sim.get("isTest") is True and
+          sim.get("amount") == 249 and sim.get("product") == "Sema", str(sim))
+    check("stored test order isTest true", by.get("ORD-A-T", {}).get("isTest") is True)
+    check("real order isTest false, status shipped", by.get("ORD-A-1", {}).get("isTest") is False and
+          by.get("ORD-A-1", {}).get("status") == "shipped")
+    check("subAccount = nickname of the sub-account", by.get("ORD-A-1", {}).get("subAccount") == "Staff Seven",
+          str(by.get("ORD-A-1")))
+    check("subAccount empty when none", by.get("ORD-A-2", {}).get("subAccount") == "", str(by.get("ORD-A-2")))
+    check("amount 199.5 / commission 4.1 exact", by.get("ORD-A-1", {}).get("amount") == 199.5 and
+          by.get("ORD-A-2", {}).get("commission") == 4.1)
+    r = c.raw("GET", "/api/v1/orders", token=tok["adm"])
+    rows = data(r) or []
+    for x in rows:
+        ok, det = keys_exact(x, ORDER_KEYS + ["partnerId", "customerName", "customerEmail"])
+        if not ok:
+            check("admin order fields = spec + partnerId, customerName, customerEmail", False, det)
+            break
+    else:
+        check("admin order fields = spec + partnerId, customerName, customerEmail", bool(rows))
+    check("admin orders still only own partner", all(x.get("partnerId") == A for x in rows), str(rows[:1]))
+    section("GET /api/v1/orders/{orderId} (extensions §8.2)")
+    for oid in ("ORD-A-1", "TEST-SIM-run1", "ORD-A-T"):
+        r = c.raw("GET", f"/api/v1/orders/{oid}", token=tok["a"])
+        check(f"order {oid} by id == listing", r.status_code == 200 and data(r) == by.get(oid), r.text[:200])
+    r = c.raw("GET", "/api/v1/orders/ORD-A-1", token=tok["adm"])
+    check("admin by id carries admin fields", r.status_code == 200 and "customerEmail" in (data(r) or {}), r.text[:200])
+    expect("B's order by A -> 404", c.raw("GET", "/api/v1/orders/ORD-B-1", token=tok["a"]), 404, "not_found")
+    expect("B's simulated order by A -> 404", c.raw("GET", "/api/v1/orders/TEST-SIM-runB", token=tok["a"]), 404,
+           "not_found")
+    expect("B's order by A's admin -> 404", c.raw("GET", "/api/v1/orders/ORD-B-1", token=tok["adm"]), 404, "not_found")
+    expect("unknown order -> 404", c.raw("GET", "/api/v1/orders/NOPE-1", token=tok["a"]), 404, "not_found")
+    expect("unknown simulated -> 404", c.raw("GET", "/api/v1/orders/TEST-SIM-nope", token=tok["a"]), 404, "not_found")
+    r = c.raw("GET", "/api/v1/orders/" + "x" * 101, token=tok["a"])
+    expect("malformed orderId (101 chars) -> 400", r, 400, "invalid_request", "extensions §8.2")
+    r = c.raw("GET", "/api/v1/orders/a%20b", token=tok["a"])
+    expect("malformed orderId (space) -> 400", r, 400, "invalid_request", "extensions §8.2")
+    section("orders ingest and commission (operator-api Activity)")
+    body = {"orderId": "ORD-A-1", "partnerId": A, "subId": "7", "createdDate": by["ORD-A-1"]["createdDate"],
+            "product": "Sema", "amount": 199.5, "commission": 40, "status": "shipped", "isTest": False,
+            "source": "checkout", "customerName": "Cus Tomer", "customerEmail": "cus@example.test"}
+    r = c.op("POST", "/orders", body)
+    expect("same order body again -> 200", r, 200)
+    today = now().strftime("%Y-%m-%d")
+    r = c.op("GET", f"/partners/{A}/commission-summary?from=2026-01-01&to={today}")
+    d = data(r) or {}
+    check("commission summary counts real orders only, excludes stored test + simulated",
+          d.get("orderCount") == 2 and d.get("commissionTotal") == 44.1 and d.get("excludedTestOrders") == 2,
+          str(d))
+    r = c.op("POST", "/orders", dict(body, amount=1))
+    expect("other body under existing orderId -> 409 invalid_request", r, 409, "invalid_request")
+    r = c.op("POST", "/orders", dict(body, orderId="TEST-SIM-x"))
+    expect("orderId TEST-SIM- reserved -> 400", r, 400, "invalid_request")
+    r = c.op("POST", "/orders", dict(body, orderId="ORD-A-9", amount=1.234))
+    expect("amount with 3 decimals -> 400", r, 400, "invalid_request")
+    r = c.op("POST", "/orders", dict(body, orderId="ORD-A-9", amount=-1))
+    expect("negative amount -> 400", r, 400, "invalid_request")
+    r = c.op("POST", "/orders", dict(body, orderId="ORD-A-9", partnerId="nobody"))
+    expect("unknown partner -> 404", r, 404, "not_found")
+    r = c.op("POST", "/orders", dict(body, orderId="ORD-A-9", subId="99", commission=0))
+    check("order with unknown subId: 201 (decisions.md: ingest need not find the sub-account) or 4xx",
+          r.status_code in (201, 400, 404), f"{r.status_code}")
+    if r.status_code == 201:
+        st["orders"]["A_unknown_sub"] = data(r)
+    r = c.op("GET", f"/partners/{A}/commission-summary?from=2026-01-01")
+    expect("commission summary without to -> 400", r, 400, "invalid_request")
+    r = c.op("GET", f"/partners/{A}/commission-summary?from=2026-13-01&to=2026-01-01")
+    expect("commission summary bad date -> 400", r, 400, "invalid_request")
+
+
+def check_payouts(c, st):
+    section("GET /api/v1/payouts (spec)")
+    tok = st["tok"]
+    r = c.raw("GET", "/api/v1/payouts", token=tok["a"])
+    rows = data(r) or []
+    check("A sees exactly its payout", r.status_code == 200 and len(rows) == 1, r.text[:200])
+    if rows:
+        p = rows[0]
+        ok, det = keys_exact(p, PAYOUT_KEYS)
+        check("payout fields exactly the spec's (no receipt/note)", ok, det)
+        check("createdAt and payoutDate are YYYY-MM-DD", DATE.match(p["createdAt"] or "") and
+              p["payoutDate"] == "2026-11-01", str(p))
+        check("createdAt is today UTC", p["createdAt"] == now().strftime("%Y-%m-%d"), p["createdAt"])
+        check("payoutAmount 1234.5 number", p["payoutAmount"] == 1234.5, str(p["payoutAmount"]))
+        check("email is partner's", p["email"] == "ops@example.test", p["email"])
+        check("no note text leaks", "secret note" not in r.text)
+        r2 = c.raw("GET", f"/api/v1/payouts/{p['recordId']}", token=tok["a"])
+        check("payout by id == listing", r2.status_code == 200 and data(r2) == p, r2.text[:200])
+    bp = st["payouts"]["B"]["recordId"]
+    expect("B's payout by A -> 404", c.raw("GET", f"/api/v1/payouts/{bp}", token=tok["a"]), 404, "not_found")
+    expect("malformed payout id -> 400", c.raw("GET", "/api/v1/payouts/xyz", token=tok["a"]), 400, "invalid_request")
+    r = c.op("POST", "/payouts", {"partnerId": f"{A}.7", "payoutDate": "2026-11-01", "payoutAmount": 1,
+                                 "status": "paid"})
+    expect("payout with sub-account code -> 400", r, 400, "invalid_request", "operator-guide Payouts")
+    r = c.op("POST", "/payouts", {"partnerId": A, "payoutDate": "2026-11-01T00:00:00Z", "payoutAmount": 1,
+                                 "status": "paid"})
+    expect("payoutDate not a date -> 400", r, 400, "invalid_request")
+
+
+def check_subaccounts(c, st):
+    section("sub-accounts (spec; rulings Sub-accounts)")
+    tok = st["tok"]
+    r = c.raw("GET", "/api/v1/sub-accounts", token=tok["a"])
+    rows = data(r) or []
+    check("A lists its 2 sub-accounts", r.status_code == 200 and len(rows) == 2 and list(r.json()) == ["data"],
+          r.text[:300])
+    for x in rows:
+        ok, det = keys_exact(x, SA_KEYS)
+        if not ok:
+            check("PortalSubAccount fields", False, det)
+            break
+    else:
+        check("PortalSubAccount fields", True)
+    check("timestamps ms Z", all(TS_MS.match(x["createdAt"]) and TS_MS.match(x["updatedAt"]) for x in rows))
+    sa = st["sa"][f"{A}.7"]
+    check("POST answer matches listing", sa in rows, str(sa))
+    p = "/api/v1/sub-accounts"
+    r = c.raw("POST", p, tok["a"], json={"subId": "30", "nickname": "  Thirty  "})
+    expect("create -> 201", r, 201)
+    d = data(r) or {}
+    check("nickname trimmed", d.get("nickname") == "Thirty", str(d))
+    st["sa30"] = d
+    bad = [({"subId": "0", "nickname": "x"}, "subId 0"), ({"subId": "251", "nickname": "x"}, "subId 251"),
+           ({"subId": "07", "nickname": "x"}, "subId leading zero"), ({"subId": "abc", "nickname": "x"}, "subId abc"),
+           ({"subId": 8, "nickname": "x"}, "subId number"), ({"subId": "", "nickname": "x"}, "subId empty"),
+           ({"subId": " 8", "nickname": "x"}, "subId with space"), ({"subId": "8"}, "nickname missing"),
+           ({"nickname": "x"}, "subId missing"), ({"subId": "8", "nickname": "   "}, "nickname blank"),
+           ({"subId": "8", "nickname": "a" * 65}, "nickname 65"), ({"subId": "8", "nickname": "a\u0007b"}, "control char"),
+           ({"subId": "8", "nickname": None}, "nickname null"), ({"subId": "-1", "nickname": "x"}, "subId -1"),
+           ({"subId": "8", "nickname": "x", "extra": 1}, "unknown field (soft)")]
+    for body, what in bad:
+        r = c.raw("POST", p, tok["a"], json=body)
+        if what.endswith("(soft)"):
+            check(f"create {what}: 201 or 400", r.status_code in (201, 400), f"{r.status_code}")
+            if r.status_code == 201:
+                c.raw("DELETE", p, tok["a"], json={"recordId": data(r)["id"]})
+            continue
+        expect(f"create with {what} -> 400 invalid_request", r, 400, "invalid_request", "rulings Sub-accounts")
+    r = c.raw("POST", p, tok["a"], json={"subId": "8", "nickname": "a" * 64})
+    expect("nickname 64 chars -> 201", r, 201)
+    r = c.raw("POST", p, tok["a"], json={"subId": "250", "nickname": "ñandú 🎉"})
+    expect("subId 250 + unicode nickname -> 201", r, 201)
+    r = c.raw("POST", p, tok["a"], json={"subId": "7", "nickname": "dup"})
+    expect("duplicate subId -> 409 invalid_request", r, 409, "invalid_request", "spec POST /sub-accounts")
+    r = c.raw("POST", p, tok["b"], json={"subId": "12", "nickname": "B twelve"})
+    expect("B may use a subId A uses -> 201", r, 201)
+    r = c.raw("POST", p, tok["a"], data="{not json", headers={"Content-Type": "application/json"})
+    expect("malformed JSON -> 400 invalid_request", r, 400, "invalid_request", "rulings Wire conventions")
+    r = c.raw("POST", p, tok["a"], data='["x"]', headers={"Content-Type": "application/json"})
+    expect("JSON array body -> 400", r, 400, "invalid_request")
+    r = c.raw("POST", p, tok["a"], data='{"subId":"9","nickname":"n"}', headers={"Content-Type": "text/plain"})
+    check("text/plain content type: 201 or 4xx with error body", r.status_code in (201, 400, 415), f"{r.status_code}")
+    r = c.raw("POST", p, tok["a"])
+    expect("no body -> 400", r, 400, "invalid_request")
+    r = c.raw("POST", p, tok["a"], data=b'{"subId":"9","nickname":"' + b"a" * (1024 * 1024 + 10) + b'"}',
+              headers={"Content-Type": "application/json"})
+    expect("body over 1 MiB -> 413 invalid_request", r, 413, "invalid_request", "rulings Wire conventions")
+    # delete
+    bsa = st["sa"][f"{B}.7"]
+    r = c.raw("DELETE", p, tok["a"], json={"recordId": bsa["id"]})
+    expect("A deletes B's sub-account -> 404", r, 404, "not_found", "rulings Sub-accounts")
+    r = c.raw("GET", p, tok["b"])
+    check("B's sub-account still there", any(x["id"] == bsa["id"] for x in data(r) or []))
+    expect("delete unknown -> 404", c.raw("DELETE", p, tok["a"], json={"recordId": str(uuid.uuid4())}), 404, "not_found")
+    expect("delete missing recordId -> 400", c.raw("DELETE", p, tok["a"], json={}), 400, "invalid_request")
+    expect("delete bad recordId -> 400", c.raw("DELETE", p, tok["a"], json={"recordId": "nope"}), 400,
+           "invalid_request")
+    expect("delete recordId number -> 400", c.raw("DELETE", p, tok["a"], json={"recordId": 5}), 400, "invalid_request")
+    expect("delete no body -> 400", c.raw("DELETE", p, tok["a"]), 400, "invalid_request")
+    r = c.raw("DELETE", p, tok["a"], json={"recordId": st["sa30"]["id"]})
+    check("delete own -> 200 {data:{ok:true}}", r.status_code == 200 and r.json() == {"data": {"ok": True}}, r.text)
+    expect("delete again -> 404", c.raw("DELETE", p, tok["a"], json={"recordId": st["sa30"]["id"]}), 404, "not_found")
+    for m in ("GET", "POST", "DELETE"):
+        expect(f"{m} sub-accounts without token -> 401", c.raw(m, p, json={}), 401, "missing_bearer")
+    section("GET /api/v1/sub-accounts/{id} (extensions §8.2)")
+    r = c.raw("GET", f"{p}/{sa['id']}", token=tok["a"])
+    check("own by id == listing", r.status_code == 200 and data(r) == sa, r.text[:200])
+    expect("B's by A -> 404", c.raw("GET", f"{p}/{bsa['id']}", token=tok["a"]), 404, "not_found")
+    expect("deleted -> 404", c.raw("GET", f"{p}/{st['sa30']['id']}", token=tok["a"]), 404, "not_found")
+    expect("malformed -> 400", c.raw("GET", f"{p}/7", token=tok["a"]), 400, "invalid_request")
+
+
+def qs(url):
+    from urllib.parse import urlsplit, parse_qsl
+    return parse_qsl(urlsplit(url).query, keep_blank_values=True)
+
+
+def qd(url):
+    return dict(qs(url))
+
+
+def check_links(c, st):
+    tok = st["tok"]
+    section("GET /api/v1/dna-links (spec)")
+    r = c.raw("GET", "/api/v1/dna-links", token=tok["a"])
+    d = data(r) or []
+    check("200 with one product", r.status_code == 200 and len(d) == 1 and list(r.json()) == ["data"], r.text[:200])
+    if d:
+        ok, det = keys_exact(d[0], ["recordId", "email", "partnerId", "productName", "description", "intakeUrl",
+                                    "productImageUrl", "minimumPrice", "recommendedPrice", "maximumPrice",
+                                    "userSetPrice", "parentProduct", "available"])
+        check("DnaProductLink fields", ok, det)
+        check("intakeUrl carries partner_id", qd(d[0]["intakeUrl"]).get("partner_id") == A, d[0]["intakeUrl"])
+        check("userSetPrice is partner's 119", d[0]["userSetPrice"] == 119, str(d[0]["userSetPrice"]))
+    expect("B (no DNA access) -> 403 forbidden", c.raw("GET", "/api/v1/dna-links", token=tok["b"]), 403, "forbidden")
+    expect("no token -> 401", c.raw("GET", "/api/v1/dna-links"), 401, "missing_bearer")
+    r = c.raw("GET", "/api/v1/dna-links?foo=bar", token=tok["a"])
+    check("unknown query param on dna-links tolerated or 400", r.status_code in (200, 400), f"{r.status_code}")
+
+    section("GET /api/v1/medical-intake-links (spec; rulings Links)")
+    r = c.raw("GET", "/api/v1/medical-intake-links", token=tok["a"])
+    b = r.json()
+    check("envelope {data, sub:null}", r.status_code == 200 and set(b) == {"data", "sub"} and b["sub"] is None,
+          r.text[:200])
+    d = {x["productName"]: x for x in b.get("data", [])}
+    check("active products only (Sema, Tadal)", set(d) == {"Sema", "Tadal"}, str(list(d)))
+    for x in d.values():
+        ok, det = keys_exact(x, ["recordId", "email", "partnerId", "productName", "details", "url", "legacyUrl",
+                                 "urlStyle", "imageUrl", "category", "suggestedPrices", "tiers"])
+        if not ok:
+            check("PartnerProductLink fields", False, det)
+            break
+        for t in x["tiers"]:
+            ok, det = keys_exact(t, ["key", "label", "minPrice", "maxPrice", "userPrice", "commission"])
+            if not ok:
+                check("medical Tier fields", False, det)
+                break
+    else:
+        check("PartnerProductLink and Tier fields", True)
+    s = d.get("Sema", {})
+    check("headless product: urlStyle headless, url self-hosted, legacyUrl provider",
+          s.get("urlStyle") == "headless" and s.get("url", "").startswith("https://intake.example.com/sema") and
+          s.get("legacyUrl", "").startswith("https://legacy-intake.example.com/legacy/sema"), str(s)[:300])
+    t = d.get("Tadal", {})
+    check("legacy product: urlStyle legacy, url == legacyUrl", t.get("urlStyle") == "legacy" and
+          t.get("url") == t.get("legacyUrl"), str(t)[:300])
+    check("partner_id on url and legacyUrl", all(qd(x["url"]).get("partner_id") == A and
+                                                 qd(x["legacyUrl"]).get("partner_id") == A for x in d.values()))
+    st_t = {tt["key"]: tt for tt in s.get("tiers", [])}
+    check("tier userPrice: partner price 249 for m1, recommended 549 for m3",
+          st_t.get("m1", {}).get("userPrice") == 249 and st_t.get("m3", {}).get("userPrice") == 549, str(st_t))
+    check("category array", s.get("category") == ["weight-loss"], str(s.get("category")))
+    r = c.raw("GET", "/api/v1/medical-intake-links?sub=7", token=tok["a"])
+    b = r.json()
+    check("sub=7 echoed as string '7'", b.get("sub") == "7", str(b.get("sub")))
+    urls = [x["url"] for x in b.get("data", [])] + [x["legacyUrl"] for x in b.get("data", [])]
+    check("sub: partner_id rewritten, no sub param on medical links",
+          all(qd(u).get("partner_id") not in (None, A) and "sub" not in qd(u) for u in urls), str(urls[:2]))
+    st["sub_code"] = qd(urls[0]).get("partner_id") if urls else None
+    for v in ("0", "251", "abc", "99", "", "7.0", "-7", "07"):
+        expect(f"sub={v!r} -> 400", c.raw("GET", f"/api/v1/medical-intake-links?sub={v}", token=tok["a"]), 400,
+               "invalid_request", "spec medical links sub")
+    expect("sub=12 of A used by B (B has no 12? it has) isolation: sub=7 of B ok",
+           c.raw("GET", "/api/v1/medical-intake-links?sub=7", token=tok["b"]), 200)
+    r = c.raw("GET", "/api/v1/medical-intake-links?lang=es", token=tok["a"])
+    s = {x["productName"]: x for x in data(r) or []}.get("Sema", {})
+    check("lang=es on headless url", qd(s.get("url", "")).get("lang") == "es", s.get("url"))
+    r = c.raw("GET", "/api/v1/medical-intake-links?lang=xx", token=tok["a"])
+    check("lang=xx falls back (200, no lang=xx)", r.status_code == 200 and "lang=xx" not in r.text, r.text[:200])
+    r = c.raw("GET", "/api/v1/medical-intake-links?lang=en", token=tok["a"])
+    s = {x["productName"]: x for x in data(r) or []}.get("Sema", {})
+    check("lang=en requested explicitly carries lang=en", qd(s.get("url", "")).get("lang") == "en", s.get("url"),
+          "rulings lang")
+    r = c.raw("GET", "/api/v1/medical-intake-links", token=tok["b"])
+    d = data(r) or []
+    check("B (headlessLinks off): every link legacy", r.status_code == 200 and all(
+        x["urlStyle"] == "legacy" and x["url"] == x["legacyUrl"] for x in d), r.text[:200])
+    for x in data(c.raw("GET", "/api/v1/medical-intake-links?sub=7&lang=es", token=tok["a"])) or []:
+        for u in (x["url"], x["legacyUrl"]):
+            keys = [k for k, _ in qs(u)]
+            allowed = {"partner_id", "sub", "m", "lang", "redeem", "utm_source", "utm_medium", "utm_campaign",
+                       "utm_term", "utm_content", "gclid", "fbclid", "msclkid"}
+            if not set(keys) <= allowed or len(keys) != len(set(keys)):
+                check("only documented params, no duplicates", False, u)
+                break
+    check("medical links sanitized (documented params only)", True)
+
+    section("GET /api/v1/care-service-links (spec; rulings Links)")
+    p = "/api/v1/care-service-links"
+    r = c.raw("GET", p, token=tok["a"])
+    b = r.json()
+    check("envelope {data, sub, service, duration} all null", set(b) == {"data", "sub", "service", "duration"} and
+          b["sub"] is None and b["service"] is None and b["duration"] is None, str({k: b.get(k) for k in b if k != "data"}))
+    d = {x["service"]: x for x in b.get("data", [])}
+    check("A sees primary-care, urgent-care, mental-health", set(d) == {"primary-care", "urgent-care", "mental-health"},
+          str(list(d)))
+    for x in d.values():
+        ok, det = keys_exact(x, ["recordId", "service", "productName", "description", "imageUrl", "url", "redeemUrl",
+                                 "tiers"])
+        if not ok:
+            check("CareServiceLink fields", False, det)
+            break
+        for t in x["tiers"]:
+            ok, det = keys_exact(t, ["key", "label", "userPrice", "commission", "url"])
+            if not ok:
+                check("care Tier fields", False, det)
+                break
+    else:
+        check("CareServiceLink and Tier fields", True)
+    pc = d.get("primary-care", {})
+    check("url has partner_id, no m", qd(pc.get("url", "")).get("partner_id") == A and "m" not in qd(pc.get("url", "")),
+          pc.get("url"))
+    check("redeemUrl has redeem=true, no m", qd(pc.get("redeemUrl", "")).get("redeem") == "true" and
+          "m" not in qd(pc.get("redeemUrl", "")), pc.get("redeemUrl"))
+    check("tier urls carry m=<months>", [qd(t["url"]).get("m") for t in pc.get("tiers", [])] == ["1", "3", "12"],
+          str([t.get("url") for t in pc.get("tiers", [])]))
+    check("url starts at care_services_url/slug", pc.get("url", "").startswith("https://care.example.com/primary"),
+          pc.get("url"))
+    r = c.raw("GET", f"{p}?service=primary-care&sub=7&duration=3", token=tok["a"])
+    b = r.json()
+    check("echo sub '7', service string, duration int 3", b.get("sub") == "7" and b.get("service") == "primary-care" and
+          b.get("duration") == 3, str({k: b.get(k) for k in b if k != "data"}))
+    dd = b.get("data", [])
+    check("service filter", [x["service"] for x in dd] == ["primary-care"], str([x["service"] for x in dd]))
+    if dd:
+        x = dd[0]
+        check("duration: url gets m=3, tiers reduced to 3", qd(x["url"]).get("m") == "3" and
+              [qd(t["url"]).get("m") for t in x["tiers"]] == ["3"], str(x)[:300])
+        check("sub=7 on every url", all(qd(u).get("sub") == "7" for u in [x["url"], x["redeemUrl"]] +
+                                        [t["url"] for t in x["tiers"]]))
+        check("redeemUrl never carries m even with duration", "m" not in qd(x["redeemUrl"]), x["redeemUrl"])
+    r = c.raw("GET", f"{p}?duration=6", token=tok["a"])
+    check("duration=6: products without a 6-month tier left out",
+          [x["service"] for x in data(r) or []] == ["urgent-care"], str([x["service"] for x in data(r) or []]))
+    for q in ("service=dentistry", "service=", "sub=0", "sub=251", "sub=99", "sub=x", "duration=2", "duration=0",
+              "duration=abc", "duration=", "duration=3.0"):
+        expect(f"{q} -> 400", c.raw("GET", f"{p}?{q}", token=tok["a"]), 400, "invalid_request")
+    r = c.raw("GET", p, token=tok["b"])
+    check("B without subscription: empty list, not error", r.status_code == 200 and data(r) == [], r.text[:200])
+    r = c.raw("GET", f"{p}?lang=es", token=tok["a"])
+    check("care links lang=es carried", all(qd(x["url"]).get("lang") == "es" for x in data(r) or []),
+          str([x["url"] for x in data(r) or []][:1]))
+    # feature flag off
+    r = c.op("PUT", "/care-services/feature-flags", {"urgent-care": False})
+    check("feature flags answer all five", r.status_code == 200 and len(data(r) or {}) == 5, r.text[:200])
+    r = c.raw("GET", p, token=tok["a"])
+    check("flag off hides urgent-care", "urgent-care" not in [x["service"] for x in data(r) or []])
+    c.op("PUT", "/care-services/feature-flags", {"urgent-care": True})
+    r = c.op("PUT", "/care-services/feature-flags", {"dentistry": True})
+    expect("unknown flag key -> 400", r, 400, "invalid_request")
+
+
+def check_coupons(c, st):
+    section("GET /api/v1/care-services-coupons JSON (spec; rulings Coupons)")
+    tok = st["tok"]
+    p = "/api/v1/care-services-coupons"
+    ca = st["coupons"]["A"]["coupons"]
+    # redeem one, void one (operator)
+    code0 = ca[0]["code"]
+    messy = " " + "-".join([code0[:4].lower(), code0[4:8], code0[8:]]) + " "
+    r = c.op("POST", "/care-services-coupons/redeem", {"code": messy, "productSlug": "primary", "months": 3,
+                                                        "email": "pat@example.test",
+                                                        "providerPrimaryExternalId": "ext-1"})
+    expect("redeem with messy code -> 200", r, 200)
+    red = data(r) or {}
+    check("redeemed fields recorded", red.get("status") == "redeemed" and red.get("redeemedEmail") == "pat@example.test"
+          and red.get("redeemedProviderPrimaryExternalId") == "ext-1" and TS_MS.match(red.get("redeemedAt") or ""),
+          str(red))
+    r = c.op("POST", "/care-services-coupons/redeem", {"code": code0, "productSlug": "primary", "months": 3,
+                                                        "email": "p2@example.test", "providerPrimaryExternalId": "e"})
+    expect("redeem again -> 409 invalid_request", r, 409, "invalid_request")
+    r = c.op("POST", "/care-services-coupons/redeem", {"code": ca[1]["code"], "productSlug": "primary", "months": 6,
+                                                        "email": "p2@example.test", "providerPrimaryExternalId": "e"})
+    expect("redeem wrong months -> 400", r, 400, "invalid_request")
+    r = c.op("POST", "/care-services-coupons/redeem", {"code": "ZZZZZZZZZZZ1", "productSlug": "primary", "months": 3,
+                                                        "email": "p2@example.test", "providerPrimaryExternalId": "e"})
+    expect("redeem unknown code -> 404", r, 404, "not_found")
+    r = c.op("POST", f"/care-services-coupons/{ca[1]['id']}/void")
+    expect("void -> 200", r, 200)
+    r = c.op("POST", f"/care-services-coupons/{ca[1]['id']}/void")
+    expect("void again -> 409", r, 409)
+    r = c.op("POST", "/care-services-coupons/redeem", {"code": ca[1]["code"], "productSlug": "primary", "months": 3,
+                                                        "email": "p2@example.test", "providerPrimaryExternalId": "e"})
+    expect("redeem void -> 409", r, 409, "invalid_request")
+    # bulk order validation
+    bo = {"partnerId": A, "productSlug": "primary", "months": 3, "quantity": 1, "unitPriceCents": 1,
+          "purchaserEmail": "b@example.test", "purchaserSource": "x"}
+    for over, what in (({"quantity": 0}, "quantity 0"), ({"quantity": 10001}, "quantity 10001"),
+                       ({"months": 2}, "months 2"), ({"productSlug": "nope"}, "bad slug"),
+                       ({"expiresAt": "2020-01-01T00:00:00.000Z"}, "past expiresAt"),
+                       ({"subAccountId": "99"}, "unknown subAccountId"), ({"subAccountId": 7}, "subAccountId number"),
+                       ({"unitPriceCents": 1.5}, "fractional cents"), ({"bogus": 1}, "unknown field")):
+        expect(f"bulk order {what} -> 400", c.op("POST", "/care-services-coupons/bulk-orders", dict(bo, **over)), 400,
+               "invalid_request")
+    expect("bulk order unknown partner -> 404",
+           c.op("POST", "/care-services-coupons/bulk-orders", dict(bo, partnerId="nobody")), 404, "not_found")
+    # listing
+    r = c.raw("GET", p, token=tok["a"])
+    b = r.json()
+    check("envelope {data,total,limit,offset}", set(b) == {"data", "total", "limit", "offset"}, str(list(b)))
+    check("defaults limit 100 offset 0, total 7", b.get("limit") == 100 and b.get("offset") == 0 and b.get("total") == 7,
+          str({k: b.get(k) for k in ("total", "limit", "offset")}))
+    rows = b.get("data", [])
+    for x in rows:
+        ok, det = keys_exact(x, COUPON_KEYS + ["subAccountId"])
+        ok = ok and (x["subAccountId"] is None or isinstance(x["subAccountId"], str))
+        if not ok:
+            check("CareServiceCoupon fields", False, det)
+            break
+    else:
+        check("CareServiceCoupon fields (+ subAccountId string/null, rulings Coupons)", True)
+    check("codes are 12 of A-Z0-9", all(re.fullmatch(r"[A-Z0-9]{12}", x["code"]) for x in rows))
+    check("only A's coupons", all(x["partnerId"] == A for x in rows))
+    check("notes JSON unchanged (no formula prefix in JSON)", any(x["notes"] == '=HYPERLINK("x") say "hi"' for x in rows),
+          str([x["notes"] for x in rows][:2]))
+    check("unitPriceCents integer", all(isinstance(x["unitPriceCents"], int) for x in rows))
+    by = {x["code"]: x for x in rows}
+    ce = st["coupons"]["Aexp"]["coupons"]
+    check("active past expiresAt reads expired", all(by.get(x["code"], {}).get("status") == "expired" for x in ce),
+          str([by.get(x["code"], {}).get("status") for x in ce]))
+    check("void reads void", by.get(ca[1]["code"], {}).get("status") == "void")
+    r = c.raw("GET", f"{p}?status=expired", token=tok["a"])
+    check("status=expired filter finds the 2", r.status_code == 200 and len(data(r) or []) == 2 and r.json()["total"] == 2,
+          r.text[:200])
+    r = c.raw("GET", f"{p}?status=active", token=tok["a"])
+    check("status=active excludes expired ones", r.status_code == 200 and r.json()["total"] == 3 and
+          all(x["status"] == "active" for x in data(r) or []), r.text[:200])
+    r = c.raw("GET", f"{p}?status=redeemed,void", token=tok["a"])
+    check("status=redeemed,void -> 2", r.status_code == 200 and r.json()["total"] == 2, r.text[:200])
+    for q in ("status=bogus", "status=active,", "product_slug=nope", "product_slug=", "limit=0", "limit=501",
+              "limit=abc", "offset=-1", "offset=abc", "offset=1.5", "format=xml", "partner_id=bad%20id",
+              "partner_id=" + "x" * 65):
+        expect(f"{q} -> 400", c.raw("GET", f"{p}?{q}", token=tok["a"]), 400, "invalid_request")
+    r = c.raw("GET", f"{p}?product_slug=vet-care", token=tok["a"])
+    check("product_slug filter", r.status_code == 200 and r.json()["total"] == 2, r.text[:200])
+    r = c.raw("GET", f"{p}?limit=2&offset=1", token=tok["a"])
+    b = r.json()
+    check("limit/offset echoed and applied", b.get("limit") == 2 and b.get("offset") == 1 and len(b["data"]) == 2 and
+          b["total"] == 7, str({k: b.get(k) for k in ("total", "limit", "offset")}))
+    r = c.raw("GET", f"{p}?limit=500&offset=100", token=tok["a"])
+    check("offset past end: empty page, total kept", r.status_code == 200 and r.json()["data"] == [] and
+          r.json()["total"] == 7, r.text[:200])
+    expect("non-admin own partner_id -> 200", c.raw("GET", f"{p}?partner_id={A}", token=tok["a"]), 200)
+    expect("non-admin other partner_id -> 403", c.raw("GET", f"{p}?partner_id={B}", token=tok["a"]), 403, "forbidden",
+           "rulings Coupons")
+    expect("non-admin unknown partner_id -> 403", c.raw("GET", f"{p}?partner_id=zzz", token=tok["a"]), 403, "forbidden",
+           "rulings Coupons")
+    r = c.raw("GET", f"{p}?partner_id={B}", token=tok["adm"])
+    check("admin partner_id=B sees B's coupons", r.status_code == 200 and r.json()["total"] == 2 and
+          all(x["partnerId"] == B for x in data(r) or []), r.text[:200])
+    r = c.raw("GET", f"{p}?partner_id=nobody", token=tok["adm"])
+    check("admin unknown partner -> empty list", r.status_code == 200 and data(r) == [] and r.json()["total"] == 0,
+          r.text[:200])
+    r = c.raw("GET", p, token=tok["adm"])
+    check("admin default: own partner only", r.status_code == 200 and r.json()["total"] == 7, r.text[:200])
+    expect("no token -> 401", c.raw("GET", p), 401, "missing_bearer")
+
+    section("coupons CSV (spec; rulings Coupons; extensions §7)")
+    r = c.raw("GET", f"{p}?format=csv", token=tok["a"])
+    check("200 text/csv", r.status_code == 200 and r.headers.get("Content-Type", "").startswith("text/csv"),
+          f"{r.status_code} {r.headers.get('Content-Type')}")
+    cd = r.headers.get("Content-Disposition", "")
+    fname = f"care-services-coupons-{now().strftime('%Y-%m-%d')}.csv"
+    check("attachment filename with UTC date", cd.startswith("attachment") and fname in cd, cd)
+    check("X-Total-Count 7", r.headers.get("X-Total-Count") == "7", str(r.headers.get("X-Total-Count")))
+    check("Cache-Control no-store on CSV", "no-store" in r.headers.get("Cache-Control", ""))
+    raw = r.content
+    check("no BOM", not raw.startswith(b"\xef\xbb\xbf"))
+    lines = raw.decode().splitlines()
+    check("header row quoted, columns in order", lines and lines[0] == ",".join(f'"{x}"' for x in CSV_COLS), lines[:1])
+    quoted = all(re.fullmatch(r'("([^"]|"")*")(,"([^"]|"")*")*', ln) for ln in lines)
+    check("every value quoted", quoted, "\n".join(lines[:3]))
+    rows = list(csv.DictReader(io.StringIO(raw.decode())))
+    check("7 data rows", len(rows) == 7, str(len(rows)))
+    if rows:
+        x = next((y for y in rows if y["notes"]), rows[0])
+        check("formula-leading value prefixed with ' (notes)", x["notes"] == "'=HYPERLINK(\"x\") say \"hi\"", x["notes"],
+              "extensions §7")
+        check("formula-leading purchaser_source prefixed", any(y["purchaser_source"] == "'+cmd|calc" for y in rows),
+              str({y["purchaser_source"] for y in rows}))
+        check("embedded quotes doubled in raw line", '""x""' in raw.decode())
+        check("sub_account_id is subId '7'", any(y["sub_account_id"] == "7" for y in rows),
+              str({y["sub_account_id"] for y in rows}))
+        check("null is empty string", any(y["redeemed_at"] == "" for y in rows))
+        check("CSV status expired for past expiresAt", sum(y["status"] == "expired" for y in rows) == 2)
+        check("CSV timestamps ms Z", all(TS_MS.match(y["created_at"]) for y in rows), rows[0]["created_at"])
+    r = c.raw("GET", f"{p}?format=csv&limit=2&offset=6", token=tok["a"])
+    check("CSV paging limit/offset", r.status_code == 200 and len(r.text.splitlines()) == 2 and
+          r.headers.get("X-Total-Count") == "7", r.text[:200])
+    r = c.raw("GET", f"{p}?format=csv&limit=501", token=tok["a"])
+    expect("CSV limit 501 -> 400", r, 400, "invalid_request")
+    r = c.raw("GET", f"{p}?format=csv&status=bogus", token=tok["a"])
+    check("CSV error is JSON error body", r.status_code == 400 and ecode(r) == "invalid_request", r.text[:200])
+    r = c.raw("GET", f"{p}?format=JSON", token=tok["a"])
+    check("format=JSON (case) -> 200 or 400", r.status_code in (200, 400), f"{r.status_code}")
+
+    section("GET /api/v1/care-services-coupons/{code} (extensions §8.2)")
+    c1 = ca[2]["code"]
+    rj = by.get(c1)
+    r = c.raw("GET", f"{p}/{c1}", token=tok["a"])
+    check("by code == listing", r.status_code == 200 and data(r) == rj, r.text[:200])
+    r = c.raw("GET", f"{p}/{c1.lower()[:4]}-{c1[4:8]}-{c1[8:]}", token=tok["a"])
+    check("by code normalized (lower, hyphens)", r.status_code == 200 and data(r) == rj, r.text[:200])
+    r = c.raw("GET", f"{p}/%20{c1[:6]}%20{c1[6:]}%20", token=tok["a"])
+    check("by code normalized (spaces)", r.status_code == 200 and data(r) == rj, r.text[:200])
+    bc = st["coupons"]["B"]["coupons"][0]["code"]
+    expect("B's code by A -> 404", c.raw("GET", f"{p}/{bc}", token=tok["a"]), 404, "not_found")
+    expect("B's code by A's admin -> 404", c.raw("GET", f"{p}/{bc}", token=tok["adm"]), 404, "not_found",
+           "extensions §8 settled")
+    expect("unknown code -> 404", c.raw("GET", f"{p}/ZZZZZZZZZZZ1", token=tok["a"]), 404, "not_found")
+    for bad in ("SHORT", "ZZZZZZZZZZZZZ", "ZZZZZZZZZZZ!"):
+        expect(f"malformed code {bad} -> 400", c.raw("GET", f"{p}/{bad}", token=tok["a"]), 400, "invalid_request")
+    r = c.raw("GET", f"{p}/{ce[0]['code']}", token=tok["a"])
+    check("expired by code reads expired", r.status_code == 200 and (data(r) or {}).get("status") == "expired",
+          r.text[:200])
+
+
+def check_catalog(c, st):
+    section("public catalog (spec; rulings Links/Public catalog)")
+    cats = ["weight-loss", "mens-health", "womens-health", "hair-loss", "wellness", "all-products"]
+    expect_names = {"weight-loss": ["Sema"], "mens-health": ["Tadal"], "womens-health": [], "hair-loss": [],
+                    "wellness": ["Tadal"], "all-products": ["Sema", "Tadal"]}
+
+    def hdrs(r, what):
+        h = r.headers
+        cc = {x.strip() for x in h.get("Cache-Control", "").split(",")}
+        ok = ({"no-store", "no-cache", "must-revalidate", "proxy-revalidate"} <= cc and
+              h.get("Cdn-Cache-Control") == "no-store" and
+              h.get("Access-Control-Allow-Methods", "").replace(" ", "") == "GET,OPTIONS" and
+              h.get("Access-Control-Allow-Headers") == "Content-Type" and
+              h.get("Content-Type", "").startswith("application/json"))
+        check(f"catalog headers on {what}", ok, str({k: h.get(k) for k in ("Cache-Control", "Cdn-Cache-Control",
+                                                                          "Access-Control-Allow-Methods",
+                                                                          "Access-Control-Allow-Headers",
+                                                                          "Content-Type")}))
+
+    for cat in cats:
+        r = c.raw("GET", f"/api/{cat}?partner_id={A}")
+        b = r.json() if r.status_code == 200 else {}
+        names = sorted(x["name"] for x in b.get("products", []))
+        check(f"/api/{cat}: 200, active products of the category, count", r.status_code == 200 and
+              names == sorted(expect_names[cat]) and b.get("count") == len(names) and set(b) == {"products", "count"},
+              f"{r.status_code} {names} {b.get('count')}")
+        if cat == "all-products":
+            hdrs(r, "200")
+            for x in b.get("products", []):
+                ok, det = keys_exact(x, ["id", "name", "image", "imageKind", "imageFileId", "imageSourceUrl",
+                                         "intakeUrl", "price1Month", "price3Month", "price6Month", "details"])
+                check(f"CatalogProduct fields ({x['name']})", ok, det)
+                check(f"price text format ({x['name']})", all(re.fullmatch(r"\$\d+\.\d{2}", x[k]) for k in
+                                                              ("price1Month", "price3Month", "price6Month")),
+                      str([x[k] for k in ("price1Month", "price3Month", "price6Month")]))
+                check(f"intakeUrl carries partner_id ({x['name']})", qd(x["intakeUrl"]).get("partner_id") == A,
+                      x["intakeUrl"])
+            by = {x["name"]: x for x in b.get("products", [])}
+            s = by.get("Sema", {})
+            check("Sema prices: partner m1 249, m3 549, no 6-month $0.00",
+                  (s.get("price1Month"), s.get("price3Month"), s.get("price6Month")) == ("$249.00", "$549.00", "$0.00"),
+                  str(s))
+            check("Tadal 6-month $1299.00 (no thousands separator)", by.get("Tadal", {}).get("price6Month") == "$1299.00",
+                  str(by.get("Tadal")))
+            check("catalog intakeUrl == medical link url (headless for A)",
+                  s.get("intakeUrl", "").startswith("https://intake.example.com/sema"), s.get("intakeUrl"))
+            check("imageKind 'file'", all(x["imageKind"] == "file" for x in b.get("products", [])))
+    for q, st_, code, what in (("", 400, "invalid_request", "missing partner_id"),
+                               ("?partner_id=", 400, "invalid_request", "empty partner_id"),
+                               ("?partner_id=bad%20id", 400, "invalid_request", "malformed partner_id"),
+                               ("?partner_id=nobody", 404, "not_found", "unknown partner"),
+                               (f"?partner_id={C}", 404, "not_found", "inactive partner")):
+        r = c.raw("GET", f"/api/weight-loss{q}")
+        expect(f"catalog {what} -> {st_}", r, st_, code)
+        hdrs(r, what)
+    r = c.raw("OPTIONS", f"/api/weight-loss?partner_id={A}")
+    check("OPTIONS -> 204", r.status_code == 204, f"{r.status_code}")
+    r = c.raw("GET", f"/api/weight-loss?partner_id={A}.7")
+    check("catalog with sub-account code: 200/400/404, never 5xx", r.status_code in (200, 400, 404), f"{r.status_code}")
+    r = c.raw("GET", "/api/dentistry?partner_id=" + A)
+    expect("unknown category -> 404 not_found", r, 404, "not_found")
+    r = c.raw("POST", f"/api/weight-loss?partner_id={A}")
+    expect("POST on catalog -> 405 invalid_request", r, 405, "invalid_request", "rulings Wire conventions")
+
+
+def check_errors(c, st):
+    section("routing errors, parser limits (rulings Wire conventions; extensions §12)")
+    tok = st["tok"]
+    expect("unknown route -> 404 not_found", c.raw("GET", "/api/v1/nope", token=tok["a"]), 404, "not_found")
+    expect("unknown route without token -> 404", c.raw("GET", "/api/v1/nope"), 404, "not_found")
+    expect("unknown top-level route -> 404", c.raw("GET", "/nope"), 404, "not_found")
+    r = c.raw("PUT", "/api/v1/leads", token=tok["a"])
+    expect("wrong method -> 405 invalid_request", r, 405, "invalid_request")
+    r = c.raw("PATCH", "/api/v1/sub-accounts", token=tok["a"], json={})
+    expect("PATCH sub-accounts -> 405", r, 405, "invalid_request")
+    r = c.raw("DELETE", "/api/v1/orders", token=tok["a"])
+    expect("DELETE orders -> 405", r, 405, "invalid_request")
+    expect("healthz 200", c.raw("GET", "/healthz"), 200)
+    expect("readyz 200", c.raw("GET", "/readyz"), 200)
+    r = c.raw("GET", "/api/v1/leads", token=tok["a"])
+    check("X-Request-Id present", bool(r.headers.get("X-Request-Id")))
+    host, port = c.base.split("//")[1].split(":")
+    port = int(port)
+
+    def rawsock(data_, wait=8.0):
+        s = socket.create_connection((host, port), timeout=wait)
+        s.sendall(data_)
+        out = b""
+        try:
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                out += chunk
+                if b"\r\n\r\n" in out:
+                    head, _, rest = out.partition(b"\r\n\r\n")
+                    m = re.search(rb"content-length:\s*(\d+)", head, re.I)
+                    if m and len(rest) >= int(m.group(1)):
+                        break
+        except socket.timeout:
+            pass
+        s.close()
+        return out
+
+    def st_body(out):
+        try:
+            status = int(out.split(b" ", 2)[1])
+        except Exception:
+            return None, None
+        body = out.partition(b"\r\n\r\n")[2]
+        try:
+            return status, json.loads(body)["error"]["code"]
+        except Exception:
+            return status, body[:100]
+
+    out = rawsock(b"GET /api/v1/leads?x=" + b"a" * 17000 + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+    s_, code = st_body(out)
+    check("request line > 16 KiB -> 414 invalid_request", (s_, code) == (414, "invalid_request"), f"{s_} {code}")
+    out = rawsock(b"GET /api/v1/leads HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 33000 + b"\r\n\r\n")
+    s_, code = st_body(out)
+    check("headers > 32 KiB -> 431 invalid_request", (s_, code) == (431, "invalid_request"), f"{s_} {code}")
+    out = rawsock(b"GET /api/v1/leads HTTP/1.1\r\nHost: x\r\n" +
+                  b"".join(b"X-H%d: v\r\n" % i for i in range(105)) + b"\r\n")
+    s_, code = st_body(out)
+    check("105 header fields -> 431 invalid_request", (s_, code) == (431, "invalid_request"), f"{s_} {code}")
+    out = rawsock(b"GET /healthz HTTP/1.1\r\nHost: x\r\n" +
+                  b"".join(b"X-H%d: v\r\n" % i for i in range(97)) + b"\r\n")
+    s_, code = st_body(out)
+    check("98 header fields (<= 100) accepted", s_ == 200, f"{s_} {code}", "extensions §12 (100 fields)")
+    t0 = time.time()
+    out = rawsock(b"GET /healthz HTTP/1.1\r\nHost: x\r\n", wait=10)
+    s_, code = st_body(out)
+    check("head incomplete for 5 s -> 408 invalid_request", (s_, code) == (408, "invalid_request") and
+          4 <= time.time() - t0 <= 8, f"{s_} {code} after {time.time() - t0:.1f}s")
+
+
+def check_operator(c, st):
+    section("operator API (operator-api.md)")
+    r = c.raw("GET", f"/internal/v1/partners/{A}")
+    expect("no token -> 401 missing_bearer", r, 401, "missing_bearer")
+    r = c.raw("GET", f"/internal/v1/partners/{A}", token="x" * 40)
+    expect("wrong token -> 401 invalid_token", r, 401, "invalid_token")
+    r = c.raw("GET", f"/internal/v1/partners/{A}", token=st["tok"]["adm"])
+    expect("partner admin token on operator API -> 401 invalid_token", r, 401, "invalid_token")
+    r = c.op("GET", f"/partners/{A}")
+    d = data(r) or {}
+    check("GET partner: body + partnerId, createdAt, updatedAt", r.status_code == 200 and
+          {"partnerId", "createdAt", "updatedAt", "careServices", "enabledLangs"} <= set(d), str(d)[:200])
+    expect("GET unknown partner -> 404", c.op("GET", "/partners/nobody"), 404, "not_found")
+    r = c.op("PUT", "/partners/newp", partner_body())
+    expect("PUT new partner -> 201", r, 201)
+    expect("PUT same partner -> 200", c.op("PUT", "/partners/newp", partner_body()), 200)
+    for body, what in ((dict(partner_body(), defaultLang="es", enabledLangs=["en"]), "defaultLang not enabled"),
+                       (dict(partner_body(), bogus=1), "unknown field"),
+                       ({k: v for k, v in partner_body().items() if k != "name"}, "missing name"),
+                       (dict(partner_body(), enabledLangs=["fr"]), "lang fr"),
+                       (dict(partner_body(), active=None), "active null")):
+        expect(f"PUT partner {what} -> 400", c.op("PUT", "/partners/newp", body), 400, "invalid_request")
+    expect("PUT partner bad id -> 400", c.op("PUT", "/partners/bad%20id", partner_body()), 400, "invalid_request")
+    expect("PUT partner 65-char id -> 400", c.op("PUT", "/partners/" + "x" * 65, partner_body()), 400, "invalid_request")
+    expect("user for unknown partner -> 404", c.op("POST", "/users", {"email": "x@example.test", "partnerId": "nobody",
+                                                                       "admin": False}), 404, "not_found")
+    expect("user with unknown field -> 400", c.op("POST", "/users", {"email": "x@example.test", "partnerId": A,
+                                                                      "admin": False, "role": "x"}), 400)
+    lb = {"partnerId": A, "firstName": "X", "lastName": "Y", "email": "x@example.test", "emailConsent": True,
+          "smsConsent": True, "origin": "managed-website", "location": "L"}
+    r = c.op("POST", "/leads", dict(lb, partnerId=f"{A}.99"))
+    check("lead with code of a missing sub-account: 201 (decisions.md) or 400", r.status_code in (201, 400), r.text[:200])
+    if r.status_code == 201:
+        st["leads"]["A"].append(data(r))
+        st["leads"]["A_nonheadless"].append(data(r)["id"])
+    for over, what in (({"isTest": True, "testSource": "simulation"}, "isTest on managed-website"),
+                       ({"testSource": "simulation"}, "testSource without isTest"),
+                       ({"origin": "headless_intake", "isTest": True}, "isTest without testSource"),
+                       ({"origin": "headless_intake", "isTest": True, "testSource": "other"}, "bad testSource"),
+                       ({"emailx": 1}, "unknown field"), ({"email": "not-an-email"}, "bad email"),
+                       ({"origin": "Bad Origin"}, "bad origin"),
+                       ({"partnerId": f"{A}.7", "subId": "12"}, "code and subId disagree"),
+                       ({"phone": "call me"}, "bad phone"), ({"firstName": ""}, "empty firstName")):
+        expect(f"lead ingest {what} -> 400", c.op("POST", "/leads", dict(lb, **over)), 400, "invalid_request")
+    expect("lead ingest unknown partner -> 404", c.op("POST", "/leads", dict(lb, partnerId="nobody")), 404)
+    if st.get("sub_code"):
+        r = c.op("POST", "/leads", dict(lb, partnerId=st["sub_code"]))
+        d = data(r) or {}
+        check("lead ingest with link's sub-account code resolves (partnerId, subId)",
+              r.status_code == 201 and d.get("partnerId") == A and d.get("subId") == "7", r.text[:200])
+        st["leads"]["A"].append(d)
+        st["leads"]["A_nonheadless"].append(d.get("id"))
+    # patch
+    lid = st["leads"]["A_headless"][0]
+    r = c.op("PATCH", f"/leads/{lid}", {"phone": "+1 555 0199"})
+    d = data(r) or {}
+    check("PATCH lead sets phone, moves updatedAt", r.status_code == 200 and d.get("phone") == "+1 555 0199" and
+          d.get("updatedAt") > d.get("createdAt", ""), r.text[:200])
+    expect("PATCH lead empty body -> 400", c.op("PATCH", f"/leads/{lid}", {}), 400, "invalid_request")
+    expect("PATCH unknown lead -> 404", c.op("PATCH", f"/leads/{uuid.uuid4()}", {"phone": "1"}), 404, "not_found")
+    expect("PATCH lead unknown field -> 400", c.op("PATCH", f"/leads/{lid}", {"origin": "x"}), 400, "invalid_request")
+    expect("operator unknown route -> 404", c.op("GET", "/nope"), 404, "not_found")
+    r = c.op("GET", "/openapi.json")
+    check("operator openapi behind token: 200", r.status_code == 200)
+    expect("operator openapi without token -> 401", c.raw("GET", "/internal/v1/openapi.json"), 401, "missing_bearer")
+    r = c.raw("GET", "/api/v1/openapi.json")
+    check("partner openapi public 200 and 3.1", r.status_code == 200 and r.json().get("openapi", "").startswith("3.1"))
+    expect("analytics event bad runId -> 400", c.op("POST", "/analytics-events", {
+        "runId": "bad id", "partnerId": A, "event": "order_completed", "product": "x", "amount": 1,
+        "occurredAt": iso(now()), "testSource": "simulation"}), 400, "invalid_request")
+    r = c.op("POST", "/analytics-events", {"runId": "run1", "partnerId": A, "event": "order_completed", "product": "x",
+                                           "amount": 5, "occurredAt": iso(now()), "testSource": "simulation"})
+    check("second order_completed of a run accepted (202), ignored", r.status_code == 202, r.text[:200])
+    r = c.raw("GET", "/api/v1/orders/TEST-SIM-run1", token=st["tok"]["a"])
+    check("simulated order unchanged by the second event", (data(r) or {}).get("amount") == 249, r.text[:200])
+
+
+def check_idempotency(c, st):
+    section("Idempotency-Key (extensions §8.3)")
+    tok = st["tok"]
+    p = "/api/v1/sub-accounts"
+    body = json.dumps({"subId": "40", "nickname": "Forty"})
+    H = {"Content-Type": "application/json"}
+    r1 = c.raw("POST", p, tok["a"], data=body, headers=dict(H, **{"Idempotency-Key": "k-1"}))
+    expect("first keyed POST -> 201", r1, 201)
+    r2 = c.raw("POST", p, tok["a"], data=body, headers=dict(H, **{"Idempotency-Key": "k-1"}))
+    check("replay -> same status and body, Idempotent-Replayed: true", r2.status_code == 201 and r2.text == r1.text and
+          r2.headers.get("Idempotent-Replayed") == "true", f"{r2.status_code} {r2.headers.get('Idempotent-Replayed')}")
+    r = c.raw("GET", p, tok["a"])
+    check("replay created nothing", sum(x["subId"] == "40" for x in data(r) or []) == 1)
+    r = c.raw("POST", p, tok["a"], data=body.replace("Forty", "Fourty"), headers=dict(H, **{"Idempotency-Key": "k-1"}))
+    expect("same key other body -> 422 idempotency_key_reused", r, 422, "idempotency_key_reused")
+    r = c.raw("POST", p, tok["a"], data=body.replace(", ", ","), headers=dict(H, **{"Idempotency-Key": "k-1"}))
+    expect("same key, body differing in whitespace only -> 422 (byte for byte)", r, 422, "idempotency_key_reused")
+    r = c.raw("POST", p + "?x=1", tok["a"], data=body, headers=dict(H, **{"Idempotency-Key": "k-1"}))
+    expect("same key, other query string -> 422", r, 422, "idempotency_key_reused")
+    r = c.raw("POST", "/api/v1/webhook-endpoints", tok["a"], data=body, headers=dict(H, **{"Idempotency-Key": "k-1"}))
+    expect("same key, other path -> 422", r, 422, "idempotency_key_reused")
+    r = c.raw("POST", p, tok["b"], data=body, headers=dict(H, **{"Idempotency-Key": "k-1"}))
+    check("B with A's key runs its own request (201, B's record)", r.status_code == 201 and
+          r.headers.get("Idempotent-Replayed") is None and (data(r) or {}).get("id") != (data(r1) or {}).get("id"),
+          f"{r.status_code} {r.text[:200]}")
+    r = c.raw("POST", p, tok["adm"], data=body, headers=dict(H, **{"Idempotency-Key": "k-1"}))
+    check("same partner, other token (admin) with the key: replay (caller is the partner)",
+          r.status_code == 201 and r.headers.get("Idempotent-Replayed") == "true", f"{r.status_code} {r.text[:100]}")
+    for k, what in (("", "empty"), ("a" * 256, "256 chars"), ("a b", "space"), ("é", "non-ASCII")):
+        hv = k.encode("utf-8") if what == "non-ASCII" else k
+        r = c.raw("POST", p, tok["a"], data=json.dumps({"subId": "41", "nickname": "x"}),
+                  headers=dict(H, **{"Idempotency-Key": hv}))
+        expect(f"key {what} -> 400 invalid_request", r, 400, "invalid_request")
+    r = c.raw("POST", p, tok["a"], data=json.dumps({"subId": "41", "nickname": "x"}),
+              headers=dict(H, **{"Idempotency-Key": "a" * 255}))
+    expect("key 255 chars accepted -> 201", r, 201)
+    r = c.raw("POST", p, None, data=body, headers=dict(H, **{"Idempotency-Key": "a b"}))
+    expect("bad key without token -> 401 (auth first)", r, 401, "missing_bearer")
+    bad = json.dumps({"subId": "0", "nickname": "x"})
+    r1 = c.raw("POST", p, tok["a"], data=bad, headers=dict(H, **{"Idempotency-Key": "k-400"}))
+    r2 = c.raw("POST", p, tok["a"], data=bad, headers=dict(H, **{"Idempotency-Key": "k-400"}))
+    check("a kept 400 is replayed", r1.status_code == 400 and r2.status_code == 400 and
+          r2.headers.get("Idempotent-Replayed") == "true", f"{r1.status_code} {r2.status_code} {r2.headers.get('Idempotent-Replayed')}")
+    # DELETE is not POST/PATCH: key ignored or accepted, never breaks
+    # operator API
+    lb = json.dumps({"partnerId": B, "firstName": "Idem", "lastName": "P", "email": "i@example.test", "emailConsent": True,
+                     "smsConsent": True, "origin": "managed-website", "location": "L"})
+    r1 = c.raw("POST", "/internal/v1/leads", c.internal, data=lb, headers=dict(H, **{"Idempotency-Key": "op-1"}))
+    r2 = c.raw("POST", "/internal/v1/leads", c.internal, data=lb, headers=dict(H, **{"Idempotency-Key": "op-1"}))
+    check("operator keyed lead POST replayed: one lead", r1.status_code == 201 and r2.status_code == 201 and
+          r1.text == r2.text and r2.headers.get("Idempotent-Replayed") == "true", f"{r1.status_code} {r2.status_code}")
+    if r1.status_code == 201:
+        st["leads"]["B"].append(data(r1))
+    r = c.raw("POST", p, tok["b"], data=lb, headers=dict(H, **{"Idempotency-Key": "op-1"}))
+    check("partner using operator's key never sees operator's answer", r.headers.get("Idempotent-Replayed") is None and
+          "Idem" not in r.text, f"{r.status_code} {r.text[:200]}")
+
+
+def check_webhook_endpoints(c, st):
+    section("webhook endpoints (rulings Webhooks; extensions §7, §12)")
+    tok = st["tok"]
+    p = "/api/v1/webhook-endpoints"
+    good = {"url": "https://hooks.example.invalid/h", "events": ["lead.created"]}
+    r = c.raw("POST", p, tok["a"], json=dict(good, secret=True))
+    d = data(r) or {}
+    expect("create with secret -> 201", r, 201)
+    check("secret returned once, whsec_ + 32 chars", re.fullmatch(r"whsec_[A-Za-z0-9+/]{32}", d.get("secret", "") or ""),
+          str(d.get("secret")), "extensions §9")
+    check("endpoint fields", {"id", "url", "events", "leadCreatedDelay", "customHeader", "hasSecret", "createdAt",
+                              "status", "disabledReason", "disabledAt"} <= set(d), str(sorted(d)))
+    eid = d.get("id")
+    st["endpoint"] = eid
+    r = c.raw("GET", p, tok["a"])
+    check("listing never carries the secret", r.status_code == 200 and (d.get("secret") or "zz") not in r.text and
+          all("secret" not in x for x in data(r) or []), r.text[:200])
+    bad_urls = ["http://hooks.example.invalid/h", "https://127.0.0.1/h", "https://localhost/h", "https://localhost./h",
+                "https://10.0.0.1/h", "https://169.254.169.254/h", "https://[::1]/h", "https://[64:ff9b::a00:1]/h",
+                "https://[64:ff9b:1::1]/h", "https://[2002:7f00:1::1]/h", "https://[2001::1]/h",
+                "https://[::ffff:0:7f00:1]/h", "https://[fec0::1]/h", "https://[100::1]/h", "https://[::ffff:127.0.0.1]/h",
+                "https://0.0.0.0/h", "https://100.64.0.1/h", "https://[fd00::1]/h", "https://2130706433/h",
+                "https://0x7f000001/h", "https://127.1/h"]
+    for u in bad_urls:
+        r = c.raw("POST", p, tok["a"], json=dict(good, url=u))
+        expect(f"endpoint url {u} refused 400", r, 400, "invalid_request", "rulings Webhooks; extensions §7")
+        if r.status_code == 201:
+            c.raw("DELETE", f"{p}/{data(r)['id']}", tok["a"])
+    for over, what in (({"events": []}, "empty events"), ({"events": ["lead.deleted"]}, "unknown event"),
+                       ({"events": ["ping"]}, "ping event"), ({"leadCreatedDelay": "2m"}, "delay 2m"),
+                       ({"customHeader": {"name": "X-Partner-Foo", "value": "v"}}, "reserved X-Partner-*"),
+                       ({"customHeader": {"name": "x_forwarded_for", "value": "v"}}, "x_forwarded_for (_ -> -)"),
+                       ({"customHeader": {"name": "Webhook-Id", "value": "v"}}, "webhook-id"),
+                       ({"customHeader": {"name": "cookie", "value": "v"}}, "cookie"),
+                       ({"customHeader": {"name": "Proxy_Authorization", "value": "v"}}, "Proxy_Authorization"),
+                       ({"customHeader": {"name": "X-Real-IP", "value": "v"}}, "X-Real-IP"),
+                       ({"customHeader": {"name": "Keep-Alive", "value": "v"}}, "Keep-Alive"),
+                       ({"customHeader": {"name": "X-Ok", "value": "a\nb"}}, "value with newline"),
+                       ({"customHeader": {"name": "X-Ok", "value": "a" * 1025}}, "value 1025 chars"),
+                       ({"customHeader": {"name": "X Ok", "value": "v"}}, "name with space"),
+                       ({"customHeader": {"name": "X" * 65, "value": "v"}}, "name 65 chars")):
+        expect(f"endpoint {what} -> 400", c.raw("POST", p, tok["a"], json=dict(good, **over)), 400, "invalid_request")
+    r = c.raw("POST", p, tok["a"], json=dict(good, customHeader={"name": "X-Api-Key", "value": "supersecretvalue1234"}))
+    d = data(r) or {}
+    check("POST answer carries the custom header value", (d.get("customHeader") or {}).get("value") ==
+          "supersecretvalue1234", str(d.get("customHeader")))
+    eid2 = d.get("id")
+    r = c.raw("GET", p, tok["a"])
+    ch = next((x.get("customHeader") for x in data(r) or [] if x["id"] == eid2), None)
+    check("listing masks the value: {name, valueHint: '…1234'}", ch == {"name": "X-Api-Key", "valueHint": "…1234"} and
+          "supersecretvalue1234" not in r.text, str(ch), "extensions §12")
+    r = c.raw("PATCH", f"{p}/{eid2}", tok["a"], json={"leadCreatedDelay": "5m"})
+    ch = (data(r) or {}).get("customHeader")
+    check("other PATCH masks the value", r.status_code == 200 and ch == {"name": "X-Api-Key", "valueHint": "…1234"},
+          f"{r.status_code} {ch}")
+    r = c.op("GET", f"/partners/{A}/webhook-endpoints")
+    check("operator listing masks the value", "supersecretvalue1234" not in r.text, r.text[:200])
+    r = c.raw("POST", p, tok["a"], json=dict(good, customHeader={"name": "X-Short", "value": "12345678"}))
+    ch = None
+    if r.status_code == 201:
+        rid = data(r)["id"]
+        ch = next((x.get("customHeader") for x in data(c.raw("GET", p, tok["a"])) or [] if x["id"] == rid), None)
+        c.raw("DELETE", f"{p}/{rid}", tok["a"])
+    check("value of <= 8 chars masked as '…'", ch == {"name": "X-Short", "valueHint": "…"}, str(ch))
+    c.raw("DELETE", f"{p}/{eid2}", tok["a"])
+    # 10 endpoints max
+    ids = []
+    r = c.raw("GET", p, tok["a"])
+    n = len(data(r) or [])
+    for i in range(10 - n):
+        r = c.raw("POST", p, tok["a"], json=good)
+        if r.status_code == 201:
+            ids.append(data(r)["id"])
+    r = c.raw("POST", p, tok["a"], json=good)
+    expect("11th endpoint -> 400 invalid_request", r, 400, "invalid_request")
+    for i in ids:
+        c.raw("DELETE", f"{p}/{i}", tok["a"])
+    # isolation
+    r = c.raw("POST", p, tok["b"], json=good)
+    beid = (data(r) or {}).get("id")
+    for m, path, body in (("PATCH", f"{p}/{beid}", {"leadCreatedDelay": None}), ("DELETE", f"{p}/{beid}", None),
+                          ("POST", f"{p}/{beid}/test", None), ("POST", f"{p}/{beid}/recover",
+                                                               {"since": iso(now() - dt.timedelta(hours=1))})):
+        expect(f"A {m} {path.split('/')[-1][:8]} on B's endpoint -> 404", c.raw(m, path, tok["a"], json=body), 404,
+               "not_found")
+    r = c.raw("GET", p, tok["b"])
+    check("B's endpoint survives A's attempts", any(x["id"] == beid for x in data(r) or []))
+    expect("PATCH malformed id -> 400", c.raw("PATCH", f"{p}/xyz", tok["a"], json={"enabled": True}), 400, "invalid_request")
+    r = c.raw("DELETE", f"{p}/{uuid.uuid4()}", tok["a"])
+    expect("DELETE unknown endpoint -> 404", r, 404, "not_found")
+    # test / deliveries
+    r = c.raw("POST", f"{p}/{eid}/test", tok["a"])
+    d = data(r) or {}
+    check("test -> 202 ping delivery", r.status_code == 202 and d.get("event") == "ping" and d.get("status") == "pending",
+          r.text[:200])
+    st["ping"] = d.get("id")
+    r = c.raw("GET", "/api/v1/webhook-deliveries", tok["a"])
+    b = r.json()
+    check("deliveries listing envelope", r.status_code == 200 and set(b) == {"data", "page"}, r.text[:200])
+    if st.get("ping"):
+        r = c.raw("GET", f"/api/v1/webhook-deliveries/{st['ping']}", tok["a"])
+        check("delivery by id with attemptLog", r.status_code == 200 and "attemptLog" in (data(r) or {}), r.text[:200])
+        expect("B reads A's delivery -> 404", c.raw("GET", f"/api/v1/webhook-deliveries/{st['ping']}", tok["b"]), 404,
+               "not_found")
+        expect("B resends A's delivery -> 404", c.raw("POST", f"/api/v1/webhook-deliveries/{st['ping']}/resend", tok["b"]),
+               404, "not_found")
+    for q in ("status=bogus", "event=nope", "limit=0", "limit=201", "endpointId=xyz", "cursor=garbage"):
+        expect(f"deliveries {q} -> 400", c.raw("GET", f"/api/v1/webhook-deliveries?{q}", tok["a"]), 400, "invalid_request")
+    r = c.raw("GET", f"/api/v1/webhook-deliveries?endpointId={beid}", tok["a"])
+    check("deliveries filtered by B's endpointId: 404 or empty for A",
+          r.status_code == 404 or (r.status_code == 200 and data(r) == []), r.text[:200])
+    for since, what in ((iso(now() - dt.timedelta(days=8)), "8 days ago"), (iso(now() + dt.timedelta(hours=1)), "future")):
+        expect(f"recover since {what} -> 400", c.raw("POST", f"{p}/{eid}/recover", tok["a"], json={"since": since}), 400,
+               "invalid_request")
+    r = c.raw("POST", f"{p}/{eid}/recover", tok["a"], json={"since": iso(now() - dt.timedelta(hours=1))})
+    check("recover -> 202 {requeued, remaining}", r.status_code == 202 and set(data(r) or {}) == {"requeued", "remaining"},
+          r.text[:200], "extensions §12")
+    r = c.raw("PATCH", f"{p}/{eid}", tok["a"], json={"enabled": False})
+    check("PATCH enabled:false -> disabled, reason null", r.status_code == 200 and (data(r) or {}).get("status") ==
+          "disabled" and (data(r) or {}).get("disabledReason") is None, r.text[:200])
+    expect("test on disabled endpoint -> 400", c.raw("POST", f"{p}/{eid}/test", tok["a"]), 400, "invalid_request")
+    if st.get("ping"):
+        expect("resend on disabled endpoint -> 400",
+               c.raw("POST", f"/api/v1/webhook-deliveries/{st['ping']}/resend", tok["a"]), 400, "invalid_request")
+    c.raw("PATCH", f"{p}/{eid}", tok["a"], json={"enabled": True})
+
+
+def check_events(c, st):
+    section("events feed (extensions §8.1)")
+    tok = st["tok"]
+    p = "/api/v1/events"
+    r = c.raw("GET", f"{p}?limit=200", tok["a"])
+    b = r.json()
+    check("envelope {data, page}", r.status_code == 200 and set(b) == {"data", "page"}, r.text[:200])
+    ev = b.get("data", [])
+    for e in ev:
+        ok, det = keys_exact(e, ["id", "event", "created_at", "data"])
+        if not ok:
+            check("Event fields {id,event,created_at,data}", False, det)
+            break
+    else:
+        check("Event fields {id,event,created_at,data}", True)
+    check("created_at ms Z", all(TS_MS.match(e["created_at"]) for e in ev))
+    ks = [(e["created_at"]) for e in ev]
+    check("oldest first", ks == sorted(ks))
+    kinds = {}
+    for e in ev:
+        kinds[e["event"]] = kinds.get(e["event"], 0) + 1
+    n_leads = len([x for x in st["leads"]["A_nonheadless"] if x])
+    check(f"lead.created for every non-headless lead of A ({n_leads}), none for headless",
+          kinds.get("lead.created") == n_leads and not any(
+              e["data"].get("lead", {}).get("origin") == "headless_intake" for e in ev), str(kinds))
+    check("no ping in the feed although a test was sent", "ping" not in kinds, str(kinds))
+    check("payout.created present", kinds.get("payout.created") == 1, str(kinds))
+    check("order.created for stored orders", kinds.get("order.created", 0) >= 2, str(kinds))
+    check("only A's data", all(e["data"].get("lead", {}).get("partnerId", A) == A for e in ev))
+    le = next((e for e in ev if e["event"] == "lead.created"), None)
+    if le:
+        ok, det = keys_exact(le["data"], ["lead"])
+        check("lead.created data {lead: LeadRow}", ok and set(le["data"]["lead"]) - {"phone"} <= set(LEAD_KEYS), det)
+    oe = next((e for e in ev if e["event"] == "order.created"), None)
+    if oe:
+        check("order.created data {source, order}", set(oe["data"]) == {"source", "order"} and
+              set(oe["data"]["order"]) == set(ORDER_KEYS), str(oe["data"])[:300], "spec Events")
+    pe = next((e for e in ev if e["event"] == "payout.created"), None)
+    if pe:
+        check("payout.created data {payout: Payout}", set(pe["data"]) == {"payout"} and
+              set(pe["data"]["payout"]) == set(PAYOUT_KEYS), str(pe["data"])[:300])
+    cur = b["page"]["nextCursor"]
+    check("nextCursor never null", cur is not None)
+    r = c.raw("GET", f"{p}?cursor={requests.utils.quote(cur)}", tok["a"])
+    check("poll at end: empty page, same cursor", r.status_code == 200 and data(r) == [] and
+          r.json()["page"]["nextCursor"] == cur, r.text[:200])
+    r = c.op("POST", "/leads", {"partnerId": A, "firstName": "Late", "lastName": "L", "email": "l@example.test",
+                                "emailConsent": True, "smsConsent": True, "origin": "public-link", "location": "x"})
+    if r.status_code == 201:
+        st["leads"]["A"].append(data(r))
+        st["leads"]["A_nonheadless"].append(data(r)["id"])
+    r = c.raw("GET", f"{p}?cursor={requests.utils.quote(cur)}", tok["a"])
+    d = data(r) or []
+    check("poll after a new lead returns only it", r.status_code == 200 and len(d) == 1 and
+          d[0]["data"]["lead"]["firstName"] == "Late", r.text[:300])
+    r = c.raw("GET", f"{p}?limit=3", tok["a"])
+    walked, cur2, pages = [], None, 0
+    while pages < 100:
+        r = c.raw("GET", f"{p}?limit=7" + (f"&cursor={requests.utils.quote(cur2)}" if cur2 else ""), tok["a"])
+        d = data(r) or []
+        if not d:
+            break
+        walked += [e["id"] for e in d]
+        cur2 = r.json()["page"]["nextCursor"]
+        pages += 1
+    check("cursor walk sees every event once", len(walked) == len(set(walked)) == len(ev) + 1,
+          f"{len(walked)} {len(set(walked))} {len(ev) + 1}")
+    r = c.raw("GET", f"{p}?types=payout.created,order.created", tok["a"])
+    check("types filter", r.status_code == 200 and {e["event"] for e in data(r) or []} <= {"payout.created", "order.created"}
+          and len(data(r) or []) >= 3, r.text[:200])
+    for q in ("types=ping", "types=lead.created,", "types=nope", "limit=0", "limit=201", "since=yesterday",
+              "cursor=garbage", "limit=abc"):
+        expect(f"events {q} -> 400", c.raw("GET", f"{p}?{q}", tok["a"]), 400, "invalid_request")
+    r = c.raw("GET", f"{p}?since={iso(now() + dt.timedelta(hours=1))}", tok["a"])
+    check("since in future: empty, 200", r.status_code == 200 and data(r) == [], r.text[:200])
+    r = c.raw("GET", f"{p}?since={requests.utils.quote(iso(now() - dt.timedelta(days=40)))}", tok["a"])
+    check("since older than retention: 410 cursor_expired or 200 (nothing removed yet)", r.status_code in (200, 410),
+          f"{r.status_code} {r.text[:100]}", "extensions §8 settled")
+    if ev:
+        e0 = ev[0]
+        r = c.raw("GET", f"{p}/{e0['id']}", tok["a"])
+        check("event by id == feed entry", r.status_code == 200 and data(r) == e0, r.text[:300])
+        expect("A's event by B -> 404", c.raw("GET", f"{p}/{e0['id']}", tok["b"]), 404, "not_found")
+        expect("malformed event id -> 400", c.raw("GET", f"{p}/nope", tok["a"]), 400, "invalid_request")
+    r = c.raw("GET", f"{p}?limit=200", tok["b"])
+    check("B's feed holds only B's", r.status_code == 200 and all(
+        e["data"].get("lead", {}).get("partnerId", B) == B for e in data(r) or []), r.text[:200])
+    # B using A's cursor
+    r = c.raw("GET", f"{p}?cursor={requests.utils.quote(cur)}", tok["b"])
+    check("A's events cursor in B's hands: 400 or only B's", r.status_code == 400 or all(
+        e["data"].get("lead", {}).get("partnerId", B) == B for e in data(r) or []), r.text[:200])
+
+
+def check_ratelimit_headers(c, st):
+    section("rate-limit headers (rulings Rate limits)")
+    tok = st["tok"]
+    for path in ("/api/v1/leads", "/api/v1/leads?limit=0", "/api/v1/orders", "/api/v1/payouts",
+                 "/api/v1/sub-accounts", "/api/v1/dna-links", "/api/v1/care-services-coupons?limit=0",
+                 "/api/v1/webhook-endpoints", "/api/v1/events", f"/api/v1/leads/{uuid.uuid4()}"):
+        r = c.raw("GET", path, tok["a"])
+        h = r.headers
+        ok = all(k in h for k in ("X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"))
+        ok = ok and h["X-RateLimit-Limit"].isdigit() and h["X-RateLimit-Remaining"].isdigit() and \
+            h["X-RateLimit-Reset"].isdigit() and abs(int(h["X-RateLimit-Reset"]) - time.time()) < 4000
+        check(f"{path[:40]} -> {r.status_code} carries X-RateLimit-* (Reset unix seconds)", ok,
+              str({k: h.get(k) for k in ("X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset")}))
+    r1 = c.raw("GET", "/api/v1/payouts", tok["a"])
+    r2 = c.raw("GET", "/api/v1/payouts", tok["a"])
+    try:
+        check("Remaining decrements by one per call", int(r1.headers["X-RateLimit-Remaining"]) - 1 ==
+              int(r2.headers["X-RateLimit-Remaining"]), f"{r1.headers.get('X-RateLimit-Remaining')} "
+                                                        f"{r2.headers.get('X-RateLimit-Remaining')}")
+    except Exception as e:
+        check("Remaining decrements", False, str(e))
+    r = c.raw("GET", "/api/v1/leads")
+    check("401 (before the rate-limit step) carries no budget cost: no requirement; just no 5xx", r.status_code == 401)
+
+
+
+def check_partner_variants(c, st):
+    section("partner settings: lang default, DNA right, Care Services access (spec; rulings Links)")
+    D = "bbD"
+    must(c.op("PUT", f"/partners/{D}", partner_body(default="es", langs=("en", "es"), care=False)), "partner D")
+    u = must(c.op("POST", "/users", {"email": "d@example.test", "partnerId": D, "admin": False}), "user D")
+    t = must(c.op("POST", f"/users/{u['id']}/tokens", {}), "token D")["token"]
+    r = c.raw("GET", "/api/v1/medical-intake-links", t)
+    s = {x["productName"]: x for x in data(r) or []}
+    check("partner default es: self-hosted url carries lang=es", qd(s.get("Sema", {}).get("url", "")).get("lang") == "es",
+          s.get("Sema", {}).get("url"), "spec CareServiceLink params; rulings lang")
+    check("legacy url never carries lang", "lang" not in qd(s.get("Tadal", {}).get("url", "x")),
+          s.get("Tadal", {}).get("url"), "rulings Links (self-hosted ones also lang)")
+    r = c.raw("GET", "/api/v1/medical-intake-links?lang=xx", t)
+    s = {x["productName"]: x for x in data(r) or []}
+    check("unrecognized lang falls back to partner default es", qd(s.get("Sema", {}).get("url", "")).get("lang") == "es",
+          s.get("Sema", {}).get("url"))
+    r = c.raw("GET", "/api/v1/medical-intake-links?lang=en", t)
+    s = {x["productName"]: x for x in data(r) or []}
+    check("lang=en requested: lang=en", qd(s.get("Sema", {}).get("url", "")).get("lang") == "en",
+          s.get("Sema", {}).get("url"))
+    r = c.raw("GET", "/api/v1/care-service-links", t)
+    check("no subscription, no override: empty care list", r.status_code == 200 and data(r) == [], r.text[:200])
+    body = partner_body(default="es", langs=("en", "es"), care=False)
+    body["careServices"] = {"subscriptionActive": False, "manualOverride": True, "yearlyBundle": False,
+                            "services": ["primary-care", "dermatology"]}
+    must(c.op("PUT", f"/partners/{D}", body), "partner D care")
+    r = c.raw("GET", "/api/v1/care-service-links", t)
+    d = data(r) or []
+    check("manual override + individual access: only primary-care", [x["service"] for x in d] == ["primary-care"],
+          str([x["service"] for x in d]))
+    check("care urls carry partner default lang=es", all(qd(x["url"]).get("lang") == "es" and
+                                                        qd(x["redeemUrl"]).get("lang") == "es" for x in d), str(d)[:200])
+    r = c.raw("GET", "/api/v1/care-service-links?service=urgent-care", t)
+    check("service without access: empty list, echo service", r.status_code == 200 and data(r) == [] and
+          r.json().get("service") == "urgent-care", r.text[:200])
+    body2 = dict(body, enabledLangs=["en"], defaultLang="en")
+    must(c.op("PUT", f"/partners/{D}", body2), "partner D en only")
+    r = c.raw("GET", "/api/v1/care-service-links?lang=es", t)
+    check("lang=es when es disabled: falls back (no lang=es)", r.status_code == 200 and "lang=es" not in r.text,
+          r.text[:300])
+    body3 = dict(body2, dnaAccess=False)
+    must(c.op("PUT", f"/partners/{D}", body3), "partner D no dna")
+    expect("DNA right withdrawn -> 403 at once", c.raw("GET", "/api/v1/dna-links", t), 403, "forbidden")
+    must(c.op("PUT", f"/partners/{D}", dict(body3, active=False)), "partner D inactive")
+    expect("partner deactivated -> 403 at once", c.raw("GET", "/api/v1/orders", t), 403, "forbidden")
+    must(c.op("PUT", f"/partners/{D}", dict(body3, active=True)), "partner D active")
+    expect("partner reactivated -> 200", c.raw("GET", "/api/v1/orders", t), 200)
+
+
+def check_lead_enriched(c, st):
+    section("lead.enriched and lead patches (spec Events; rulings Leads)")
+    tok = st["tok"]
+    fut = requests.utils.quote(iso(now() + dt.timedelta(days=1)))
+    r = c.raw("GET", f"/api/v1/events?since={fut}", tok["a"])
+    cur = r.json()["page"]["nextCursor"]
+    check("empty page without cursor: nextCursor = current end of feed (not null)", cur is not None and data(r) == [],
+          r.text[:200], "extensions §8.1")
+    # newest-first listing -> take our no-consent lead and a normal one
+    lid = st["leads"]["A"][0]["id"]
+    r = c.op("PATCH", f"/leads/{lid}", {"phone": "+1 555 0100"})
+    expect("PATCH same phone -> 200", r, 200)
+    r = c.op("PATCH", f"/leads/{lid}", {"phone": "+1 555 0111"})
+    expect("PATCH new phone -> 200", r, 200)
+    r = c.op("PATCH", f"/leads/{st['noconsent']}", {"phone": "+1 555 0122"})
+    r = c.op("PATCH", f"/leads/{lid}", {"firstName": "Renamed"})
+    r = c.raw("GET", f"/api/v1/events?cursor={requests.utils.quote(cur)}", tok["a"])
+    ev = data(r) or []
+    enr = [e for e in ev if e["event"] == "lead.enriched"]
+    check("lead.enriched only for real phone changes (2, not for same value or a name)",
+          len(enr) == 2 and [e["event"] for e in ev] == ["lead.enriched", "lead.enriched"], str([e["event"] for e in ev]))
+    if enr:
+        d = enr[0]["data"]
+        check("lead.enriched data {lead, previousPhone, currentPhone}", set(d) == {"lead", "previousPhone", "currentPhone"}
+              and d["previousPhone"] == "+1 555 0100" and d["currentPhone"] == "+1 555 0111", str(d)[:300])
+    if len(enr) > 1:
+        d = enr[1]["data"]
+        check("lead.enriched for a no-SMS-consent lead renders No Consent",
+              d.get("previousPhone") == "No Consent" and d.get("currentPhone") == "No Consent" and
+              d["lead"]["phone"] == "No Consent", str(d)[:300], "rulings Leads")
+    r = c.raw("GET", f"/api/v1/leads/{lid}", tok["a"])
+    check("patched lead reads new phone and name", (data(r) or {}).get("phone") == "+1 555 0111" and
+          (data(r) or {}).get("firstName") == "Renamed", r.text[:200])
+    # test rows do not leak through a cursor taken with includeTest
+    r = c.raw("GET", "/api/v1/leads?includeTest=true&limit=2", tok["a"])
+    cur = r.json()["page"]["nextCursor"]
+    r = c.raw("GET", f"/api/v1/leads?limit=200&cursor={requests.utils.quote(cur)}", tok["a"])
+    check("cursor from an includeTest page, used without includeTest: no test rows",
+          r.status_code == 400 or all(not x["isTest"] for x in data(r) or []), r.text[:200])
+    # sub-account deleted: orders show ""
+    r = c.raw("POST", "/api/v1/sub-accounts", tok["a"], json={"subId": "77", "nickname": "Temp"})
+    sid = (data(r) or {}).get("id")
+    c.op("POST", "/orders", {"orderId": "ORD-A-77", "partnerId": f"{A}.77", "createdDate": iso(now()), "product": "P",
+                             "amount": 1, "commission": 0, "status": "shipped", "isTest": False, "source": "s"})
+    r = c.raw("GET", "/api/v1/orders/ORD-A-77", tok["a"])
+    check("order via attribution code: subAccount nickname", (data(r) or {}).get("subAccount") == "Temp", r.text[:200])
+    c.raw("DELETE", "/api/v1/sub-accounts", tok["a"], json={"recordId": sid})
+    r = c.raw("GET", "/api/v1/orders/ORD-A-77", tok["a"])
+    check("after the sub-account is deleted subAccount is '' (nickname at read time)",
+          (data(r) or {}).get("subAccount") == "", r.text[:200])
+    for q in ("offset=99999999999999999999", "limit=99999999999999999999", "offset=1e3"):
+        r = c.raw("GET", f"/api/v1/care-services-coupons?{q}", tok["a"])
+        expect(f"coupons {q} -> 400", r, 400, "invalid_request")
+
+
+def wait_delivery(c, tok, did, want, secs=20):
+    d = {}
+    t0 = time.time()
+    while time.time() - t0 < secs:
+        r = c.raw("GET", f"/api/v1/webhook-deliveries/{did}", tok)
+        d = data(r) or {}
+        if d.get("status") == want:
+            return d
+        time.sleep(0.3)
+    return d
+
+
+def check_more(c, st):
+    tok = st["tok"]
+    section("leads: keyset stable under inserts; questionId; 405 on by-id")
+    seen, cur = [], None
+    r = c.raw("GET", "/api/v1/leads?limit=10", tok["a"])
+    seen += [x["id"] for x in data(r) or []]
+    cur = r.json()["page"]["nextCursor"]
+    for i in range(3):
+        c.op("POST", "/leads", {"partnerId": A, "firstName": f"Mid{i}", "lastName": "W", "email": "m@example.test",
+                                "emailConsent": True, "smsConsent": False, "origin": "sub-account-form",
+                                "location": "x", "questionId": "q-1"})
+    rest, err, n = [], None, 0
+    while cur and n < 30:
+        r = c.raw("GET", f"/api/v1/leads?limit=10&cursor={requests.utils.quote(cur)}", tok["a"])
+        if r.status_code != 200:
+            err = r.text[:200]
+            break
+        rest += data(r)
+        cur = r.json()["page"]["nextCursor"]
+        n += 1
+    # page_all appends &limit, and its own cursor after the first page
+    allids = seen + [x["id"] for x in rest]
+    before = {x["id"] for x in st["leads"]["A"]}
+    check("walk with inserts mid-way: every older lead once, no new ones, no dupes",
+          err is None and len(allids) == len(set(allids)) and set(allids) == before,
+          f"{err} {len(allids)} {len(set(allids))} {len(before)} missing={len(before - set(allids))} extra={len(set(allids) - before)}",
+          "rulings Leads keyset")
+    r = c.raw("GET", "/api/v1/leads?limit=3", tok["a"])
+    top = data(r) or []
+    check("questionId string when given, null otherwise", top and top[0]["questionId"] == "q-1" and
+          all(x["questionId"] is None for x in st["leads"]["A"][:5]), str([x["questionId"] for x in top]))
+    check("origin sub-account-form kept as given", top and top[0]["origin"] == "sub-account-form")
+    expect("limit=050 (leading zero) accepted (decisions.md)", c.raw("GET", "/api/v1/leads?limit=050", tok["a"]), 200)
+    lid = top[0]["id"] if top else str(uuid.uuid4())
+    expect("DELETE /leads/{id} -> 405", c.raw("DELETE", f"/api/v1/leads/{lid}", tok["a"]), 405, "invalid_request")
+    expect("PUT /orders/{id} -> 405", c.raw("PUT", "/api/v1/orders/ORD-A-1", tok["a"], json={}), 405, "invalid_request")
+
+    section("money on the wire (rulings Wire conventions)")
+    E = "bbE"
+    st["E"] = E
+    must(c.op("PUT", f"/partners/{E}", partner_body()), "partner E")
+    u = must(c.op("POST", "/users", {"email": "e@example.test", "partnerId": E, "admin": False}), "user E")
+    te = must(c.op("POST", f"/users/{u['id']}/tokens", {}), "token E")["token"]
+    st["tok"]["e"] = te
+    for oid, amt, com in (("ORD-E-1", 19.99, 0.07), ("ORD-E-2", 12345678.91, 40), ("ORD-E-3", 0.1, 0.2)):
+        must(c.op("POST", "/orders", {"orderId": oid, "partnerId": E, "createdDate": iso(now()), "product": "P",
+                                      "amount": amt, "commission": com, "status": "shipped", "isTest": False,
+                                      "source": "s"}), oid)
+    r = c.raw("GET", "/api/v1/orders", te)
+    t = r.text.replace(" ", "")
+    check("19.99 / 0.07 / 12345678.91 / 0.1 / 0.2 written exactly", all(x in t for x in (
+        '"amount":19.99', '"commission":0.07', '"amount":12345678.91', '"amount":0.1,', '"commission":0.2')), t[:400])
+    check("integer money written as 40 (or 40.0)", '"commission":40,' in t or '"commission":40.0,' in t, t[:400])
+    must(c.op("POST", "/payouts", {"partnerId": E, "payoutDate": "2026-11-03", "payoutAmount": 0.3, "status": "paid"}),
+         "payout E")
+    r = c.raw("GET", "/api/v1/payouts", te)
+    check("payoutAmount 0.3 exactly", '"payoutAmount":0.3' in r.text.replace(" ", ""), r.text[:200])
+    today = now().strftime("%Y-%m-%d")
+    r = c.op("GET", f"/partners/{E}/commission-summary?from={today}&to={today}")
+    check("commission total 40.27 exactly", '"commissionTotal":40.27' in r.text.replace(" ", ""), r.text[:200])
+
+    section("coupons: defaults with 600 codes (spec Limits)")
+    must(c.op("POST", "/care-services-coupons/bulk-orders", {
+        "partnerId": E, "productSlug": "urgent-plus", "months": 12, "quantity": 600, "unitPriceCents": 0,
+        "purchaserEmail": "b@example.test", "purchaserSource": "-x"}), "bulk E 600")
+    r = c.raw("GET", "/api/v1/care-services-coupons", te)
+    check("JSON default: 100 rows, total 600", r.status_code == 200 and len(data(r) or []) == 100 and
+          r.json()["total"] == 600 and r.json()["limit"] == 100, r.text[:100])
+    r = c.raw("GET", "/api/v1/care-services-coupons?format=csv", te)
+    n = len(r.text.splitlines()) - 1
+    check("CSV default: 500 rows, X-Total-Count 600", n == 500 and r.headers.get("X-Total-Count") == "600",
+          f"{n} {r.headers.get('X-Total-Count')}")
+    first = set(r.text.splitlines()[1:])
+    r2 = c.raw("GET", "/api/v1/care-services-coupons?format=csv&offset=500", te)
+    second = set(r2.text.splitlines()[1:])
+    check("CSV offset=500: the other 100, joined = all 600", len(second) == 100 and not (first & second), f"{len(second)}")
+    check("'-x' purchaser_source prefixed in CSV", '"\'-x"' in r.text, r.text.splitlines()[1][:200])
+    r = c.raw("GET", "/api/v1/care-services-coupons?limit=500", te)
+    check("JSON limit=500 accepted", r.status_code == 200 and len(data(r) or []) == 500)
+    codes_json = [x["code"] for x in data(c.raw("GET", "/api/v1/care-services-coupons?limit=500", te)) or []]
+    codes_json2 = [x["code"] for x in data(c.raw("GET", "/api/v1/care-services-coupons?limit=500&offset=500", te)) or []]
+    check("JSON pages by offset are disjoint and complete (stable order)",
+          len(set(codes_json) | set(codes_json2)) == 600, f"{len(set(codes_json) | set(codes_json2))}")
+
+    section("catalog for a legacy partner (rulings Public catalog)")
+    r = c.raw("GET", f"/api/all-products?partner_id={B}")
+    by = {x["name"]: x for x in (r.json().get("products") or [])} if r.status_code == 200 else {}
+    s_ = by.get("Sema", {})
+    check("headlessLinks off: intakeUrl is the provider-hosted link", s_.get("intakeUrl", "").startswith(
+        "https://legacy-intake.example.com/"), s_.get("intakeUrl"))
+    check("no partner price: recommended $199.50", s_.get("price1Month") == "$199.50", str(s_))
+
+    section("links isolation by sub")
+    c.raw("POST", "/api/v1/sub-accounts", tok["b"], json={"subId": "200", "nickname": "B200"})
+    expect("A asks sub=200 that only B has -> 400", c.raw("GET", "/api/v1/medical-intake-links?sub=200", tok["a"]), 400,
+           "invalid_request")
+    expect("A asks care sub=200 that only B has -> 400", c.raw("GET", "/api/v1/care-service-links?sub=200", tok["a"]), 400,
+           "invalid_request")
+
+    section("operator catalog validation (operator-api Catalog)")
+    r = c.op("PUT", "/medical-products/not-a-uuid", {})
+    expect("medical product non-UUID id -> 400", r, 400, "invalid_request")
+    expect("medical price out of range -> 400", c.op("PUT", f"/partners/{A}/medical-prices/{M1}", {"tierPrices": {"m1": 99}}),
+           400, "invalid_request")
+    expect("medical price unknown tier -> 400", c.op("PUT", f"/partners/{A}/medical-prices/{M1}", {"tierPrices": {"m9": 150}}),
+           400, "invalid_request")
+    expect("medical price unknown product -> 404",
+           c.op("PUT", f"/partners/{A}/medical-prices/{uuid.uuid4()}", {"tierPrices": {"m1": 150}}), 404, "not_found")
+    expect("dna price out of range -> 400", c.op("PUT", f"/partners/{A}/dna-prices/{D1}", {"userSetPrice": 500}), 400,
+           "invalid_request")
+    expect("care product with months 2 -> 400", c.op("PUT", f"/care-service-products/{uuid.uuid4()}", {
+        "service": "dermatology", "slug": "derm", "productName": "D", "description": "d", "imageUrl": "https://i.example/x",
+        "tiers": [{"key": "m2", "label": "2", "months": 2, "userPrice": 1, "commission": 0}]}), 400, "invalid_request")
+    expect("operator deliveries limit=501 -> 400", c.op("GET", f"/partners/{A}/webhook-deliveries?limit=501"), 400,
+           "invalid_request")
+    expect("operator deliveries limit=500 -> 200", c.op("GET", f"/partners/{A}/webhook-deliveries?limit=500"), 200)
+
+    section("webhook endpoint PATCH, rotation, failing deliveries (rulings; extensions §1-§3, §12)")
+    p = "/api/v1/webhook-endpoints"
+    eid = st.get("endpoint")
+    r = c.raw("PATCH", f"{p}/{eid}", tok["a"], json={"leadCreatedDelay": "1h"})
+    d = data(r) or {}
+    check("PATCH writes only the named field", r.status_code == 200 and d.get("leadCreatedDelay") == "1h" and
+          d.get("events") == ["lead.created"] and d.get("url") == "https://hooks.example.invalid/h", str(d)[:300])
+    for v in ("1m", "5m", None):
+        r = c.raw("PATCH", f"{p}/{eid}", tok["a"], json={"leadCreatedDelay": v})
+        check(f"leadCreatedDelay {v} accepted", r.status_code == 200 and (data(r) or {}).get("leadCreatedDelay") == v,
+              r.text[:200])
+    r = c.raw("PATCH", f"{p}/{eid}", tok["a"], json={"url": "http://x.example/h"})
+    expect("PATCH url to http -> 400", r, 400, "invalid_request")
+    r = c.raw("PATCH", f"{p}/{eid}", tok["a"], json={"secret": True})
+    sec = (data(r) or {}).get("secret")
+    check("rotation returns the new secret once", r.status_code == 200 and sec and sec.startswith("whsec_"), r.text[:200])
+    r = c.raw("GET", p, tok["a"])
+    e = next((x for x in data(r) or [] if x["id"] == eid), {})
+    check("GET shows previousSecretExpiresAt during overlap, never the secret",
+          TS_MS.match(e.get("previousSecretExpiresAt") or "") and sec not in r.text, str(e)[:300])
+    r = c.raw("PATCH", f"{p}/{eid}", tok["a"], json={"secret": True, "expirePrevious": True})
+    check("expirePrevious ends the overlap", r.status_code == 200 and (data(r) or {}).get("previousSecretExpiresAt") is None,
+          r.text[:300])
+    r = c.raw("POST", p, tok["a"], json={"url": "https://hooks.example.invalid/h?token=zzsecretq",
+                                         "events": ["payout.created"]})
+    e3 = (data(r) or {}).get("id")
+    r = c.raw("POST", f"{p}/{e3}/test", tok["a"])
+    did = (data(r) or {}).get("id")
+    d = wait_delivery(c, tok["a"], did, "failed")
+    check("ping to an unresolvable host ends failed after 1+2 attempts (schedule 50ms,50ms)",
+          d.get("status") == "failed" and d.get("attempts") == 3, str(d)[:300])
+    check("lastError short, without the URL's query; lastStatusCode null", d.get("lastError") and
+          "zzsecretq" not in json.dumps(d) and d.get("lastStatusCode") is None, str(d)[:300], "extensions §1")
+    log = d.get("attemptLog") or []
+    check("attemptLog oldest first, 3 entries with attemptedAt/statusCode/durationMs/error",
+          len(log) == 3 and all(set(x) == {"attemptedAt", "statusCode", "durationMs", "error"} for x in log) and
+          [x["attemptedAt"] for x in log] == sorted(x["attemptedAt"] for x in log), str(log)[:300])
+    c.raw("PATCH", f"{p}/{e3}", tok["a"], json={"enabled": False})
+    c.raw("PATCH", f"{p}/{e3}", tok["a"], json={"enabled": True})
+    r = c.raw("GET", f"/api/v1/webhook-deliveries/{did}", tok["a"])
+    check("re-enabling makes no failed delivery pending", (data(r) or {}).get("status") == "failed", r.text[:200],
+          "extensions §12")
+    r = c.raw("POST", f"/api/v1/webhook-deliveries/{did}/resend", tok["a"])
+    d = data(r) or {}
+    check("resend -> 202 pending, same id", r.status_code == 202 and d.get("status") == "pending" and d.get("id") == did,
+          r.text[:200])
+    d = wait_delivery(c, tok["a"], did, "failed")
+    r = c.raw("POST", f"{p}/{e3}/recover", tok["a"], json={"since": iso(now() - dt.timedelta(minutes=5))})
+    check("recover requeues the failed delivery: {requeued: 1, remaining: 0}", r.status_code == 202 and
+          data(r) == {"requeued": 1, "remaining": 0}, r.text[:200])
+    r = c.raw("GET", f"/api/v1/webhook-deliveries?endpointId={e3}&event=ping&status=pending,failed", tok["a"])
+    check("deliveries filtered by endpoint/event/status", r.status_code == 200 and
+          [x["id"] for x in data(r) or []] == [did], r.text[:300])
+
+    section("test/resend/recover: 20 calls per minute per partner (extensions §12)")
+    r = c.raw("POST", p, tok["e"], json={"url": "https://hooks.example.invalid/e", "events": ["order.created"]})
+    eeid = (data(r) or {}).get("id")
+    codes = [c.raw("POST", f"{p}/{eeid}/test", tok["e"]).status_code for _ in range(20)]
+    r = c.raw("POST", f"{p}/{eeid}/test", tok["e"])
+    check("20 test calls admitted (fresh partner), the 21st 429 rate_limited with Retry-After",
+          codes == [202] * 20 and r.status_code == 429 and ecode(r) == "rate_limited" and
+          r.headers.get("Retry-After", "").isdigit(), f"{codes} {r.status_code} {r.headers.get('Retry-After')}")
+    r = c.raw("POST", f"{p}/{eeid}/recover", tok["e"], json={"since": iso(now() - dt.timedelta(minutes=5))})
+    expect("recover shares the bound -> 429", r, 429, "rate_limited")
+    r = c.raw("POST", f"/api/v1/webhook-deliveries/{uuid.uuid4()}/resend", tok["e"])
+    expect("resend shares the bound -> 429", r, 429, "rate_limited")
+    r = c.op("POST", f"/partners/{E}/webhook-endpoints/{eeid}/test")
+    expect("operator test call not bounded -> 202", r, 202)
+    expect("deliveries listing not bounded -> 200", c.raw("GET", "/api/v1/webhook-deliveries", tok["e"]), 200)
+    r = c.raw("GET", p, tok["b"])
+    beid = next((x["id"] for x in data(r) or []), None)
+    expect("another partner (B) is not affected by E's bound -> 202",
+           c.raw("POST", f"{p}/{beid}/test", tok["b"]), 202)
+
+    section("webhook portal (extensions §10)")
+    r = c.raw("POST", "/api/v1/portal-sessions", tok["a"])
+    d = data(r) or {}
+    check("portal-sessions -> 201 {url, expiresAt}, url {base_url}/portal#code=", r.status_code == 201 and
+          d.get("url", "").startswith(c.base + "/portal#code=") and TS_MS.match(d.get("expiresAt") or ""), r.text[:200])
+    code = d.get("url", "#code=").split("#code=")[1]
+    r = c.raw("POST", "/portal/v1/sessions", json={"code": code})
+    pt = (data(r) or {}).get("token")
+    check("code exchange -> 201 {token, expiresAt}", r.status_code == 201 and pt, r.text[:200])
+    r = c.raw("POST", "/portal/v1/sessions", json={"code": code})
+    expect("code used twice -> 400", r, 400, "invalid_request")
+    expect("unknown code -> 400", c.raw("POST", "/portal/v1/sessions", json={"code": "nope"}), 400, "invalid_request")
+    if pt:
+        r = c.raw("GET", p, pt)
+        check("portal token lists A's endpoints", r.status_code == 200 and any(x["id"] == eid for x in data(r) or []),
+              r.text[:200])
+        for path in ("/api/v1/leads", "/api/v1/orders", "/api/v1/events", "/api/v1/care-services-coupons",
+                     f"/api/v1/leads/{lid}"):
+            expect(f"portal token on {path[:30]} -> 403", c.raw("GET", path, pt), 403, "forbidden")
+        expect("portal token minting a portal session -> 403", c.raw("POST", "/api/v1/portal-sessions", pt), 403,
+               "forbidden")
+        expect("portal token on B's endpoint -> 404", c.raw("PATCH", f"{p}/{beid}", pt, json={"enabled": True}), 404,
+               "not_found")
+        expect("portal token on operator API -> 401", c.raw("GET", f"/internal/v1/partners/{A}", pt), 401)
+    r = c.raw("POST", "/api/v1/portal-sessions", tok["a"], json={"x": 1})
+    check("portal-sessions with a body: 201 or 400", r.status_code in (201, 400), f"{r.status_code}")
+
+
+def check_logs(c, st, log):
+    section("server log (extensions §12: audit line, no secrets)")
+    try:
+        text = open(log).read()
+    except Exception as e:
+        check("server log readable", False, str(e))
+        return
+    lines = [json.loads(x) for x in text.splitlines() if x.startswith("{")]
+    aud = [x for x in lines if x.get("target") == "audit"]
+    hit = [x for x in aud if x.get("partnerId") == B and x.get("rows") == 2]
+    check("admin cross read logs target audit with tokenId, userId, partnerId, path, rows",
+          bool(hit) and all(k in hit[0] for k in ("tokenId", "userId", "partnerId", "path", "rows")) and
+          hit[0].get("level") == "INFO", str(aud[:1])[:300])
+    own = [x for x in aud if x.get("partnerId") == A]
+    check("admin read of its own partner is not audited", not own, str(own[:1])[:200])
+    secrets = [st["tok"][k] for k in ("a", "b", "adm")] + ["supersecretvalue1234", "ann@example.test", "555 0100",
+                                                           "cus@example.test", "Cus Tomer", "pat@example.test",
+                                                           "bbapi-internal-token", "bbapi-pepper"]
+    found = [x for x in secrets if x in text]
+    check("log holds no token, header value, e-mail, phone, name or setting secret", not found, str(found))
+
+
+# ---------------------------------------------------------------- other phases
+
+def phase_rate(c, st):
+    section("rate limiting (PARTNER_RATE_LIMIT=4/60s; rulings Rate limits; extensions §12)")
+    tok = st["tok"]
+    rs = [c.raw("GET", "/api/v1/payouts", tok["a"]) for _ in range(4)]
+    check("4 calls within budget -> 200", all(r.status_code == 200 for r in rs), str([r.status_code for r in rs]))
+    check("X-RateLimit-Limit 4, Remaining 3..0", [r.headers.get("X-RateLimit-Remaining") for r in rs] == ["3", "2", "1", "0"]
+          and rs[0].headers.get("X-RateLimit-Limit") == "4", str([r.headers.get("X-RateLimit-Remaining") for r in rs]))
+    r = c.raw("GET", "/api/v1/payouts", tok["a"])
+    expect("5th -> 429 rate_limited", r, 429, "rate_limited")
+    ra = r.headers.get("Retry-After", "")
+    check("429 carries Retry-After whole seconds and X-RateLimit-*", ra.isdigit() and int(ra) <= 60 and
+          r.headers.get("X-RateLimit-Remaining") == "0" and "X-RateLimit-Reset" in r.headers, str(dict(r.headers)))
+    reset = int(r.headers.get("X-RateLimit-Reset", "0"))
+    check("Reset within the 60 s window and Retry-After ~ Reset - now", 0 <= reset - time.time() <= 61 and
+          ra.isdigit() and abs(int(ra) - (reset - time.time())) <= 2, f"reset-now={reset - time.time():.1f} ra={ra}")
+    expect("by-id in the same group is limited too", c.raw("GET", f"/api/v1/payouts/{uuid.uuid4()}", tok["a"]), 429,
+           "rate_limited", "extensions §8.2")
+    expect("other group (orders) unaffected", c.raw("GET", "/api/v1/orders", tok["a"]), 200)
+    expect("other token same group unaffected", c.raw("GET", "/api/v1/payouts", tok["adm"]), 200)
+    expect("over budget + invalid input -> 429 before 400",
+           c.raw("GET", "/api/v1/payouts?x=1", tok["a"]), 429, "rate_limited")
+    # leads: 400s cost a unit
+    for _ in range(4):
+        r = c.raw("GET", "/api/v1/leads?limit=0", tok["a"])
+    check("400s count against the budget (4 x 400 then...)", r.status_code == 400 and
+          r.headers.get("X-RateLimit-Remaining") == "0", f"{r.status_code} {r.headers.get('X-RateLimit-Remaining')}")
+    expect("... a valid call is 429", c.raw("GET", "/api/v1/leads", tok["a"]), 429, "rate_limited")
+    expect("over budget + invalid limit -> 429 (429 before 400)", c.raw("GET", "/api/v1/leads?limit=0", tok["a"]), 429,
+           "rate_limited")
+    # links group shared by dna/medical/care
+    rs = [c.raw("GET", path, tok["adm"]) for path in ("/api/v1/dna-links", "/api/v1/medical-intake-links",
+                                                      "/api/v1/care-service-links", "/api/v1/dna-links")]
+    r = c.raw("GET", "/api/v1/care-service-links", tok["adm"])
+    check("links group: dna+medical+care share one budget", [x.status_code for x in rs] == [200] * 4 and
+          r.status_code == 429, str([x.status_code for x in rs] + [r.status_code]))
+    # forbidden before 429: C is inactive (its token fails at 403 always)
+    for _ in range(5):
+        r = c.raw("GET", "/api/v1/leads", tok["c"])
+    expect("inactive partner stays 403 (403 before 429)", r, 403, "forbidden")
+    # 401 not limited
+    rs = [c.raw("GET", "/api/v1/orders", auth_header="Bearer pk_live_" + "Z" * 43) for _ in range(6)]
+    check("invalid tokens are 401, never 429", all(x.status_code == 401 for x in rs), str([x.status_code for x in rs]))
+    # webhook-endpoints group includes events
+    rs = [c.raw("GET", "/api/v1/events", tok["b"]) for _ in range(2)] + \
+         [c.raw("GET", "/api/v1/webhook-endpoints", tok["b"]) for _ in range(2)]
+    r = c.raw("GET", "/api/v1/webhook-deliveries", tok["b"])
+    check("events + webhook-endpoints + deliveries share one group", [x.status_code for x in rs] == [200] * 4 and
+          r.status_code == 429, str([x.status_code for x in rs] + [r.status_code]))
+    # idempotent replay counts as one unit
+    H = {"Idempotency-Key": "rate-k", "Content-Type": "application/json"}
+    r1 = c.raw("POST", "/api/v1/sub-accounts", tok["adm"], data='{"subId":"150","nickname":"r"}', headers=H)
+    r2 = c.raw("POST", "/api/v1/sub-accounts", tok["adm"], data='{"subId":"150","nickname":"r"}', headers=H)
+    check("a replay costs one unit (Remaining 3 then 2)", r2.headers.get("Idempotent-Replayed") == "true" and
+          (r1.headers.get("X-RateLimit-Remaining"), r2.headers.get("X-RateLimit-Remaining")) == ("3", "2"),
+          f"{r1.status_code} {r2.status_code} {r1.headers.get('X-RateLimit-Remaining')} {r2.headers.get('X-RateLimit-Remaining')}")
+    section("public surfaces limit (PARTNER_PUBLIC_RATE=1; extensions §12)")
+    r429 = None
+    codes = []
+    for _ in range(20):
+        r = c.raw("GET", f"/api/weight-loss?partner_id={A}")
+        codes.append(r.status_code)
+        if r.status_code == 429:
+            r429 = r
+            t429 = time.time()
+            break
+    check("catalog flood -> 429 within 20 calls", r429 is not None, str(codes))
+    if r429 is not None:
+        check("public 429: error body, Retry-After, catalog headers", ecode(r429) == "rate_limited" and
+              r429.headers.get("Retry-After", "").isdigit() and
+              r429.headers.get("Cdn-Cache-Control") == "no-store", f"{r429.text[:200]} {dict(r429.headers)}")
+        # a 429 is answered after 1 s (README), so one unit has refilled by then: two more calls
+        # with distinct spoofed X-Forwarded-For must meet at least one 429 if the header is ignored
+        x1 = c.raw("GET", f"/api/weight-loss?partner_id={A}", headers={"X-Forwarded-For": "203.0.113.9"})
+        x2 = c.raw("GET", f"/api/weight-loss?partner_id={A}", headers={"X-Forwarded-For": "203.0.113.10"})
+        check("spoofed X-Forwarded-For from an untrusted peer gets no fresh budget",
+              429 in (x1.status_code, x2.status_code), f"{x1.status_code} {x2.status_code}")
+        e = c.raw("GET", "/embed/care-services?partner_id=" + A)
+        g = c.raw("GET", f"/api/weight-loss?partner_id={A}")
+        check("embedded view and catalog share one budget", 429 in (e.status_code, g.status_code),
+              f"{e.status_code} {g.status_code}")
+    expect("partner API unaffected by the public flood", c.raw("GET", "/api/v1/sub-accounts", tok["b"]), 200)
+
+
+def phase_careoff(c, st):
+    section("CARE_SERVICES_API_ENABLED=false (spec; rulings order of checks)")
+    tok = st["tok"]
+    for path in ("/api/v1/care-service-links", "/api/v1/care-services-coupons", "/api/v1/care-services-coupons?format=csv",
+                 f"/api/v1/care-services-coupons/{st['coupons']['A']['coupons'][2]['code']}"):
+        expect(f"{path[:45]} with token -> 404 not_found", c.raw("GET", path, tok["a"]), 404, "not_found")
+        expect(f"{path[:45]} without token -> 404 (before auth)", c.raw("GET", path), 404, "not_found")
+        expect(f"{path[:45]} bad token -> 404", c.raw("GET", path, "garbage"), 404, "not_found")
+    expect("other endpoints still served", c.raw("GET", "/api/v1/dna-links", tok["a"]), 200)
+
+
+def phase_nopepper(c, st):
+    section("no PARTNER_TOKEN_PEPPER (rulings Tokens)")
+    tok = st["tok"]
+    expect("valid-looking token -> 503 api_keys_unavailable", c.raw("GET", "/api/v1/leads", tok["a"]), 503,
+           "api_keys_unavailable")
+    expect("garbage bearer -> 503", c.raw("GET", "/api/v1/leads", "garbage"), 503, "api_keys_unavailable")
+    expect("no bearer -> 401 missing_bearer", c.raw("GET", "/api/v1/leads"), 401, "missing_bearer")
+    r = c.raw("GET", "/api/v1/leads", "garbage")
+    try:
+        ok = list(r.json()) == ["error"] and set(r.json()["error"]) == {"code", "message"}
+    except Exception:
+        ok = False
+    check("503 carries the error body and no-store", ok and "no-store" in r.headers.get("Cache-Control", ""), r.text[:200])
+    expect("public catalog still served", c.raw("GET", f"/api/weight-loss?partner_id={A}"), 200)
+
+
+def phase_nointernal(c, st):
+    section("no PARTNER_INTERNAL_TOKEN (operator-api)")
+    for path in ("/internal/v1/partners/bbA", "/internal/v1/openapi.json", "/internal/v1/nope", "/internal"):
+        r = c.raw("GET", path, "anything")
+        expect(f"{path} -> 404 not_found", r, 404, "not_found")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--base", required=True)
+    ap.add_argument("--internal")
+    ap.add_argument("--phase", default="main")
+    ap.add_argument("--state", default="/tmp/bbapi_state.json")
+    ap.add_argument("--pace", type=float, default=0.0)
+    ap.add_argument("--only", default="")
+    ap.add_argument("--server-log", default="")
+    a = ap.parse_args()
+    PACE[0] = a.pace
+    c = Client(a.base, a.internal)
+    if a.phase == "main":
+        st = seed(c)
+        st["t0"] = time.time()
+        json.dump(st, open(a.state, "w"))
+        funcs = [check_auth, check_leads, check_orders, check_payouts, check_subaccounts, check_links, check_coupons,
+                 check_catalog, check_operator, check_idempotency, check_webhook_endpoints, check_events,
+                 check_ratelimit_headers, check_partner_variants, check_lead_enriched, check_more,
+                 check_errors]
+        for f in funcs:
+            if a.only and f.__name__ not in a.only.split(","):
+                continue
+            try:
+                f(c, st)
+            except Exception as e:  # a crash in one section must not hide the others
+                import traceback
+                traceback.print_exc()
+                check(f"{f.__name__} ran to the end", False, repr(e))
+        json.dump(st, open(a.state, "w"))
+        if a.server_log:
+            time.sleep(0.5)
+            check_logs(c, st, a.server_log)
+    else:
+        st = json.load(open(a.state))
+        {"rate": phase_rate, "careoff": phase_careoff, "nopepper": phase_nopepper,
+         "nointernal": phase_nointernal}[a.phase](c, st)
+    fails = [x for x in RESULTS if not x[2]]
+    print(f"\n{a.phase}: {len(RESULTS)} checks, {len(fails)} failed")
+    for s, n, _, d, ref in fails:
+        print(f"FAIL [{s}] {n} :: {d[:300]} {('[' + ref + ']') if ref else ''}")
+    sys.exit(min(len(fails), 100))
+
+
+if __name__ == "__main__":
+    main()
