@@ -997,6 +997,10 @@ def check_coupons(c, st):
     r = c.raw("GET", f"{p}?partner_id=nobody", token=tok["adm"])
     check("admin unknown partner -> empty list", r.status_code == 200 and data(r) == [] and r.json()["total"] == 0,
           r.text[:200])
+    c.raw("GET", f"{p}?partner_id={A}", token=tok["adm"])
+    c.raw("GET", f"{p}?partner_id={B}&format=csv", token=tok["adm"])
+    r = c.raw("GET", f"{p}?partner_id={A}&limit=1", token=tok["bdm"])
+    check("B's admin token may list A's coupons", r.status_code == 200 and r.json().get("total") == 7, r.text[:100])
     r = c.raw("GET", p, token=tok["adm"])
     check("admin default: own partner only", r.status_code == 200 and r.json()["total"] == 7, r.text[:200])
     expect("no token -> 401", c.raw("GET", p), 401, "missing_bearer")
@@ -1117,7 +1121,8 @@ def check_catalog(c, st):
         expect(f"catalog {what} -> {st_}", r, st_, code)
         hdrs(r, what)
     r = c.raw("OPTIONS", f"/api/weight-loss?partner_id={A}")
-    check("OPTIONS -> 204", r.status_code == 204, f"{r.status_code}")
+    check("OPTIONS -> 204 with the CORS headers", r.status_code == 204 and
+          r.headers.get("Access-Control-Allow-Methods", "").replace(" ", "") == "GET,OPTIONS", f"{r.status_code} {dict(r.headers)}")
     r = c.raw("GET", f"/api/weight-loss?partner_id={A}.7")
     check("catalog with sub-account code: 200/400/404, never 5xx", r.status_code in (200, 400, 404), f"{r.status_code}")
     r = c.raw("GET", "/api/dentistry?partner_id=" + A)
@@ -1913,6 +1918,350 @@ def check_more(c, st):
     check("portal-sessions with a body: 201 or 400", r.status_code in (201, 400), f"{r.status_code}")
 
 
+def check_formats(c, st):
+    tok = st["tok"]
+    section("timestamps and ids in odd forms (rulings Wire conventions; extensions §8.2)")
+    E = "bbE"
+    te = tok["e"]
+    odd = {"ORD/SLASH": None, "ORD?Q#H": None, "ORD%25P+Q": None, "ORD.dot": None, "ORD:colon@x": None}
+    for oid in list(odd):
+        raw_id = requests.utils.unquote(oid) if "%25" in oid else oid
+        r = c.op("POST", "/orders", {"orderId": raw_id, "partnerId": E, "createdDate": "2026-11-20T12:00:00+02:00",
+                                     "product": "P", "amount": 1, "commission": 0, "status": "shipped", "isTest": False,
+                                     "source": "s"})
+        odd[oid] = (raw_id, r.status_code)
+    r = c.raw("GET", "/api/v1/orders", te)
+    listed = {x["orderId"]: x for x in data(r) or []}
+    for oid, (raw_id, code) in odd.items():
+        if code != 201:
+            check(f"order id {raw_id!r} refused at ingest ({code}) - then nothing to find", code == 400, f"{code}")
+            continue
+        q = requests.utils.quote(raw_id, safe="")
+        r = c.raw("GET", f"/api/v1/orders/{q}", te)
+        check(f"order {raw_id!r} in the listing is found by id (percent-encoded)", r.status_code == 200 and
+              data(r) == listed.get(raw_id), f"{r.status_code} {r.text[:200]}", "extensions §8.2")
+    x = listed.get("ORD.dot") or next(iter(listed.values()), {})
+    check("createdDate with +02:00 offset rendered in UTC Z", x.get("createdDate") == "2026-11-20T10:00:00.000Z",
+          str(x.get("createdDate")))
+    r = c.op("POST", "/orders", {"orderId": "ORD-E-MICRO", "partnerId": E, "createdDate": "2026-11-20T10:00:00.123456Z",
+                                 "product": "P", "amount": 1, "commission": 0, "status": "shipped", "isTest": False,
+                                 "source": "s"})
+    r = c.raw("GET", "/api/v1/orders/ORD-E-MICRO", te)
+    check("createdDate with microseconds rendered with exactly ms", (data(r) or {}).get("createdDate") ==
+          "2026-11-20T10:00:00.123Z", r.text[:200])
+    r = c.op("POST", "/orders", {"orderId": "ORD-E-NOZ", "partnerId": E, "createdDate": "2026-11-20T10:00:00",
+                                 "product": "P", "amount": 1, "commission": 0, "status": "shipped", "isTest": False,
+                                 "source": "s"})
+    expect("createdDate without offset -> 400 (not RFC 3339)", r, 400, "invalid_request")
+    r = c.op("POST", "/care-services-coupons/bulk-orders", {
+        "partnerId": E, "productSlug": "behavior", "months": 1, "quantity": 1, "unitPriceCents": 1,
+        "purchaserEmail": "b@example.test", "purchaserSource": "x", "expiresAt": "2030-01-01T02:00:00+02:00"})
+    cp = ((data(r) or {}).get("coupons") or [{}])[0]
+    check("coupon expiresAt with offset rendered UTC Z", cp.get("expiresAt") == "2030-01-01T00:00:00.000Z", str(cp)[:200])
+    r = c.op("POST", "/payouts", {"partnerId": E, "payoutDate": "2026-11-01", "payoutAmount": 1.234, "status": "paid"})
+    expect("payoutAmount with 3 decimals -> 400", r, 400, "invalid_request")
+    r = c.op("POST", "/payouts", {"partnerId": E, "payoutDate": "2026-02-30", "payoutAmount": 1, "status": "paid"})
+    expect("payoutDate 2026-02-30 -> 400", r, 400, "invalid_request")
+
+    section("bodies and content types (rulings Wire conventions)")
+    r = c.raw("POST", "/api/v1/sub-accounts", te, data='{"subId":"3","nickname":"cs"}',
+              headers={"Content-Type": "application/json; charset=utf-8"})
+    expect("application/json; charset=utf-8 accepted -> 201", r, 201)
+    big = b'{"subId":"4","nickname":"' + b"a" * (1024 * 1024 - 40) + b'"}'
+    r = c.raw("POST", "/api/v1/sub-accounts", te, data=big, headers={"Content-Type": "application/json"})
+    expect(f"body just under 1 MiB ({len(big)} bytes) -> 400 (validation), not 413", r, 400, "invalid_request")
+
+    def gen():
+        yield b'{"subId":"5","nickname":"'
+        for _ in range(130):
+            yield b"a" * 10000
+        yield b'"}'
+    r = c.raw("POST", "/api/v1/sub-accounts", te, data=gen(), headers={"Content-Type": "application/json"})
+    expect("chunked body over 1 MiB -> 413 invalid_request", r, 413, "invalid_request")
+    r = c.raw("POST", "/internal/v1/leads", c.internal, data=b'{"x":"' + b"a" * (1024 * 1024 + 10) + b'"}',
+              headers={"Content-Type": "application/json"})
+    expect("operator body over 1 MiB -> 413", r, 413, "invalid_request")
+    r = c.raw("POST", f"/api/weight-loss?partner_id={A}")
+    h = r.headers
+    check("catalog 405 carries the catalog headers", r.status_code == 405 and h.get("Cdn-Cache-Control") == "no-store" and
+          "no-store" in h.get("Cache-Control", ""), str(dict(h)), "rulings Public catalog")
+    expect("admin malformed partner_id -> 400", c.raw("GET", "/api/v1/care-services-coupons?partner_id=a%20b", tok["adm"]),
+           400, "invalid_request", "rulings Coupons")
+    expect("status=ACTIVE (case) -> 400 or 200", c.raw("GET", "/api/v1/care-services-coupons?status=active,active",
+                                                       tok["a"]), 200)
+
+    section("operator API details (operator-api.md)")
+    b = partner_body()
+    b["careServices"]["bogus"] = True
+    expect("nested unknown field (careServices.bogus) -> 400", c.op("PUT", "/partners/bbN", b), 400, "invalid_request")
+    t1 = must(c.op("PUT", "/partners/bbN", partner_body()), "bbN")
+    time.sleep(0.01)
+    t2 = must(c.op("PUT", "/partners/bbN", dict(partner_body(), name="Renamed")), "bbN 2")
+    check("replace keeps createdAt, moves updatedAt", t1["createdAt"] == t2["createdAt"] and
+          t2["updatedAt"] > t1["updatedAt"] and t2["name"] == "Renamed", f"{t1} {t2}")
+    pid = str(uuid.uuid4())
+    body = {"name": "X", "categories": ["hair-loss"], "details": "d", "imageUrl": "https://i.example/x",
+            "imageFileId": str(uuid.uuid4()), "imageSourceUrl": "https://i.example/y", "active": False,
+            "legacyPath": "x", "selfHostedLangs": [], "suggestedPrices": "s",
+            "tiers": [{"key": "m1", "label": "1", "months": 1, "minPrice": 1, "maxPrice": 2, "recommendedPrice": 1,
+                       "commission": 0, "bogus": 1}]}
+    expect("nested unknown tier field -> 400", c.op("PUT", f"/medical-products/{pid}", body), 400, "invalid_request")
+    del body["tiers"][0]["bogus"]
+    expect("medical product new -> 201", c.op("PUT", f"/medical-products/{pid}", body), 201)
+    expect("medical product replace -> 200", c.op("PUT", f"/medical-products/{pid}", body), 200)
+    uid = st["users"]["del"]
+    r = c.op("DELETE", f"/users/{uid}")
+    expect("delete user twice -> 404", r, 404, "not_found")
+    expect("token for deleted user -> 404", c.op("POST", f"/users/{uid}/tokens", {}), 404, "not_found")
+    exp = iso(now() + dt.timedelta(days=3))
+    t = must(c.op("POST", f"/users/{st['users']['a']}/tokens", {"expiresAt": exp}), "token with expiry")
+    r = c.op("POST", f"/tokens/{t['id']}/rotate")
+    check("rotated token keeps its predecessor's expiry", (data(r) or {}).get("expiresAt") == t["expiresAt"],
+          f"{t['expiresAt']} {r.text[:200]}", "operator-guide")
+    r = c.op("POST", "/users/tokens", {})
+    check("malformed user id in path -> 400/404/405", r.status_code in (400, 404, 405), f"{r.status_code}")
+    expect("GET tokens of malformed user id -> 400", c.op("GET", "/users/xyz/tokens"), 400, "invalid_request")
+
+
+def check_races(c, st):
+    import concurrent.futures as cf
+    section("races (rulings Coupons, Sub-accounts, Webhooks; extensions §8.1, §8.3)")
+    G = "bbG"
+    must(c.op("PUT", f"/partners/{G}", partner_body()), "partner G")
+    u = must(c.op("POST", "/users", {"email": "g@example.test", "partnerId": G, "admin": False}), "user G")
+    tg = must(c.op("POST", f"/users/{u['id']}/tokens", {}), "token G")["token"]
+    ex = cf.ThreadPoolExecutor(16)
+
+    def cl():
+        return Client(c.base, c.internal)
+    # sub-account same subId
+    rs = list(ex.map(lambda _: cl().raw("POST", "/api/v1/sub-accounts", tg, json={"subId": "9", "nickname": "n"}).status_code,
+                     range(12)))
+    check("12 concurrent creates of one subId: one 201, the rest 409", sorted(rs) == [201] + [409] * 11, str(sorted(rs)))
+    # webhook endpoints cap
+    rs = list(ex.map(lambda _: cl().raw("POST", "/api/v1/webhook-endpoints", tg,
+                                        json={"url": "https://hooks.example.invalid/g", "events": ["lead.created"]}).status_code,
+                     range(14)))
+    r = c.raw("GET", "/api/v1/webhook-endpoints", tg)
+    check("14 concurrent endpoint creates: at most 10 exist", len(data(r) or []) == 10 and rs.count(201) == 10,
+          f"{len(data(r) or [])} {sorted(rs)}")
+    # coupon redemption
+    bo = must(c.op("POST", "/care-services-coupons/bulk-orders", {
+        "partnerId": G, "productSlug": "urgent-care", "months": 1, "quantity": 1, "unitPriceCents": 1,
+        "purchaserEmail": "b@example.test", "purchaserSource": "x"}), "bulk G")
+    code = bo["coupons"][0]["code"]
+    rs = list(ex.map(lambda i: cl().op("POST", "/care-services-coupons/redeem", {
+        "code": code, "productSlug": "urgent-care", "months": 1, "email": f"p{i}@example.test",
+        "providerPrimaryExternalId": f"x{i}"}).status_code, range(12)))
+    check("12 concurrent redemptions: exactly one 200, the rest 409", sorted(rs) == [200] + [409] * 11, str(sorted(rs)))
+    # idempotency with a slow body
+    body = json.dumps({"partnerId": G, "productSlug": "primary", "months": 1, "quantity": 10000, "unitPriceCents": 1,
+                       "purchaserEmail": "b@example.test", "purchaserSource": "x"})
+    H = {"Content-Type": "application/json", "Idempotency-Key": "race-bulk"}
+    rs = list(ex.map(lambda _: cl().raw("POST", "/internal/v1/care-services-coupons/bulk-orders", c.internal, data=body,
+                                        headers=H), range(6)))
+    sts = sorted(r.status_code for r in rs)
+    inuse = [r for r in rs if r.status_code == 409]
+    check("6 concurrent keyed bulk orders: 201s (first + replays) and 409 idempotency_key_in_use only",
+          set(sts) <= {201, 409} and all(ecode(r) == "idempotency_key_in_use" for r in inuse) and 201 in sts, str(sts))
+    r = c.raw("GET", f"/api/v1/care-services-coupons?product_slug=primary&limit=1", tg)
+    check("... and exactly 10000 codes were created", r.json().get("total") == 10000, r.text[:100])
+    # events feed: nothing committed behind a cursor
+    import threading
+    done = threading.Event()
+    polled, errs = [], []
+
+    def poller():
+        pc = cl()
+        fut = requests.utils.quote(iso(now() + dt.timedelta(days=1)))
+        cur = pc.raw("GET", f"/api/v1/events?since={fut}", tg).json()["page"]["nextCursor"]
+        cur = None  # from the beginning: G's feed is empty of leads so far
+        while True:
+            last = done.is_set()
+            url = "/api/v1/events?limit=200&types=lead.created" + (f"&cursor={requests.utils.quote(cur)}" if cur else "")
+            r = pc.raw("GET", url, tg)
+            if r.status_code != 200:
+                errs.append(r.text[:200])
+                return
+            polled.extend(e["id"] for e in data(r))
+            cur = r.json()["page"]["nextCursor"]
+            if last and not data(r):
+                return
+    th = threading.Thread(target=poller)
+    th.start()
+
+    def ingest(i):
+        return cl().op("POST", "/leads", {"partnerId": G, "firstName": f"R{i}", "lastName": "x", "email": "r@example.test",
+                                         "emailConsent": True, "smsConsent": True, "origin": "managed-website",
+                                         "location": "x"}).status_code
+    rs = list(ex.map(ingest, range(120)))
+    done.set()
+    th.join(60)
+    r = c.raw("GET", "/api/v1/events?limit=200&types=lead.created", tg)
+    full = [e["id"] for e in data(r) or []]
+    check("events polled with cursors during 120 concurrent ingests: every event once, none skipped",
+          not errs and rs.count(201) == 120 and len(full) == 120 and sorted(polled) == sorted(full),
+          f"errs={errs[:1]} ingested={rs.count(201)} full={len(full)} polled={len(polled)} uniq={len(set(polled))} "
+          f"missing={len(set(full) - set(polled))}", "extensions §8.1")
+    # leads listing during inserts (keyset) with concurrent writers
+    ex.shutdown()
+
+
+def check_edges(c, st):
+    tok = st["tok"]
+    section("pagination edges (spec leads nextCursor; extensions §8.1 since)")
+    allr, err = page_all(c, tok["a"], "/api/v1/leads", 200)
+    n = len(allr)
+    r = c.raw("GET", f"/api/v1/leads?limit={n}", tok["a"])
+    check(f"limit == number of rows ({n}): nextCursor null (no further page)",
+          r.status_code == 200 and len(data(r) or []) == n and r.json()["page"]["nextCursor"] is None,
+          f"{len(data(r) or [])} {r.json()['page']['nextCursor']!r:.40}", "spec GET /leads")
+    r = c.raw("GET", f"/api/v1/leads?limit={n - 1}", tok["a"])
+    cur = r.json()["page"]["nextCursor"]
+    r2 = c.raw("GET", f"/api/v1/leads?limit={n - 1}&cursor={requests.utils.quote(cur or '')}", tok["a"])
+    check("limit n-1: second page has 1 row and a null cursor", len(data(r2) or []) == 1 and
+          r2.json()["page"]["nextCursor"] is None, r2.text[:200])
+    r = c.raw("GET", "/api/v1/events?limit=3", tok["a"])
+    ev = data(r) or []
+    check("events default/explicit limit echoed", r.json()["page"]["limit"] == 3 and len(ev) == 3)
+    r = c.raw("GET", "/api/v1/events", tok["a"])
+    check("events default limit 50", r.json()["page"]["limit"] == 50, str(r.json().get("page")))
+    if len(ev) == 3:
+        since = ev[1]["created_at"]
+        r = c.raw("GET", f"/api/v1/events?since={requests.utils.quote(since)}&limit=200", tok["a"])
+        d = data(r) or []
+        check("since is inclusive (event created at since is returned), nothing older",
+              d and all(e["created_at"] >= since for e in d) and ev[1]["id"] in [e["id"] for e in d], r.text[:200])
+    r = c.raw("GET", "/api/v1/webhook-deliveries", tok["a"])
+    check("deliveries default limit 50", r.status_code == 200 and r.json()["page"]["limit"] == 50, r.text[:100])
+    for v in ("٥", "５", "+7", "7 ", "0x10"):
+        expect(f"leads limit={v!r} (non-ASCII/odd digits) -> 400",
+               c.raw("GET", f"/api/v1/leads?limit={requests.utils.quote(v)}", tok["a"]), 400, "invalid_request")
+
+    section("sub-account field edges (rulings Sub-accounts)")
+    te = tok["e"]
+    for sub, what in (("+7", "+7"), ("٧", "Arabic-Indic 7"), ("７", "fullwidth 7"), ("7\u0000", "NUL")):
+        expect(f"subId {what} -> 400", c.raw("POST", "/api/v1/sub-accounts", te, json={"subId": sub, "nickname": "x"}),
+               400, "invalid_request")
+    r = c.raw("POST", "/api/v1/sub-accounts", te, json={"subId": "60", "nickname": "🎉" * 64})
+    expect("nickname of 64 emoji (64 characters) -> 201", r, 201)
+    r = c.raw("POST", "/api/v1/sub-accounts", te, json={"subId": "61", "nickname": "🎉" * 65})
+    expect("nickname of 65 emoji -> 400", r, 400, "invalid_request")
+    for nick, what in (("a\tb", "tab"), ("a\u0085b", "C1 control NEL"), ("a\u202eb", "bidi override (soft)")):
+        r = c.raw("POST", "/api/v1/sub-accounts", te, json={"subId": "62", "nickname": nick})
+        if "soft" in what:
+            check(f"nickname with {what}: 201 or 400", r.status_code in (201, 400), f"{r.status_code}")
+            if r.status_code == 201:
+                c.raw("DELETE", "/api/v1/sub-accounts", te, json={"recordId": data(r)["id"]})
+        else:
+            expect(f"nickname with {what} -> 400", r, 400, "invalid_request")
+
+    section("coupon state edges (rulings Coupons; extensions §7)")
+    E = "bbE"
+    bo = must(c.op("POST", "/care-services-coupons/bulk-orders", {
+        "partnerId": E, "productSlug": "primary-family-plan", "months": 6, "quantity": 3, "unitPriceCents": 1,
+        "purchaserEmail": "b@example.test", "purchaserSource": "x", "notes": "@SUM(1)",
+        "expiresAt": iso(now() + dt.timedelta(seconds=2))}), "bulk E exp")
+    cs = bo["coupons"]
+    must(c.op("POST", f"/care-services-coupons/{cs[0]['id']}/void"), "void")
+    r = c.op("POST", "/care-services-coupons/redeem", {"code": cs[1]["code"], "productSlug": "primary-family-plan",
+                                                       "months": 6, "email": "+a@example.test",
+                                                       "providerPrimaryExternalId": "=HYPERLINK(1)"})
+    check("redeem with '+' e-mail and '=' external id -> 200", r.status_code == 200, r.text[:200])
+    time.sleep(2.3)
+    r = c.raw("GET", "/api/v1/care-services-coupons?product_slug=primary-family-plan", te)
+    stt = {x["code"]: x["status"] for x in data(r) or []}
+    check("after expiry: void stays void, redeemed stays redeemed, active reads expired",
+          [stt.get(x["code"]) for x in cs] == ["void", "redeemed", "expired"], str([stt.get(x["code"]) for x in cs]))
+    r = c.op("POST", "/care-services-coupons/redeem", {"code": cs[2]["code"], "productSlug": "primary-family-plan",
+                                                       "months": 6, "email": "a@example.test",
+                                                       "providerPrimaryExternalId": "x"})
+    expect("redeem expired -> 409 invalid_request", r, 409, "invalid_request")
+    expect("void expired -> 409", c.op("POST", f"/care-services-coupons/{cs[2]['id']}/void"), 409)
+    expect("void unknown id -> 404", c.op("POST", f"/care-services-coupons/{uuid.uuid4()}/void"), 404, "not_found")
+    r = c.op("POST", "/care-services-coupons/redeem", {"code": cs[2]["code"] + "A", "productSlug": "primary-family-plan",
+                                                       "months": 6, "email": "a@example.test",
+                                                       "providerPrimaryExternalId": "x"})
+    expect("redeem 13-char code -> 400", r, 400, "invalid_request")
+    r = c.raw("GET", "/api/v1/care-services-coupons?product_slug=primary-family-plan&format=csv", te)
+    rows = list(csv.DictReader(io.StringIO(r.text)))
+    red = next((x for x in rows if x["code"] == cs[1]["code"]), {})
+    check("CSV: '+' e-mail and '=' external id and '@' notes prefixed with '",
+          red.get("redeemed_email") == "'+a@example.test" and
+          red.get("redeemed_provider_primary_external_id") == "'=HYPERLINK(1)" and red.get("notes") == "'@SUM(1)",
+          str(red)[:300], "extensions §7")
+    r = c.raw("GET", "/api/v1/care-services-coupons?product_slug=primary-family-plan&status=expired", te)
+    check("status=expired filter includes the expired one only", [x["code"] for x in data(r) or []] == [cs[2]["code"]],
+          r.text[:200])
+    r = c.raw("GET", "/api/v1/care-services-coupons?product_slug=primary-family-plan&status=active", te)
+    check("status=active excludes it", data(r) == [], r.text[:200])
+
+    section("custom header names and values (rulings Webhooks; extensions §12)")
+    p = "/api/v1/webhook-endpoints"
+    r = c.raw("GET", p, tok["b"])
+    beid = next((x["id"] for x in data(r) or []), None)
+    for name in ("Content-Type", "content_length", "HOST", "Transfer_Encoding", "connection", "User-Agent",
+                 "authorization", "X-Partner-Signature", "x_partner_x", "webhook-signature", "Webhook_Foo", "TE",
+                 "trailer", "Upgrade", "Expect", "Content-Encoding", "Proxy-Authorization", "Cookie", "Forwarded",
+                 "X-Forwarded-Host", "x_forwarded_proto", "X-Real-Ip", "Proxy-Connection", "Keep_Alive"):
+        r = c.raw("PATCH", f"{p}/{beid}", tok["b"], json={"customHeader": {"name": name, "value": "v"}})
+        expect(f"reserved custom header {name!r} -> 400", r, 400, "invalid_request")
+    for val, what in (("a\tb", "tab"), ("a\x7fb", "DEL"), ("é", "non-ASCII")):
+        r = c.raw("PATCH", f"{p}/{beid}", tok["b"], json={"customHeader": {"name": "X-Ok", "value": val}})
+        expect(f"custom header value with {what} -> 400", r, 400, "invalid_request")
+    r = c.raw("PATCH", f"{p}/{beid}", tok["b"], json={"customHeader": {"name": "X-Team", "value": "teamvalue-9876"}})
+    check("the PATCH that sets it carries {name, value}", (data(r) or {}).get("customHeader") ==
+          {"name": "X-Team", "value": "teamvalue-9876"}, r.text[:200])
+    r = c.op("POST", f"/partners/{B}/webhook-endpoints", {"url": "https://hooks.example.invalid/op", "events": ["lead.created"],
+                                                          "customHeader": {"name": "X-Op", "value": "opvalue-4321"}})
+    check("operator POST that sets it carries the value", (data(r) or {}).get("customHeader") ==
+          {"name": "X-Op", "value": "opvalue-4321"}, r.text[:200])
+    r = c.raw("GET", p, tok["b"])
+    check("partner listing masks both", "teamvalue-9876" not in r.text and "opvalue-4321" not in r.text and
+          "…9876" in r.text and "…4321" in r.text, r.text[:300])
+    st["secrets_extra"] = ["teamvalue-9876", "opvalue-4321"]
+
+    section("raw HTTP edge requests (extensions §12: parser rejects carry the error body)")
+    host, port = c.base.split("//")[1].split(":")
+
+    def rawreq(b):
+        sk = socket.create_connection((host, int(port)), timeout=8)
+        sk.sendall(b)
+        out = b""
+        try:
+            while True:
+                ch = sk.recv(65536)
+                if not ch:
+                    break
+                out += ch
+                if b"\r\n\r\n" in out:
+                    head, _, rest = out.partition(b"\r\n\r\n")
+                    m = re.search(rb"content-length:\s*(\d+)", head, re.I)
+                    if m and len(rest) >= int(m.group(1)):
+                        break
+        except socket.timeout:
+            pass
+        sk.close()
+        try:
+            stc = int(out.split(b" ", 2)[1])
+        except Exception:
+            stc = None
+        try:
+            code = json.loads(out.partition(b"\r\n\r\n")[2])["error"]["code"]
+        except Exception:
+            code = out.partition(b"\r\n\r\n")[2][:80]
+        return stc, code
+    for b, what in ((b"GARBAGE\r\n\r\n", "garbage request line"),
+                    (b"GET /healthz HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n", "header without colon"),
+                    (b"POST /api/v1/sub-accounts HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+                     "Content-Length with chunked"),
+                    (b"GET /api/v1/leads HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n", "bad Content-Length"),
+                    (b"GET /api/v1/le\x01ads HTTP/1.1\r\nHost: x\r\n\r\n", "control char in path")):
+        stc, code = rawreq(b)
+        check(f"{what}: 4xx with error body invalid_request", stc is not None and 400 <= stc < 500 and
+              code in ("invalid_request", "not_found"), f"{stc} {code}")
+
+
 def check_logs(c, st, log):
     section("server log (extensions §12: audit line, no secrets)")
     try:
@@ -1926,11 +2275,16 @@ def check_logs(c, st, log):
     check("admin cross read logs target audit with tokenId, userId, partnerId, path, rows",
           bool(hit) and all(k in hit[0] for k in ("tokenId", "userId", "partnerId", "path", "rows")) and
           hit[0].get("level") == "INFO", str(aud[:1])[:300])
-    own = [x for x in aud if x.get("partnerId") == A]
-    check("admin read of its own partner is not audited", not own, str(own[:1])[:200])
+    own = [x for x in aud if x.get("partnerId") == A and x.get("userId") == st["users"]["adm"]]
+    check("admin read of its own partner (partner_id=own) is not audited", not own, str(own[:1])[:200])
+    csvl = [x for x in aud if x.get("partnerId") == B and x.get("userId") == st["users"]["adm"] and x.get("rows") == 2]
+    check("every cross read audited (JSON and CSV: 2 lines for B)", len(csvl) >= 2, str(len(csvl)))
+    bdm = [x for x in aud if x.get("partnerId") == A and x.get("userId") == st["users"]["bdm"]]
+    check("B's admin reading A: audited with A's partnerId", len(bdm) == 1, str(bdm)[:200])
     secrets = [st["tok"][k] for k in ("a", "b", "adm")] + ["supersecretvalue1234", "ann@example.test", "555 0100",
                                                            "cus@example.test", "Cus Tomer", "pat@example.test",
                                                            "bbapi-internal-token", "bbapi-pepper"]
+    secrets += st.get("secrets_extra", [])
     found = [x for x in secrets if x in text]
     check("log holds no token, header value, e-mail, phone, name or setting secret", not found, str(found))
 
@@ -2073,7 +2427,7 @@ def main():
         funcs = [check_auth, check_leads, check_orders, check_payouts, check_subaccounts, check_links, check_coupons,
                  check_catalog, check_operator, check_idempotency, check_webhook_endpoints, check_events,
                  check_ratelimit_headers, check_partner_variants, check_lead_enriched, check_more,
-                 check_errors]
+                 check_formats, check_edges, check_races, check_errors]
         for f in funcs:
             if a.only and f.__name__ not in a.only.split(","):
                 continue

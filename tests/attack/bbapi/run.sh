@@ -24,7 +24,7 @@ trap stop EXIT
 start() { # phase, then env assignments
   local phase=$1; shift
   env -u PARTNER_TOKEN_PEPPER -u PARTNER_INTERNAL_TOKEN PARTNER_BIND=127.0.0.1:$PORT \
-      PARTNER_LOG_FORMAT=json RUST_LOG=info "$@" "$BIN" serve >"$OUT/server-$phase.log" 2>&1 &
+      PARTNER_LOG_FORMAT=json RUST_LOG=${SERVER_RUST_LOG:-info} "$@" "$BIN" serve >"$OUT/server-$phase.log" 2>&1 &
   SERVER=$!
   for _ in $(seq 1 100); do
     curl -fs "http://127.0.0.1:$PORT/healthz" >/dev/null 2>&1 && return 0
