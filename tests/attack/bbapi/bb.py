@@ -1145,6 +1145,7 @@ def check_errors(c, st):
     expect("DELETE orders -> 405", r, 405, "invalid_request")
     expect("healthz 200", c.raw("GET", "/healthz"), 200)
     expect("readyz 200", c.raw("GET", "/readyz"), 200)
+    c.raw("GET", "/api/v1/leads?limit=5&zzqmark=1", token=tok["a"])
     r = c.raw("GET", "/api/v1/leads", token=tok["a"])
     check("X-Request-Id present", bool(r.headers.get("X-Request-Id")))
     host, port = c.base.split("//")[1].split(":")
@@ -2262,6 +2263,46 @@ def check_edges(c, st):
               code in ("invalid_request", "not_found"), f"{stc} {code}")
 
 
+def check_metrics(c, st, url):
+    section("metrics (extensions §5, §12)")
+    try:
+        t = requests.get(url, timeout=10).text
+    except Exception as e:
+        check("metrics reachable", False, str(e))
+        return
+    for name in ("http_requests_total", "http_request_duration_seconds", "webhook_attempts_total",
+                 "webhook_attempt_duration_seconds", "webhook_deliveries_pending", "webhook_oldest_pending_age_seconds",
+                 "db_pool_connections", "rate_limit_rejections_total", "rate_limiter_errors_total",
+                 "partner_cross_reads_total", "http_rejected_requests_total"):
+        check(f"metric {name} present", re.search(rf"^{name}(_bucket|_count|_sum)?[{{ ]", t, re.M) is not None, "")
+    m = re.search(r"^partner_cross_reads_total(\{[^}]*\})? (\d+)", t, re.M)
+    check("partner_cross_reads_total counted the cross reads (>= 4)", m and int(m.group(2)) >= 4, m.group(0) if m else "")
+    check("http_requests_total labelled by route template, not raw ids",
+          'route="/api/v1/leads/{id}"' in t or "/api/v1/leads/{" in t, "")
+    for marker in ("zzqmark", "bbB", st["tok"]["a"][:20]):
+        check(f"metrics do not carry {marker[:10]!r} (no query strings, ids, tokens)", marker not in t, "")
+
+
+def check_order_of_checks(c, st):
+    section("order of checks: auth before validation (rulings)")
+    tok = st["tok"]
+    expect("no token + invalid limit -> 401", c.raw("GET", "/api/v1/leads?limit=0"), 401, "missing_bearer")
+    expect("bad token + invalid cursor -> 401", c.raw("GET", "/api/v1/leads?cursor=x", "garbage"), 401, "invalid_token")
+    r = c.raw("POST", "/api/v1/sub-accounts", None, data="{bad", headers={"Content-Type": "application/json"})
+    expect("no token + malformed JSON -> 401", r, 401, "missing_bearer")
+    r = c.raw("POST", "/api/v1/sub-accounts", None, data=b"{" + b" " * (1024 * 1024 + 10) + b"}",
+              headers={"Content-Type": "application/json"})
+    check("no token + body over 1 MiB -> 401 (auth first) or 413", r.status_code in (401, 413), f"{r.status_code}")
+    expect("inactive partner + malformed JSON -> 403", c.raw("POST", "/api/v1/sub-accounts", tok["c"], data="{bad",
+                                                            headers={"Content-Type": "application/json"}), 403, "forbidden")
+    expect("non-admin malformed partner_id with sub code -> 400",
+           c.raw("GET", f"/api/v1/care-services-coupons?partner_id={A}.7", tok["a"]), 400, "invalid_request")
+    expect("coupons format=csv&limit=0 -> 400", c.raw("GET", "/api/v1/care-services-coupons?format=csv&limit=0", tok["a"]),
+           400, "invalid_request")
+    expect("coupons offset= (empty) -> 400", c.raw("GET", "/api/v1/care-services-coupons?offset=", tok["a"]), 400,
+           "invalid_request")
+
+
 def check_logs(c, st, log):
     section("server log (extensions §12: audit line, no secrets)")
     try:
@@ -2284,7 +2325,8 @@ def check_logs(c, st, log):
     secrets = [st["tok"][k] for k in ("a", "b", "adm")] + ["supersecretvalue1234", "ann@example.test", "555 0100",
                                                            "cus@example.test", "Cus Tomer", "pat@example.test",
                                                            "bbapi-internal-token", "bbapi-pepper"]
-    secrets += st.get("secrets_extra", [])
+    secrets += st.get("secrets_extra", []) + ["whsec_", "zzsecretq", "zzqmark", "NoConsent", "+1 555 0111",
+                                              "555 0122", "i@example.test", "buyer@example.test"]
     found = [x for x in secrets if x in text]
     check("log holds no token, header value, e-mail, phone, name or setting secret", not found, str(found))
 
@@ -2320,6 +2362,13 @@ def phase_rate(c, st):
     expect("... a valid call is 429", c.raw("GET", "/api/v1/leads", tok["a"]), 429, "rate_limited")
     expect("over budget + invalid limit -> 429 (429 before 400)", c.raw("GET", "/api/v1/leads?limit=0", tok["a"]), 429,
            "rate_limited")
+    for _ in range(4):
+        c.raw("GET", "/api/v1/sub-accounts", tok["a"])
+    r = c.raw("POST", "/api/v1/sub-accounts", tok["a"], data="{bad", headers={"Content-Type": "application/json"})
+    expect("over budget + malformed JSON body -> 429 (429 before 400)", r, 429, "rate_limited")
+    r = c.raw("POST", "/api/v1/sub-accounts", tok["a"], data='{"subId":"0"}', headers={"Content-Type": "application/json",
+                                                                                      "Idempotency-Key": "a b"})
+    check("over budget + malformed Idempotency-Key -> 429 or 400", r.status_code in (429, 400), f"{r.status_code}")
     # links group shared by dna/medical/care
     rs = [c.raw("GET", path, tok["adm"]) for path in ("/api/v1/dna-links", "/api/v1/medical-intake-links",
                                                       "/api/v1/care-service-links", "/api/v1/dna-links")]
@@ -2339,6 +2388,11 @@ def phase_rate(c, st):
     r = c.raw("GET", "/api/v1/webhook-deliveries", tok["b"])
     check("events + webhook-endpoints + deliveries share one group", [x.status_code for x in rs] == [200] * 4 and
           r.status_code == 429, str([x.status_code for x in rs] + [r.status_code]))
+    import concurrent.futures as cf
+    with cf.ThreadPoolExecutor(12) as ex:
+        rs = list(ex.map(lambda _: Client(c.base).raw("GET", "/api/v1/orders", tok["bdm"]).status_code, range(12)))
+    check("12 concurrent calls on a budget of 4: exactly 4 admitted", rs.count(200) == 4 and rs.count(429) == 8,
+          str(sorted(rs)))
     # idempotent replay counts as one unit
     H = {"Idempotency-Key": "rate-k", "Content-Type": "application/json"}
     r1 = c.raw("POST", "/api/v1/sub-accounts", tok["adm"], data='{"subId":"150","nickname":"r"}', headers=H)
@@ -2401,6 +2455,19 @@ def phase_nopepper(c, st):
     expect("public catalog still served", c.raw("GET", f"/api/weight-loss?partner_id={A}"), 200)
 
 
+def phase_internalbind(c, st):
+    section("PARTNER_INTERNAL_BIND (extensions §5)")
+    port = int(c.base.rsplit(":", 1)[1])
+    expect("operator API on PARTNER_BIND -> 404", c.raw("GET", f"/internal/v1/partners/{A}", c.internal), 404, "not_found")
+    o = Client(f"http://127.0.0.1:{port + 5}", c.internal)
+    r = o.op("GET", f"/partners/{A}")
+    expect("operator API on PARTNER_INTERNAL_BIND -> 200", r, 200)
+    expect("partner API still on PARTNER_BIND", c.raw("GET", "/api/v1/orders", st["tok"]["a"]), 200)
+    r = o.raw("GET", "/api/v1/orders", st["tok"]["a"])
+    check("partner API on the internal listener: 404 or served (unspecified)", r.status_code in (200, 404),
+          f"{r.status_code}")
+
+
 def phase_nointernal(c, st):
     section("no PARTNER_INTERNAL_TOKEN (operator-api)")
     for path in ("/internal/v1/partners/bbA", "/internal/v1/openapi.json", "/internal/v1/nope", "/internal"):
@@ -2417,6 +2484,7 @@ def main():
     ap.add_argument("--pace", type=float, default=0.0)
     ap.add_argument("--only", default="")
     ap.add_argument("--server-log", default="")
+    ap.add_argument("--metrics", default="")
     a = ap.parse_args()
     PACE[0] = a.pace
     c = Client(a.base, a.internal)
@@ -2427,7 +2495,8 @@ def main():
         funcs = [check_auth, check_leads, check_orders, check_payouts, check_subaccounts, check_links, check_coupons,
                  check_catalog, check_operator, check_idempotency, check_webhook_endpoints, check_events,
                  check_ratelimit_headers, check_partner_variants, check_lead_enriched, check_more,
-                 check_formats, check_edges, check_races, check_errors]
+                 check_formats, check_edges, check_races,
+                 check_order_of_checks, check_errors]
         for f in funcs:
             if a.only and f.__name__ not in a.only.split(","):
                 continue
@@ -2441,10 +2510,12 @@ def main():
         if a.server_log:
             time.sleep(0.5)
             check_logs(c, st, a.server_log)
+        if a.metrics and a.phase == "main":
+            check_metrics(c, st, a.metrics)
     else:
         st = json.load(open(a.state))
         {"rate": phase_rate, "careoff": phase_careoff, "nopepper": phase_nopepper,
-         "nointernal": phase_nointernal}[a.phase](c, st)
+         "nointernal": phase_nointernal, "internalbind": phase_internalbind}[a.phase](c, st)
     fails = [x for x in RESULTS if not x[2]]
     print(f"\n{a.phase}: {len(RESULTS)} checks, {len(fails)} failed")
     for s, n, _, d, ref in fails:

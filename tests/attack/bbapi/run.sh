@@ -7,7 +7,7 @@ cd "$(dirname "$0")"
 BIN=${PARTNER_BIN:-/work/bin/partner-server-main}
 PORT=${PORT:-18500}
 DB=${DB:-pp_bbapi_main}
-PHASES=${PHASES:-"main rate careoff nopepper nointernal"}
+PHASES=${PHASES:-"main rate careoff nopepper nointernal internalbind startup"}
 PACE=${PACE:-0}
 PY=${PY:-/work/main/.ci/venv/bin/python}
 OUT=${OUT:-out}
@@ -35,14 +35,28 @@ start() { # phase, then env assignments
 total=0
 for phase in $PHASES; do
   case $phase in
-    main) start main PARTNER_TOKEN_PEPPER=$PEPPER PARTNER_INTERNAL_TOKEN=$ITOK PARTNER_WEBHOOK_RETRY_SCHEDULE=50ms,50ms PARTNER_RATE_LIMIT=100000/60s PARTNER_PUBLIC_RATE=100000 ;;
+    main) start main PARTNER_TOKEN_PEPPER=$PEPPER PARTNER_INTERNAL_TOKEN=$ITOK PARTNER_WEBHOOK_RETRY_SCHEDULE=50ms,50ms PARTNER_RATE_LIMIT=100000/60s PARTNER_PUBLIC_RATE=100000 PARTNER_METRICS_BIND=127.0.0.1:$((PORT + 6)) ;;
     rate) start rate PARTNER_TOKEN_PEPPER=$PEPPER PARTNER_INTERNAL_TOKEN=$ITOK PARTNER_RATE_LIMIT=4/60s PARTNER_PUBLIC_RATE=1 ;;
     careoff) start careoff PARTNER_TOKEN_PEPPER=$PEPPER PARTNER_INTERNAL_TOKEN=$ITOK CARE_SERVICES_API_ENABLED=false ;;
     nopepper) start nopepper PARTNER_INTERNAL_TOKEN=$ITOK ;;
     nointernal) start nointernal PARTNER_TOKEN_PEPPER=$PEPPER ;;
+    internalbind) start internalbind PARTNER_TOKEN_PEPPER=$PEPPER PARTNER_INTERNAL_TOKEN=$ITOK PARTNER_INTERNAL_BIND=127.0.0.1:$((PORT + 5)) ;;
+    startup)
+      # a malformed or too-short setting stops the process at start, naming the variable (operator-api; extensions §5)
+      fails=0
+      for kv in PARTNER_INTERNAL_TOKEN=short PARTNER_RATE_LIMIT=abc PARTNER_BIND=nonsense PARTNER_PUBLIC_RATE=0 \
+                PARTNER_WEBHOOK_RETRY_SCHEDULE=10x PARTNER_EVENT_RETENTION=1d CARE_SERVICES_API_ENABLED=maybe \
+                PARTNER_LOG_FORMAT=xml PARTNER_TRUSTED_PROXIES=notanip; do
+        var=${kv%%=*}
+        out=$(timeout 10 env PARTNER_BIND=127.0.0.1:$PORT PARTNER_TOKEN_PEPPER=$PEPPER PARTNER_INTERNAL_TOKEN=$ITOK "$kv" "$BIN" serve 2>&1)
+        rc=$?
+        if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q "$var" <<<"$out"; then echo "  PASS $kv stops the process naming $var";
+        else echo "  FAIL $kv: rc=$rc output: $(head -c 300 <<<"$out")"; fails=$((fails + 1)); fi
+      done
+      total=$((total + fails)); continue ;;
   esac || exit 1
   "$PY" bb.py --base "http://127.0.0.1:$PORT" --internal "$ITOK" --phase "$phase" --state "$OUT/state.json" \
-      --pace "$PACE" --server-log "$OUT/server-$phase.log" ${ONLY:+--only "$ONLY"} 2>&1 | tee "$OUT/$phase.txt"
+      --pace "$PACE" --server-log "$OUT/server-$phase.log" --metrics "http://127.0.0.1:$((PORT + 6))/metrics" ${ONLY:+--only "$ONLY"} 2>&1 | tee "$OUT/$phase.txt"
   rc=${PIPESTATUS[0]}
   total=$((total + rc))
   stop
