@@ -2329,6 +2329,74 @@ def check_order_of_checks(c, st):
            "invalid_request")
 
 
+def check_exact(c, st):
+    tok = st["tok"]
+    section("exact values of links and catalog (operator-api Catalog; spec)")
+    r = c.raw("GET", "/api/v1/dna-links", tok["a"])
+    d = (data(r) or [{}])[0]
+    check("DNA intakeUrl = {legacy_intake_url}/<intakePath>?partner_id=A",
+          d.get("intakeUrl") == f"https://legacy-intake.example.com/dna/kit?partner_id={A}", d.get("intakeUrl"))
+    check("DNA partnerId, prices, parentProduct, available", d.get("partnerId") == A and d.get("minimumPrice") == 99 and
+          d.get("recommendedPrice") == 129 and d.get("maximumPrice") == 199 and d.get("parentProduct") == ["dna"] and
+          d.get("available") is True, str(d)[:300])
+    r = c.raw("GET", "/api/v1/medical-intake-links", tok["a"])
+    m = {x["productName"]: x for x in data(r) or []}
+    s_ = m.get("Sema", {})
+    check("self-hosted url = {intake_url}/<selfHostedSlug>?partner_id=A",
+          s_.get("url") == f"https://intake.example.com/sema?partner_id={A}", s_.get("url"))
+    check("legacyUrl = {legacy_intake_url}/<legacyPath>?partner_id=A",
+          s_.get("legacyUrl") == f"https://legacy-intake.example.com/legacy/sema?partner_id={A}", s_.get("legacyUrl"))
+    check("link details/suggestedPrices/imageUrl as configured", s_.get("details") == "In stock" and
+          s_.get("suggestedPrices") == "$199 - $549" and s_.get("imageUrl") == "https://img.example/x.png", str(s_)[:300])
+    t = {x["key"]: x for x in s_.get("tiers", [])}
+    check("tier values: label, min/max, commission", t.get("m3", {}).get("label") == "3 months" and
+          t["m3"].get("minPrice") == 250 and t["m3"].get("maxPrice") == 900 and t["m3"].get("commission") == 90.25,
+          str(t.get("m3")))
+    r = c.raw("GET", "/api/v1/care-service-links?service=primary-care", tok["a"])
+    x = (data(r) or [{}])[0]
+    check("care url = {care_services_url}/<slug>?partner_id=A", x.get("url") == f"https://care.example.com/primary?partner_id={A}",
+          x.get("url"))
+    check("care redeemUrl = …/primary?partner_id=A&redeem=true (param order free)",
+          x.get("redeemUrl", "").split("?")[0] == "https://care.example.com/primary" and
+          sorted(qs(x.get("redeemUrl", ""))) == sorted([("partner_id", A), ("redeem", "true")]), x.get("redeemUrl"))
+    tt = {y["key"]: y for y in x.get("tiers", [])}
+    check("care tier values", tt.get("m12", {}).get("userPrice") == 120 and tt["m12"].get("commission") == 12 and
+          tt["m12"].get("label") == "12 mo" and sorted(qs(tt["m12"]["url"])) == sorted([("partner_id", A), ("m", "12")]),
+          str(tt.get("m12")))
+    r = c.raw("GET", f"/api/all-products?partner_id={A}")
+    cat = {y["name"]: y for y in r.json().get("products", [])}
+    y = cat.get("Sema", {})
+    check("catalog id = product id, image = imageUrl, imageSourceUrl, details",
+          y.get("id") == M1 and y.get("image") == "https://img.example/x.png" and
+          y.get("imageSourceUrl") == "https://img.example/src.png" and y.get("details") == "In stock", str(y)[:300])
+    check("catalog intakeUrl == medical link url", y.get("intakeUrl") == s_.get("url"), f"{y.get('intakeUrl')} {s_.get('url')}")
+
+    section("Authorization header forms (RFC 6750 / 7235; rulings Tokens)")
+    a = tok["a"]
+    for h, what in (("BEARER " + a, "upper-case scheme"), ("Bearer  " + a, "two spaces (RFC 6750 1*SP)")):
+        r = c.raw("GET", "/api/v1/payouts", auth_header=h)
+        check(f"{what}: 200 (RFC) or 401 with the error body", r.status_code in (200, 401), f"{r.status_code}")
+        print(f"  INFO {what}: {r.status_code} {ecode(r)}")
+    r = c.raw("GET", f"/api/v1/payouts?access_token={a}")
+    expect("token in the query string is not a bearer -> 401 missing_bearer", r, 401, "missing_bearer")
+    r = c.raw("GET", "/api/v1/payouts", headers={"Authorization": "Bearer " + a, "X-Api-Key": a})
+    expect("plain bearer works with unrelated headers", r, 200)
+    for path in ("/api/v1/leads/", "//api/v1/leads", "/api/v1//leads", "/API/V1/LEADS", "/api/v1/leads%2F"):
+        r = c.raw("GET", path, tok["a"])
+        check(f"{path!r}: 200 or 404 with the error body, no 5xx", r.status_code in (200, 404), f"{r.status_code}")
+        print(f"  INFO {path!r}: {r.status_code}")
+    r = c.raw("POST", "/api/v1/sub-accounts", tok["a"], data='{"subId":"90","nickname":"x"} xyz',
+              headers={"Content-Type": "application/json"})
+    expect("JSON with trailing garbage -> 400", r, 400, "invalid_request")
+    r = c.raw("POST", "/api/v1/sub-accounts", tok["a"], data='{"subId":"90","subId":"91","nickname":"x"}',
+              headers={"Content-Type": "application/json"})
+    expect("JSON with a duplicate key -> 400", r, 400, "invalid_request")
+    r = c.raw("POST", "/api/v1/sub-accounts", tok["a"], data='{"subId":"92","nickname":"x"}')
+    check("JSON body without Content-Type: 201 or 4xx with error body", r.status_code in (201, 400, 415),
+          f"{r.status_code} {r.text[:100]}")
+    print(f"  INFO no Content-Type: {r.status_code} {ecode(r)}")
+
+
 def check_logs(c, st, log):
     section("server log (extensions §12: audit line, no secrets)")
     try:
@@ -2522,7 +2590,7 @@ def main():
                  check_catalog, check_operator, check_idempotency, check_webhook_endpoints, check_events,
                  check_ratelimit_headers, check_partner_variants, check_lead_enriched, check_more,
                  check_formats, check_edges, check_races,
-                 check_order_of_checks, check_errors]
+                 check_order_of_checks, check_exact, check_errors]
         for f in funcs:
             if a.only and f.__name__ not in a.only.split(","):
                 continue
