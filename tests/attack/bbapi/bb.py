@@ -1563,6 +1563,22 @@ def check_events(c, st):
     r = c.raw("GET", f"{p}?limit=200", tok["b"])
     check("B's feed holds only B's", r.status_code == 200 and all(
         e["data"].get("lead", {}).get("partnerId", B) == B for e in data(r) or []), r.text[:200])
+    # cursors of one listing are not accepted by another
+    lc = c.raw("GET", "/api/v1/leads?limit=1", tok["a"]).json()["page"]["nextCursor"]
+    dc = c.raw("GET", "/api/v1/webhook-deliveries?limit=1", tok["a"]).json()["page"]["nextCursor"]
+    expect("a leads cursor on the events feed -> 400", c.raw("GET", f"{p}?cursor={requests.utils.quote(lc)}", tok["a"]),
+           400, "invalid_request")
+    expect("an events cursor on leads -> 400", c.raw("GET", f"/api/v1/leads?cursor={requests.utils.quote(cur)}", tok["a"]),
+           400, "invalid_request")
+    if dc:
+        expect("a deliveries cursor on leads -> 400",
+               c.raw("GET", f"/api/v1/leads?cursor={requests.utils.quote(dc)}", tok["a"]), 400, "invalid_request")
+        expect("a deliveries cursor on events -> 400", c.raw("GET", f"{p}?cursor={requests.utils.quote(dc)}", tok["a"]),
+               400, "invalid_request")
+    expect("an events cursor on deliveries -> 400",
+           c.raw("GET", f"/api/v1/webhook-deliveries?cursor={requests.utils.quote(cur)}", tok["a"]), 400, "invalid_request")
+    expect("a leads cursor on deliveries -> 400",
+           c.raw("GET", f"/api/v1/webhook-deliveries?cursor={requests.utils.quote(lc)}", tok["a"]), 400, "invalid_request")
     # B using A's cursor
     r = c.raw("GET", f"{p}?cursor={requests.utils.quote(cur)}", tok["b"])
     check("A's events cursor in B's hands: 400 or only B's", r.status_code == 400 or all(
