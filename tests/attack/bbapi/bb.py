@@ -2098,6 +2098,8 @@ def check_races(c, st):
                                         headers=H), range(6)))
     sts = sorted(r.status_code for r in rs)
     inuse = [r for r in rs if r.status_code == 409]
+    print(f"  INFO 6 concurrent keyed bulk orders: {sts}, replayed: "
+          f"{sum(r.headers.get('Idempotent-Replayed') == 'true' for r in rs)}")
     check("6 concurrent keyed bulk orders: 201s (first + replays) and 409 idempotency_key_in_use only",
           set(sts) <= {201, 409} and all(ecode(r) == "idempotency_key_in_use" for r in inuse) and 201 in sts, str(sts))
     r = c.raw("GET", f"/api/v1/care-services-coupons?product_slug=primary&limit=1", tg)
@@ -2480,6 +2482,7 @@ def phase_rate(c, st):
     r = c.raw("POST", "/api/v1/sub-accounts", tok["a"], data='{"subId":"0"}', headers={"Content-Type": "application/json",
                                                                                       "Idempotency-Key": "a b"})
     check("over budget + malformed Idempotency-Key -> 429 or 400", r.status_code in (429, 400), f"{r.status_code}")
+    print(f"  INFO over budget + malformed Idempotency-Key: {r.status_code} {ecode(r)}")
     # links group shared by dna/medical/care
     rs = [c.raw("GET", path, tok["adm"]) for path in ("/api/v1/dna-links", "/api/v1/medical-intake-links",
                                                       "/api/v1/care-service-links", "/api/v1/dna-links")]
