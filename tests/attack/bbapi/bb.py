@@ -2416,7 +2416,285 @@ def check_exact(c, st):
     print(f"  INFO no Content-Type: {r.status_code} {ecode(r)}")
 
 
-def check_logs(c, st, log):
+class Receiver:
+    """An HTTPS receiver on 127.0.0.1:port that records every POST; `status` sets its answer."""
+
+    def __init__(self, port, cert, key):
+        import ssl
+        import threading
+        from http.server import ThreadingHTTPServer, BaseHTTPRequestHandler
+        self.got, self.status, self.lock = [], {}, threading.Lock()
+        outer = self
+
+        class H(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *a):
+                pass
+
+            def do_POST(self):
+                n = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(n)
+                code = outer.status.get(self.path, 200)
+                with outer.lock:
+                    outer.got.append({"t": time.time(), "path": self.path, "headers": dict(self.headers.items()),
+                                      "raw": body, "status": code})
+                self.send_response(code)
+                if code in (301, 302, 307):
+                    self.send_header("Location", "https://127.0.0.1/elsewhere")
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"ok")
+
+        self.srv = ThreadingHTTPServer(("127.0.0.1", port), H)
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(cert, key)
+        self.srv.socket = ctx.wrap_socket(self.srv.socket, server_side=True)
+        self.srv.daemon_threads = True
+        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
+        self.url = f"https://127.0.0.1:{port}"
+
+    def wait(self, pred, secs=10):
+        t0 = time.time()
+        while time.time() - t0 < secs:
+            with self.lock:
+                hits = [g for g in self.got if pred(g)]
+            if hits:
+                return hits
+            time.sleep(0.05)
+        return []
+
+
+def hdr(g, name):
+    for k, v in g["headers"].items():
+        if k.lower() == name.lower():
+            return v
+    return None
+
+
+def verify_sig(g, secrets_):
+    import hashlib
+    import hmac
+    sig = hdr(g, "X-Partner-Signature") or ""
+    parts = [p.split("=", 1) for p in sig.split(",") if "=" in p]
+    ts = [v for k, v in parts if k == "t"]
+    v1 = [v for k, v in parts if k == "v1"]
+    if len(ts) != 1:
+        return False, "no t", []
+    signed = ts[0].encode() + b"." + g["raw"]
+    ok = [any(hmac.compare_digest(hmac.new(sec.encode(), signed, hashlib.sha256).hexdigest(), v) for v in v1)
+          for sec in secrets_]
+    return all(ok), ts[0], v1
+
+
+def verify_std(g, secret):
+    import base64
+    import hashlib
+    import hmac
+    wid, wts, wsig = hdr(g, "webhook-id"), hdr(g, "webhook-timestamp"), hdr(g, "webhook-signature")
+    if not (wid and wts and wsig):
+        return False, "missing"
+    key = base64.b64decode(secret[len("whsec_"):])
+    mac = base64.b64encode(hmac.new(key, f"{wid}.{wts}.".encode() + g["raw"], hashlib.sha256).digest()).decode()
+    return f"v1,{mac}" in wsig.split(" "), wsig
+
+
+def phase_webhooks(c, st):
+    section("webhook deliveries (spec Events; rulings Webhooks; extensions §1-§3, §8.1, §9)")
+    import os
+    here = os.path.dirname(os.path.abspath(__file__))
+    certs = os.path.join(here, "..", "certs")
+    rx = Receiver(int(os.environ.get("BB_RX_PORT", "18520")), os.path.join(certs, "leaf.pem"),
+                  os.path.join(certs, "leaf.key"))
+    W = "bbW" + uuid.uuid4().hex[:8]
+    must(c.op("PUT", f"/partners/{W}", partner_body()), "partner W")
+    u = must(c.op("POST", "/users", {"email": "w@example.test", "partnerId": W, "admin": False}), "user W")
+    tw = must(c.op("POST", f"/users/{u['id']}/tokens", {}), "token W")["token"]
+    p = "/api/v1/webhook-endpoints"
+    r = c.raw("POST", p, tw, json={"url": rx.url + "/signed?x=1", "events": ["lead.created", "lead.enriched",
+                                                                          "order.created", "payout.created"],
+                                   "secret": True, "customHeader": {"name": "X-Team", "value": "team-secret-77"}})
+    expect("endpoint on the receiver (private addresses allowed) -> 201", r, 201)
+    ep = data(r) or {}
+    secret = ep.get("secret", "")
+    r = c.raw("POST", p, tw, json={"url": rx.url + "/plain", "events": ["lead.created"]})
+    plain = data(r) or {}
+    t_before = int(time.time())
+    lead = must(c.op("POST", "/leads", {"partnerId": W, "firstName": "Hook", "lastName": "H", "email": "h@example.test",
+                                        "emailConsent": True, "smsConsent": True, "origin": "managed-website",
+                                        "location": "x"}), "lead W")
+    hits = rx.wait(lambda g: g["path"].startswith("/signed") and b'"lead.created"' in g["raw"])
+    check("lead.created delivered to the subscribed endpoint", bool(hits), str(len(rx.got)))
+    if hits:
+        g = hits[0]
+        b = json.loads(g["raw"])
+        check("Content-Type application/json", (hdr(g, "Content-Type") or "").startswith("application/json"),
+              hdr(g, "Content-Type"))
+        check("body {id, event, created_at, data:{lead}}", set(b) == {"id", "event", "created_at", "data"} and
+              b["event"] == "lead.created" and set(b["data"]) == {"lead"} and b["data"]["lead"]["id"] == lead["id"],
+              str(b)[:300])
+        check("created_at RFC 3339 ms Z", TS_MS.match(b["created_at"] or ""), b["created_at"])
+        check("lead payload carries isTest/testSource and equals the listing row",
+              b["data"]["lead"].get("isTest") is False and "testSource" in b["data"]["lead"] and
+              b["data"]["lead"] == data(c.raw("GET", f"/api/v1/leads/{lead['id']}", tw)), str(b["data"])[:300])
+        check("X-Partner-Event = event name", hdr(g, "X-Partner-Event") == "lead.created", hdr(g, "X-Partner-Event"))
+        check("X-Partner-Delivery is a UUID equal to body id", hdr(g, "X-Partner-Delivery") == b["id"] and
+              re.fullmatch(r"[0-9a-f-]{36}", b["id"] or ""), f"{hdr(g, 'X-Partner-Delivery')} {b['id']}")
+        ok, ts, v1 = verify_sig(g, [secret])
+        check("X-Partner-Signature t=<unix>,v1=<hex HMAC-SHA256(secret, t.body)> verifies",
+              ok and len(v1) == 1 and re.fullmatch(r"[0-9a-f]{64}", v1[0]), hdr(g, "X-Partner-Signature"))
+        check("signature t is now (not older than 5 min)", ts.isdigit() and abs(int(ts) - time.time()) < 60, ts)
+        ok, det = verify_std(g, secret)
+        check("Standard Webhooks headers verify (webhook-id = delivery id, webhook-timestamp = t)",
+              ok and hdr(g, "webhook-id") == b["id"] and hdr(g, "webhook-timestamp") == ts, str(det)[:200],
+              "extensions §9")
+        check("custom header sent on the delivery", hdr(g, "X-Team") == "team-secret-77", str(g["headers"])[:300])
+        evid = hdr(g, "X-Partner-Event-Id")
+        r = c.raw("GET", f"/api/v1/events/{evid}", tw)
+        check("X-Partner-Event-Id names the feed's event, same event/created_at/data",
+              r.status_code == 200 and data(r) and data(r)["event"] == "lead.created" and
+              data(r)["data"] == b["data"], f"{evid} {r.text[:200]}", "extensions §8.1")
+        d = wait_delivery(c, tw, b["id"], "delivered", secs=10)
+        check("delivery log: delivered, attempts 1, lastStatusCode 200, deliveredAt", d.get("status") == "delivered" and
+              d.get("attempts") == 1 and d.get("lastStatusCode") == 200 and TS_MS.match(d.get("deliveredAt") or ""),
+              str(d)[:300])
+    ph = rx.wait(lambda g: g["path"] == "/plain")
+    if ph:
+        check("no secret: no X-Partner-Signature, no webhook-signature", hdr(ph[0], "X-Partner-Signature") is None and
+              hdr(ph[0], "webhook-signature") is None, str(ph[0]["headers"])[:300], "rulings Webhooks")
+    # headless: nothing
+    n0 = len(rx.got)
+    hl = must(c.op("POST", "/leads", {"partnerId": W, "firstName": "Headless", "lastName": "H", "email": "x@example.test",
+                                      "emailConsent": True, "smsConsent": True, "origin": "headless_intake",
+                                      "location": "Weight Loss"}), "headless W")
+    c.op("PATCH", f"/leads/{hl['id']}", {"phone": "+1 555 0000"})
+    # enrichment of the real lead
+    c.op("PATCH", f"/leads/{lead['id']}", {"phone": "+1 555 0101"})
+    hits = rx.wait(lambda g: b'"lead.enriched"' in g["raw"])
+    check("lead.enriched delivered with previousPhone/currentPhone", hits and
+          json.loads(hits[0]["raw"])["data"]["currentPhone"] == "+1 555 0101" and
+          json.loads(hits[0]["raw"])["data"]["previousPhone"] == "", str(hits[:1])[:300])
+    time.sleep(0.5)
+    check("headless_intake lead and its enrichment deliver nothing",
+          not any(b"Headless" in g["raw"] for g in rx.got[n0:]), "")
+    # order and payout
+    c.op("POST", "/orders", {"orderId": f"ORD-{W}", "partnerId": W, "createdDate": iso(now()), "product": "P",
+                             "amount": 10.5, "commission": 1, "status": "shipped", "isTest": False, "source": "shop",
+                             "customerName": "Secret Name", "customerEmail": "secret@example.test"})
+    hits = rx.wait(lambda g: b'"order.created"' in g["raw"])
+    if hits:
+        b = json.loads(hits[0]["raw"])
+        check("order.created {source, order: Order} with exactly the spec's fields (no customer data)",
+              set(b["data"]) == {"source", "order"} and b["data"]["source"] == "shop" and
+              set(b["data"]["order"]) == set(ORDER_KEYS) and b"secret@example.test" not in hits[0]["raw"],
+              str(b["data"])[:300])
+    else:
+        check("order.created delivered", False, "")
+    c.op("POST", "/payouts", {"partnerId": W, "payoutDate": "2026-11-05", "payoutAmount": 7.25, "status": "paid",
+                              "note": "private"})
+    hits = rx.wait(lambda g: b'"payout.created"' in g["raw"])
+    if hits:
+        b = json.loads(hits[0]["raw"])
+        check("payout.created {payout: Payout}, no note", set(b["data"]) == {"payout"} and
+              set(b["data"]["payout"]) == set(PAYOUT_KEYS) and b"private" not in hits[0]["raw"], str(b["data"])[:300])
+    else:
+        check("payout.created delivered", False, "")
+    # ping
+    r = c.raw("POST", f"{p}/{ep.get('id')}/test", tw)
+    pid_ = (data(r) or {}).get("id")
+    hits = rx.wait(lambda g: hdr(g, "X-Partner-Delivery") == pid_)
+    if hits:
+        b = json.loads(hits[0]["raw"])
+        check("ping body {id, event: ping, created_at, data:{endpointId}}, signed",
+              b["event"] == "ping" and b["data"] == {"endpointId": ep.get("id")} and verify_sig(hits[0], [secret])[0],
+              str(b)[:200], "extensions §1")
+        # resend: same id and body bytes, fresh signature time
+        time.sleep(1.1)
+        r = c.raw("POST", f"/api/v1/webhook-deliveries/{pid_}/resend", tw)
+        hits2 = rx.wait(lambda g: hdr(g, "X-Partner-Delivery") == pid_ and g is not hits[0] and g["t"] > hits[0]["t"])
+        if hits2:
+            check("resend: same id, same body bytes, fresh signature time, verifies",
+                  hits2[0]["raw"] == hits[0]["raw"] and verify_sig(hits2[0], [secret])[0] and
+                  verify_sig(hits2[0], [secret])[1] != verify_sig(hits[0], [secret])[1], "", "extensions §1")
+        else:
+            check("resend delivered again", False, r.text[:200])
+    else:
+        check("ping delivered", False, r.text[:200])
+    # rotation with overlap: two v1, new first (Standard Webhooks too)
+    r = c.raw("PATCH", f"{p}/{ep.get('id')}", tw, json={"secret": True})
+    new = (data(r) or {}).get("secret", "")
+    r = c.raw("POST", f"{p}/{ep.get('id')}/test", tw)
+    pid2 = (data(r) or {}).get("id")
+    hits = rx.wait(lambda g: hdr(g, "X-Partner-Delivery") == pid2)
+    if hits:
+        g = hits[0]
+        ok_new, _, v1 = verify_sig(g, [new])
+        ok_old, _, _ = verify_sig(g, [secret])
+        check("during the overlap: t=…,v1=<new>,v1=<old>, both verify", ok_new and ok_old and len(v1) == 2,
+              hdr(g, "X-Partner-Signature"), "extensions §3")
+        import base64, hashlib, hmac as hm
+        wsig = (hdr(g, "webhook-signature") or "").split(" ")
+        okstd = verify_std(g, new)[0] and verify_std(g, secret)[0] and len(wsig) == 2
+        first_new = False
+        if wsig and new:
+            key = base64.b64decode(new[6:])
+            mac = base64.b64encode(hm.new(key, f"{hdr(g, 'webhook-id')}.{hdr(g, 'webhook-timestamp')}.".encode() +
+                                          g["raw"], hashlib.sha256).digest()).decode()
+            first_new = wsig[0] == f"v1,{mac}"
+        check("webhook-signature: two values, the current secret's first", okstd and first_new, str(wsig)[:200],
+              "extensions §9")
+    else:
+        check("ping after rotation delivered", False, r.text[:200])
+    # failing receiver: retried, then failed; 410 disables
+    rx.status["/fail"] = 500
+    r = c.raw("POST", p, tw, json={"url": rx.url + "/fail", "events": ["payout.created"]})
+    fid = (data(r) or {}).get("id")
+    r = c.raw("POST", f"{p}/{fid}/test", tw)
+    did = (data(r) or {}).get("id")
+    d = wait_delivery(c, tw, did, "failed", secs=15)
+    hits = [g for g in rx.got if hdr(g, "X-Partner-Delivery") == did]
+    check("500s: 1 + 2 attempts (schedule 50ms,50ms), same delivery id, then failed 'status 500'",
+          len(hits) == 3 and d.get("status") == "failed" and d.get("lastStatusCode") == 500 and
+          "500" in (d.get("lastError") or ""), f"{len(hits)} {str(d)[:300]}")
+    rx.status["/redir"] = 302
+    r = c.raw("POST", p, tw, json={"url": rx.url + "/redir", "events": ["payout.created"]})
+    rid = (data(r) or {}).get("id")
+    r = c.raw("POST", f"{p}/{rid}/test", tw)
+    d = wait_delivery(c, tw, (data(r) or {}).get("id"), "failed", secs=15)
+    check("redirects are not followed: failed, lastError 'redirect'", d.get("status") == "failed" and
+          not any(g["path"] == "/elsewhere" for g in rx.got) and "redirect" in (d.get("lastError") or ""), str(d)[:300])
+    rx.status["/gone"] = 410
+    r = c.raw("POST", p, tw, json={"url": rx.url + "/gone", "events": ["payout.created"]})
+    gid = (data(r) or {}).get("id")
+    c.raw("POST", f"{p}/{gid}/test", tw)
+    ok = False
+    for _ in range(40):
+        e = next((x for x in data(c.raw("GET", p, tw)) or [] if x["id"] == gid), {})
+        if e.get("status") == "disabled":
+            ok = e.get("disabledReason") == "gone" and TS_MS.match(e.get("disabledAt") or "")
+            break
+        time.sleep(0.25)
+    check("410 Gone disables the endpoint at once (reason gone)", ok, str(e)[:300], "extensions §2")
+    # delayed lead.created carries a phone supplied during the delay
+    if os.environ.get("BB_SLOW", "1") == "1":
+        r = c.raw("POST", p, tw, json={"url": rx.url + "/delayed", "events": ["lead.created"], "leadCreatedDelay": "1m"})
+        dl = must(c.op("POST", "/leads", {"partnerId": W, "firstName": "Delayed", "lastName": "D",
+                                          "email": "d@example.test", "emailConsent": True, "smsConsent": True,
+                                          "origin": "public-link", "location": "x"}), "delayed lead")
+        t0 = time.time()
+        time.sleep(2)
+        early = [g for g in rx.got if g["path"] == "/delayed"]
+        c.op("PATCH", f"/leads/{dl['id']}", {"phone": "+1 555 0202"})
+        hits = rx.wait(lambda g: g["path"] == "/delayed", secs=75)
+        took = time.time() - t0
+        check("lead.created delayed 1m: not before ~1 min, built when sent (phone supplied during the delay)",
+              not early and hits and 55 <= took <= 75 and
+              json.loads(hits[0]["raw"])["data"]["lead"]["phone"] == "+1 555 0202", f"{took:.1f}s {str(hits[:1])[:200]}",
+              "spec Events 4; rulings Webhooks")
+    st["secrets_extra"] = st.get("secrets_extra", []) + ["team-secret-77", secret, new]
+
+
+def check_logs(c, st, log, audit=True):
     section("server log (extensions §12: audit line, no secrets)")
     try:
         text = open(log).read()
@@ -2424,17 +2702,18 @@ def check_logs(c, st, log):
         check("server log readable", False, str(e))
         return
     lines = [json.loads(x) for x in text.splitlines() if x.startswith("{")]
-    aud = [x for x in lines if x.get("target") == "audit"]
-    hit = [x for x in aud if x.get("partnerId") == B and x.get("rows") == 2]
-    check("admin cross read logs target audit with tokenId, userId, partnerId, path, rows",
-          bool(hit) and all(k in hit[0] for k in ("tokenId", "userId", "partnerId", "path", "rows")) and
-          hit[0].get("level") == "INFO", str(aud[:1])[:300])
-    own = [x for x in aud if x.get("partnerId") == A and x.get("userId") == st["users"]["adm"]]
-    check("admin read of its own partner (partner_id=own) is not audited", not own, str(own[:1])[:200])
-    csvl = [x for x in aud if x.get("partnerId") == B and x.get("userId") == st["users"]["adm"] and x.get("rows") == 2]
-    check("every cross read audited (JSON and CSV: 2 lines for B)", len(csvl) >= 2, str(len(csvl)))
-    bdm = [x for x in aud if x.get("partnerId") == A and x.get("userId") == st["users"]["bdm"]]
-    check("B's admin reading A: audited with A's partnerId", len(bdm) == 1, str(bdm)[:200])
+    if audit:
+        aud = [x for x in lines if x.get("target") == "audit"]
+        hit = [x for x in aud if x.get("partnerId") == B and x.get("rows") == 2]
+        check("admin cross read logs target audit with tokenId, userId, partnerId, path, rows",
+              bool(hit) and all(k in hit[0] for k in ("tokenId", "userId", "partnerId", "path", "rows")) and
+              hit[0].get("level") == "INFO", str(aud[:1])[:300])
+        own = [x for x in aud if x.get("partnerId") == A and x.get("userId") == st["users"]["adm"]]
+        check("admin read of its own partner (partner_id=own) is not audited", not own, str(own[:1])[:200])
+        csvl = [x for x in aud if x.get("partnerId") == B and x.get("userId") == st["users"]["adm"] and x.get("rows") == 2]
+        check("every cross read audited (JSON and CSV: 2 lines for B)", len(csvl) >= 2, str(len(csvl)))
+        bdm = [x for x in aud if x.get("partnerId") == A and x.get("userId") == st["users"]["bdm"]]
+        check("B's admin reading A: audited with A's partnerId", len(bdm) == 1, str(bdm)[:200])
     secrets = [st["tok"][k] for k in ("a", "b", "adm")] + ["supersecretvalue1234", "ann@example.test", "555 0100",
                                                            "cus@example.test", "Cus Tomer", "pat@example.test",
                                                            "bbapi-internal-token", "bbapi-pepper"]
@@ -2629,7 +2908,11 @@ def main():
     else:
         st = json.load(open(a.state))
         {"rate": phase_rate, "careoff": phase_careoff, "nopepper": phase_nopepper,
-         "nointernal": phase_nointernal, "internalbind": phase_internalbind}[a.phase](c, st)
+         "nointernal": phase_nointernal, "internalbind": phase_internalbind,
+         "webhooks": phase_webhooks}[a.phase](c, st)
+        if a.phase == "webhooks" and a.server_log:
+            time.sleep(0.5)
+            check_logs(c, st, a.server_log, audit=False)
     fails = [x for x in RESULTS if not x[2]]
     print(f"\n{a.phase}: {len(RESULTS)} checks, {len(fails)} failed")
     for s, n, _, d, ref in fails:

@@ -7,7 +7,7 @@ cd "$(dirname "$0")"
 BIN=${PARTNER_BIN:-/work/bin/partner-server-main}
 PORT=${PORT:-18500}
 DB=${DB:-pp_bbapi_main}
-PHASES=${PHASES:-"main rate careoff nopepper nointernal internalbind startup"}
+PHASES=${PHASES:-"main rate careoff nopepper nointernal internalbind webhooks startup"}
 PACE=${PACE:-0}
 PY=${PY:-/work/main/.ci/venv/bin/python}
 OUT=${OUT:-out}
@@ -40,6 +40,9 @@ for phase in $PHASES; do
     careoff) start careoff PARTNER_TOKEN_PEPPER=$PEPPER PARTNER_INTERNAL_TOKEN=$ITOK CARE_SERVICES_API_ENABLED=false ;;
     nopepper) start nopepper PARTNER_INTERNAL_TOKEN=$ITOK ;;
     nointernal) start nointernal PARTNER_TOKEN_PEPPER=$PEPPER ;;
+    webhooks) bash ../gen-certs.sh
+      start webhooks PARTNER_TOKEN_PEPPER=$PEPPER PARTNER_INTERNAL_TOKEN=$ITOK PARTNER_WEBHOOK_ALLOW_PRIVATE=true \
+        PARTNER_WEBHOOK_CA_FILE=../certs/ca.pem PARTNER_WEBHOOK_RETRY_SCHEDULE=50ms,50ms ;;
     internalbind) start internalbind PARTNER_TOKEN_PEPPER=$PEPPER PARTNER_INTERNAL_TOKEN=$ITOK PARTNER_INTERNAL_BIND=127.0.0.1:$((PORT + 5)) ;;
     startup)
       # a malformed or too-short setting stops the process at start, naming the variable (operator-api; extensions §5)
