@@ -2424,6 +2424,7 @@ class Receiver:
         import threading
         from http.server import ThreadingHTTPServer, BaseHTTPRequestHandler
         self.got, self.status, self.lock = [], {}, threading.Lock()
+        self.delay, self.extra = {}, {}
         outer = self
 
         class H(BaseHTTPRequestHandler):
@@ -2436,17 +2437,25 @@ class Receiver:
                 n = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(n)
                 code = outer.status.get(self.path, 200)
+                if outer.delay.get(self.path):
+                    time.sleep(outer.delay[self.path])
                 with outer.lock:
                     outer.got.append({"t": time.time(), "path": self.path, "headers": dict(self.headers.items()),
                                       "raw": body, "status": code})
                 self.send_response(code)
                 if code in (301, 302, 307):
                     self.send_header("Location", "https://127.0.0.1/elsewhere")
+                for k, v in outer.extra.get(self.path, {}).items():
+                    self.send_header(k, v)
                 self.send_header("Content-Length", "2")
                 self.end_headers()
                 self.wfile.write(b"ok")
 
-        self.srv = ThreadingHTTPServer(("127.0.0.1", port), H)
+        class Srv(ThreadingHTTPServer):
+            def handle_error(self, request, client_address):
+                pass  # the sender gave up (its timeout): nothing to report
+
+        self.srv = Srv(("127.0.0.1", port), H)
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(cert, key)
         self.srv.socket = ctx.wrap_socket(self.srv.socket, server_side=True)
@@ -2675,6 +2684,42 @@ def phase_webhooks(c, st):
             break
         time.sleep(0.25)
     check("410 Gone disables the endpoint at once (reason gone)", ok, str(e)[:300], "extensions §2")
+    # timeout, fairness, Retry-After, disabling with pending deliveries (rulings Webhooks; extensions §2)
+    rx.delay["/slow"] = 3
+    r = c.raw("POST", p, tw, json={"url": rx.url + "/slow", "events": ["payout.created"]})
+    sid = (data(r) or {}).get("id")
+    rx.status["/busy"] = 503
+    rx.extra["/busy"] = {"Retry-After": "3"}
+    r = c.raw("POST", p, tw, json={"url": rx.url + "/busy", "events": ["payout.created"]})
+    bid = (data(r) or {}).get("id")
+    r = c.raw("POST", p, tw, json={"url": rx.url + "/fast", "events": ["payout.created"]})
+    t0 = time.time()
+    c.op("POST", "/payouts", {"partnerId": W, "payoutDate": "2026-11-06", "payoutAmount": 1, "status": "paid"})
+    hits = rx.wait(lambda g: g["path"] == "/fast", secs=10)
+    check("a slow endpoint does not delay another endpoint's delivery (< 1.5 s)", hits and hits[0]["t"] - t0 < 1.5,
+          f"{(hits[0]['t'] - t0) if hits else None}", "rulings Webhooks")
+    busy = rx.wait(lambda g: g["path"] == "/busy", secs=5)
+    time.sleep(2.0)
+    n_busy_early = len([g for g in rx.got if g["path"] == "/busy"])
+    busy2 = rx.wait(lambda g: g["path"] == "/busy" and busy and g["t"] > busy[0]["t"] + 0.5, secs=6)
+    check("503 with Retry-After: 3 defers the next attempt to >= 3 s (schedule says 50 ms)",
+          busy and n_busy_early == 1 and busy2 and busy2[0]["t"] - busy[0]["t"] >= 2.9,
+          f"early={n_busy_early} gap={(busy2[0]['t'] - busy[0]['t']) if busy2 else None}", "extensions §2")
+    slow = wait_delivery(c, tw, next((x["id"] for x in data(c.raw("GET", f"/api/v1/webhook-deliveries?endpointId={sid}", tw))
+                                      or []), str(uuid.uuid4())), "failed", secs=15)
+    check("attempt timeout (PARTNER_WEBHOOK_TIMEOUT=1s): failed, lastError timeout, lastStatusCode null",
+          slow.get("status") == "failed" and "timeout" in (slow.get("lastError") or "") and
+          slow.get("lastStatusCode") is None, str(slow)[:300])
+    rx.extra["/busy"] = {"Retry-After": "60"}
+    c.op("POST", "/payouts", {"partnerId": W, "payoutDate": "2026-11-07", "payoutAmount": 2, "status": "paid"})
+    time.sleep(1.5)
+    r = c.raw("GET", f"/api/v1/webhook-deliveries?endpointId={bid}&status=pending", tw)
+    pend = [x["id"] for x in data(r) or []]
+    c.raw("PATCH", f"{p}/{bid}", tw, json={"enabled": False})
+    ds = [wait_delivery(c, tw, x, "failed", secs=5) for x in pend]
+    check("disabling ends the pending deliveries failed with lastError 'endpoint disabled'",
+          pend and all(d.get("status") == "failed" and d.get("lastError") == "endpoint disabled" for d in ds),
+          f"{pend} {[str(d)[:120] for d in ds]}", "extensions §2")
     # delayed lead.created carries a phone supplied during the delay
     if os.environ.get("BB_SLOW", "1") == "1":
         r = c.raw("POST", p, tw, json={"url": rx.url + "/delayed", "events": ["lead.created"], "leadCreatedDelay": "1m"})

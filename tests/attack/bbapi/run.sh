@@ -42,7 +42,7 @@ for phase in $PHASES; do
     nointernal) start nointernal PARTNER_TOKEN_PEPPER=$PEPPER ;;
     webhooks) bash ../gen-certs.sh
       start webhooks PARTNER_TOKEN_PEPPER=$PEPPER PARTNER_INTERNAL_TOKEN=$ITOK PARTNER_WEBHOOK_ALLOW_PRIVATE=true \
-        PARTNER_WEBHOOK_CA_FILE=../certs/ca.pem PARTNER_WEBHOOK_RETRY_SCHEDULE=50ms,50ms ;;
+        PARTNER_WEBHOOK_CA_FILE=../certs/ca.pem PARTNER_WEBHOOK_RETRY_SCHEDULE=50ms,50ms PARTNER_WEBHOOK_TIMEOUT=1s ;;
     internalbind) start internalbind PARTNER_TOKEN_PEPPER=$PEPPER PARTNER_INTERNAL_TOKEN=$ITOK PARTNER_INTERNAL_BIND=127.0.0.1:$((PORT + 5)) ;;
     startup)
       # a malformed or too-short setting stops the process at start, naming the variable (operator-api; extensions §5)
