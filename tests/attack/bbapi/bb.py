@@ -2739,6 +2739,117 @@ def phase_webhooks(c, st):
     st["secrets_extra"] = st.get("secrets_extra", []) + ["team-secret-77", secret, new]
 
 
+def check_operator_shapes(c, st):
+    section("operator answers' shapes (operator-api.md)")
+    tok = st["tok"]
+    r = c.op("GET", f"/partners/{A}")
+    d = data(r) or {}
+    ok, det = keys_exact(d, list(partner_body().keys()) + ["partnerId", "createdAt", "updatedAt"])
+    check("Partner = the body plus partnerId, createdAt, updatedAt", ok, det)
+    r = c.op("POST", "/users", {"email": "shape@example.test", "partnerId": A, "admin": False})
+    u = data(r) or {}
+    ok, det = keys_exact(u, ["id", "email", "partnerId", "admin", "createdAt"])
+    check("user answer {id, email, partnerId, admin, createdAt}", r.status_code == 201 and ok, det)
+    t = data(c.op("POST", f"/users/{u.get('id')}/tokens", {})) or {}
+    c.raw("GET", "/api/v1/payouts", t.get("token"))
+    r = c.op("GET", f"/users/{u.get('id')}/tokens")
+    row = next((x for x in data(r) or [] if x["id"] == t.get("id")), {})
+    check("lastUsedAt set once the token was used", TS_MS.match(row.get("lastUsedAt") or ""), str(row))
+    r = c.op("DELETE", f"/tokens/{t.get('id')}")
+    check("DELETE token -> 200 {data:{ok:true}}", r.status_code == 200 and r.json() == {"data": {"ok": True}}, r.text)
+    r = c.op("GET", f"/users/{u.get('id')}/tokens")
+    row = next((x for x in data(r) or [] if x["id"] == t.get("id")), {})
+    check("revokedAt set after revocation", TS_MS.match(row.get("revokedAt") or ""), str(row))
+    r = c.op("DELETE", f"/users/{u.get('id')}")
+    check("DELETE user -> 200 {data:{ok:true}}", r.status_code == 200 and r.json() == {"data": {"ok": True}}, r.text)
+    r = c.op("POST", "/analytics-events", {"runId": "run-shape", "partnerId": f"{A}.7", "event": "order_completed",
+                                           "product": "Sema", "amount": 12.5, "occurredAt": "2026-11-21T10:00:00.123Z",
+                                           "testSource": "simulation"})
+    check("analytics event -> 202", r.status_code == 202, r.text[:200])
+    r = c.raw("GET", "/api/v1/orders/TEST-SIM-run-shape", tok["a"])
+    d = data(r) or {}
+    check("simulated order: createdDate = occurredAt, subAccount from the code's sub-account, amount",
+          d.get("createdDate") == "2026-11-21T10:00:00.123Z" and d.get("subAccount") == "Staff Seven" and
+          d.get("amount") == 12.5 and d.get("commission") == 0, str(d))
+    r = c.op("POST", "/analytics-events", {"runId": "run-view", "partnerId": A, "event": "page_view",
+                                           "occurredAt": iso(now()), "testSource": "simulation"})
+    check("non-order analytics event -> 202, no order", r.status_code == 202 and
+          c.raw("GET", "/api/v1/orders/TEST-SIM-run-view", tok["a"]).status_code == 404, r.text[:200])
+    r = c.op("POST", "/analytics-events", {"runId": "run-np", "partnerId": A, "event": "order_completed",
+                                           "occurredAt": iso(now()), "testSource": "simulation"})
+    expect("order_completed without product/amount -> 400", r, 400, "invalid_request")
+    r = c.raw("POST", "/api/v1/webhook-endpoints", tok["a"], json={"url": "https://hooks.example.invalid/d",
+                                                                   "events": ["lead.created"]})
+    eid = (data(r) or {}).get("id")
+    r = c.raw("DELETE", f"/api/v1/webhook-endpoints/{eid}", tok["a"])
+    check("DELETE webhook endpoint -> 200 {data:{ok:true}}", r.status_code == 200 and r.json() == {"data": {"ok": True}},
+          r.text)
+    r = c.op("GET", f"/partners/{A}/webhook-deliveries?limit=5")
+    d = data(r) or []
+    if d:
+        check("operator deliveries carry the listed fields", {"id", "endpointId", "event", "status", "attempts",
+                                                              "nextAttemptAt", "lastStatusCode", "lastError",
+                                                              "createdAt", "deliveredAt"} <= set(d[0]), str(sorted(d[0])))
+    ca = st["coupons"]["A"]["coupons"]
+    r = c.op("POST", f"/care-services-coupons/{ca[3]['id']}/void")
+    check("void answers the coupon, status void", r.status_code == 200 and (data(r) or {}).get("status") == "void" and
+          (data(r) or {}).get("code") == ca[3]["code"], r.text[:200])
+
+
+def check_empty_and_unicode(c, st):
+    section("empty partner; Unicode round trips (spec; rulings Wire conventions)")
+    Z = "bbZ"
+    must(c.op("PUT", f"/partners/{Z}", partner_body(dna=False, care=False)), "partner Z")
+    u = must(c.op("POST", "/users", {"email": "z@example.test", "partnerId": Z, "admin": False}), "user Z")
+    tz = must(c.op("POST", f"/users/{u['id']}/tokens", {}), "token Z")["token"]
+    r = c.raw("GET", "/api/v1/leads", tz)
+    check("leads of an empty partner: data [], nextCursor null, limit 50",
+          r.status_code == 200 and r.json() == {"data": [], "page": {"nextCursor": None, "limit": 50}}, r.text[:200])
+    for path in ("/api/v1/orders", "/api/v1/payouts", "/api/v1/sub-accounts", "/api/v1/webhook-endpoints"):
+        r = c.raw("GET", path, tz)
+        check(f"{path} of an empty partner: {{data: []}}", r.status_code == 200 and r.json() == {"data": []}, r.text[:200])
+    r = c.raw("GET", "/api/v1/care-services-coupons", tz)
+    check("coupons of an empty partner: total 0", r.status_code == 200 and
+          r.json() == {"data": [], "total": 0, "limit": 100, "offset": 0}, r.text[:200])
+    r = c.raw("GET", "/api/v1/care-services-coupons?format=csv", tz)
+    check("CSV of an empty partner: the header row only, X-Total-Count 0", r.status_code == 200 and
+          r.text.strip() == ",".join(f'"{x}"' for x in CSV_COLS) and r.headers.get("X-Total-Count") == "0", r.text[:300])
+    r = c.raw("GET", "/api/v1/events", tz)
+    check("events of an empty partner: [], a cursor", r.status_code == 200 and data(r) == [] and
+          isinstance(r.json()["page"]["nextCursor"], str), r.text[:200])
+    r = c.raw("GET", "/api/v1/webhook-deliveries", tz)
+    check("deliveries of an empty partner: [], nextCursor null", r.status_code == 200 and data(r) == [] and
+          r.json()["page"]["nextCursor"] is None, r.text[:200])
+    r = c.raw("GET", "/api/v1/care-service-links", tz)
+    check("care links without access: []", r.status_code == 200 and data(r) == [], r.text[:200])
+    names = ("Zoë 👩‍⚕️", "שרה \"q\" \\ </script>")
+    r = c.op("POST", "/leads", {"partnerId": Z, "firstName": names[0], "lastName": names[1],
+                                "email": "zoë+tag@example.test", "emailConsent": True, "smsConsent": True,
+                                "phone": "+1 (555) 010-0999", "origin": "managed-website", "location": "Zürich"})
+    lid = (data(r) or {}).get("id")
+    r = c.raw("GET", f"/api/v1/leads/{lid}", tz)
+    d = data(r) or {}
+    check("Unicode, quotes, backslash and markup round-trip exactly",
+          (d.get("firstName"), d.get("lastName"), d.get("location"), d.get("phone")) ==
+          (names[0], names[1], "Zürich", "+1 (555) 010-0999"), str(d)[:300])
+    check("e-mail with + and non-ASCII kept as given", d.get("email") in ("zoë+tag@example.test",), d.get("email"))
+    bo = c.op("POST", "/care-services-coupons/bulk-orders", {
+        "partnerId": Z, "productSlug": "vet-care", "months": 12, "quantity": 1, "unitPriceCents": 1,
+        "purchaserEmail": "b@example.test", "purchaserSource": "naïve \"shop\"", "notes": "línea 1; línea 2, \"x\""})
+    check("bulk order with Unicode/comma/quote notes -> 201", bo.status_code == 201, bo.text[:200])
+    r = c.op("POST", "/care-services-coupons/bulk-orders", {
+        "partnerId": Z, "productSlug": "vet-care", "months": 12, "quantity": 1, "unitPriceCents": 1,
+        "purchaserEmail": "b@example.test", "purchaserSource": "x", "notes": "two\nlines"})
+    check("notes with a newline: 201 or 400 (decisions.md refuses control characters)", r.status_code in (201, 400),
+          r.text[:200])
+    print(f"  INFO notes with a newline: {r.status_code} {ecode(r)}")
+    r = c.raw("GET", "/api/v1/care-services-coupons?format=csv", tz)
+    rows = list(csv.DictReader(io.StringIO(r.content.decode("utf-8"))))
+    check("CSV is UTF-8; newline, comma and quotes inside a value survive",
+          rows and rows[0]["notes"] == "línea 1; línea 2, \"x\"" and rows[0]["purchaser_source"] == "naïve \"shop\"",
+          str(rows[:1])[:300])
+
+
 def check_logs(c, st, log, audit=True):
     section("server log (extensions §12: audit line, no secrets)")
     try:
@@ -2934,7 +3045,8 @@ def main():
                  check_catalog, check_operator, check_idempotency, check_webhook_endpoints, check_events,
                  check_ratelimit_headers, check_partner_variants, check_lead_enriched, check_more,
                  check_formats, check_edges, check_races,
-                 check_order_of_checks, check_exact, check_errors]
+                 check_order_of_checks, check_exact, check_operator_shapes,
+                 check_empty_and_unicode, check_errors]
         for f in funcs:
             if a.only and f.__name__ not in a.only.split(","):
                 continue
