@@ -2850,6 +2850,35 @@ def check_empty_and_unicode(c, st):
           str(rows[:1])[:300])
 
 
+def phase_proxies(c, st):
+    section("PARTNER_TRUSTED_PROXIES=127.0.0.1, PARTNER_PUBLIC_RATE=1 (extensions §12)")
+    url = f"/api/weight-loss?partner_id={A}"
+
+    def flood(xff):
+        codes = []
+        for _ in range(10):
+            r = c.raw("GET", url, headers={"X-Forwarded-For": xff})
+            codes.append(r.status_code)
+            if r.status_code == 429:
+                break
+        return codes
+    a = flood("198.51.100.1")
+    check("client 198.51.100.1 (via the trusted proxy) reaches 429", a[-1] == 429, str(a))
+    b = c.raw("GET", url, headers={"X-Forwarded-For": "198.51.100.2"})
+    check("another client behind the proxy has its own budget", b.status_code == 200, f"{b.status_code}")
+    # a 429 is answered after 1 s, so one unit came back meanwhile: two quick calls meet a 429
+    x1 = c.raw("GET", url, headers={"X-Forwarded-For": "203.0.113.50, 198.51.100.1"})
+    x2 = c.raw("GET", url, headers={"X-Forwarded-For": "203.0.113.51, 198.51.100.1"})
+    check("the right-most hop is the client: a spoofed left part does not help",
+          429 in (x1.status_code, x2.status_code), f"{x1.status_code} {x2.status_code}")
+    y1 = c.raw("GET", url, headers={"X-Forwarded-For": "198.51.100.1, 127.0.0.1"})
+    y2 = c.raw("GET", url, headers={"X-Forwarded-For": "198.51.100.1, 127.0.0.1"})
+    check("trusted hops are skipped from the right", 429 in (y1.status_code, y2.status_code),
+          f"{y1.status_code} {y2.status_code}")
+    z = flood("198.51.100.3")
+    check("a fresh client behind the proxy: first call 200", z[0] == 200, str(z))
+
+
 def check_logs(c, st, log, audit=True):
     section("server log (extensions §12: audit line, no secrets)")
     try:
@@ -3066,7 +3095,7 @@ def main():
         st = json.load(open(a.state))
         {"rate": phase_rate, "careoff": phase_careoff, "nopepper": phase_nopepper,
          "nointernal": phase_nointernal, "internalbind": phase_internalbind,
-         "webhooks": phase_webhooks}[a.phase](c, st)
+         "webhooks": phase_webhooks, "proxies": phase_proxies}[a.phase](c, st)
         if a.phase == "webhooks" and a.server_log:
             time.sleep(0.5)
             check_logs(c, st, a.server_log, audit=False)

@@ -7,7 +7,7 @@ cd "$(dirname "$0")"
 BIN=${PARTNER_BIN:-/work/bin/partner-server-main}
 PORT=${PORT:-18500}
 DB=${DB:-pp_bbapi_main}
-PHASES=${PHASES:-"main rate careoff nopepper nointernal internalbind webhooks startup"}
+PHASES=${PHASES:-"main rate careoff nopepper nointernal internalbind proxies webhooks startup"}
 PACE=${PACE:-0}
 PY=${PY:-/work/main/.ci/venv/bin/python}
 OUT=${OUT:-out}
@@ -43,6 +43,7 @@ for phase in $PHASES; do
     webhooks) bash ../gen-certs.sh
       start webhooks PARTNER_TOKEN_PEPPER=$PEPPER PARTNER_INTERNAL_TOKEN=$ITOK PARTNER_WEBHOOK_ALLOW_PRIVATE=true \
         PARTNER_WEBHOOK_CA_FILE=../certs/ca.pem PARTNER_WEBHOOK_RETRY_SCHEDULE=50ms,50ms PARTNER_WEBHOOK_TIMEOUT=1s ;;
+    proxies) start proxies PARTNER_TOKEN_PEPPER=$PEPPER PARTNER_INTERNAL_TOKEN=$ITOK PARTNER_PUBLIC_RATE=1 PARTNER_TRUSTED_PROXIES=127.0.0.1 ;;
     internalbind) start internalbind PARTNER_TOKEN_PEPPER=$PEPPER PARTNER_INTERNAL_TOKEN=$ITOK PARTNER_INTERNAL_BIND=127.0.0.1:$((PORT + 5)) ;;
     startup)
       # a malformed or too-short setting stops the process at start, naming the variable (operator-api; extensions §5)
