@@ -30,6 +30,7 @@ DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 TOKEN_RE = re.compile(r"^pk_live_[A-Za-z0-9]{40,}$")
 
 RESULTS = []
+SEEN = []
 SECTION = ["-"]
 PACE = [0.0]
 
@@ -80,6 +81,7 @@ class Client:
     def _auto(self, method, path, r):
         # Global rules, checked on every answer.
         p = path.split("?")[0]
+        SEEN.append((method, p, r.status_code, r.headers.get("Content-Type", "")))
         if r.status_code >= 500 and r.status_code != 503:
             check(f"no 5xx: {method} {path[:80]}", False, f"{r.status_code} {r.text[:200]}",
                   "spec Errors / task: no 5xx ever")
@@ -2879,6 +2881,37 @@ def phase_proxies(c, st):
     check("a fresh client behind the proxy: first call 200", z[0] == 200, str(z))
 
 
+def check_openapi(c, st):
+    section("OpenAPI documents list every answer the service gave (extensions §6)")
+    docs = {"/api": c.raw("GET", "/api/v1/openapi.json").json(), "/internal": c.op("GET", "/openapi.json").json()}
+    ops = []
+    for prefix, d in docs.items():
+        for tmpl, item in d.get("paths", {}).items():
+            rx_ = "^" + re.sub(r"\\\{[^}]+\\\}", "[^/]+", re.escape(tmpl)) + "$"
+            for m, op in item.items():
+                if m.lower() in ("get", "post", "put", "patch", "delete", "options", "head"):
+                    ops.append((m.upper(), tmpl, re.compile(rx_), set(op.get("responses", {}).keys())))
+    missing, unmatched = {}, set()
+    for method, path, status, ct in SEEN:
+        if not (path.startswith("/api") or path.startswith("/internal") or path.startswith("/embed")
+                or path.startswith("/portal")):
+            continue
+        cands = [o for o in ops if o[0] == method and o[2].match(path)]
+        if not cands:
+            if status not in (404, 405):
+                unmatched.add((method, path[:60], status))
+            continue
+        # the most specific template: fewest parameters
+        o = min(cands, key=lambda o: o[1].count("{"))
+        if str(status) not in o[3] and "default" not in o[3] and f"{str(status)[0]}XX" not in o[3]:
+            missing.setdefault((method, o[1]), set()).add(status)
+    for (method, tmpl), sts in sorted(missing.items()):
+        check(f"{method} {tmpl}: statuses {sorted(sts)} documented", False, "not in the operation's responses",
+              "extensions §6")
+    check("every answered operation's status is documented", not missing, f"{len(missing)} operations")
+    check("every answered path is a documented operation (404/405 aside)", not unmatched, str(sorted(unmatched))[:400])
+
+
 def check_logs(c, st, log, audit=True):
     section("server log (extensions §12: audit line, no secrets)")
     try:
@@ -3091,6 +3124,8 @@ def main():
             check_logs(c, st, a.server_log)
         if a.metrics and a.phase == "main":
             check_metrics(c, st, a.metrics)
+        if a.phase == "main":
+            check_openapi(c, st)
     else:
         st = json.load(open(a.state))
         {"rate": phase_rate, "careoff": phase_careoff, "nopepper": phase_nopepper,
