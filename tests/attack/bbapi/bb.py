@@ -2912,6 +2912,48 @@ def check_openapi(c, st):
     check("every answered path is a documented operation (404/405 aside)", not unmatched, str(sorted(unmatched))[:400])
 
 
+def phase_faults(c, st):
+    section("database unreachable (extensions §11)")
+    import os
+    ctl = os.environ["BB_DBPROXY_CTL"]
+    tok = st["tok"]
+    expect("before: 200", c.raw("GET", "/api/v1/orders", tok["a"]), 200)
+    open(ctl, "w").write("down")
+    time.sleep(0.3)
+    results = []
+    for method, path, t in (("GET", "/api/v1/orders", tok["a"]), ("GET", "/api/v1/leads", tok["a"]),
+                            ("GET", f"/api/weight-loss?partner_id={A}", None),
+                            ("GET", f"/internal/v1/partners/{A}", c.internal),
+                            ("POST", "/internal/v1/leads", c.internal)):
+        t0 = time.time()
+        r = c.raw(method, path, t, json={"partnerId": A, "firstName": "Down", "lastName": "D",
+                                         "email": "d@example.test", "emailConsent": True, "smsConsent": True,
+                                         "origin": "managed-website", "location": "x"} if method == "POST" else None)
+        took = time.time() - t0
+        results.append((path, r.status_code, ecode(r), r.headers.get("Retry-After"), round(took, 2)))
+        check(f"{method} {path[:40]} while the database is down: 503 unavailable, Retry-After 1, within 1 s",
+              r.status_code == 503 and ecode(r) == "unavailable" and r.headers.get("Retry-After") == "1" and took <= 1.2,
+              f"{r.status_code} {ecode(r)} ra={r.headers.get('Retry-After')} {took:.2f}s")
+    r = c.raw("GET", "/readyz")
+    check("/readyz 503 while down", r.status_code == 503, f"{r.status_code}")
+    expect("/healthz 200 while down", c.raw("GET", "/healthz"), 200)
+    open(ctl, "w").write("up")
+    t0 = time.time()
+    back = None
+    while time.time() - t0 < 5:
+        r = c.raw("GET", "/api/v1/orders", tok["a"])
+        if r.status_code == 200:
+            back = time.time() - t0
+            break
+        time.sleep(0.05)
+    check("recovers by itself within 1 s of the database coming back", back is not None and back <= 1.2,
+          f"{back}")
+    expect("/readyz 200 again", c.raw("GET", "/readyz"), 200)
+    r = c.op("POST", "/leads", {"partnerId": A, "firstName": "Back", "lastName": "B", "email": "b@example.test",
+                                "emailConsent": True, "smsConsent": True, "origin": "managed-website", "location": "x"})
+    expect("writes work again", r, 201)
+
+
 def check_logs(c, st, log, audit=True):
     section("server log (extensions §12: audit line, no secrets)")
     try:
@@ -3130,7 +3172,7 @@ def main():
         st = json.load(open(a.state))
         {"rate": phase_rate, "careoff": phase_careoff, "nopepper": phase_nopepper,
          "nointernal": phase_nointernal, "internalbind": phase_internalbind,
-         "webhooks": phase_webhooks, "proxies": phase_proxies}[a.phase](c, st)
+         "webhooks": phase_webhooks, "proxies": phase_proxies, "faults": phase_faults}[a.phase](c, st)
         if a.phase == "webhooks" and a.server_log:
             time.sleep(0.5)
             check_logs(c, st, a.server_log, audit=False)

@@ -7,7 +7,7 @@ cd "$(dirname "$0")"
 BIN=${PARTNER_BIN:-/work/bin/partner-server-main}
 PORT=${PORT:-18500}
 DB=${DB:-pp_bbapi_main}
-PHASES=${PHASES:-"main rate careoff nopepper nointernal internalbind proxies webhooks startup"}
+PHASES=${PHASES:-"main rate careoff nopepper nointernal internalbind proxies webhooks faults startup"}
 PACE=${PACE:-0}
 PY=${PY:-/work/main/.ci/venv/bin/python}
 OUT=${OUT:-out}
@@ -43,6 +43,12 @@ for phase in $PHASES; do
     webhooks) bash ../gen-certs.sh
       start webhooks PARTNER_TOKEN_PEPPER=$PEPPER PARTNER_INTERNAL_TOKEN=$ITOK PARTNER_WEBHOOK_ALLOW_PRIVATE=true \
         PARTNER_WEBHOOK_CA_FILE=../certs/ca.pem PARTNER_WEBHOOK_RETRY_SCHEDULE=50ms,50ms PARTNER_WEBHOOK_TIMEOUT=1s ;;
+    faults)
+      export BB_DBPROXY_CTL="$OUT/dbproxy.ctl"; echo up > "$BB_DBPROXY_CTL"
+      python3 dbproxy.py $((PORT + 31)) 5432 "$BB_DBPROXY_CTL" & PROXY=$!
+      sleep 0.3
+      start faults DATABASE_URL="postgres://postgres@127.0.0.1:$((PORT + 31))/$DB" PARTNER_TOKEN_PEPPER=$PEPPER \
+        PARTNER_INTERNAL_TOKEN=$ITOK ;;
     proxies) start proxies PARTNER_TOKEN_PEPPER=$PEPPER PARTNER_INTERNAL_TOKEN=$ITOK PARTNER_PUBLIC_RATE=1 PARTNER_TRUSTED_PROXIES=127.0.0.1 ;;
     internalbind) start internalbind PARTNER_TOKEN_PEPPER=$PEPPER PARTNER_INTERNAL_TOKEN=$ITOK PARTNER_INTERNAL_BIND=127.0.0.1:$((PORT + 5)) ;;
     startup)
@@ -64,5 +70,6 @@ for phase in $PHASES; do
   rc=${PIPESTATUS[0]}
   total=$((total + rc))
   stop
+  if [ -n "${PROXY:-}" ]; then kill "$PROXY" 2>/dev/null; wait "$PROXY" 2>/dev/null; PROXY=; fi
 done
 echo "total failures: $total"
