@@ -2954,6 +2954,37 @@ def phase_faults(c, st):
     expect("writes work again", r, 201)
 
 
+def phase_sigterm(c, st):
+    section("SIGTERM (extensions §5, §11; README: PARTNER_SHUTDOWN_DRAIN=2s)")
+    import os
+    import signal
+    pid = int(os.environ["BB_SERVER_PID"])
+    expect("before: /readyz 200", c.raw("GET", "/readyz"), 200)
+    os.kill(pid, signal.SIGTERM)
+    time.sleep(0.2)
+    r = c.raw("GET", "/readyz")
+    check("/readyz 503 at once after SIGTERM", r.status_code == 503, f"{r.status_code}")
+    r = c.raw("GET", "/api/v1/orders", st["tok"]["a"])
+    check("the API still answers during the drain", r.status_code == 200, f"{r.status_code}")
+    t0 = time.time()
+    gone = False
+    while time.time() - t0 < 20:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            gone = True
+            break
+        try:
+            if open(f"/proc/{pid}/stat").read().split()[2] == "Z":
+                gone = True
+                break
+        except OSError:
+            gone = True
+            break
+        time.sleep(0.1)
+    check("the process exits after the drain (within 20 s)", gone, f"{time.time() - t0:.1f}s")
+
+
 def check_logs(c, st, log, audit=True):
     section("server log (extensions §12: audit line, no secrets)")
     try:
@@ -3172,7 +3203,8 @@ def main():
         st = json.load(open(a.state))
         {"rate": phase_rate, "careoff": phase_careoff, "nopepper": phase_nopepper,
          "nointernal": phase_nointernal, "internalbind": phase_internalbind,
-         "webhooks": phase_webhooks, "proxies": phase_proxies, "faults": phase_faults}[a.phase](c, st)
+         "webhooks": phase_webhooks, "proxies": phase_proxies, "faults": phase_faults,
+         "sigterm": phase_sigterm}[a.phase](c, st)
         if a.phase == "webhooks" and a.server_log:
             time.sleep(0.5)
             check_logs(c, st, a.server_log, audit=False)

@@ -7,7 +7,7 @@ cd "$(dirname "$0")"
 BIN=${PARTNER_BIN:-/work/bin/partner-server-main}
 PORT=${PORT:-18500}
 DB=${DB:-pp_bbapi_main}
-PHASES=${PHASES:-"main rate careoff nopepper nointernal internalbind proxies webhooks faults startup"}
+PHASES=${PHASES:-"main rate careoff nopepper nointernal internalbind proxies webhooks faults sigterm startup"}
 PACE=${PACE:-0}
 PY=${PY:-/work/main/.ci/venv/bin/python}
 OUT=${OUT:-out}
@@ -49,6 +49,8 @@ for phase in $PHASES; do
       sleep 0.3
       start faults DATABASE_URL="postgres://postgres@127.0.0.1:$((PORT + 31))/$DB" PARTNER_TOKEN_PEPPER=$PEPPER \
         PARTNER_INTERNAL_TOKEN=$ITOK ;;
+    sigterm) start sigterm PARTNER_TOKEN_PEPPER=$PEPPER PARTNER_INTERNAL_TOKEN=$ITOK PARTNER_SHUTDOWN_DRAIN=2s
+      export BB_SERVER_PID=$SERVER ;;
     proxies) start proxies PARTNER_TOKEN_PEPPER=$PEPPER PARTNER_INTERNAL_TOKEN=$ITOK PARTNER_PUBLIC_RATE=1 PARTNER_TRUSTED_PROXIES=127.0.0.1 ;;
     internalbind) start internalbind PARTNER_TOKEN_PEPPER=$PEPPER PARTNER_INTERNAL_TOKEN=$ITOK PARTNER_INTERNAL_BIND=127.0.0.1:$((PORT + 5)) ;;
     startup)
