@@ -2985,6 +2985,52 @@ def phase_sigterm(c, st):
     check("the process exits after the drain (within 20 s)", gone, f"{time.time() - t0:.1f}s")
 
 
+def check_embed(c, st):
+    section("embedded Care Services view (spec Embedded view; docs/embedding.md)")
+    tok = st["tok"]
+    r = c.raw("GET", "/api/v1/embed", tok["a"])
+    d = data(r) or {}
+    check("GET /api/v1/embed -> {url, origin}, url = {catalog_url}/embed/care-services?partner_id=A",
+          r.status_code == 200 and d.get("url") == f"{c.base}/embed/care-services?partner_id={A}" and
+          d.get("origin") == c.base, r.text[:200])
+    check("/api/v1/embed carries the links group's rate-limit headers", "X-RateLimit-Limit" in r.headers)
+    r = c.raw("GET", f"/embed/care-services?partner_id={A}")
+    h = r.text
+    check("200 text/html with the height message type", r.status_code == 200 and
+          r.headers.get("Content-Type", "").startswith("text/html") and "partner-api-docs-height" in h,
+          f"{r.status_code} {r.headers.get('Content-Type')}")
+    check("lists the partner's services (Primary-Care, Urgent-Care, Mental-Health)",
+          all(x in h for x in ("Primary-Care", "Urgent-Care", "Mental-Health")), "")
+    check("links carry partner_id and no patient data", f"partner_id={A}" in h and "@example.test" not in h, "")
+    c.op("PUT", "/care-services/feature-flags", {"mental-health": False})
+    h2 = c.raw("GET", f"/embed/care-services?partner_id={A}").text
+    c.op("PUT", "/care-services/feature-flags", {"mental-health": True})
+    check("a category flag off hides that service", "Mental-Health" not in h2 and "Primary-Care" in h2, "")
+    h3 = c.raw("GET", f"/embed/care-services?partner_id={A}&service=urgent-care").text
+    check("service= filters", "Urgent-Care" in h3 and "Primary-Care" not in h3, "")
+    h4 = c.raw("GET", f"/embed/care-services?partner_id={A}&sub=7&m=3").text
+    check("sub=7 carried on the links", "sub=7" in h4, "")
+    h5 = c.raw("GET", f"/embed/care-services?partner_id={A}&redeem=true").text
+    check("redeem=true: the redemption screen's links carry redeem=true", "redeem=true" in h5, "")
+    r = c.raw("GET", f"/embed/care-services?partner_id={B}")
+    check("a partner without access: 200, no service listed", r.status_code == 200 and "Primary-Care" not in r.text,
+          f"{r.status_code}")
+    c.op("PUT", f"/partners/{C}", partner_body(active=False))
+    for q, st_, what in (("", 400, "missing partner_id"), ("?partner_id=a%20b", 400, "malformed partner_id"),
+                         ("?partner_id=nobody", 404, "unknown partner"), (f"?partner_id={C}", 404, "inactive partner")):
+        r = c.raw("GET", f"/embed/care-services{q}")
+        ok = r.status_code == st_
+        try:
+            ok = ok and r.json()["error"]["code"] in ("invalid_request", "not_found")
+        except Exception:
+            ok = False
+        check(f"embed {what} -> {st_} with the error body", ok, f"{r.status_code} {r.text[:100]}", "rulings Wire conventions")
+    for q in ("service=dentistry", "m=2", "sub=0", "sub=251", "sub=99", "redeem=yes", "lang=fr"):
+        r = c.raw("GET", f"/embed/care-services?partner_id={A}&{q}")
+        check(f"embed {q}: 200 (ignored) or 400 with the error body, never 5xx", r.status_code in (200, 400), f"{r.status_code}")
+        print(f"  INFO embed {q}: {r.status_code}")
+
+
 def check_logs(c, st, log, audit=True):
     section("server log (extensions §12: audit line, no secrets)")
     try:
@@ -3121,6 +3167,10 @@ def phase_careoff(c, st):
         expect(f"{path[:45]} without token -> 404 (before auth)", c.raw("GET", path), 404, "not_found")
         expect(f"{path[:45]} bad token -> 404", c.raw("GET", path, "garbage"), 404, "not_found")
     expect("other endpoints still served", c.raw("GET", "/api/v1/dna-links", tok["a"]), 200)
+    expect("GET /api/v1/embed -> 404 while Care Services are off", c.raw("GET", "/api/v1/embed", tok["a"]), 404,
+           "not_found")
+    expect("/embed/care-services -> 404 while Care Services are off",
+           c.raw("GET", f"/embed/care-services?partner_id={A}"), 404, "not_found")
 
 
 def phase_nopepper(c, st):
@@ -3181,7 +3231,7 @@ def main():
                  check_ratelimit_headers, check_partner_variants, check_lead_enriched, check_more,
                  check_formats, check_edges, check_races,
                  check_order_of_checks, check_exact, check_operator_shapes,
-                 check_empty_and_unicode, check_errors]
+                 check_empty_and_unicode, check_embed, check_errors]
         for f in funcs:
             if a.only and f.__name__ not in a.only.split(","):
                 continue
