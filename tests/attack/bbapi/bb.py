@@ -2735,6 +2735,43 @@ def phase_webhooks(c, st):
     check("disabling ends the pending deliveries failed with lastError 'endpoint disabled'",
           pend and all(d.get("status") == "failed" and d.get("lastError") == "endpoint disabled" for d in ds),
           f"{pend} {[str(d)[:120] for d in ds]}", "extensions §2")
+    # recover is bounded to 1,000 per call (extensions §12)
+    if os.environ.get("BB_RECOVER", "1") == "1":
+        rx.status["/many"] = 500
+        r = c.raw("POST", p, tw, json={"url": rx.url + "/many", "events": ["lead.created"]})
+        mid = (data(r) or {}).get("id")
+        t_start = now() - dt.timedelta(seconds=1)
+        import concurrent.futures as cf
+
+        def ing(i):
+            return Client(c.base, c.internal).op("POST", "/leads", {
+                "partnerId": W, "firstName": f"M{i}", "lastName": "x", "email": "m@example.test", "emailConsent": True,
+                "smsConsent": True, "origin": "public-link", "location": "x"}).status_code
+        with cf.ThreadPoolExecutor(8) as ex:
+            codes = list(ex.map(ing, range(1003)))
+        t0 = time.time()
+        nfail = 0
+        while time.time() - t0 < 90:
+            r = c.op("GET", f"/partners/{W}/webhook-deliveries?endpointId={mid}&status=pending&limit=1")
+            if r.status_code == 200 and not data(r):
+                break
+            time.sleep(1)
+        rx.status["/many"] = 200
+        r = c.raw("POST", f"{p}/{mid}/recover", tw, json={"since": iso(t_start)})
+        d1 = data(r) or {}
+        r = c.raw("POST", f"{p}/{mid}/recover", tw, json={"since": iso(t_start)})
+        d2 = data(r) or {}
+        check("recover of 1,003 failed deliveries: 1,000 then 3 (remaining 3, then 0)",
+              codes.count(201) == 1003 and d1 == {"requeued": 1000, "remaining": 3} and d2 == {"requeued": 3, "remaining": 0},
+              f"{codes.count(201)} {d1} {d2}", "extensions §12")
+        hits = rx.wait(lambda g: False, secs=0)
+        t0 = time.time()
+        while time.time() - t0 < 60:
+            r = c.op("GET", f"/partners/{W}/webhook-deliveries?endpointId={mid}&status=delivered&limit=500")
+            if len(data(r) or []) >= 500:
+                break
+            time.sleep(1)
+        check("the requeued deliveries are delivered", len(data(r) or []) >= 500, str(len(data(r) or [])))
     # delayed lead.created carries a phone supplied during the delay
     if os.environ.get("BB_SLOW", "1") == "1":
         r = c.raw("POST", p, tw, json={"url": rx.url + "/delayed", "events": ["lead.created"], "leadCreatedDelay": "1m"})
