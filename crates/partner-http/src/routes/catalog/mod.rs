@@ -34,7 +34,7 @@ pub(crate) use out::{
     params(
         ("category" = String, Path, description = "`weight-loss`, `mens-health`, `womens-health`, `hair-loss`, `wellness` or `all-products`",
             pattern = "^(weight-loss|mens-health|womens-health|hair-loss|wellness|all-products)$"),
-        ("partner_id" = String, Query, description = "The partner (or `partner-subId` code) the links are attributed to"),
+        ("partner_id" = String, Query, description = "The partner the links are attributed to, or a sub-account attribution code `<partnerId>.<subId>` (`acme.7`) as its links carry"),
     ),
     responses(
         (status = 200, description = "The partner's products", body = CatalogBody),
