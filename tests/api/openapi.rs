@@ -149,7 +149,7 @@ async fn every_mounted_operation_is_documented_and_every_documented_one_mounted(
             .replace("{partner_id}", "acme")
             .replace("{product_id}", "p-1")
             .replace("{id}", "00000000-0000-4000-8000-000000000000");
-        for method in ["GET", "POST", "PUT", "PATCH", "DELETE"] {
+        for method in ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"] {
             let m = Method::from_bytes(method.as_bytes()).expect("method");
             let req = if let Some(rest) = concrete.strip_prefix("/internal/v1") {
                 app.internal(m, rest)

@@ -228,6 +228,56 @@ async fn metrics_listener_serves_prometheus_text_and_counters_move() {
     assert_eq!(res.status(), StatusCode::NOT_FOUND);
 }
 
+/// Found by the black-box run (tests/attack/bbapi): `rate_limit_rejections_total` was missing
+/// until a group's first 429, and the 429s of the test/resend/recover bound (extensions §12)
+/// were not counted at all.
+#[tokio::test]
+async fn rate_limit_rejections_are_exported_per_group_from_the_start_and_count_the_control_bound() {
+    let app = TestApp::spawn_full(
+        |c| c.metrics_bind = Some("127.0.0.1:0".into()),
+        mid_hour_clock(),
+    )
+    .await;
+    let before = scrape(&app).await;
+    for group in [
+        "leads",
+        "links",
+        "coupons",
+        "orders",
+        "payouts",
+        "sub_accounts",
+        "webhook_endpoints",
+        "public",
+    ] {
+        let series = format!(r#"rate_limit_rejections_total{{group="{group}"}}"#);
+        assert!(
+            before.iter().any(|(s, _)| *s == series),
+            "{series} is exported before any 429"
+        );
+    }
+    let s = app.seed("acme", false).await;
+    let unknown = uuid::Uuid::new_v4();
+    let resend = format!("/api/v1/webhook-deliveries/{unknown}/resend");
+    // Twenty calls answered 404 use the partner's bound; the 21st is refused.
+    for _ in 0..20 {
+        let res = app
+            .api(Method::POST, &resend, &s.token)
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(res.status(), StatusCode::NOT_FOUND);
+    }
+    let series = r#"rate_limit_rejections_total{group="webhook_endpoints"}"#;
+    let at_20 = value(&scrape(&app).await, series);
+    let res = app
+        .api(Method::POST, &resend, &s.token)
+        .send()
+        .await
+        .expect("send");
+    assert_error(res, 429, "rate_limited").await;
+    assert!(value(&scrape(&app).await, series) >= at_20 + 1.0);
+}
+
 #[tokio::test]
 async fn an_unreachable_redis_is_counted_in_metrics() {
     let app = TestApp::spawn_with(|c| {

@@ -411,6 +411,13 @@ impl From<EndpointError> for ApiError {
             | EndpointError::Disabled
             | EndpointError::BadSince => Self::msg_invalid(&e),
             EndpointError::OverBudget { retry_after } => {
+                // The bound of test, resend and recover (extensions §12) is a 429 of the
+                // *webhook endpoints* group too, counted with the budgets' 429s.
+                metrics::counter!(
+                    "rate_limit_rejections_total",
+                    "group" => partner_domain::rate_limit::Group::WebhookEndpoints.as_str()
+                )
+                .increment(1);
                 let mut a = Self::rate_limited(*retry_after);
                 a.message = e.to_string().into();
                 a

@@ -115,7 +115,7 @@ fn describe() {
     );
     describe_counter!(
         "rate_limit_rejections_total",
-        "Requests answered 429, by endpoint group (`public`: the catalog and embedded view, per client address)"
+        "Requests answered 429, by endpoint group (`public`: the catalog and embedded view, per client address; `webhook_endpoints` includes the test/resend/recover bound)"
     );
     describe_counter!(
         "rate_limiter_errors_total",
@@ -137,6 +137,23 @@ fn describe() {
     // Registering the histogram exports its buckets, `_sum` and `_count` at 0.
     let _ = metrics::histogram!("webhook_attempt_duration_seconds");
     metrics::counter!("rate_limiter_errors_total").increment(0);
+    // Every group's 429 series, and the public surfaces', exist before the first 429.
+    {
+        use partner_domain::rate_limit::Group;
+        for group in [
+            Group::Leads,
+            Group::Links,
+            Group::Coupons,
+            Group::Orders,
+            Group::Payouts,
+            Group::SubAccounts,
+            Group::WebhookEndpoints,
+        ] {
+            metrics::counter!("rate_limit_rejections_total", "group" => group.as_str())
+                .increment(0);
+        }
+        metrics::counter!("rate_limit_rejections_total", "group" => "public").increment(0);
+    }
     describe_counter!(
         crate::edge::REJECTED,
         "Requests refused before parsing (request line, header size or count, slow or malformed head), by reason"

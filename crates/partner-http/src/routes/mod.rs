@@ -24,6 +24,7 @@ mod sub_accounts;
 mod webhook_data;
 mod webhooks;
 
+use actix_web::http::Method;
 use actix_web::middleware::from_fn;
 use actix_web::{HttpResponse, http::StatusCode, web};
 use serde::Serialize;
@@ -259,6 +260,7 @@ pub(crate) fn configure_public(cfg: &mut web::ServiceConfig) {
             cfg.service(
                 resource(&format!("/api/{}", category.as_str()))
                     .route(web::get().to(move |s, r| catalog::list(s, r, Some(category))))
+                    .route(web::method(Method::OPTIONS).to(catalog::preflight))
                     .wrap(from_fn(public_limit))
                     .wrap(from_fn(catalog::headers)),
             );
@@ -266,6 +268,7 @@ pub(crate) fn configure_public(cfg: &mut web::ServiceConfig) {
         cfg.service(
             resource("/api/all-products")
                 .route(web::get().to(|s, r| catalog::list(s, r, None)))
+                .route(web::method(Method::OPTIONS).to(catalog::preflight))
                 .wrap(from_fn(public_limit))
                 .wrap(from_fn(catalog::headers)),
         );

@@ -67,6 +67,7 @@ use super::{
         events::show,
         partner_document,
         catalog::list,
+        catalog::preflight,
         embed::care_services,
     ),
     components(schemas(ErrorBody)),

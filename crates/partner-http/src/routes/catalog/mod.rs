@@ -34,7 +34,7 @@ pub(crate) use out::{
     params(
         ("category" = String, Path, description = "`weight-loss`, `mens-health`, `womens-health`, `hair-loss`, `wellness` or `all-products`",
             pattern = "^(weight-loss|mens-health|womens-health|hair-loss|wellness|all-products)$"),
-        ("partner_id" = String, Query, description = "The partner (or `partner-subId` code) the links are attributed to"),
+        ("partner_id" = String, Query, description = "The partner the links are attributed to, or a sub-account attribution code `<partnerId>.<subId>` (`acme.7`) as its links carry"),
     ),
     responses(
         (status = 200, description = "The partner's products", body = CatalogBody),
@@ -59,6 +59,24 @@ pub(super) async fn list(
         count: products.len(),
         products: products.iter().map(CatalogProductOut::from).collect(),
     }))
+}
+
+/// The catalog's CORS preflight, documented (extensions §6: every answer is in the document).
+/// [`headers`] answers every `OPTIONS` itself, before the public budget is charged, so this
+/// route only gives the documented operation a mounted home; it answers the same.
+#[utoipa::path(
+    options, path = "/api/{category}", tag = "catalog", security(()),
+    params(
+        ("category" = String, Path, description = "`weight-loss`, `mens-health`, `womens-health`, `hair-loss`, `wellness` or `all-products`",
+            pattern = "^(weight-loss|mens-health|womens-health|hair-loss|wellness|all-products)$"),
+    ),
+    responses(
+        (status = 204, description = "CORS preflight (`rulings.md`): no body; the caching and CORS headers of every catalog answer, whatever `partner_id` says"),
+        (status = 404, description = "No such category", body = crate::routes::schemas::ErrorBody),
+    )
+)]
+pub(super) async fn preflight() -> HttpResponse {
+    HttpResponse::NoContent().finish()
 }
 
 /// `OPTIONS` answers 204; every answer gets the caching and CORS headers.
