@@ -16,7 +16,7 @@ export PGHOST=127.0.0.1 PGUSER=postgres PGPORT=5432
 case $MODE in
   tid) BIN=/work/bin/partner-server-tid; SRC=$D/../../crates/partner-postgres/src/claim.rs ;;
   main) BIN=/work/bin/partner-server-main; SRC=$OUT/claim_main.rs
-    git -C "$D" show main:crates/partner-postgres/src/claim.rs >"$SRC" ;;
+    git -C "$D" show ${MAINREF:-ec0ab56}:crates/partner-postgres/src/claim.rs >"$SRC" ;;
 esac
 psql -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" postgres
 [ "${KEEP:-0}" = 1 ] || trap 'psql -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" postgres' EXIT

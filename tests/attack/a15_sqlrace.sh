@@ -4,7 +4,8 @@
 # deletes and VACUUM, without the server.  a15_sqlrace.sh MODE DUR
 # MODE tid: lead's claim.rs (the worktree's: the UPDATE finds the picked rows by ctid), database
 # migrated by /work/bin/partner-server-tid; MODE main: main's claim.rs (`git show main:`), by
-# primary key, database migrated by /work/bin/partner-server-main.
+# primary key (ec0ab56, what /work/bin/partner-server-main was built from; main has since merged
+# the change: MAINREF), database migrated by /work/bin/partner-server-main.
 # pgbench clients: WORKERS of a15_sql/turn.sql (-M prepared, at most WRATE turns a second in all;
 # ROOM, BATCH, LEASE s, TRAIL_PCT), 2 writers (a14_sql/tmpl.sql, WRITE_RATE a second), one
 # resender (a15_sql/resend.sql, RESEND_RATE a second, due 0-BACK ms ago), one disabler
@@ -21,7 +22,7 @@ export PGHOST=127.0.0.1 PGUSER=postgres PGPORT=5432
 case $MODE in
   tid) BIN=/work/bin/partner-server-tid; SRC=$D/../../crates/partner-postgres/src/claim.rs ;;
   main) BIN=/work/bin/partner-server-main; SRC=$OUT/claim_main.rs
-    git -C "$D" show main:crates/partner-postgres/src/claim.rs >"$SRC" ;;
+    git -C "$D" show ${MAINREF:-ec0ab56}:crates/partner-postgres/src/claim.rs >"$SRC" ;;
   *) echo "MODE tid|main"; exit 2 ;;
 esac
 psql -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" postgres

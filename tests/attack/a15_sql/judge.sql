@@ -23,19 +23,27 @@ SELECT 'reclaims ' || count(*) || ', under a live lease ' || count(*) FILTER (WH
   || ', disabled/recovered ' || count(*) FILTER (WHERE now < plu AND NOT ended AND NOT resent AND churned)
   || ', UNEXCUSED ' || count(*) FILTER (WHERE now < plu AND NOT ended AND NOT resent AND NOT churned) || ')'
   || ', same lease token twice ' || (SELECT count(*) - count(DISTINCT lease) FROM a15_claims) AS leases FROM p;
--- Lost: never claimed and not ended by a disable; and the lateness of first claims.
+-- Lost: never claimed and not ended by a disable; and the lateness of first claims (claim - max(due,
+-- write time)) of the rows due at once (created_at, = due, not after the uuid_v7 write time:
+-- a14_sql/tmpl.sql's "ahead" rows draw random() twice, so their created_at is not their due time),
+-- never disabled, recovered nor resent.
 WITH w AS (
   SELECT id, created_at FROM webhook_deliveries UNION ALL SELECT id, created_at FROM a15_deleted),
 f AS (
-  SELECT w.id, (SELECT min(at) FROM a15_claims c WHERE c.id = w.id) AS first,
-    greatest(w.created_at, to_timestamp(('x' || substr(replace(w.id::text, '-', ''), 1, 12))::bit(48)::bigint / 1000.0)) AS due
-  FROM w)
-SELECT 'written ' || count(*) || ', never claimed ' || count(*) FILTER (WHERE first IS NULL)
-  || ' (of them ended by a disable ' || count(*) FILTER (WHERE first IS NULL AND EXISTS (SELECT 1 FROM a15_churn h WHERE h.id = f.id)) || ')'
-  || '; first claim after due: p50 ' || round(extract(epoch FROM percentile_cont(0.5) WITHIN GROUP (ORDER BY first - due))::numeric * 1000, 1)
-  || ' ms, p99 ' || round(extract(epoch FROM percentile_cont(0.99) WITHIN GROUP (ORDER BY first - due))::numeric * 1000, 1)
-  || ' ms, max ' || round(extract(epoch FROM max(first - due))::numeric * 1000, 1) || ' ms, > 0.5 s '
-  || count(*) FILTER (WHERE first - due > interval '0.5 s') AS lost FROM f;
+  SELECT w.id, (SELECT min(at) FROM a15_claims c WHERE c.id = w.id) AS first, w.created_at,
+    to_timestamp(('x' || substr(replace(w.id::text, '-', ''), 1, 12))::bit(48)::bigint / 1000.0) AS wr
+  FROM w),
+g AS (
+  SELECT f.*, first - greatest(created_at, wr) AS late FROM f
+  WHERE created_at <= wr + interval '20 ms' AND first IS NOT NULL
+    AND NOT EXISTS (SELECT 1 FROM a15_churn h WHERE h.id = f.id) AND NOT EXISTS (SELECT 1 FROM a15_resent r WHERE r.id = f.id))
+SELECT 'written ' || (SELECT count(*) FROM f) || ', never claimed ' || (SELECT count(*) FROM f WHERE first IS NULL)
+  || ' (of them ended by a disable ' || (SELECT count(*) FROM f WHERE first IS NULL AND EXISTS (SELECT 1 FROM a15_churn h WHERE h.id = f.id)) || ')'
+  || '; first claim after due (rows due at once, untouched: ' || count(*) || '): p50 '
+  || round(extract(epoch FROM percentile_cont(0.5) WITHIN GROUP (ORDER BY late))::numeric * 1000, 1)
+  || ' ms, p99 ' || round(extract(epoch FROM percentile_cont(0.99) WITHIN GROUP (ORDER BY late))::numeric * 1000, 1)
+  || ' ms, max ' || round(extract(epoch FROM max(late))::numeric * 1000, 1) || ' ms, > 0.5 s '
+  || count(*) FILTER (WHERE late > interval '0.5 s') AS lost FROM g;
 -- Skips (INSTR=1 only): rows a claim locked (picked) that the same statement did not claim.
 SELECT 'picked ' || count(*) || ', picked but not claimed by that statement ' || count(*) FILTER (WHERE NOT EXISTS (
     SELECT 1 FROM a15_claims c WHERE c.xid = p.xid AND c.id = p.id))
