@@ -1175,6 +1175,51 @@ def extras(S, R, ctx):
     check("4xx answers count toward the 20/minute budget: 21st call 429", codes == [400] * 17 and r.status_code == 429, (codes, r.status_code))
 
 
+def ingest_replays(S, R, ctx):
+    res.sec("A16 ingest replays and odd fields")
+    c = S.partner("PREPL")
+    R.set("repl")
+    c.mkep(R.url("repl"))
+    r1 = S.order("PREPL", "ORD-R1")
+    R.wait("repl", 1, 5)
+    r2 = S.order("PREPL", "ORD-R1")
+    r3 = S.order("PREPL", "ORD-R1", amount=1)
+    time.sleep(1.5)
+    check("order ingest replayed (200) or conflicting (409): still one order.created", (r1.status_code, r2.status_code, r3.status_code) == (201, 200, 409)
+          and len(R.got("repl")) == 1, ((r1.status_code, r2.status_code, r3.status_code), len(R.got("repl"))))
+    S.lead("PREPL", questionId="q-123", email="q@example.com")
+    es = R.wait("repl", 2, 5)
+    check("lead.created carries questionId", len(es) == 2 and body_json(es[1])["data"]["lead"]["questionId"] == "q-123", len(es) == 2 and body_json(es[1])["data"]["lead"])
+    k = {"Idempotency-Key": "bbhooks-lead-1"}
+    body = {"partnerId": "PREPL", "firstName": "Kay", "lastName": "Lee", "email": "k@example.com", "emailConsent": True, "phone": "1",
+            "smsConsent": True, "origin": "managed-website", "location": "X"}
+    a = S.opcall("POST", "/internal/v1/leads", body, headers=k)
+    b = S.opcall("POST", "/internal/v1/leads", body, headers=k)
+    time.sleep(1.5)
+    check("operator lead POST replayed with its Idempotency-Key: one lead.created", a.status_code == 201 and b.headers.get("Idempotent-Replayed") == "true"
+          and len(R.got("repl")) == 3, (a.status_code, b.status_code, len(R.got("repl"))))
+
+
+def ordering(S, R, ctx):
+    res.sec("A17 ordering of one lead's lead.created and lead.enriched (the documents promise none)")
+    c = S.partner("PORD")
+    R.set("ord")
+    c.mkep(R.url("ord"), events=["lead.created", "lead.enriched"])
+    ids = []
+    for i in range(20):
+        lead = S.lead("PORD", email=f"ord{i}@example.com", phone=None).json()["data"]
+        S.opcall("PATCH", f"/internal/v1/leads/{lead['id']}", {"phone": f"+1 555 01{i:02d}"})
+        ids.append(lead["id"])
+    es = R.wait("ord", 40, 15)
+    seen = {}
+    for e in es:
+        b = body_json(e)
+        seen.setdefault(b["data"]["lead"]["id"], []).append(b["event"])
+    swapped = sum(1 for i in ids if seen.get(i, [])[:1] == ["lead.enriched"])
+    check("40 deliveries for 20 leads", len(es) == 40, len(es))
+    note("leads whose lead.enriched arrived before their lead.created (of 20)", swapped)
+
+
 def races(S, R, ctx):
     res.sec("A15 races: the 10-endpoint cap under concurrent creates")
     import concurrent.futures as cf
@@ -1280,6 +1325,8 @@ def server_a(binp, certs, R):
         res.guard("transport", transport, S, R, ctx)
         res.guard("extras", extras, S, R, ctx)
         res.guard("races", races, S, R, ctx)
+        res.guard("ordering", ordering, S, R, ctx)
+        res.guard("ingest replays", ingest_replays, S, R, ctx)
         res.guard("send-time setup", send_time_setup, S, R, ctx)
         res.guard("restart", restart, S, R, ctx)
     finally:
@@ -1311,6 +1358,16 @@ def server_b(binp, certs, R):
         check("failing-disabled endpoint gets no new deliveries", len(c.deliveries()["data"]) == 1)
         r = c.call("PATCH", f"/api/v1/webhook-endpoints/{ep['id']}", {"events": ["payout.created", "order.created"]})
         check("a PATCH not naming enabled keeps the health state", r.json()["data"]["status"] == "disabled" and r.json()["data"]["disabledReason"] == "failing", r.text[:300])
+        # re-enabling resets the run of failures: one more failure does not disable it at once
+        r = c.call("PATCH", f"/api/v1/webhook-endpoints/{ep['id']}", {"enabled": True})
+        fire_payout(S, "BFAIL")
+        n = len(R.got("bfail"))
+        R.wait("bfail", n + 1, 5)
+        time.sleep(1)
+        g = c.endpoint(ep["id"])
+        check("after re-enabling, the first failure does not disable it again (run reset)", g["status"] == "enabled", g)
+        g = wait_until(lambda: (lambda x: x if x["status"] == "disabled" else None)(c.endpoint(ep["id"])), 15, 0.5)
+        check("…but failing for 5 s again disables it (failing)", g and g["disabledReason"] == "failing", c.endpoint(ep["id"]))
         # success in between: never disabled
         c2 = S.partner("BMIX")
         R.set("bmix", seq=[500, 200] * 10)
@@ -1424,6 +1481,19 @@ def server_d(binp, certs, R):
         d = c.deliveries()["data"][0]
         la, na = parse_ts(d["lastAttemptAt"]), parse_ts(d["nextAttemptAt"])
         check("after attempt 1: nextAttemptAt = lastAttemptAt + 10 s (+-10%)", 9 <= na - la <= 11.1, round(na - la, 2))
+        cs = []
+        for i in range(20):
+            ci = S.partner(f"DJ{i}")
+            R.set(f"dj{i}", status=500)
+            ci.mkep(R.url(f"dj{i}"), events=["payout.created"])
+            cs.append(ci)
+        for ci in cs:
+            fire_payout(S, ci.pid)
+        time.sleep(1)
+        planned = []
+        for ci in cs:
+            d = ci.deliveries()["data"][0]
+            planned.append(parse_ts(d["nextAttemptAt"]) - parse_ts(d["lastAttemptAt"]))
         res.guard("overlap 3s", overlap_short, S, R)
         res.sec("D1 default schedule (continued)")
         es = R.wait("ddef", 3, 80)
@@ -1434,6 +1504,15 @@ def server_d(binp, certs, R):
         d = c.deliveries()["data"][0]
         la, na = parse_ts(d["lastAttemptAt"]), parse_ts(d["nextAttemptAt"])
         check("after attempt 3: next in 6 min (+-10%)", 324 <= na - la <= 396.5, round(na - la, 1))
+        jg, late = [], []
+        for ci, p in zip(cs, planned):
+            d = ci.deliveries()["data"][0]
+            al = ci.delivery(d["id"]).json()["data"]["attemptLog"]
+            g = parse_ts(al[1]["attemptedAt"]) - parse_ts(al[0]["attemptedAt"])
+            jg.append(round(g, 2))
+            late.append(round(g - p, 3))
+        check("20 first retries: every gap within 10 s +-10% (9-11 s)", all(9.0 <= g <= 11.0 for g in jg), sorted(jg))
+        check("20 first retries: each sent within 0.15 s of its nextAttemptAt", all(x <= 0.15 for x in late), sorted(late))
         dd = ct.deliveries()["data"][0]
         al = ct.delivery(dd["id"]).json()["data"]["attemptLog"]
         check("default timeout 10 s: first attempt ends 'timeout' after ~10 s", al and al[0]["error"] == "timeout" and 9500 <= al[0]["durationMs"] <= 11500, al)
