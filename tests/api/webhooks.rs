@@ -401,6 +401,49 @@ async fn failed_attempts_are_retried_until_a_2xx_or_the_schedule_ends() {
     assert!(failed["nextAttemptAt"].is_null());
 }
 
+/// A retry is sent when it falls due (within the schedule's jitter), not at the worker's next
+/// fallback poll: with the poll at 500 ms a 10 s retry came up to 0.5 s late, 1 in 5 outside the
+/// documented 9-11 s (bbhooks, 2026-11-28). Here the poll is 5 s and the retry 400 ms (±10 %).
+#[tokio::test]
+async fn a_retry_is_sent_when_it_falls_due_not_at_the_next_fallback_poll() {
+    let rx = Receiver::start().await;
+    let app = rx
+        .app(|c| {
+            c.webhook_retry_schedule = vec![std::time::Duration::from_millis(400); 2];
+            c.webhook_poll_interval = std::time::Duration::from_secs(5);
+        })
+        .await;
+    let s = app.seed("acme", false).await;
+    app.create_webhook_endpoint(
+        &s.token,
+        &json!({ "url": rx.url, "events": ["payout.created"] }),
+    )
+    .await;
+    rx.answer_with(&[500, 503]);
+    let payout = json!({ "partnerId": "acme", "payoutDate": "2026-11-30", "payoutAmount": 1, "status": "paid" });
+    app.internal(Method::POST, "/payouts")
+        .json(&payout)
+        .send()
+        .await
+        .expect("send");
+    rx.wait_for(1).await;
+    let first = std::time::Instant::now();
+    rx.wait_for(2).await;
+    let second = first.elapsed();
+    rx.wait_for(3).await;
+    let third = first.elapsed();
+    // 440 ms at most each, plus recording and the test's own 20 ms polling; the poll is 5 s.
+    assert!(
+        second < std::time::Duration::from_millis(1500)
+            && third < std::time::Duration::from_millis(2500),
+        "retries after {second:?} and {third:?}"
+    );
+    wait_log(&app, "acme", |d| {
+        d.first().is_some_and(|x| x["status"] == "delivered")
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn a_delayed_lead_created_carries_the_phone_supplied_during_the_delay() {
     let rx = Receiver::start().await;

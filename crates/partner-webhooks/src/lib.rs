@@ -25,6 +25,8 @@
 //!   written, so the endpoint-row check that vouches for it comes after (issue 23, N9c);
 //! - `lanes`: each endpoint's share of the worker (in-flight slots, read-ahead, circuit breaker);
 //! - `news`: how long news of written deliveries waits for room while every endpoint is full;
+//! - `alarms`: when the retries this worker scheduled fall due (the loop wakes then, not at the
+//!   fallback poll);
 //! - `worker`: the loop that claims, builds payloads and starts attempts;
 //! - `recorder`: outcomes written in batches under their leases;
 //! - `give_back`: claims given back unattempted, in batches under their leases;
@@ -33,6 +35,7 @@
 
 use std::time::Duration;
 
+mod alarms;
 mod changes;
 mod checks;
 mod client;
@@ -58,7 +61,8 @@ pub struct WorkerConfig {
     pub allow_private: bool,
     /// Extra PEM root certificates trusted for deliveries.
     pub extra_roots_pem: Option<Vec<u8>>,
-    /// How often the worker looks for due deliveries when nothing woke it (retries falling due).
+    /// How often the worker looks for due deliveries when nothing woke it (retries of other
+    /// instances, or of before a restart, falling due; its own wake it when they fall due).
     pub poll_interval: Duration,
     /// Attempts in flight at once in this process.
     pub concurrency: usize,

@@ -19,6 +19,7 @@ use partner_domain::webhook::{
 };
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc};
 
+use crate::alarms::Alarms;
 use crate::changes::{Changes, Freshness};
 use crate::checks::{Checks, FRESH_FOR};
 use crate::client::{Client, Sent};
@@ -99,6 +100,10 @@ struct Inner {
     checks: Checks,
     /// Claims to give back unattempted, written in batches (`Worker::give_back`).
     giving_back: Mutex<GiveBacks>,
+    /// When the retries this worker recorded fall due: the loop wakes then.
+    alarms: Mutex<Alarms>,
+    /// An alarm sooner than the loop's wake-up was set: it looks again.
+    alarm_set: Notify,
 }
 
 impl Inner {
@@ -111,6 +116,12 @@ impl Inner {
 
     fn giving_back(&self) -> MutexGuard<'_, GiveBacks> {
         self.giving_back
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn alarms(&self) -> MutexGuard<'_, Alarms> {
+        self.alarms
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
@@ -155,6 +166,8 @@ impl Worker {
             inner: Arc::new(Inner {
                 checks: Checks::new(repo.clone()),
                 giving_back: Mutex::new(GiveBacks::default()),
+                alarms: Mutex::new(Alarms::default()),
+                alarm_set: Notify::new(),
                 repo,
                 clock,
                 rng,
@@ -228,13 +241,19 @@ impl Worker {
         let mut shutdown = std::pin::pin!(shutdown);
         let mut fold = NewsFold::default();
         loop {
+            let wake_by = self
+                .inner
+                .alarms()
+                .next(Instant::now() + self.inner.config.poll_interval);
             let mut news = tokio::select! {
                 biased;
                 () = &mut shutdown => break,
                 () = self.inner.room.notified() => false,
                 () = self.inner.wake.notified() => true,
-                () = tokio::time::sleep(self.inner.config.poll_interval) => false,
+                () = self.inner.alarm_set.notified() => continue,
+                () = tokio::time::sleep(wake_by.saturating_duration_since(Instant::now())) => false,
             };
+            self.inner.alarms().passed(Instant::now());
             // News while every endpoint this worker holds is full, and the last claims on news
             // found nothing: most likely more work for those endpoints, which no claim can take
             // before one of them has room. Wait for that room (a claim then serves both), at
@@ -600,6 +619,12 @@ impl Worker {
             }
             Sent::Unsent(_) => return,
         };
+        if let NextStep::RetryAt(due) = next
+            && let Ok(delay) = Duration::try_from(due - at)
+            && self.inner.alarms().set(Instant::now(), delay)
+        {
+            self.inner.alarm_set.notify_one();
+        }
         let outcome = match (&error, status_code) {
             (None, _) => "delivered",
             (Some(_), Some(_)) => "rejected",
