@@ -350,10 +350,9 @@ async fn orders_and_payouts_and_unsigned_endpoints() {
     );
 }
 
-#[tokio::test]
-async fn failed_attempts_are_retried_until_a_2xx_or_the_schedule_ends() {
-    let rx = Receiver::start().await;
-    let app = app_for(&rx, None).await;
+/// Partner `acme` with an endpoint for `payout.created` at `rx`, which answers 500 and then
+/// 503; one payout recorded. Returns the payout's body.
+async fn payout_answered_500_then_503(app: &TestApp, rx: &Receiver) -> Value {
     let s = app.seed("acme", false).await;
     app.create_webhook_endpoint(
         &s.token,
@@ -367,6 +366,14 @@ async fn failed_attempts_are_retried_until_a_2xx_or_the_schedule_ends() {
         .send()
         .await
         .expect("send");
+    payout
+}
+
+#[tokio::test]
+async fn failed_attempts_are_retried_until_a_2xx_or_the_schedule_ends() {
+    let rx = Receiver::start().await;
+    let app = app_for(&rx, None).await;
+    let payout = payout_answered_500_then_503(&app, &rx).await;
     let got = rx.wait_for(3).await;
     let ids: Vec<Option<&str>> = got.iter().map(|r| r.header("x-partner-delivery")).collect();
     assert!(
@@ -413,19 +420,7 @@ async fn a_retry_is_sent_when_it_falls_due_not_at_the_next_fallback_poll() {
             c.webhook_poll_interval = std::time::Duration::from_secs(5);
         })
         .await;
-    let s = app.seed("acme", false).await;
-    app.create_webhook_endpoint(
-        &s.token,
-        &json!({ "url": rx.url, "events": ["payout.created"] }),
-    )
-    .await;
-    rx.answer_with(&[500, 503]);
-    let payout = json!({ "partnerId": "acme", "payoutDate": "2026-11-30", "payoutAmount": 1, "status": "paid" });
-    app.internal(Method::POST, "/payouts")
-        .json(&payout)
-        .send()
-        .await
-        .expect("send");
+    payout_answered_500_then_503(&app, &rx).await;
     rx.wait_for(1).await;
     let first = std::time::Instant::now();
     rx.wait_for(2).await;
