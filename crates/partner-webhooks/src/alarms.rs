@@ -65,7 +65,12 @@ impl Alarms {
     pub(crate) fn passed(&mut self, now: Instant) {
         let ms =
             u64::try_from(now.saturating_duration_since(self.born).as_millis()).unwrap_or(u64::MAX);
-        self.at = self.at.split_off(&(ms / ALARM_GRAIN_MS).saturating_add(1));
+        // Popped in place: the loop calls this at every wake, mostly with nothing due, and a
+        // `split_off` would build a new set each time.
+        let due = ms / ALARM_GRAIN_MS;
+        while self.at.first().is_some_and(|g| *g <= due) {
+            self.at.pop_first();
+        }
     }
 }
 
