@@ -10,11 +10,16 @@
 #              event→delivery p50/p99 and deliveries/s
 #   rate1      the same at a fixed BENCH_LIVE_RATE events/s (default 1,407, issue 22's 0-idle live
 #              rate) for 15 s: event→delivery p50/p99 at a rate one endpoint keeps up with
+#   rate10     rate1 spread over 10 endpoints (issue 22: live to 10 endpoints among idle ones)
 #   paced1     200 events/s for 15 s to 1 endpoint (pgbench, each event followed by its NOTIFY, as
 #              the server's announcer sends it): event→delivery p50/p99
 #   paced10    the same spread over 10 endpoints
 #   api1       200 leads/s for 15 s through the server's own ingest (`--role all`, so the
 #              announcer is the server's): event→delivery p50/p99
+# BENCH_AB_IDLE_A / BENCH_AB_IDLE_B (default BENCH_AB_IDLE, default 0): that many idle endpoints
+# (other partners', never written to) beside each case's endpoints on A's / B's side; with the same
+# binary on both sides, an A/B of the idle endpoints' cost (issue 22, item 1: pre-filled to 10
+# endpoints with 100,000 idle against none, live to 10 with 10,000 idle).
 # Optional: BENCH_AB_KEEP=DIR keeps each case's server log (with RUST_LOG=partner_webhooks=debug,
 # partner_postgres=debug: the per-attempt timings) and nginx log in DIR; BENCH_AB_WAITS=1 also
 # samples pg_stat_activity of the case's database every 20 ms into DIR (its wait events, counted
@@ -56,9 +61,10 @@ keep() {
   : > "$WH_WORK/server.log"
 }
 ROUND=0
-run() { # $1 label $2 binary $3 database
+run() { # $1 label $2 binary $3 database $4 idle endpoints
   (
     export BENCH_DB=$3
+    IDLE=$4
     # shellcheck source=bench/webhooks-lib.sh
     source bench/webhooks-lib.sh
     BIN=$2
@@ -80,6 +86,7 @@ run() { # $1 label $2 binary $3 database
         prefill1 | prefill10)
           n=${case#prefill}
           wh_endpoints "$n"
+          wh_idle "$IDLE"
           wh_prefill $((N / n)) "$n"
           wh_rotate_log
           wh_start_server worker
@@ -88,12 +95,14 @@ run() { # $1 label $2 binary $3 database
           wh_stop_server
           keep "$1-$case-r$ROUND"
           read -r count rate _ _ _ <<<"$(wh_arrivals)"
-          echo "$1 pre-filled, $n endpoint(s): $count delivered, $rate deliveries/s (load $(load))"
+          echo "$1 pre-filled, $n endpoint(s), $IDLE idle: $count delivered, $rate deliveries/s (load $(load))"
           ;;
-        live1 | rate1)
+        live1 | rate1 | rate10)
           # rate1: live1 at a fixed rate (BENCH_LIVE_RATE events/s, default 1,407: the issue's
           # 0-idle live rate), 15 s: the latency at a rate the endpoint keeps up with.
-          if [ "$case" = rate1 ]; then
+          n=1
+          [ "$case" = rate10 ] && n=10
+          if [ "$case" != live1 ]; then
             rate=${BENCH_LIVE_RATE:-1407}
             pace=(-R $((rate * 9 / 8)) -T 15)
             what="live at $rate events/s"
@@ -101,8 +110,9 @@ run() { # $1 label $2 binary $3 database
             pace=(-t $((N * 9 / 8 / 16)))
             what=live
           fi
-          wh_endpoints 1
-          { echo '\set p 1'; wh_event_sql; } > "$WH_WORK/event.sql"
+          wh_endpoints "$n"
+          wh_idle "$IDLE"
+          { echo "\\set p random(1, $n)"; wh_event_sql; } > "$WH_WORK/event.sql"
           wh_notify_sql > "$WH_WORK/notify.sql"
           wh_rotate_log
           wh_start_server worker
@@ -113,11 +123,12 @@ run() { # $1 label $2 binary $3 database
           wh_stop_server
           keep "$1-$case-r$ROUND"
           read -r count _ p50 p99 live <<<"$(wh_arrivals)"
-          echo "$1 $what (pgbench, 16 clients), 1 endpoint: $count delivered, $live deliveries/s; event→delivery p50 ${p50} ms, p99 ${p99} ms (load $(load))"
+          echo "$1 $what (pgbench, 16 clients), $n endpoint(s), $IDLE idle: $count delivered, $live deliveries/s; event→delivery p50 ${p50} ms, p99 ${p99} ms (load $(load))"
           ;;
         paced1 | paced10)
           n=${case#paced}
           wh_endpoints "$n"
+          wh_idle "$IDLE"
           { echo "\\set p random(1, $n)"; wh_event_sql; wh_notify_sql; } > "$WH_WORK/paced.sql"
           wh_rotate_log
           wh_start_server worker
@@ -161,6 +172,6 @@ PY
   )
 }
 for ROUND in $(seq 1 "$ROUNDS"); do
-  run A "$A" "${BENCH_AB_DB:-pp_bench_ab}_a"
-  run B "$B" "${BENCH_AB_DB:-pp_bench_ab}_b"
+  run A "$A" "${BENCH_AB_DB:-pp_bench_ab}_a" "${BENCH_AB_IDLE_A:-${BENCH_AB_IDLE:-0}}"
+  run B "$B" "${BENCH_AB_DB:-pp_bench_ab}_b" "${BENCH_AB_IDLE_B:-${BENCH_AB_IDLE:-0}}"
 done

@@ -130,6 +130,24 @@ wh_endpoints() {
     FROM generate_series(1, $n) g;" -c "VACUUM ANALYZE webhook_endpoints"
 }
 
+# wh_idle N: N more endpoints that never receive anything (10 for each of partners idle-1…,
+# which write nothing), as other partners' endpoints are beside the ones under test (issue 22,
+# item 1: a claim's cost must grow with the endpoints that have due work, not with all).
+wh_idle() {
+  local n=$1
+  [ "$n" -gt 0 ] || return 0
+  psql -q "$WH_DB" -c "
+    INSERT INTO partners (partner_id, name, email, active, dna_access, headless_links, default_lang, enabled_langs,
+      cs_subscription_active, cs_manual_override, cs_yearly_bundle, cs_services, created_at, updated_at)
+    SELECT 'idle-' || g, 'Idle ' || g, 'ops' || g || '@idle.test', true, false, true, 'en', '{en}',
+      false, false, false, '{}', now(), now() FROM generate_series(1, ($n + 9) / 10) g
+    ON CONFLICT DO NOTHING;
+    INSERT INTO webhook_endpoints (id, partner_id, url, events, secret, created_at, updated_at)
+    SELECT gen_random_uuid(), 'idle-' || (1 + g / 10), 'https://127.0.0.1:$WH_NGINX_PORT/idle/' || g,
+      '{lead.created}', 'whsec_bench0123456789abcdefghijklmnopqrstuvwxyzABCD', now(), now()
+    FROM generate_series(0, $n - 1) g;" -c "VACUUM ANALYZE webhook_endpoints"
+}
+
 # The id function of the outbox's events and deliveries, as the server under test writes them:
 # `uuid_v7()` where its schema has it (migration 000016: time-ordered ids), else
 # `gen_random_uuid()` (an older binary's schema, for A/B runs).
