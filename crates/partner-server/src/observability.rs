@@ -83,6 +83,10 @@ fn describe() {
         "Webhook sends by what vouched for their endpoint row: the claim's own read (by=claim, sent within 5 ms of the claim) or a row check (by=check)"
     );
     describe_counter!(
+        "webhook_check_reads_total",
+        "Reads of an endpoint's row made by the endpoint-row checks; with webhook_attempts_total, the reads per attempt (attempts that ask while an answer is recent share it)"
+    );
+    describe_counter!(
         "webhook_checks_late_total",
         "Endpoint-row checks whose answer was older than 50 ms from its read's start, so it vouched for nothing and was asked again"
     );
@@ -134,6 +138,7 @@ fn describe() {
     for result in ["claimed", "empty"] {
         metrics::counter!("webhook_claims_total", "result" => result).increment(0);
     }
+    metrics::counter!("webhook_check_reads_total").increment(0);
     // Registering the histogram exports its buckets, `_sum` and `_count` at 0.
     let _ = metrics::histogram!("webhook_attempt_duration_seconds");
     metrics::counter!("rate_limiter_errors_total").increment(0);

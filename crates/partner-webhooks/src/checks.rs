@@ -13,6 +13,15 @@
 //! shared by every attempt that became ready meanwhile. Against a read per attempt begun at
 //! once, this made half as many reads in the benchmark's drains (0.55 per delivery), with no
 //! difference in throughput the noisy machine could show (docs/performance-history.md).
+//!
+//! An answer is also shared afterwards, for half as long as a read of the attempt's own may vouch
+//! for its send ([`SHARE_WITHIN`]; [`CHECKED_WITHIN`] from the read's start): an attempt that asks
+//! while the last read of its endpoint and version began at most that long ago takes that answer,
+//! dated from that read's start, instead of waiting for a read of its own. The worker then sends
+//! only if its slot comes within [`CHECKED_WITHIN`] of that start, so a change answered before the
+//! send can go unseen for no longer than with a read of its own or with the claim's read
+//! (docs/decisions.md, "A recent check's answer is shared"). A drain to one endpoint then reads the
+//! row about once every few milliseconds instead of for every other delivery.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -27,6 +36,34 @@ use tokio::sync::watch;
 
 /// An endpoint and the version of its row a claim read.
 type Key = (EndpointId, i64);
+
+/// How long after a read began its answer may still vouch for a send (the worker's bound from a
+/// check to the slot, and from the claim's read to the slot): a change answered up to this long
+/// (plus the read's own round trip) before the send may go unseen, as a change answered during
+/// the read itself always could.
+pub(crate) const CHECKED_WITHIN: Duration = Duration::from_millis(5);
+
+/// How long after a read began its answer is shared with attempts that ask ([`Checks::check`]):
+/// half of [`CHECKED_WITHIN`], so that an attempt sharing it has the other half to get its slot
+/// before the answer is too old to vouch for the send (past the bound the row is read again,
+/// inside the slot, which costs the endpoint a send's worth of time).
+const SHARE_WITHIN: Duration = Duration::from_micros(2_500);
+
+/// A check's answer: whether the endpoint is enabled and at the version read, and the instant the
+/// answer vouches from (the attempt's ask for a read begun after it; the read's start for a
+/// recent answer it shared). The send must follow within [`CHECKED_WITHIN`] of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Answer {
+    pub(crate) unchanged: bool,
+    pub(crate) since: Instant,
+}
+
+/// The last answer read of each endpoint and version (when its read began, and the answer), kept
+/// while it may be shared ([`SHARE_WITHIN`]).
+type Recent = Arc<Mutex<HashMap<Key, (Instant, bool)>>>;
+
+/// Past this many endpoints and versions, answers too old to be shared are dropped.
+const RECENT_KEEP: usize = 256;
 
 /// One read's answer, once it has one: when the read was sent (once it held its connection), and
 /// whether the endpoint is unchanged (`None`: the read failed).
@@ -88,8 +125,11 @@ pub(crate) const LATE_RETRIES: usize = 2;
 pub(crate) struct Checks {
     read: Read,
     flights: Table,
+    recent: Recent,
     /// [`FRESH_FOR`], but in tests.
     fresh_for: Duration,
+    /// [`SHARE_WITHIN`], but in tests.
+    share_within: Duration,
 }
 
 impl std::fmt::Debug for Checks {
@@ -112,15 +152,21 @@ impl Checks {
         Self {
             read,
             flights: Table::default(),
+            recent: Recent::default(),
             fresh_for: FRESH_FOR,
+            share_within: SHARE_WITHIN,
         }
     }
 
-    /// Whether `endpoint` is still enabled and at `version`, by a read of its row begun after
-    /// this call; `None` when the read failed (logged; the delivery is given back, not sent).
-    /// An answer later than [`FRESH_FOR`] after it was asked for vouches for nothing: it is
-    /// asked for again, [`LATE_RETRIES`] times at most, and then this is `None` as well.
-    pub(crate) async fn unchanged(&self, endpoint: EndpointId, version: i64) -> Option<bool> {
+    /// Whether `endpoint` is still enabled and at `version`: the answer of the last read of its
+    /// row when that read began at most [`SHARE_WITHIN`] ago, else of a read begun after this
+    /// call; `None` when the read failed (logged; the delivery is given back, not sent). An
+    /// answer later than [`FRESH_FOR`] after it was asked for vouches for nothing: it is asked
+    /// for again, [`LATE_RETRIES`] times at most, and then this is `None` as well.
+    pub(crate) async fn check(&self, endpoint: EndpointId, version: i64) -> Option<Answer> {
+        if let Some(shared) = self.shared((endpoint, version)) {
+            return Some(shared);
+        }
         for _ in 0..=LATE_RETRIES {
             let asked = Instant::now();
             let mut flight = self.join((endpoint, version));
@@ -138,13 +184,35 @@ impl Checks {
                 let age = sent.elapsed();
                 if age <= self.fresh_for {
                     tracing::trace!(endpoint = %endpoint, us = age.as_micros(), "a webhook endpoint's row check answered");
-                    return unchanged;
+                    return unchanged.map(|unchanged| Answer {
+                        unchanged,
+                        since: asked,
+                    });
                 }
             }
             metrics::counter!("webhook_checks_late_total").increment(1);
         }
         tracing::warn!(endpoint = %endpoint, fresh_ms = self.fresh_for.as_millis(), tries = LATE_RETRIES + 1, "a webhook endpoint's row check answered too late to vouch for the send every time; given back");
         None
+    }
+
+    /// Whether `endpoint` is unchanged, as a read begun after the call would tell
+    /// ([`Self::check`] without the instant it vouches from): for tests.
+    #[cfg(test)]
+    pub(crate) async fn unchanged(&self, endpoint: EndpointId, version: i64) -> Option<bool> {
+        self.check(endpoint, version).await.map(|a| a.unchanged)
+    }
+
+    /// The last answer of `key`, when its read began at most `share_within` ago (and not longer
+    /// than an answer may be old at all).
+    fn shared(&self, key: Key) -> Option<Answer> {
+        let recent = self
+            .recent
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let &(since, unchanged) = recent.get(&key)?;
+        (since.elapsed() <= self.share_within.min(self.fresh_for))
+            .then_some(Answer { unchanged, since })
     }
 
     /// The read this caller waits for: the next one, not begun yet (a new one when there is
@@ -162,6 +230,8 @@ impl Checks {
         drop(table);
         let read = self.read.clone();
         let table = self.flights.clone();
+        let recent = self.recent.clone();
+        let share_within = self.share_within;
         // A task of its own: the read and its answer do not depend on any one waiter.
         tokio::spawn(async move {
             if let Some(mut running) = behind {
@@ -173,8 +243,21 @@ impl Checks {
                 f.last = f.queued.take();
                 f.running += 1;
             }
+            metrics::counter!("webhook_check_reads_total").increment(1);
             let (sent, unchanged) = match read(key).await {
-                Ok(check) => (check.sent, Some(check.unchanged)),
+                Ok(check) => {
+                    let mut recent = recent
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    if recent.len() >= RECENT_KEEP {
+                        recent.retain(|_, (since, _)| since.elapsed() <= share_within);
+                    }
+                    let last = recent.entry(key).or_insert((check.sent, check.unchanged));
+                    if last.0 <= check.sent {
+                        *last = (check.sent, check.unchanged);
+                    }
+                    (check.sent, Some(check.unchanged))
+                }
                 Err(e) => {
                     // Not sent: given back, due now, and checked again when claimed again.
                     tracing::warn!(error = %e, endpoint = %key.0, "checking a webhook endpoint's row failed");
@@ -274,6 +357,48 @@ mod tests {
         );
         assert_eq!(checks.unchanged(id(2), 1).await, Some(true));
         assert_eq!(reads.load(Ordering::SeqCst), 5);
+    }
+
+    /// An answer whose read began at most `share_within` ago is shared with attempts that ask
+    /// afterwards, dated from that read's start (the worker's bound to the send counts from
+    /// there); past it, or for another version, a read of their own. A failed read is not
+    /// shared.
+    #[tokio::test]
+    async fn a_recent_answer_is_shared_dated_from_its_reads_start_then_read_again() {
+        let reads = Arc::new(AtomicUsize::new(0));
+        let mut checks = delayed(&[0], reads.clone());
+        checks.share_within = Duration::from_millis(200);
+        let first = checks.check(id(1), 1).await.expect("answered");
+        assert!(first.unchanged);
+        assert_eq!(reads.load(Ordering::SeqCst), 1);
+        let shared = checks.check(id(1), 1).await.expect("shared");
+        assert_eq!(reads.load(Ordering::SeqCst), 1, "no read of its own");
+        assert!(
+            shared.since >= first.since && shared.since <= Instant::now(),
+            "dated from the read's start, not from this ask"
+        );
+        assert_eq!(checks.unchanged(id(1), 2).await, Some(true));
+        assert_eq!(
+            reads.load(Ordering::SeqCst),
+            2,
+            "another version: its own read"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        assert_eq!(checks.unchanged(id(1), 1).await, Some(true));
+        assert_eq!(
+            reads.load(Ordering::SeqCst),
+            3,
+            "too old to share: read again"
+        );
+
+        let failing = Checks::reading(Arc::new(|_| {
+            Box::pin(async { Err(RepoError::unavailable("connection refused")) })
+        }));
+        assert_eq!(failing.unchanged(id(1), 1).await, None);
+        assert!(
+            failing.shared((id(1), 1)).is_none(),
+            "a failure is not shared"
+        );
     }
 
     /// A read that fails vouches for nothing (the worker gives the delivery back).

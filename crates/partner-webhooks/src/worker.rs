@@ -21,7 +21,7 @@ use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc};
 
 use crate::alarms::Alarms;
 use crate::changes::{Changes, Freshness};
-use crate::checks::{Checks, FRESH_FOR};
+use crate::checks::{CHECKED_WITHIN, Checks, FRESH_FOR};
 use crate::client::{Client, Sent};
 use crate::give_back::{GiveBack, GiveBacks};
 use crate::lanes::{Heard, Lanes};
@@ -30,12 +30,6 @@ use crate::{WorkerConfig, WorkerError, maintenance, recorder};
 
 /// Deliveries claimed in one statement at most.
 const CLAIM_BATCH: usize = 512;
-/// How long after its endpoint-row check was asked an attempt may still be sent on its answer
-/// (the check is made while the attempt waits for its slot, see `Worker::attempt`): a change
-/// answered up to this long (plus the read's own round trip) before the send may go unseen, as a
-/// change answered during the read itself always could. Past it the row is read again.
-const CHECKED_WITHIN: Duration = Duration::from_millis(5);
-
 /// How long a delivery given back because its endpoint's row check failed or answered too late
 /// waits before it is due again (issue 23, N9d): the check is not made again and again against a
 /// slow or failing database.
@@ -515,8 +509,7 @@ impl Worker {
             if let Some(slots) = self.claim_vouches(&d, &lane, claimed_at) {
                 (claimed_at, Some(true), Some(slots))
             } else {
-                let asked = Instant::now();
-                let vouched = self.vouch(&d, claimed_at).await;
+                let (vouched, asked) = self.vouch(&d, claimed_at).await;
                 let mut slots = None;
                 if vouched == Some(true) {
                     let (Ok(endpoint_slot), Ok(slot)) = (
@@ -542,8 +535,7 @@ impl Worker {
                 return;
             }
             if asked.elapsed() > CHECKED_WITHIN {
-                asked = Instant::now();
-                vouched = self.vouch(&d, claimed_at).await;
+                (vouched, asked) = self.vouch(&d, claimed_at).await;
             } else if self
                 .inner
                 .changes()
@@ -571,7 +563,7 @@ impl Worker {
             if asked.elapsed() <= FRESH_FOR {
                 return Some(true);
             }
-            self.vouch(&d, claimed_at).await
+            self.vouch(&d, claimed_at).await.0
         };
         let sent = self
             .inner
@@ -694,8 +686,10 @@ impl Worker {
 
     /// Whether `d`'s endpoint is as its claim read it, now: `Some(false)` when a change was
     /// announced since the claim or its row says so, `None` when the row's check failed or
-    /// answered too late ([`Checks::unchanged`]).
-    async fn vouch(&self, d: &ClaimedDelivery, claimed_at: Instant) -> Option<bool> {
+    /// answered too late ([`Checks::check`]); and the instant the answer vouches from (its
+    /// read's ask, or the start of the recent read it shared; now for an announced change). A
+    /// send on it must follow within [`CHECKED_WITHIN`] of that instant.
+    async fn vouch(&self, d: &ClaimedDelivery, claimed_at: Instant) -> (Option<bool>, Instant) {
         let announced = || {
             self.inner
                 .changes()
@@ -703,17 +697,18 @@ impl Worker {
         };
         let heard = announced();
         if heard == Freshness::Stale {
-            return Some(false);
+            return (Some(false), Instant::now());
         }
-        let row = self
+        let answer = self
             .inner
             .checks
-            .unchanged(d.endpoint_id, d.endpoint_version)
+            .check(d.endpoint_id, d.endpoint_version)
             .await;
         // Announced while the row was read: known as well, for free.
         if announced() == Freshness::Stale {
-            return Some(false);
+            return (Some(false), Instant::now());
         }
+        let row = answer.map(|a| a.unchanged);
         if row == Some(false) && heard == Freshness::Fresh {
             // Only the row says so: the announcement is late or was lost (or the change
             // committed within milliseconds of the read).
@@ -723,7 +718,7 @@ impl Worker {
                 "a claimed delivery's endpoint changed unannounced; given back"
             );
         }
-        row
+        (row, answer.map_or_else(Instant::now, |a| a.since))
     }
 
     /// Gives `d` back unattempted (its attempt not counted): due at once when its endpoint
