@@ -15,6 +15,9 @@
 #   coupons-redeemed-p100           `status=redeemed`, page 100 (offset 10,000): a filtered page
 #   events-first                    GET /api/v1/events: the oldest page of the feed (50)
 #   events-end                      the poll at the end of the feed (an empty page)
+# BENCH_DEEP_PAGE (default 1000) moves the `-p1000` cases' cursor pages to another page, to
+# compare two databases at the same depth (the small dataset's `ds-big` has 433 pages of
+# deliveries: its "page 1,000" is its last page, of 30 rows).
 # Answers that are not 2xx are counted and printed under the case. BENCH_CASES picks some ("leads-first deliveries-first"). The server runs `--role api` with
 # PARTNER_DB_POOL_SIZE=BENCH_POOL (default 8: leads.sh showed p99 met at 8, not at 16, on two
 # shared cores). Loopback only; the database is kept.
@@ -54,10 +57,11 @@ A="Authorization: Bearer $TOKEN"
 BASE="http://127.0.0.1:$PORT"
 start_server
 cursor_of() { sed -nE 's/.*"nextCursor":"([^"]+)".*/\1/p'; }
-# The cursor of page 1,000 of a listing (or of its last page, if it has fewer).
+# The cursor of page BENCH_DEEP_PAGE (1,000) of a listing (or of its last page, if it has fewer).
+DEEP=${BENCH_DEEP_PAGE:-1000}
 deep_cursor() { # path
   local c="" n=0 next
-  while [ $n -lt 999 ]; do
+  while [ $n -lt $((DEEP - 1)) ]; do
     next=$(curl -sf "$BASE$1${c:+?cursor=$c}" -H "$A" | cursor_of)
     [ -n "$next" ] || break
     c=$next; n=$((n + 1))
