@@ -486,8 +486,9 @@ impl Worker {
         // The endpoint changed since the claim read it: give the delivery back, due now, so the
         // next claim sends it with the endpoint as it is (or not at all, when it went). A change
         // the store announced is known without a read; otherwise the endpoint's row is read, by
-        // a read begun once the attempt is ready (one of the next of its endpoint to be sent): a
-        // change answered before it is seen however late its announcement comes (a slow or
+        // a read begun once the attempt is ready (one of the next of its endpoint to be sent), or
+        // one begun at most `checks::SHARE_WITHIN` before, whose answer is dated from its start:
+        // a change answered before it is seen however late its announcement comes (a slow or
         // silently dead listener: issue 23, N9b''), and a failed read sends nothing.
         //
         // The check is made while the endpoint's slots are busy with the attempts before this
