@@ -24,9 +24,9 @@ if [ "${RECV:-keep}" = close ]; then  # slowtls.py: every attempt a new connecti
   RECV_LOG=$ATTACK_DIR/out/$NAME.recv.jsonl; RECV_MODE=$ATTACK_DIR/out/$NAME.mode; : >"$RECV_LOG"
   python3 "$ATTACK_DIR/slowtls.py" --port $((SP+5)) --log "$RECV_LOG" --hold "${HOLD:-0}" & RECV_PID=$!
   sleep 0.5
-else  # a16_recv.py: receiver.py answering in one write, TCP_NODELAY (a fast receiver)
+else  # receiver.py (answers in one write, TCP_NODELAY: a fast receiver since attack16)
   RECV_LOG=$ATTACK_DIR/out/$NAME.recv.jsonl; RECV_MODE=$ATTACK_DIR/out/$NAME.mode; : >"$RECV_LOG"; echo 200 >"$RECV_MODE"
-  python3 "$ATTACK_DIR/${RECV_PY:-a16_recv.py}" --port $((SP+5)) --log "$RECV_LOG" --mode-file "$RECV_MODE" & RECV_PID=$!
+  python3 "$ATTACK_DIR/${RECV_PY:-receiver.py}" --port $((SP+5)) --log "$RECV_LOG" --mode-file "$RECV_MODE" & RECV_PID=$!
   sleep 0.5
 fi
 trap 'stop_server; stop_receiver; [ -n "$PROXY" ] && kill $PROXY 2>/dev/null; wait 2>/dev/null' EXIT
