@@ -86,10 +86,8 @@ struct Flights {
 
 type Table = Arc<Mutex<HashMap<Key, Flights>>>;
 
-fn lock(table: &Table) -> MutexGuard<'_, HashMap<Key, Flights>> {
-    table
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// One read of an endpoint's row ([`DeliveryRepo::endpoint_unchanged`]).
@@ -210,11 +208,7 @@ impl Checks {
     /// The last answer of `key`, when its read began at most `share_within` ago (and not longer
     /// than an answer may be old at all).
     fn shared(&self, key: Key) -> Option<Answer> {
-        let recent = self
-            .recent
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let &(since, unchanged) = recent.get(&key)?;
+        let &(since, unchanged) = lock(&self.recent).get(&key)?;
         (since.elapsed() <= self.share_within.min(self.fresh_for))
             .then_some(Answer { unchanged, since })
     }
@@ -250,9 +244,7 @@ impl Checks {
             metrics::counter!("webhook_check_reads_total").increment(1);
             let (sent, unchanged) = match read(key).await {
                 Ok(check) => {
-                    let mut recent = recent
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    let mut recent = lock(&recent);
                     if recent.len() >= RECENT_KEEP {
                         recent.retain(|_, (since, _)| since.elapsed() <= share_within);
                     }
