@@ -537,12 +537,7 @@ impl Worker {
             }
             if asked.elapsed() > CHECKED_WITHIN {
                 (vouched, asked) = self.vouch(&d, claimed_at).await;
-            } else if self
-                .inner
-                .changes()
-                .freshness(d.endpoint_id, claimed_at, Instant::now())
-                == Freshness::Stale
-            {
+            } else if self.announced_changed(&d, claimed_at) {
                 vouched = Some(false);
             }
         }
@@ -560,12 +555,7 @@ impl Worker {
         let send = unix_us();
         // A send that needs a new connection writes only once it is up and the endpoint's row
         // is read again, unless the answer above is still fresh (issue 23, N9c).
-        let recheck = || async {
-            if asked.elapsed() <= FRESH_FOR {
-                return Some(true);
-            }
-            self.vouch(&d, claimed_at).await.0
-        };
+        let recheck = || self.recheck(&d, claimed_at, asked);
         let sent = self
             .inner
             .client
@@ -670,19 +660,37 @@ impl Worker {
         lane: &Arc<Semaphore>,
         claimed_at: Instant,
     ) -> Option<(OwnedSemaphorePermit, OwnedSemaphorePermit)> {
-        let now = Instant::now();
-        if now.saturating_duration_since(claimed_at) > CHECKED_WITHIN
-            || self
-                .inner
-                .changes()
-                .freshness(d.endpoint_id, claimed_at, now)
-                == Freshness::Stale
-        {
+        if claimed_at.elapsed() > CHECKED_WITHIN || self.announced_changed(d, claimed_at) {
             return None;
         }
         let endpoint_slot = lane.clone().try_acquire_owned().ok()?;
         let slot = self.inner.sending.clone().try_acquire_owned().ok()?;
         Some((endpoint_slot, slot))
+    }
+
+    /// Whether a change of `d`'s endpoint was announced since its claim at `claimed_at`.
+    fn announced_changed(&self, d: &ClaimedDelivery, claimed_at: Instant) -> bool {
+        self.inner
+            .changes()
+            .freshness(d.endpoint_id, claimed_at, Instant::now())
+            == Freshness::Stale
+    }
+
+    /// Whether `d` may be written on the connection just made for it (issue 23, N9c): the
+    /// answer that vouched for its send, asked at `asked`, still does while it is under
+    /// [`FRESH_FOR`] old and no change of the endpoint was announced since the claim (the
+    /// announcements are free to consult, and one heard while the connection was being made
+    /// would otherwise go unheeded for up to that long); past that, the row is read again.
+    async fn recheck(
+        &self,
+        d: &ClaimedDelivery,
+        claimed_at: Instant,
+        asked: Instant,
+    ) -> Option<bool> {
+        if asked.elapsed() <= FRESH_FOR {
+            return Some(!self.announced_changed(d, claimed_at));
+        }
+        self.vouch(d, claimed_at).await.0
     }
 
     /// Whether `d`'s endpoint is as its claim read it, now: `Some(false)` when a change was
@@ -1070,6 +1078,61 @@ mod tests {
             }
         }
         panic!("the endpoint row was read every time: {reads:?}");
+    }
+
+    /// Issue 23, N9c: on the connection just made for it, a send whose answer is still fresh
+    /// is written without another read, unless a change of its endpoint was announced since its
+    /// claim (the announcements cost nothing to consult); an answer past [`FRESH_FOR`] is read
+    /// again.
+    #[tokio::test]
+    async fn a_new_connections_send_heeds_a_change_announced_while_it_was_made() {
+        let d = claimed(Event::Ping {
+            endpoint: EndpointId::from_uuid(Uuid::from_u128(1)),
+        });
+        let mut repo = MockDeliveryRepo::new();
+        let reads = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = reads.clone();
+        repo.expect_endpoint_unchanged().returning(move |_, _| {
+            counted.fetch_add(1, Ordering::SeqCst);
+            Ok(EndpointCheck {
+                unchanged: true,
+                sent: std::time::Instant::now(),
+            })
+        });
+        let worker = Worker::new(
+            Arc::new(repo),
+            Arc::new(FixedClock::new(datetime!(2026-03-10 12:00 UTC))),
+            Arc::new(Zeros),
+            Arc::new(Names),
+            config(),
+        )
+        .expect("worker");
+        let claimed_at = Instant::now();
+        assert_eq!(
+            worker.recheck(&d, claimed_at, Instant::now()).await,
+            Some(true),
+            "fresh, nothing announced: written"
+        );
+        worker
+            .inner
+            .changes()
+            .changed(Some(d.endpoint_id), Instant::now());
+        assert_eq!(
+            worker.recheck(&d, claimed_at, Instant::now()).await,
+            Some(false),
+            "fresh, but a change was announced since the claim: given back"
+        );
+        assert_eq!(reads.load(Ordering::SeqCst), 0, "no row read while fresh");
+        let later_claim = Instant::now();
+        let old_answer = later_claim
+            .checked_sub(FRESH_FOR + Duration::from_millis(1))
+            .expect("an instant that long ago");
+        assert_eq!(
+            worker.recheck(&d, later_claim, old_answer).await,
+            Some(true),
+            "an answer past FRESH_FOR: the row is read again"
+        );
+        assert_eq!(reads.load(Ordering::SeqCst), 1, "read once when stale");
     }
 
     /// Issue 23, N9b'': a delivery is sent only once its endpoint's row is read at the version
