@@ -520,3 +520,107 @@ pub(crate) async fn release(
     .execute(conn)
     .await
 }
+
+#[cfg(test)]
+mod tests {
+    use diesel::sql_types::Text;
+    use diesel_async::{RunQueryDsl, SimpleAsyncConnection};
+
+    #[derive(diesel::QueryableByName)]
+    struct PlanLine {
+        #[diesel(sql_type = Text, column_name = "QUERY PLAN")]
+        line: String,
+    }
+
+    /// A partner with one endpoint and 440 pending deliveries (each with its lead and event, as
+    /// the outbox writes them), due an hour ago; no `ANALYZE`.
+    const FILL_SQL: &str = "\
+INSERT INTO partners (partner_id, name, email, active, dna_access, headless_links, default_lang, enabled_langs,
+  cs_subscription_active, cs_manual_override, cs_yearly_bundle, cs_services, created_at, updated_at)
+VALUES ('wh-1', 'Plan', 'ops@plan.test', true, false, true, 'en', '{en}', false, false, false, '{}', now(), now());
+INSERT INTO webhook_endpoints (id, partner_id, url, events, secret, created_at, updated_at)
+VALUES (gen_random_uuid(), 'wh-1', 'https://127.0.0.1:1/hook', '{lead.created}',
+  'whsec_plan0123456789abcdefghijklmnopqrstuvwxyzABCDEF', now(), now());
+WITH l AS (
+  INSERT INTO leads (id, partner_id, first_name, last_name, email, email_consent, phone, sms_consent,
+    origin, location, is_test, created_at, updated_at)
+  SELECT gen_random_uuid(), 'wh-1', 'Ann', 'Lee', 'ann@example.com', true, '+1 555 0100', true,
+    'managed-website', 'Austin, TX', false, clock_timestamp(), clock_timestamp() FROM generate_series(1, 440)
+  RETURNING id, partner_id, created_at),
+ev AS (
+  INSERT INTO domain_events (id, partner_id, kind, subject, extra, created_at)
+  SELECT uuid_v7(), partner_id, 'lead.created', id::text, '{}', created_at FROM l
+  RETURNING id, partner_id, created_at)
+INSERT INTO webhook_deliveries (id, endpoint_id, partner_id, event_id, kind, status, attempts, next_attempt_at, created_at)
+SELECT uuid_v7(), w.id, w.partner_id, ev.id, 'lead.created', 'pending', 0, ev.created_at - interval '1 hour', ev.created_at
+FROM ev JOIN webhook_endpoints w ON w.partner_id = ev.partner_id;";
+
+    /// The claim's `UPDATE` reaches the rows it picked by the `ctid` their lock returned, in the
+    /// generic plan PostgreSQL caches for a prepared statement, on a table without statistics
+    /// (a fresh database, or autovacuum off): a TID scan, the one path whose cost does not
+    /// depend on the planner's guess. Joined by primary key, the path is the planner's choice by
+    /// the table's size when the plan is made (here an index scan; at some sizes a scan of the
+    /// whole table once per claimed row, which the worker's connection then kept: issue 22,
+    /// `bench/claim-plan.sh`), so this test fails for a claim joined by primary key. The real
+    /// PostgreSQL of the tests (`TEST_DATABASE_URL`).
+    #[tokio::test]
+    async fn the_claims_update_reaches_its_rows_by_tid_in_a_generic_plan_without_statistics() {
+        let server = std::env::var("TEST_DATABASE_URL")
+            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432".to_owned());
+        // The integration tests' prefix: their sweep drops what a killed run left.
+        let url = format!(
+            "{server}/pp_test_claim_plan_{}_{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or_default()
+        );
+        crate::ensure_database(&url).await.expect("database");
+        crate::migrate(&url).await.expect("migrated");
+        let mut conn = crate::connect::open(&url).await.expect("connected");
+        conn.batch_execute(FILL_SQL).await.expect("filled");
+        conn.batch_execute(&format!(
+            "SET plan_cache_mode = force_generic_plan; \
+             PREPARE c(timestamptz, timestamptz, uuid[], int4[], int4, int8, int4) AS {}",
+            super::CLAIM_SQL
+        ))
+        .await
+        .expect("prepared");
+        let plan: Vec<String> = diesel::sql_query(
+            "EXPLAIN EXECUTE c(now(), now() + interval '30 s', '{}', '{}', 32, 512, 7)",
+        )
+        .load::<PlanLine>(&mut conn)
+        .await
+        .expect("explained")
+        .into_iter()
+        .map(|l| l.line)
+        .collect();
+        drop(conn);
+        crate::drop_database(&url).await.expect("dropped");
+        // The `claimed` CTE's part of the plan: up to the next CTE or the top node's next child
+        // (both indented by two spaces under the top node).
+        let update: Vec<&String> = plan
+            .iter()
+            .skip_while(|l| l.as_str() != "  CTE claimed")
+            .skip(1)
+            .take_while(|l| !l.starts_with("  CTE ") && !l.starts_with("  ->"))
+            .collect();
+        let text = update.iter().map(|l| l.as_str()).collect::<Vec<_>>().join("\n");
+        assert!(
+            text.contains("Update on webhook_deliveries"),
+            "no UPDATE found in the plan:\n{}",
+            plan.join("\n")
+        );
+        assert!(
+            text.contains("Tid Scan on webhook_deliveries"),
+            "the claim's UPDATE does not reach its rows by TID:\n{}",
+            plan.join("\n")
+        );
+        assert!(
+            !text.contains("Seq Scan on webhook_deliveries"),
+            "the claim's UPDATE scans the table:\n{}",
+            plan.join("\n")
+        );
+    }
+}
