@@ -20,6 +20,8 @@
 # (other partners', never written to) beside each case's endpoints on A's / B's side; with the same
 # binary on both sides, an A/B of the idle endpoints' cost (issue 22, item 1: pre-filled to 10
 # endpoints with 100,000 idle against none, live to 10 with 10,000 idle).
+# BENCH_AB_SET_A / BENCH_AB_SET_B="name=value ...": PostgreSQL settings of that side's database
+# (ALTER DATABASE … SET), e.g. plan_cache_mode=force_generic_plan.
 # Optional: BENCH_AB_KEEP=DIR keeps each case's server log (with RUST_LOG=partner_webhooks=debug,
 # partner_postgres=debug: the per-attempt timings) and nginx log in DIR; BENCH_AB_WAITS=1 also
 # samples pg_stat_activity of the case's database every 20 ms into DIR (its wait events, counted
@@ -72,6 +74,12 @@ run() { # $1 label $2 binary $3 database $4 idle endpoints
     wh_start_receiver
     wh_start_hanging
     wh_prepare_db >/dev/null 2>&1
+    # BENCH_AB_SET_A / BENCH_AB_SET_B: "name=value ..." settings for that side's database (every
+    # session the server opens), e.g. plan_cache_mode=force_generic_plan.
+    set_var=BENCH_AB_SET_$1
+    for kv in ${!set_var:-}; do
+      psql -q "$WH_DB" -c "ALTER DATABASE $WH_DB SET ${kv%%=*} = '${kv#*=}'"
+    done
     if [ -n "${BENCH_AB_EXPLAIN:-}" ]; then
       # Slow statements' plans (with row counts and buffers, without per-node timing) go to
       # PostgreSQL's own log, for every session the server opens on this database from now on.
