@@ -35,33 +35,55 @@ cpu() { # jiffies: nice, busy (all but idle and iowait), total
   awk '/^cpu / {print $3, $2 + $3 + $4 + $7 + $8 + $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9}' /proc/stat
 }
 
-printf '%-5s %-26s %6s %8s %-16s %-16s %6s %6s %8s %8s %7s %7s %3s %9s %6s %7s %7s %8s\n' \
-  round db count "deliv/s" "load before" "load after" "nice%" "busy%" blks_read blks_hit fpi "WAL MB" ckp dead_before claims "p50 ms" "p90 ms" "sum ms" | tee "$OUT/table.txt"
+# bench/webhooks-dataset.sh's hook: the counters just before the worker starts ("prefilled") and
+# once it has stopped ("drained"), so that the deltas are the drain's own (not the writes and the
+# ANALYZE of the pre-fill, nor the arrivals' analysis).
+hook() {
+  local f="$PREFILL_AB_TAG.$1"
+  snap "$PREFILL_AB_DB" >"$f.snap"; cpu >"$f.cpu"; cut -d' ' -f1-3 /proc/loadavg >"$f.load"
+  psql -Atq -F' ' "$PREFILL_AB_DB" -c "
+    SELECT 'heap:' || relname, heap_blks_read, heap_blks_hit FROM pg_statio_user_tables
+    UNION ALL SELECT 'idx:' || indexrelname, idx_blks_read, idx_blks_hit FROM pg_statio_user_indexes" >"$f.rel"
+}
+export -f hook snap cpu
+export BENCH_WH_HOOK=hook
+
+printf '%-5s %-26s %6s %8s %-16s %-16s %6s %6s %8s %8s %7s %7s %3s %9s %6s %7s %7s %8s  %s\n' \
+  round db count "deliv/s" "load before" "load after" "nice%" "busy%" blks_read blks_hit fpi "WAL MB" ckp dead_before claims "p50 ms" "p90 ms" "sum ms" "top reads" | tee "$OUT/table.txt"
+echo "(the columns after deliv/s are the drain's own: from the backlog written to the worker stopped; top reads: blocks read by relation)" | tee -a "$OUT/table.txt"
 for r in $(seq 1 "$ROUNDS"); do
   for db in "$A" "$B"; do
     if [ -n "${PREFILL_AB_VACUUM:-}" ]; then
-      psql -q "$db" -c "VACUUM (ANALYZE) webhook_deliveries" -c "VACUUM (ANALYZE) webhook_endpoint_queue" \
-        -c "VACUUM (ANALYZE) webhook_attempts" -c "VACUUM (ANALYZE) domain_events" -c "VACUUM (ANALYZE) leads"
+      # "index": index cleanup forced (INDEX_CLEANUP ON). By default VACUUM skips the index pass
+      # when fewer than 2 % of the table's pages hold dead items: on the big dataset a round's
+      # dead versions are far below that (their index entries stay), on the small one not.
+      opt=ANALYZE; [ "$PREFILL_AB_VACUUM" != index ] || opt="ANALYZE, INDEX_CLEANUP ON"
+      psql -q "$db" -c "VACUUM ($opt) webhook_deliveries" -c "VACUUM ($opt) webhook_endpoint_queue" \
+        -c "VACUUM ($opt) webhook_attempts" -c "VACUUM ($opt) domain_events" -c "VACUUM ($opt) leads"
     fi
     tag="$r-$db"
-    before=$(snap "$db"); lb=$(cut -d' ' -f1-3 /proc/loadavg); c0=$(cpu)
     RUST_LOG="warn,partner_postgres::claim=debug" BENCH_KEEP_SERVER_LOG="$OUT/$tag.server.log" \
+      PREFILL_AB_TAG="$OUT/$tag" PREFILL_AB_DB=$db \
       BENCH_DATASET=$db BENCH_WH_CASES=prefill bash bench/webhooks-dataset.sh >"$OUT/$tag.out" 2>&1
-    after=$(snap "$db"); la=$(cut -d' ' -f1-3 /proc/loadavg); c1=$(cpu)
+    before=$(cat "$OUT/$tag.prefilled.snap"); lb=$(cat "$OUT/$tag.prefilled.load"); c0=$(cat "$OUT/$tag.prefilled.cpu")
+    after=$(cat "$OUT/$tag.drained.snap"); la=$(cat "$OUT/$tag.drained.load"); c1=$(cat "$OUT/$tag.drained.cpu")
+    # The relations the drain read most blocks of (outside shared buffers).
+    top=$(awk 'NR == FNR {r[$1] = $2; next} {d = $2 - r[$1]; if (d > 0) print d, $1}' \
+      "$OUT/$tag.prefilled.rel" "$OUT/$tag.drained.rel" | sort -rn | head -3 | awk '{printf "%s%s=%s", (NR > 1 ? "," : ""), $2, $1}')
     line=$(grep '^pre-filled' "$OUT/$tag.out")
     count=$(sed -E 's/.*: ([0-9]+) delivered.*/\1/' <<<"$line")
     rate=$(sed -E 's/.* delivered, ([0-9]+) deliveries\/s.*/\1/' <<<"$line")
     read -r n0 busy0 tot0 <<<"$c0"; read -r n1 busy1 tot1 <<<"$c1"
     read -r br0 bh0 _ fpi0 wb0 ck0 _ dead0 <<<"$before"
     read -r br1 bh1 _ fpi1 wb1 ck1 _ _ <<<"$after"
-    claims=$(grep -o 'claim_us=[0-9]*' "$OUT/$tag.server.log" | cut -d= -f2 | sort -n |
+    claims=$({ grep -oE 'claim_us"?[=:]"?[0-9]+' "$OUT/$tag.server.log" || true; } | grep -oE '[0-9]+$' | sort -n |
       awk '{a[NR] = $1; s += $1} END {if (NR) printf "%d %.2f %.2f %.0f", NR, a[int((NR + 1) / 2)] / 1000, a[int(NR * 0.9 + 0.5)] / 1000, s / 1000; else print "0 - - -"}')
-    printf '%-5s %-26s %6s %8s %-16s %-16s %6.1f %6.1f %9s %9s %7s %7.1f %3s %11s %6s %7s %7s %8s\n' \
+    printf '%-5s %-26s %6s %8s %-16s %-16s %6.1f %6.1f %9s %9s %7s %7.1f %3s %11s %6s %7s %7s %8s  %s\n' \
       "$r" "$db" "$count" "$rate" "$lb" "$la" \
       "$(awk -v a="$n0" -v b="$n1" -v t="$tot0" -v u="$tot1" 'BEGIN {print 100 * (b - a) / (u - t)}')" \
       "$(awk -v a="$busy0" -v b="$busy1" -v t="$tot0" -v u="$tot1" 'BEGIN {print 100 * (b - a) / (u - t)}')" \
       $((br1 - br0)) $((bh1 - bh0)) $((fpi1 - fpi0)) "$(awk -v a="$wb0" -v b="$wb1" 'BEGIN {print (b - a) / 1048576}')" \
-      $((ck1 - ck0)) "$dead0" $claims | tee -a "$OUT/table.txt"
+      $((ck1 - ck0)) "$dead0" $claims "${top:--}" | tee -a "$OUT/table.txt"
     echo "$r $db $rate" >>"$OUT/rates.txt"
   done
 done
