@@ -13,7 +13,9 @@
 # writes stay in the database. Loopback only; stops by itself.
 # BENCH_API_DURATION (default 3s) is the live API case's wrk run; BENCH_WH_CASES (default
 # "prefill api pgbench paced") picks cases; the arrivals of the last case stay in the table
-# `bench_arrivals` (ms, id) of the database.
+# `bench_arrivals` (ms, id) of the database. BENCH_WH_HOOK, if set, is a command run with
+# "prefilled" after the pre-filled case's rows are written and "drained" once its worker has
+# stopped (bench/dataset-prefill-ab.sh takes its statistics there).
 # Usage: BENCH_DATASET=pp_dataset bash bench/webhooks-dataset.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -67,10 +69,12 @@ prefill() { # events
 # Pre-filled drain.
 if [[ $CASES == *" prefill "* ]]; then
 prefill "$EV"
+[ -z "${BENCH_WH_HOOK:-}" ] || "$BENCH_WH_HOOK" prefilled
 wh_rotate_log
 wh_start_server worker
 wh_wait_done "$MINE" 600
 wh_stop_server
+[ -z "${BENCH_WH_HOOK:-}" ] || "$BENCH_WH_HOOK" drained
 read -r count rate _ _ _ <<<"$(wh_arrivals "$MINE")"
 echo "pre-filled, $EV events to 10 endpoints: $count delivered, $rate deliveries/s ($(awk -v a="$rate" -v b="$limit" 'BEGIN {printf "%.3f", a / b}') of the receiver); load average $(cut -d' ' -f1-3 /proc/loadavg)"
 fi

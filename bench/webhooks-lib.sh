@@ -37,6 +37,8 @@ wh_cleanup() {
   [ -n "$WH_SERVER" ] && kill -9 "$WH_SERVER" 2>/dev/null || true
   [ -n "$WH_HANG" ] && kill "$WH_HANG" 2>/dev/null || true
   [ -f "$WH_WORK/nginx.pid" ] && nginx -p "$WH_WORK" -c "$WH_WORK/nginx.conf" -s stop 2>/dev/null || true
+  # BENCH_KEEP_SERVER_LOG=<file>: the servers' log of the run is kept there.
+  [ -n "${BENCH_KEEP_SERVER_LOG:-}" ] && cp "$WH_WORK/server.log" "$BENCH_KEEP_SERVER_LOG" 2>/dev/null || true
   rm -rf "$WH_WORK"
 }
 
