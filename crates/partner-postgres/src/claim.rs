@@ -606,7 +606,11 @@ FROM ev JOIN webhook_endpoints w ON w.partner_id = ev.partner_id;";
             .skip(1)
             .take_while(|l| !l.starts_with("  CTE ") && !l.starts_with("  ->"))
             .collect();
-        let text = update.iter().map(|l| l.as_str()).collect::<Vec<_>>().join("\n");
+        let text = update
+            .iter()
+            .map(|l| l.as_str())
+            .collect::<Vec<_>>()
+            .join("\n");
         assert!(
             text.contains("Update on webhook_deliveries"),
             "no UPDATE found in the plan:\n{}",

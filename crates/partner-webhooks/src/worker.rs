@@ -699,12 +699,10 @@ impl Worker {
     /// read's ask, or the start of the recent read it shared; now for an announced change). A
     /// send on it must follow within [`CHECKED_WITHIN`] of that instant.
     async fn vouch(&self, d: &ClaimedDelivery, claimed_at: Instant) -> (Option<bool>, Instant) {
-        let announced = || {
-            self.inner
-                .changes()
-                .freshness(d.endpoint_id, claimed_at, Instant::now())
-        };
-        let heard = announced();
+        let heard = self
+            .inner
+            .changes()
+            .freshness(d.endpoint_id, claimed_at, Instant::now());
         if heard == Freshness::Stale {
             return (Some(false), Instant::now());
         }
@@ -714,7 +712,7 @@ impl Worker {
             .check(d.endpoint_id, d.endpoint_version)
             .await;
         // Announced while the row was read: known as well, for free.
-        if announced() == Freshness::Stale {
+        if self.announced_changed(d, claimed_at) {
             return (Some(false), Instant::now());
         }
         let row = answer.map(|a| a.unchanged);
