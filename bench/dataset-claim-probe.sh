@@ -14,7 +14,10 @@ DB=${1:?database}
 EV=${PROBE_EVENTS:-2000}
 RUNS=${PROBE_RUNS:-5}
 WORK=$(mktemp -d /tmp/claim-probe.XXXXXX)
-trap 'rm -rf "$WORK"' EXIT
+export BENCH_DB=$DB
+# shellcheck source=bench/webhooks-lib.sh
+source bench/webhooks-lib.sh
+trap 'rm -rf "$WORK"; wh_cleanup' EXIT
 python3 - "$WORK/claim.sql" <<'PY'
 import re, sys
 s = open("crates/partner-postgres/src/claim.rs").read()
@@ -22,24 +25,7 @@ t = re.sub(r"\\\n\s*", "", re.search(r'const CLAIM_SQL: &str = "(.*?)";\n', s, r
 open(sys.argv[1], "w").write("PREPARE c(timestamptz, timestamptz, uuid[], int4[], int4, int8, int4) AS " + t + ";\n")
 PY
 BIG=$(psql -Atq "$DB" -c "SELECT value FROM dataset_info WHERE key = 'big_partner'")
-ID=$(psql -Atq "$DB" -c "SELECT COALESCE(to_regprocedure('uuid_v7()')::text, 'gen_random_uuid()')")
-if [ "$EV" -gt 0 ]; then
-psql -q "$DB" -c "
-  WITH l AS (
-    INSERT INTO leads (id, partner_id, first_name, last_name, email, email_consent, phone, sms_consent,
-      origin, location, is_test, created_at, updated_at)
-    SELECT gen_random_uuid(), '$BIG', 'Ann', 'Lee', 'ann@example.com', true, '+1 555 0100', true,
-      'managed-website', 'Austin, TX', false, clock_timestamp(), clock_timestamp()
-    FROM generate_series(1, $EV) g
-    RETURNING id, partner_id, created_at),
-  ev AS (
-    INSERT INTO domain_events (id, partner_id, kind, subject, extra, created_at)
-    SELECT $ID, partner_id, 'lead.created', id::text, '{}', created_at FROM l
-    RETURNING id, partner_id, created_at)
-  INSERT INTO webhook_deliveries (id, endpoint_id, partner_id, event_id, kind, status, attempts, next_attempt_at, created_at)
-  SELECT $ID, w.id, w.partner_id, ev.id, 'lead.created', 'pending', 0, ev.created_at, ev.created_at
-  FROM ev JOIN webhook_endpoints w ON w.partner_id = ev.partner_id AND w.disabled_at IS NULL;" -c "ANALYZE webhook_deliveries"
-fi
+if [ "$EV" -gt 0 ]; then wh_prefill_partner "$BIG" "$EV"; fi
 {
   cat "$WORK/claim.sql"
   for _ in $(seq 1 "$RUNS"); do

@@ -157,6 +157,29 @@ wh_id_fn() {
   psql -Atq "$WH_DB" -c "SELECT COALESCE(to_regprocedure('uuid_v7()')::text, 'gen_random_uuid()')"
 }
 
+# wh_prefill_partner PARTNER EVENTS: EVENTS leads of PARTNER (a dataset's big partner), each with
+# its event and one pending delivery per enabled endpoint of the partner, written set-based while
+# no worker runs (bench/webhooks-dataset.sh's pre-filled case, bench/dataset-claim-probe.sh).
+wh_prefill_partner() {
+  local id
+  id=$(wh_id_fn)
+  psql -q "$WH_DB" -c "
+    WITH l AS (
+      INSERT INTO leads (id, partner_id, first_name, last_name, email, email_consent, phone, sms_consent,
+        origin, location, is_test, created_at, updated_at)
+      SELECT gen_random_uuid(), '$1', 'Ann', 'Lee', 'ann@example.com', true, '+1 555 0100', true,
+        'managed-website', 'Austin, TX', false, clock_timestamp(), clock_timestamp()
+      FROM generate_series(1, $2) g
+      RETURNING id, partner_id, created_at),
+    ev AS (
+      INSERT INTO domain_events (id, partner_id, kind, subject, extra, created_at)
+      SELECT $id, partner_id, 'lead.created', id::text, '{}', created_at FROM l
+      RETURNING id, partner_id, created_at)
+    INSERT INTO webhook_deliveries (id, endpoint_id, partner_id, event_id, kind, status, attempts, next_attempt_at, created_at)
+    SELECT $id, w.id, w.partner_id, ev.id, 'lead.created', 'pending', 0, ev.created_at, ev.created_at
+    FROM ev JOIN webhook_endpoints w ON w.partner_id = ev.partner_id AND w.disabled_at IS NULL;" -c "ANALYZE webhook_deliveries"
+}
+
 # The outbox rows the server writes for a lead (lead, event, one delivery per subscribed
 # endpoint), for partner wh-P, as one statement. (pgbench runs wh_notify_sql beside it, as the
 # server's announcer does after such commits.)

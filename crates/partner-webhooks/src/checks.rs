@@ -1,19 +1,20 @@
 //! The endpoint-row check before every attempt (issue 23, N9b''): a claimed delivery is sent only
 //! once a read of its endpoint's row, begun after the attempt was ready to send (or, shared, at
 //! most [`SHARE_WITHIN`] before it asked: below), finds the endpoint enabled and at the version
-//! the claim read. The store's change announcements stay the
-//! fast path (a claim they report stale is given back without a read, and they wake the
-//! claimer), but a late or lost announcement (a slow or silently dead `LISTEN` connection) can no
-//! longer let a delivery go out with the URL, secrets or header of an endpoint whose change was
-//! answered before the read began.
+//! the claim read. The store's change announcements stay the fast path (a claim they report
+//! stale is given back without a read, and they wake the claimer), but a late or lost
+//! announcement (a slow or silently dead `LISTEN` connection) can no longer let a delivery go out
+//! with the URL, secrets or header of an endpoint whose change was answered before the read
+//! began.
 //!
 //! The reads are shared: attempts of one endpoint (and claimed version) that are ready while no
 //! read of it has begun since share one read (single flight). At most one read per endpoint and
 //! version runs at a time; an attempt ready while one runs (begun before it was ready; its
-//! answer is shared only once it is in, within [`SHARE_WITHIN`] of its start) waits for the next, which begins as soon as the running one ends and is
-//! shared by every attempt that became ready meanwhile. Against a read per attempt begun at
-//! once, this made half as many reads in the benchmark's drains (0.55 per delivery), with no
-//! difference in throughput the noisy machine could show (docs/performance-history.md).
+//! answer is shared only once it is in, within [`SHARE_WITHIN`] of its start) waits for the
+//! next, which begins as soon as the running one ends and is shared by every attempt that became
+//! ready meanwhile. Against a read per attempt begun at once, this made half as many reads in the
+//! benchmark's drains (0.55 per delivery), with no difference in throughput the noisy machine
+//! could show (docs/performance-history.md).
 //!
 //! An answer is also shared afterwards, for half as long as a read of the attempt's own may vouch
 //! for its send ([`SHARE_WITHIN`]; [`CHECKED_WITHIN`] from the read's start): an attempt that asks

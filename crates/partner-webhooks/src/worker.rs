@@ -554,7 +554,8 @@ impl Worker {
         let started = Instant::now();
         let send = unix_us();
         // A send that needs a new connection writes only once it is up and the endpoint's row
-        // is read again, unless the answer above is still fresh (issue 23, N9c).
+        // is read again, unless the answer above is still fresh and no change was announced
+        // (issue 23, N9c).
         let recheck = || self.recheck(&d, claimed_at, asked);
         let sent = self
             .inner
@@ -1049,6 +1050,21 @@ mod tests {
         }
     }
 
+    /// A store whose endpoint rows are always unchanged, and the count of their reads.
+    fn counting_unchanged_reads() -> (MockDeliveryRepo, Arc<std::sync::atomic::AtomicUsize>) {
+        let mut repo = MockDeliveryRepo::new();
+        let reads = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = reads.clone();
+        repo.expect_endpoint_unchanged().returning(move |_, _| {
+            counted.fetch_add(1, Ordering::SeqCst);
+            Ok(EndpointCheck {
+                unchanged: true,
+                sent: std::time::Instant::now(),
+            })
+        });
+        (repo, reads)
+    }
+
     /// A delivery whose slot is free within [`CHECKED_WITHIN`] of its claim is sent on the
     /// claim's own read of the endpoint row, without another read. (Tried three times: a test
     /// thread stalled past the 5 ms bound reads the row, as it should.)
@@ -1057,16 +1073,7 @@ mod tests {
         let endpoint = EndpointId::from_uuid(Uuid::from_u128(1));
         let mut reads = Vec::new();
         for _ in 0..3 {
-            let mut repo = MockDeliveryRepo::new();
-            let read = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-            let counted = read.clone();
-            repo.expect_endpoint_unchanged().returning(move |_, _| {
-                counted.fetch_add(1, Ordering::SeqCst);
-                Ok(EndpointCheck {
-                    unchanged: true,
-                    sent: std::time::Instant::now(),
-                })
-            });
+            let (repo, read) = counting_unchanged_reads();
             let outcome = one_outcome(repo, claimed(Event::Ping { endpoint })).await;
             // The send was made (and refused by the address guard: no receiver is needed).
             assert_eq!(outcome.error.as_deref(), Some("address not allowed"));
@@ -1087,16 +1094,7 @@ mod tests {
         let d = claimed(Event::Ping {
             endpoint: EndpointId::from_uuid(Uuid::from_u128(1)),
         });
-        let mut repo = MockDeliveryRepo::new();
-        let reads = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let counted = reads.clone();
-        repo.expect_endpoint_unchanged().returning(move |_, _| {
-            counted.fetch_add(1, Ordering::SeqCst);
-            Ok(EndpointCheck {
-                unchanged: true,
-                sent: std::time::Instant::now(),
-            })
-        });
+        let (repo, reads) = counting_unchanged_reads();
         let worker = Worker::new(
             Arc::new(repo),
             Arc::new(FixedClock::new(datetime!(2026-03-10 12:00 UTC))),
