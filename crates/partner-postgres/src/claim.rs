@@ -565,19 +565,7 @@ FROM ev JOIN webhook_endpoints w ON w.partner_id = ev.partner_id;";
     /// PostgreSQL of the tests (`TEST_DATABASE_URL`).
     #[tokio::test]
     async fn the_claims_update_reaches_its_rows_by_tid_in_a_generic_plan_without_statistics() {
-        let server = std::env::var("TEST_DATABASE_URL")
-            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432".to_owned());
-        // The integration tests' prefix: their sweep drops what a killed run left.
-        let url = format!(
-            "{server}/pp_test_claim_plan_{}_{}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos())
-                .unwrap_or_default()
-        );
-        crate::ensure_database(&url).await.expect("database");
-        crate::migrate(&url).await.expect("migrated");
+        let url = crate::fresh_test_database("claim_plan").await;
         let mut conn = crate::connect::open(&url).await.expect("connected");
         conn.batch_execute(FILL_SQL).await.expect("filled");
         conn.batch_execute(&format!(
