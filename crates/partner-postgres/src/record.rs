@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use diesel::prelude::*;
-use diesel::sql_types::{Array, Bool, Integer, Nullable, Text, Timestamptz};
+use diesel::sql_types::{Array, BigInt, Bool, Integer, Nullable, Text, Timestamptz};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use partner_domain::RepoError;
 use partner_domain::webhook::{
@@ -26,9 +26,12 @@ use crate::webhooks::fail_disabled;
 ///
 /// It answers one row per delivery of the batch that still exists: its endpoint's health as the
 /// statement's snapshot saw it (what [`judge_health`] judges, read before in a statement of its
-/// own: a round trip per batch, 0.2 ms, issue 22) and whether its outcome was applied. The
-/// snapshot is the one a separate read just after would mostly see; a change committed meanwhile
-/// is caught by the health write's compare-and-set either way.
+/// own: a round trip per batch, 0.2 ms, issue 22), and on every row how many outcomes were
+/// applied (counted once: a flag per row, by `EXISTS` or a join to `done`, was planned as a scan
+/// of the written rows for each row on a small table). The snapshot is the one a separate read
+/// just after would mostly see; a change committed meanwhile is caught by the health write's
+/// compare-and-set either way. No row at all: none of the batch's deliveries exists any more,
+/// and none was applied.
 const RECORD_SQL: &str = "\
 WITH u AS ( \
   SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::timestamptz[], $5::timestamptz[], $6::int4[], \
@@ -47,7 +50,7 @@ logged AS ( \
   INSERT INTO webhook_attempts (delivery_id, attempted_at, status_code, duration_ms, error) \
   SELECT id, last_attempt_at, status_code, duration_ms, error FROM done) \
 SELECT d.id AS delivery_id, w.id AS endpoint_id, w.failing_since, w.disabled_at IS NOT NULL AS disabled, \
-  EXISTS (SELECT 1 FROM done WHERE done.id = d.id) AS applied \
+  (SELECT count(*) FROM done) AS applied \
 FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id \
 WHERE d.id = ANY($1::uuid[])";
 
@@ -62,8 +65,9 @@ struct Recorded {
     failing_since: Option<OffsetDateTime>,
     #[diesel(sql_type = Bool)]
     disabled: bool,
-    #[diesel(sql_type = Bool)]
-    applied: bool,
+    /// The same on every row: the outcomes applied.
+    #[diesel(sql_type = BigInt)]
+    applied: i64,
 }
 
 /// Writes a batch's outcomes ([`RECORD_SQL`]), then judges the health of the endpoints they were
@@ -120,7 +124,7 @@ pub(crate) async fn record(
     .load(conn)
     .await
     .map_err(db)?;
-    let applied = recorded.iter().filter(|r| r.applied).count();
+    let applied = <[Recorded]>::first(&recorded).map_or(0, |r| r.applied);
     let attempted: Vec<(Uuid, Attempted)> = outcomes
         .iter()
         .filter_map(|o| Attempted::of(o).map(|a| (o.id.as_uuid(), a)))
