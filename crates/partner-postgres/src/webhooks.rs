@@ -1,4 +1,5 @@
-//! Webhook endpoints, the delivery log, and the workers' claim/record cycle.
+//! Webhook endpoints, the delivery log, and the workers' `DeliveryRepo` over the claim
+//! (`claim.rs`) and the record of their attempts (`record.rs`).
 
 use diesel::pg::Pg;
 use diesel::prelude::*;
