@@ -31,7 +31,8 @@
 # PostgreSQL's own log (auto_explain).
 # The live and paced cases also print their latencies without the events of their first second
 # (bench/webhooks-lib.sh `wh_arrivals_after`): the writers' sessions and the server's are new then
-# (the first events commit ~80 ms after their timestamps), which alone can make a 15-s run's p99.
+# (the first events commit ~80 ms after their timestamps); the two p99s tell whether the start
+# set a run's p99 (on 2026-11-28 it seldom did: docs/performance.md).
 # Every line carries the load average at its end. Loopback only; bounded; stops by itself (the
 # receiver is bench/webhooks-lib.sh's nginx, on its own port).
 set -euo pipefail
