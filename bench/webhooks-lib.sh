@@ -157,19 +157,19 @@ wh_id_fn() {
   psql -Atq "$WH_DB" -c "SELECT COALESCE(to_regprocedure('uuid_v7()')::text, 'gen_random_uuid()')"
 }
 
-# wh_prefill_partner PARTNER EVENTS: EVENTS leads of PARTNER (a dataset's big partner), each with
-# its event and one pending delivery per enabled endpoint of the partner, written set-based while
-# no worker runs (bench/webhooks-dataset.sh's pre-filled case, bench/dataset-claim-probe.sh).
-wh_prefill_partner() {
+# wh_prefill_rows PARTNER_SQL ROWS AFTER_SQL: ROWS leads (row number `g` from 0, for PARTNER_SQL
+# to name each one's partner), each with its event and one pending delivery per enabled endpoint
+# of its partner, written set-based while no worker runs; then AFTER_SQL.
+wh_prefill_rows() {
   local id
   id=$(wh_id_fn)
   psql -q "$WH_DB" -c "
     WITH l AS (
       INSERT INTO leads (id, partner_id, first_name, last_name, email, email_consent, phone, sms_consent,
         origin, location, is_test, created_at, updated_at)
-      SELECT gen_random_uuid(), '$1', 'Ann', 'Lee', 'ann@example.com', true, '+1 555 0100', true,
+      SELECT gen_random_uuid(), $1, 'Ann', 'Lee', 'ann@example.com', true, '+1 555 0100', true,
         'managed-website', 'Austin, TX', false, clock_timestamp(), clock_timestamp()
-      FROM generate_series(1, $2) g
+      FROM generate_series(0, $2 - 1) g
       RETURNING id, partner_id, created_at),
     ev AS (
       INSERT INTO domain_events (id, partner_id, kind, subject, extra, created_at)
@@ -177,7 +177,13 @@ wh_prefill_partner() {
       RETURNING id, partner_id, created_at)
     INSERT INTO webhook_deliveries (id, endpoint_id, partner_id, event_id, kind, status, attempts, next_attempt_at, created_at)
     SELECT $id, w.id, w.partner_id, ev.id, 'lead.created', 'pending', 0, ev.created_at, ev.created_at
-    FROM ev JOIN webhook_endpoints w ON w.partner_id = ev.partner_id AND w.disabled_at IS NULL;" -c "ANALYZE webhook_deliveries"
+    FROM ev JOIN webhook_endpoints w ON w.partner_id = ev.partner_id AND w.disabled_at IS NULL;" -c "$3"
+}
+
+# wh_prefill_partner PARTNER EVENTS: EVENTS leads of PARTNER (a dataset's big partner) and their
+# deliveries (bench/webhooks-dataset.sh's pre-filled case, bench/dataset-claim-probe.sh).
+wh_prefill_partner() {
+  wh_prefill_rows "'$1'" "$2" "ANALYZE webhook_deliveries"
 }
 
 # The outbox rows the server writes for a lead (lead, event, one delivery per subscribed
@@ -227,25 +233,10 @@ LUA
   wrk -t1 -c32 -d"$1" -s "$WH_WORK/ingest.lua" "http://127.0.0.1:$WH_PORT" | awk '/Requests\/sec/ {printf "%.0f", $2}'
 }
 
-# wh_prefill PER_PARTNER N_PARTNERS: events written set-based while no worker runs.
+# wh_prefill PER_PARTNER N_PARTNERS: PER_PARTNER leads for each of partners wh-1…wh-N and their
+# deliveries, written set-based while no worker runs.
 wh_prefill() {
-  local per=$1 parts=$2 id
-  id=$(wh_id_fn)
-  psql -q "$WH_DB" -c "
-    WITH l AS (
-      INSERT INTO leads (id, partner_id, first_name, last_name, email, email_consent, phone, sms_consent,
-        origin, location, is_test, created_at, updated_at)
-      SELECT gen_random_uuid(), 'wh-' || (1 + g % $parts), 'Ann', 'Lee', 'ann@example.com', true,
-        '+1 555 0100', true, 'managed-website', 'Austin, TX', false, clock_timestamp(), clock_timestamp()
-      FROM generate_series(0, $per * $parts - 1) g
-      RETURNING id, partner_id, created_at),
-    ev AS (
-      INSERT INTO domain_events (id, partner_id, kind, subject, extra, created_at)
-      SELECT $id, partner_id, 'lead.created', id::text, '{}', created_at FROM l
-      RETURNING id, partner_id, created_at)
-    INSERT INTO webhook_deliveries (id, endpoint_id, partner_id, event_id, kind, status, attempts, next_attempt_at, created_at)
-    SELECT $id, w.id, w.partner_id, ev.id, 'lead.created', 'pending', 0, ev.created_at, ev.created_at
-    FROM ev JOIN webhook_endpoints w ON w.partner_id = ev.partner_id;" -c "VACUUM ANALYZE webhook_deliveries"
+  wh_prefill_rows "'wh-' || (1 + g % $2)" "$(($1 * $2))" "VACUUM ANALYZE webhook_deliveries"
 }
 
 wh_start_server() {
