@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use partner_domain::kernel::ids::EndpointId;
 use partner_domain::webhook::ports::DeliveryRepo;
-use partner_domain::webhook::{AttemptOutcome, ClaimRequest, NextStep};
+use partner_domain::webhook::{AttemptOutcome, ClaimRequest, ClaimedDelivery, NextStep};
 use partner_postgres::PgStore;
 use partner_server::config::Role;
 use reqwest::{Method, StatusCode};
@@ -211,9 +211,10 @@ async fn an_outcome_is_recorded_only_under_the_lease_that_claimed_it() {
         .remove(0);
     assert_eq!(first.id, second.id);
     assert_ne!(first.lease, second.lease);
-    let outcome = |lease, next, code| AttemptOutcome {
+    let outcome = |claim: &ClaimedDelivery, next, code| AttemptOutcome {
         id: first.id,
-        lease,
+        lease: claim.lease,
+        row: claim.row,
         at: t1,
         status_code: Some(code),
         error: None,
@@ -221,7 +222,7 @@ async fn an_outcome_is_recorded_only_under_the_lease_that_claimed_it() {
         next,
     };
     assert_eq!(
-        repo.record(&[outcome(first.lease, NextStep::GiveUp, 500)], None)
+        repo.record(&[outcome(&first, NextStep::GiveUp, 500)], None)
             .await
             .expect("record"),
         0,
@@ -229,7 +230,7 @@ async fn an_outcome_is_recorded_only_under_the_lease_that_claimed_it() {
     );
     assert_eq!(log(&app, "acme").await[0]["status"], "pending");
     assert_eq!(
-        repo.record(&[outcome(second.lease, NextStep::Delivered, 200)], None)
+        repo.record(&[outcome(&second, NextStep::Delivered, 200)], None)
             .await
             .expect("record"),
         1
@@ -245,7 +246,7 @@ async fn an_outcome_is_recorded_only_under_the_lease_that_claimed_it() {
     );
     // Recording again under the same lease changes nothing: the delivery is finished.
     assert_eq!(
-        repo.record(&[outcome(second.lease, NextStep::GiveUp, 500)], None)
+        repo.record(&[outcome(&second, NextStep::GiveUp, 500)], None)
             .await
             .expect("record"),
         0
@@ -457,9 +458,10 @@ async fn the_claim_follows_each_endpoints_due_marker_through_leases_retries_and_
     );
     // A retry due before the lease ends moves the marker back (the trigger on the record).
     let retry_at = t0 + Duration::from_secs(10);
-    let outcome = |lease, at, next| AttemptOutcome {
+    let outcome = |claim: &ClaimedDelivery, at, next| AttemptOutcome {
         id: first[0].id,
-        lease,
+        lease: claim.lease,
+        row: claim.row,
         at,
         status_code: Some(500),
         error: None,
@@ -467,10 +469,7 @@ async fn the_claim_follows_each_endpoints_due_marker_through_leases_retries_and_
         next,
     };
     let recorded = repo
-        .record(
-            &[outcome(first[0].lease, t0, NextStep::RetryAt(retry_at))],
-            None,
-        )
+        .record(&[outcome(&first[0], t0, NextStep::RetryAt(retry_at))], None)
         .await
         .expect("record");
     assert_eq!(recorded, 1);
@@ -494,7 +493,7 @@ async fn the_claim_follows_each_endpoints_due_marker_through_leases_retries_and_
     // Its advance moves the marker to the end of the second lease (an advance that ran only
     // after the outcome below would remove it: nothing would be pending then).
     repo.claims_settled().await;
-    repo.record(&[outcome(second[0].lease, t1, NextStep::Delivered)], None)
+    repo.record(&[outcome(&second[0], t1, NextStep::Delivered)], None)
         .await
         .expect("record");
     // The marker is stale (the end of the second lease); the first claim after it removes it.
@@ -630,6 +629,7 @@ async fn a_backlogs_marker_follows_its_claims_and_a_late_marker_heals() {
         .map(|d| AttemptOutcome {
             id: d.id,
             lease: d.lease,
+            row: d.row,
             at: t0,
             status_code: Some(200),
             error: None,
@@ -774,6 +774,7 @@ async fn a_batch_gives_back_exactly_the_claims_still_pending_under_their_leases(
     let done = AttemptOutcome {
         id: d[4].id,
         lease: d[4].lease,
+        row: d[4].row,
         at: t0,
         status_code: Some(200),
         error: None,

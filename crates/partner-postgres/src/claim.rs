@@ -33,7 +33,8 @@ use crate::{PgStore, db};
 ///   stepped over until the next vacuum, on every claim: half of a backlog of 200,000 drained,
 ///   496 index pages and 3.7 ms a claim, against 4 pages and 0.08 ms from the marker
 ///   (`bench/claim-scan.sh`);
-/// - `claimed`: counts the attempt, leases the row until `$2` under a fresh fencing token, and
+/// - `claimed`: counts the attempt, leases the row until `$2` under a fresh fencing token (and
+///   returns where the row's new version is, for the outcome's write: `record::RECORD_SQL`), and
 ///   makes the transaction's commit asynchronous (a claim lost in a crash is a delivery attempted
 ///   again: at-least-once). It finds each picked row by the `ctid` its lock returned (the row's
 ///   current version, which no one else can change before this statement ends): a TID scan at
@@ -94,14 +95,15 @@ claimed AS ( \
   SET attempts = d.attempts + 1, next_attempt_at = $2, lease_token = gen_random_uuid() \
   FROM picked WHERE d.ctid = picked.tid \
     AND set_config('synchronous_commit', 'off', true) IS NOT NULL \
-  RETURNING d.id, d.endpoint_id, d.lease_token, d.attempts - d.attempt_base AS attempts, d.kind, d.event_id), \
+  RETURNING d.id, d.endpoint_id, d.lease_token, d.ctid::text AS tid, d.attempts - d.attempt_base AS attempts, \
+    d.kind, d.event_id), \
 got AS ( \
   SELECT c.endpoint_id, count(*) AS n FROM claimed c GROUP BY c.endpoint_id), \
 visits AS ( \
   SELECT ep.id, ep.room, ep.ord, COALESCE(got.n, 0) AS n, \
     max(ep.ord) FILTER (WHERE got.n IS NOT NULL) OVER () AS last \
   FROM ep LEFT JOIN got ON got.endpoint_id = ep.id) \
-SELECT c.id, c.endpoint_id, c.lease_token, c.attempts, c.kind, c.event_id, ev.created_at AS event_created_at, \
+SELECT c.id, c.endpoint_id, c.lease_token, c.tid, c.attempts, c.kind, c.event_id, ev.created_at AS event_created_at, \
   ev.subject, ev.extra::text AS extra, w.url, w.secret, \
   CASE WHEN w.previous_secret_expires_at > $1 THEN w.previous_secret END AS previous_secret, \
   COALESCE(w.previous_secret_expires_at <= $1, false) AS previous_expired, \
@@ -115,7 +117,7 @@ FROM claimed c JOIN domain_events ev ON ev.id = c.event_id JOIN webhook_endpoint
 LEFT JOIN leads l ON c.kind IN ('lead.created', 'lead.enriched') AND l.id = CASE WHEN ev.subject ~ \
   '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$' THEN ev.subject::uuid END \
 UNION ALL \
-SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, \
+SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, \
   NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, \
   COALESCE(array_agg(v.id) FILTER (WHERE v.n = 0 \
     AND ((SELECT count(*) FROM claimed) < $6 OR v.ord <= v.last)), '{}'), \
@@ -523,37 +525,9 @@ pub(crate) async fn release(
 
 #[cfg(test)]
 mod tests {
-    use diesel::sql_types::Text;
-    use diesel_async::{RunQueryDsl, SimpleAsyncConnection};
+    use diesel_async::SimpleAsyncConnection;
 
-    #[derive(diesel::QueryableByName)]
-    struct PlanLine {
-        #[diesel(sql_type = Text, column_name = "QUERY PLAN")]
-        line: String,
-    }
-
-    /// A partner with one endpoint and 440 pending deliveries (each with its lead and event, as
-    /// the outbox writes them), due an hour ago; no `ANALYZE`.
-    const FILL_SQL: &str = "\
-INSERT INTO partners (partner_id, name, email, active, dna_access, headless_links, default_lang, enabled_langs,
-  cs_subscription_active, cs_manual_override, cs_yearly_bundle, cs_services, created_at, updated_at)
-VALUES ('wh-1', 'Plan', 'ops@plan.test', true, false, true, 'en', '{en}', false, false, false, '{}', now(), now());
-INSERT INTO webhook_endpoints (id, partner_id, url, events, secret, created_at, updated_at)
-VALUES (gen_random_uuid(), 'wh-1', 'https://127.0.0.1:1/hook', '{lead.created}',
-  'whsec_plan0123456789abcdefghijklmnopqrstuvwxyzABCDEF', now(), now());
-WITH l AS (
-  INSERT INTO leads (id, partner_id, first_name, last_name, email, email_consent, phone, sms_consent,
-    origin, location, is_test, created_at, updated_at)
-  SELECT gen_random_uuid(), 'wh-1', 'Ann', 'Lee', 'ann@example.com', true, '+1 555 0100', true,
-    'managed-website', 'Austin, TX', false, clock_timestamp(), clock_timestamp() FROM generate_series(1, 440)
-  RETURNING id, partner_id, created_at),
-ev AS (
-  INSERT INTO domain_events (id, partner_id, kind, subject, extra, created_at)
-  SELECT uuid_v7(), partner_id, 'lead.created', id::text, '{}', created_at FROM l
-  RETURNING id, partner_id, created_at)
-INSERT INTO webhook_deliveries (id, endpoint_id, partner_id, event_id, kind, status, attempts, next_attempt_at, created_at)
-SELECT uuid_v7(), w.id, w.partner_id, ev.id, 'lead.created', 'pending', 0, ev.created_at - interval '1 hour', ev.created_at
-FROM ev JOIN webhook_endpoints w ON w.partner_id = ev.partner_id;";
+    use crate::test_support::{BACKLOG_SQL, cte_part, generic_plan};
 
     /// The claim's `UPDATE` reaches the rows it picked by the `ctid` their lock returned, in the
     /// generic plan PostgreSQL caches for a prepared statement, on a table without statistics
@@ -565,40 +539,19 @@ FROM ev JOIN webhook_endpoints w ON w.partner_id = ev.partner_id;";
     /// PostgreSQL of the tests (`TEST_DATABASE_URL`).
     #[tokio::test]
     async fn the_claims_update_reaches_its_rows_by_tid_in_a_generic_plan_without_statistics() {
-        let url = crate::fresh_test_database("claim_plan").await;
+        let url = crate::test_support::fresh_test_database("claim_plan").await;
         let mut conn = crate::connect::open(&url).await.expect("connected");
-        conn.batch_execute(FILL_SQL).await.expect("filled");
-        conn.batch_execute(&format!(
-            "SET plan_cache_mode = force_generic_plan; \
-             PREPARE c(timestamptz, timestamptz, uuid[], int4[], int4, int8, int4) AS {}",
-            super::CLAIM_SQL
-        ))
-        .await
-        .expect("prepared");
-        let plan: Vec<String> = diesel::sql_query(
-            "EXPLAIN EXECUTE c(now(), now() + interval '30 s', '{}', '{}', 32, 512, 7)",
+        conn.batch_execute(BACKLOG_SQL).await.expect("filled");
+        let plan = generic_plan(
+            &mut conn,
+            super::CLAIM_SQL,
+            "timestamptz, timestamptz, uuid[], int4[], int4, int8, int4",
+            "now(), now() + interval '30 s', '{}', '{}', 32, 512, 7",
         )
-        .load::<PlanLine>(&mut conn)
-        .await
-        .expect("explained")
-        .into_iter()
-        .map(|l| l.line)
-        .collect();
+        .await;
         drop(conn);
         crate::drop_database(&url).await.expect("dropped");
-        // The `claimed` CTE's part of the plan: up to the next CTE or the top node's next child
-        // (both indented by two spaces under the top node).
-        let update: Vec<&String> = plan
-            .iter()
-            .skip_while(|l| l.as_str() != "  CTE claimed")
-            .skip(1)
-            .take_while(|l| !l.starts_with("  CTE ") && !l.starts_with("  ->"))
-            .collect();
-        let text = update
-            .iter()
-            .map(|l| l.as_str())
-            .collect::<Vec<_>>()
-            .join("\n");
+        let text = cte_part(&plan, "claimed");
         assert!(
             text.contains("Update on webhook_deliveries"),
             "no UPDATE found in the plan:\n{}",

@@ -37,6 +37,8 @@ mod retention;
 mod schema;
 mod schema_extra;
 mod sub_accounts;
+#[cfg(test)]
+mod test_support;
 mod tokens;
 mod uow;
 mod webhooks;
@@ -590,26 +592,6 @@ impl<Q> diesel::query_builder::QueryId for Prepared<Q> {
 
 impl<Q: diesel::query_builder::Query> diesel::query_builder::Query for Prepared<Q> {
     type SqlType = Q::SqlType;
-}
-
-/// A new database of the tests' real PostgreSQL (`TEST_DATABASE_URL`), migrated, named
-/// `pp_test_<what>_…` (the integration tests' prefix: their sweep drops what a killed run left);
-/// the caller drops it ([`drop_database`]).
-#[cfg(test)]
-pub(crate) async fn fresh_test_database(what: &str) -> String {
-    let server = std::env::var("TEST_DATABASE_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432".to_owned());
-    let url = format!(
-        "{server}/pp_test_{what}_{}_{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or_default()
-    );
-    ensure_database(&url).await.expect("database");
-    migrate(&url).await.expect("migrated");
-    url
 }
 
 #[cfg(test)]

@@ -45,6 +45,7 @@ mod lanes;
 mod maintenance;
 mod news;
 mod recorder;
+mod stamps;
 mod worker;
 
 pub use client::SystemAddressCheck;

@@ -94,6 +94,7 @@ mod tests {
         AttemptOutcome {
             id: DeliveryId::from_uuid(Uuid::from_u128(n)),
             lease: Uuid::from_u128(n),
+            row: partner_domain::webhook::RowHint::NONE,
             at: datetime!(2026-01-01 0:00 UTC),
             status_code: Some(200),
             error: None,

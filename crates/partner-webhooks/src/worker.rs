@@ -26,6 +26,7 @@ use crate::client::{Client, Sent};
 use crate::give_back::{GiveBack, GiveBacks};
 use crate::lanes::{Heard, Lanes};
 use crate::news::NewsFold;
+use crate::stamps::{Stamps, unix_us};
 use crate::{WorkerConfig, WorkerError, maintenance, recorder};
 
 /// Deliveries claimed in one statement at most.
@@ -38,28 +39,6 @@ const GIVEN_BACK_FOR: Duration = Duration::from_secs(1);
 /// How long the first give-back of a batch waits for others before its statement is sent: the
 /// claims of a changed endpoint are given back within moments of each other (`give_back`).
 const GIVE_BACK_LINGER: Duration = Duration::from_millis(1);
-
-/// Wall-clock microseconds since the epoch, for the `debug` timings of a delivery's path (which
-/// are compared with the event's `created_at` and the receiver's log, so not the injected clock).
-fn unix_us() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
-}
-
-/// When each stage of a claim round began or ended (`unix_us`), logged at `debug` with each
-/// attempt: where the time between an event's commit and its arrival goes.
-#[derive(Debug, Clone, Copy, Default)]
-struct Stamps {
-    /// The worker woke (a notification, a finished attempt, or the poll).
-    woke: i64,
-    /// The claim was sent to the store.
-    claim: i64,
-    /// The claim's rows came back.
-    claimed: i64,
-    /// The payloads were built (the subjects read).
-    built: i64,
-}
 
 /// Takes `n`'s stored wake-up, if any, without waiting.
 async fn taken(n: &Notify) -> bool {
@@ -371,6 +350,7 @@ impl Worker {
                 let _ = tx.send(AttemptOutcome {
                     id: u.id,
                     lease: u.lease,
+                    row: u.row,
                     at: now,
                     status_code: None,
                     error: Some(SUBJECT_UNREADABLE.into()),
@@ -449,6 +429,7 @@ impl Worker {
                 let _ = tx.send(AttemptOutcome {
                     id: d.id,
                     lease: d.lease,
+                    row: d.row,
                     at: self.inner.clock.now(),
                     status_code: None,
                     error: Some(error.into()),
@@ -567,17 +548,7 @@ impl Worker {
             return;
         }
         let took = started.elapsed();
-        tracing::debug!(
-            delivery = %d.id,
-            woke = stamps.woke,
-            claim = stamps.claim,
-            claimed = stamps.claimed,
-            built = stamps.built,
-            slot,
-            send,
-            answered = unix_us(),
-            "webhook attempt timings (unix µs)"
-        );
+        stamps.log(d.id, slot, send);
         let at = self.inner.clock.now();
         let c = &self.inner.config;
         let (status_code, error, next) = match sent {
@@ -632,6 +603,7 @@ impl Worker {
         let _ = tx.send(AttemptOutcome {
             id: d.id,
             lease: d.lease,
+            row: d.row,
             at,
             status_code,
             error,
@@ -806,7 +778,7 @@ mod tests {
     use partner_domain::kernel::clock::FixedClock;
     use partner_domain::kernel::ids::{DeliveryId, LeadId};
     use partner_domain::webhook::ports::{EndpointCheck, MockDeliveryRepo};
-    use partner_domain::webhook::{ClaimBatch, Subjects, UnreadableDelivery};
+    use partner_domain::webhook::{ClaimBatch, RowHint, Subjects, UnreadableDelivery};
     use time::macros::datetime;
     use uuid::Uuid;
 
@@ -851,6 +823,7 @@ mod tests {
             id: DeliveryId::from_uuid(Uuid::from_u128(7)),
             endpoint_id: EndpointId::from_uuid(Uuid::from_u128(1)),
             lease: Uuid::from_u128(99),
+            row: RowHint::new(0x2_0007),
             attempt: 1,
             event_id: partner_domain::kernel::ids::EventId::from_uuid(Uuid::from_u128(8)),
             event,
@@ -886,6 +859,7 @@ mod tests {
             id: DeliveryId::from_uuid(Uuid::from_u128(8)),
             endpoint_id: EndpointId::from_uuid(Uuid::from_u128(1)),
             lease: Uuid::from_u128(98),
+            row: RowHint::new(0x3_0001),
         };
         let o = first_outcome(
             MockDeliveryRepo::new(),
@@ -900,6 +874,7 @@ mod tests {
             (
                 o.id,
                 o.lease,
+                o.row,
                 o.status_code,
                 o.error.as_deref(),
                 o.duration_ms,
@@ -908,6 +883,7 @@ mod tests {
             (
                 unreadable.id,
                 unreadable.lease,
+                unreadable.row,
                 None,
                 Some(SUBJECT_UNREADABLE),
                 None,
@@ -989,6 +965,11 @@ mod tests {
             Uuid::from_u128(99),
             "recorded under its lease"
         );
+        assert_eq!(
+            outcome.row,
+            RowHint::new(0x2_0007),
+            "handed back where the claim found the row"
+        );
         assert_eq!(outcome.duration_ms, None);
     }
 
@@ -1025,6 +1006,11 @@ mod tests {
             outcome.next,
             NextStep::RetryAt(datetime!(2026-03-10 12:00:54 UTC)),
             "60 s less the full jitter of 10 %"
+        );
+        assert_eq!(
+            (outcome.lease, outcome.row),
+            (Uuid::from_u128(99), RowHint::new(0x2_0007)),
+            "recorded under its lease, where the claim found the row"
         );
     }
 

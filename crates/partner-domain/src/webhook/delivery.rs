@@ -210,6 +210,29 @@ pub struct ClaimRequest {
     pub max_attempts: u32,
 }
 
+/// Where the store held a claimed delivery's row when the claim took it, opaque to the domain (the
+/// PostgreSQL store's tuple address): handed back with the attempt's outcome
+/// ([`AttemptOutcome::row`]), it lets the store reach the row without searching for it. A hint
+/// that no longer points at the row (the row moved) costs the store a search, never a wrong
+/// write: the lease still fences the outcome. [`RowHint::NONE`] when the store keeps none.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct RowHint(u64);
+
+impl RowHint {
+    /// No hint: the store searches for the row.
+    pub const NONE: Self = Self(0);
+
+    /// The hint a store made of its own address for the row.
+    pub const fn new(raw: u64) -> Self {
+        Self(raw)
+    }
+
+    /// What the store made it of.
+    pub const fn get(self) -> u64 {
+        self.0
+    }
+}
+
 /// A claimed delivery with everything needed to send it. Claiming counts the attempt, so a
 /// delivery whose worker keeps dying still ends after its budget.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -220,6 +243,8 @@ pub struct ClaimedDelivery {
     pub endpoint_id: EndpointId,
     /// The fencing token of this claim: an outcome is recorded only while the row still holds it.
     pub lease: Uuid,
+    /// Where the store held the row when it claimed it, for the outcome.
+    pub row: RowHint,
     /// The number of this attempt (1 for the first).
     pub attempt: u32,
     /// The event's own id (`X-Partner-Event-Id`): the same on every delivery of the event.
@@ -256,6 +281,8 @@ pub struct UnreadableDelivery {
     pub endpoint_id: EndpointId,
     /// The fencing token of its claim.
     pub lease: Uuid,
+    /// Where the store held the row when it claimed it, for the outcome.
+    pub row: RowHint,
 }
 
 /// What one claim took: the deliveries ready to send, and those whose stored event cannot be
@@ -294,6 +321,8 @@ pub struct AttemptOutcome {
     pub id: DeliveryId,
     /// The fencing token of the claim the attempt was made under.
     pub lease: Uuid,
+    /// The claim's [`ClaimedDelivery::row`], handed back to the store.
+    pub row: RowHint,
     /// When the attempt ended.
     pub at: OffsetDateTime,
     /// The receiver's status, `None` when it did not answer.

@@ -228,6 +228,7 @@ mod tests {
         let mut outcome = AttemptOutcome {
             id: crate::kernel::ids::DeliveryId::from_uuid(uuid::Uuid::nil()),
             lease: uuid::Uuid::nil(),
+            row: crate::webhook::RowHint::NONE,
             at: T,
             status_code: Some(200),
             error: None,

@@ -45,8 +45,8 @@ pub use budget::{ACTION_CALLS, ACTION_WINDOW, ActionBudget};
 pub use delivery::{
     ATTEMPT_LOG_LIMIT, AttemptLogEntry, AttemptOutcome, ClaimBatch, ClaimRequest, ClaimedDelivery,
     DeliveryDetail, DeliveryFilter, DeliveryInfo, DeliveryQuery, DeliveryStatus, RECOVER_LIMIT,
-    RECOVER_WINDOW, SUBJECT_UNREADABLE, UnreadableDelivery, delivery_body, parse_event_filter,
-    parse_statuses,
+    RECOVER_WINDOW, RowHint, SUBJECT_UNREADABLE, UnreadableDelivery, delivery_body,
+    parse_event_filter, parse_statuses,
 };
 pub use endpoint::{
     CustomHeader, DisabledReason, ENDPOINT_DISABLED, EndpointParts, EndpointPatch,

@@ -13,6 +13,7 @@ use uuid::Uuid;
 
 use crate::corrupt;
 use crate::models::webhook_endpoints::header;
+use crate::record::row_hint;
 use crate::schema::webhook_deliveries;
 
 /// A delivery as the log shows it.
@@ -79,6 +80,9 @@ pub(crate) struct ClaimRow {
     endpoint_id: Uuid,
     #[diesel(sql_type = diesel::sql_types::Uuid)]
     lease_token: Uuid,
+    /// Where the claim left the row (its `ctid`).
+    #[diesel(sql_type = Text)]
+    tid: String,
     #[diesel(sql_type = Integer)]
     attempts: i32,
     #[diesel(sql_type = Text)]
@@ -116,6 +120,7 @@ impl ClaimRow {
             id: DeliveryId::from_uuid(self.id),
             endpoint_id: EndpointId::from_uuid(self.endpoint_id),
             lease: self.lease_token,
+            row: row_hint(&self.tid),
         }
     }
 
@@ -135,6 +140,7 @@ impl ClaimRow {
             id: DeliveryId::from_uuid(self.id),
             endpoint_id: EndpointId::from_uuid(self.endpoint_id),
             lease: self.lease_token,
+            row: row_hint(&self.tid),
             attempt: u32::try_from(self.attempts).map_err(|_| corrupt("attempt count"))?,
             event_id: EventId::from_uuid(self.event_id),
             event: Event::from_stored(&StoredEvent {
