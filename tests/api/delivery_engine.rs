@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use partner_domain::kernel::ids::EndpointId;
 use partner_domain::webhook::ports::DeliveryRepo;
-use partner_domain::webhook::{AttemptOutcome, ClaimRequest, ClaimedDelivery, NextStep};
+use partner_domain::webhook::{AttemptOutcome, ClaimRequest, ClaimedDelivery, NextStep, RowHint};
 use partner_postgres::PgStore;
 use partner_server::config::Role;
 use reqwest::{Method, StatusCode};
@@ -211,6 +211,9 @@ async fn an_outcome_is_recorded_only_under_the_lease_that_claimed_it() {
         .remove(0);
     assert_eq!(first.id, second.id);
     assert_ne!(first.lease, second.lease);
+    // Each claim hands out where it left the row (a new version each time), for the outcome.
+    assert!(first.row != RowHint::NONE && second.row != RowHint::NONE);
+    assert_ne!(first.row, second.row);
     let outcome = |claim: &ClaimedDelivery, next, code| AttemptOutcome {
         id: first.id,
         lease: claim.lease,
