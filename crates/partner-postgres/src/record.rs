@@ -411,11 +411,12 @@ FROM generate_series(1, 2) g;";
     }
 
     /// The outcomes still leased are written, and the statement answers what the health
-    /// judgment needs: the outcome of a delivery whose lease passed to another worker is not applied nor
-    /// logged, yet its answer (here `410 Gone`) is an attempt the endpoint did answer, and still
-    /// disables it, as when the health was read in a statement of its own; the endpoint's other
-    /// pending deliveries then end `failed`. Without hints ([`RowHint::NONE`]) the rows are found
-    /// where the statement's snapshot saw them. The real PostgreSQL of the tests.
+    /// judgment needs: the outcome of a delivery whose lease passed to another worker is not
+    /// applied nor logged, yet its answer (here `410 Gone`) is an attempt the endpoint did
+    /// answer, and still disables it, as when the health was read in a statement of its own;
+    /// the endpoint's other pending deliveries then end `failed`. Without hints
+    /// ([`RowHint::NONE`]) the rows are located by id and written there. The real PostgreSQL of
+    /// the tests.
     #[tokio::test]
     async fn outcomes_apply_only_under_their_lease_and_every_answer_counts_for_health() {
         let url = crate::test_support::fresh_test_database("record").await;
