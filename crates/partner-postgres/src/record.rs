@@ -410,6 +410,18 @@ FROM generate_series(1, 2) g;";
         logged: i64,
     }
 
+    /// Each delivery's status, last error and attempts logged, in id order.
+    async fn states(conn: &mut diesel_async::AsyncPgConnection) -> Vec<State> {
+        diesel::sql_query(
+            "SELECT d.status, d.last_error, \
+               (SELECT count(*) FROM webhook_attempts a WHERE a.delivery_id = d.id) AS logged \
+             FROM webhook_deliveries d ORDER BY d.id",
+        )
+        .load(conn)
+        .await
+        .expect("read")
+    }
+
     /// The outcomes still leased are written, and the statement answers what the health
     /// judgment needs: the outcome of a delivery whose lease passed to another worker is not
     /// applied nor logged, yet its answer (here `410 Gone`) is an attempt the endpoint did
@@ -429,14 +441,7 @@ FROM generate_series(1, 2) g;";
         let applied = super::record(&mut conn, &outcomes, None)
             .await
             .expect("recorded");
-        let states: Vec<State> = diesel::sql_query(
-            "SELECT d.status, d.last_error, \
-               (SELECT count(*) FROM webhook_attempts a WHERE a.delivery_id = d.id) AS logged \
-             FROM webhook_deliveries d ORDER BY d.id",
-        )
-        .load(&mut conn)
-        .await
-        .expect("read");
+        let states = states(&mut conn).await;
         let disabled: Vec<State> = diesel::sql_query(
             "SELECT disabled_reason AS status, NULL::text AS last_error, 0::int8 AS logged \
              FROM webhook_endpoints WHERE disabled_at IS NOT NULL",
@@ -529,14 +534,7 @@ FROM generate_series(1, 2) g;";
         let again = super::record(&mut conn, &outcomes[1..], None)
             .await
             .expect("recorded");
-        let states: Vec<State> = diesel::sql_query(
-            "SELECT d.status, d.last_error, \
-               (SELECT count(*) FROM webhook_attempts a WHERE a.delivery_id = d.id) AS logged \
-             FROM webhook_deliveries d ORDER BY d.id",
-        )
-        .load(&mut conn)
-        .await
-        .expect("read");
+        let states = states(&mut conn).await;
         drop(conn);
         crate::drop_database(&url).await.expect("dropped");
         assert_ne!(claimed[1], now[1], "the update moved the row");
