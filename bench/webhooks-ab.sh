@@ -22,8 +22,8 @@
 # endpoints with 100,000 idle against none, live to 10 with 10,000 idle).
 # BENCH_AB_SET_A / BENCH_AB_SET_B="name=value ...": PostgreSQL settings of that side's database
 # (ALTER DATABASE … SET), e.g. plan_cache_mode=force_generic_plan.
-# Optional: BENCH_AB_KEEP=DIR keeps each case's server log (with RUST_LOG=partner_webhooks=debug,
-# partner_postgres=debug: the per-attempt timings) and nginx log in DIR; BENCH_AB_WAITS=1 also
+# Optional: BENCH_AB_KEEP=DIR keeps each case's server log (RUST_LOG defaults to
+# partner_webhooks=debug,partner_postgres=debug then: the per-attempt timings) and nginx log in DIR; BENCH_AB_WAITS=1 also
 # samples pg_stat_activity of the case's database every 20 ms into DIR (its wait events, counted
 # by bench/webhooks-waits.sh). BENCH_AB_DB names the databases (default pp_bench_ab: _a, _b),
 # BENCH_PGPORT the PostgreSQL port (default 5432). BENCH_AB_EXPLAIN=50ms logs the plan (rows and
@@ -44,7 +44,9 @@ CASES=${BENCH_AB_CASES:-prefill1 prefill10 live1 rate1 paced1 paced10 api1}
 N=${BENCH_EVENTS:-20000}
 load() { cut -d' ' -f1 /proc/loadavg; }
 KEEP=${BENCH_AB_KEEP:-}
-[ -n "$KEEP" ] && mkdir -p "$KEEP"
+# A kept log is for the per-attempt timings: debug for the two crates unless RUST_LOG says otherwise
+# (bench/webhooks-lib.sh's default, warn, leaves the log empty).
+[ -n "$KEEP" ] && { mkdir -p "$KEEP"; export RUST_LOG=${RUST_LOG:-partner_webhooks=debug,partner_postgres=debug}; }
 SAMPLER=""
 # sample_start LABEL: pg_stat_activity of this database every 20 ms, in one psql session.
 sample_start() {

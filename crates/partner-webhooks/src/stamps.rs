@@ -1,5 +1,6 @@
 //! The timings of a delivery's path, logged at `debug` with each attempt: where the time
-//! between an event's commit and its arrival goes (`bench/webhooks-ab.sh` reads them).
+//! between an event's commit and its arrival goes (`bench/webhooks-ab.sh` keeps them with
+//! `BENCH_AB_KEEP`, `bench/webhooks-waits.sh` summarises them).
 
 use partner_domain::kernel::ids::DeliveryId;
 
