@@ -131,6 +131,11 @@ impl ClaimRow {
         self.subject.len() == 36
     }
 
+    /// The endpoint the delivery is for.
+    pub(crate) fn endpoint_id(&self) -> Uuid {
+        self.endpoint_id
+    }
+
     pub(crate) fn previous_expired(&self) -> bool {
         self.previous_expired
     }
