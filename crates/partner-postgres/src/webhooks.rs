@@ -406,7 +406,7 @@ impl DeliveryRepo for PgStore {
         let mut expired: Vec<Uuid> = rows
             .iter()
             .filter(|(r, _)| r.previous_expired())
-            .map(|(r, _)| r.unreadable().endpoint_id.as_uuid())
+            .map(|(r, _)| r.endpoint_id())
             .collect();
         if !expired.is_empty() {
             expired.sort_unstable();
