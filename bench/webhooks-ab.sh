@@ -23,12 +23,12 @@
 # BENCH_AB_SET_A / BENCH_AB_SET_B="name=value ...": PostgreSQL settings of that side's database
 # (ALTER DATABASE … SET), e.g. plan_cache_mode=force_generic_plan.
 # Optional: BENCH_AB_KEEP=DIR keeps each case's server log (RUST_LOG defaults to
-# partner_webhooks=debug,partner_postgres=debug then: the per-attempt timings) and nginx log in DIR; BENCH_AB_WAITS=1 also
-# samples pg_stat_activity of the case's database every 20 ms into DIR (its wait events, counted
-# by bench/webhooks-waits.sh). BENCH_AB_DB names the databases (default pp_bench_ab: _a, _b),
-# BENCH_PGPORT the PostgreSQL port (default 5432). BENCH_AB_EXPLAIN=50ms logs the plan (rows and
-# buffers, no per-node timing) of every statement of the server's sessions slower than that to
-# PostgreSQL's own log (auto_explain).
+# partner_webhooks=debug,partner_postgres=debug then: the per-attempt timings) and nginx log in
+# DIR; BENCH_AB_WAITS=1 also samples pg_stat_activity of the case's database every 20 ms into
+# DIR (its wait events, counted by bench/webhooks-waits.sh). BENCH_AB_DB names the databases
+# (default pp_bench_ab: _a, _b), BENCH_PGPORT the PostgreSQL port (default 5432).
+# BENCH_AB_EXPLAIN=50ms logs the plan (rows and buffers, no per-node timing) of every statement
+# of the server's sessions slower than that to PostgreSQL's own log (auto_explain).
 # The live and paced cases also print their latencies without the events of their first second
 # (bench/webhooks-lib.sh `wh_arrivals_after`): the writers' sessions and the server's are new then
 # (the first events commit ~80 ms after their timestamps); the two p99s tell whether the start

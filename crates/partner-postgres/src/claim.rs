@@ -132,9 +132,13 @@ WHERE q.endpoint_id = n.endpoint_id AND n.due <> q.due_at";
 
 /// A row of [`CLAIM_SQL`]: a claimed delivery (with its lead, if it is about one that exists),
 /// or the last row, which carries only the endpoints visited.
-struct ClaimOrVisited {
-    row: Option<(ClaimRow, Option<LeadRow>)>,
-    visited: Option<Vec<Uuid>>,
+#[allow(
+    clippy::large_enum_variant,
+    reason = "every row but the last is a claim: boxing would allocate once more per claimed row"
+)]
+enum ClaimOrVisited {
+    Claim((ClaimRow, Option<LeadRow>)),
+    Visited(Vec<Uuid>),
 }
 
 impl QueryableByName<diesel::pg::Pg> for ClaimOrVisited {
@@ -145,11 +149,10 @@ impl QueryableByName<diesel::pg::Pg> for ClaimOrVisited {
             row, "visited",
         )?;
         // The last row's delivery columns are all null; a delivery row's are never.
-        let row = match visited {
-            Some(_) => None,
-            None => Some((ClaimRow::build(row)?, LeadRow::prefixed(row)?)),
-        };
-        Ok(Self { row, visited })
+        Ok(match visited {
+            Some(v) => Self::Visited(v),
+            None => Self::Claim((ClaimRow::build(row)?, LeadRow::prefixed(row)?)),
+        })
     }
 }
 
@@ -305,9 +308,9 @@ pub(crate) async fn claim_rows(
     let mut rows = Vec::with_capacity(out.len().saturating_sub(1));
     let mut visited = Vec::new();
     for r in out {
-        match (r.row, r.visited) {
-            (Some(row), _) => rows.push(row),
-            (None, v) => visited = v.unwrap_or_default(),
+        match r {
+            ClaimOrVisited::Claim(row) => rows.push(row),
+            ClaimOrVisited::Visited(v) => visited = v,
         }
     }
     let gave: HashSet<Uuid> = rows.iter().map(|(r, _)| r.endpoint_id()).collect();
